@@ -1,0 +1,21 @@
+// The CLI's subcommands. Each registers its options on a CLI11 app and runs when selected.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace plab::cli {
+
+// A registered subcommand and its action, which runs after parsing and returns the exit code.
+// Actions throw std::exception with a one-line message for bad input.
+struct Command {
+    CLI::App* app;
+    std::function<int()> run;
+};
+
+Command addFormatsCommand(CLI::App& app);
+Command addQuantizeCommand(CLI::App& app);
+Command addBenchCommand(CLI::App& app);
+
+} // namespace plab::cli

@@ -1,0 +1,125 @@
+// `bench quantize`: quantise-with-counting throughput for each format and rounding mode, next to
+// a plain copy of the same buffers in the same run (the ratio is the figure to quote).
+#include "cli_commands.h"
+
+#include "numerics/quantizer.h"
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace plab::cli {
+namespace {
+
+struct BenchArgs {
+    std::size_t size = std::size_t{1} << 24;
+    unsigned threads = 1;
+    std::string kernel = "auto";
+    int repeat = 5;
+    std::vector<std::string> formats = {"fp16",     "bf16",     "fp8-e4m3", "fp8-e5m2",
+                                        "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"};
+};
+
+CpuKernel parseKernel(const std::string& name) {
+    for (CpuKernel k : {CpuKernel::Auto, CpuKernel::Generic, CpuKernel::Avx2, CpuKernel::Avx512})
+        if (name == toString(k))
+            return k;
+    throw std::invalid_argument("bench: --kernel \"" + name +
+                                "\": expected auto, generic, avx2 or avx512");
+}
+
+// Gradient-like data: normal values spread over ~24 binades, so every format sees underflow,
+// subnormals and normals, and the histogram is not degenerate.
+std::vector<float> makeData(std::size_t n) {
+    std::vector<float> data(n);
+    std::mt19937_64 rng(42);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> binade(-20.0f, 4.0f);
+    for (float& v : data)
+        v = normal(rng) * std::exp2(binade(rng));
+    return data;
+}
+
+template <typename Fn>
+double bestSeconds(int repeat, Fn&& fn) {
+    double best = 1e300;
+    for (int r = 0; r < repeat; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        const auto t1 = std::chrono::steady_clock::now();
+        best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+    }
+    return best;
+}
+
+int runQuantizeBench(const BenchArgs& args) {
+    if (args.size == 0 || args.repeat < 1)
+        throw std::invalid_argument("bench quantize: --size and --repeat must be positive");
+    const CpuKernel kernel = parseKernel(args.kernel);
+    ThreadPool pool(args.threads);
+    const std::vector<float> in = makeData(args.size);
+    std::vector<float> out(args.size);
+    const std::size_t n = args.size;
+    constexpr std::size_t kChunk = 1 << 16;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    auto copy = [&] {
+        pool.parallelFor(chunks, [&](std::size_t c) {
+            const std::size_t begin = c * kChunk;
+            std::memcpy(out.data() + begin, in.data() + begin,
+                        std::min(kChunk, n - begin) * sizeof(float));
+        });
+    };
+    copy(); // fault the pages in before timing anything
+    const double copySeconds = bestSeconds(args.repeat, copy);
+    const double copyRate = static_cast<double>(n) / copySeconds;
+
+    std::printf("bench quantize: %zu float32 elements, %u thread(s), kernel %s, best of %d\n", n,
+                pool.threadCount(), toString(Quantizer(QuantConfig{}, kernel).kernel()),
+                args.repeat);
+    std::printf("%-14s %-14s %12s %12s\n", "format", "rounding", "G elem/s", "x copy");
+    std::printf("%-14s %-14s %12.3f %12.3f\n", "(copy)", "-", copyRate / 1e9, 1.0);
+    QuantStats stats;
+    for (const std::string& name : args.formats) {
+        for (Rounding rounding : kAllRoundings) {
+            const Quantizer q(QuantConfig::forFormat(parseFormat(name), rounding), kernel);
+            QuantizeOptions options;
+            options.pool = &pool;
+            options.seed = 7;
+            const double s = bestSeconds(args.repeat, [&] {
+                stats.reset();
+                q.quantize(in, out, &stats, options);
+            });
+            const double rate = static_cast<double>(n) / s;
+            std::printf("%-14s %-14s %12.3f %12.3f\n", name.c_str(),
+                        std::string(toString(rounding)).c_str(), rate / 1e9, rate / copyRate);
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+Command addBenchCommand(CLI::App& app) {
+    auto* cmd = app.add_subcommand("bench", "Benchmarks of the core");
+    cmd->require_subcommand(1);
+    auto* quantize = cmd->add_subcommand(
+        "quantize", "Quantise-with-counting throughput per format and rounding vs a plain copy");
+    auto args = std::make_shared<BenchArgs>();
+    quantize->add_option("--size", args->size, "Elements per buffer")->capture_default_str();
+    quantize->add_option("--threads", args->threads, "Threads (0: all cores)")
+        ->capture_default_str();
+    quantize->add_option("--kernel", args->kernel, "auto | generic | avx2 | avx512")
+        ->capture_default_str();
+    quantize->add_option("--repeat", args->repeat, "Timed passes; the best is reported")
+        ->capture_default_str();
+    quantize->add_option("--formats", args->formats, "Formats to measure")->delimiter(',');
+    return {cmd, [args] { return runQuantizeBench(*args); }};
+}
+
+} // namespace plab::cli

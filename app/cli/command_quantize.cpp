@@ -1,0 +1,139 @@
+// `quantize`: numbers from stdin through a format. Text mode prints each value's quantised value,
+// code, class and relative error; --binary streams float32 to float32 for pipes.
+#include "cli_commands.h"
+
+#include "numerics/codec.h"
+#include "numerics/philox.h"
+#include "numerics/quantizer.h"
+#include "numerics/reference_quantize.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace plab::cli {
+namespace {
+
+struct QuantizeArgs {
+    std::string format;
+    std::string rounding = "nearest-even";
+    std::string overflow; // empty: the format's default
+    std::uint64_t seed = 0;
+    bool binary = false;
+};
+
+QuantConfig makeConfig(const QuantizeArgs& args) {
+    QuantConfig config = QuantConfig::forFormat(parseFormat(args.format),
+                                                parseRounding(args.rounding));
+    if (!args.overflow.empty())
+        config.overflow = parseOverflow(args.overflow);
+    return config;
+}
+
+std::vector<float> readTextNumbers(std::istream& in) {
+    std::vector<float> values;
+    std::string word;
+    std::size_t index = 0;
+    while (in >> word) {
+        ++index;
+        const char* begin = word.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const float v = std::strtof(begin, &end);
+        // ERANGE is fine: the value is what float32 makes of the text (Inf, or 0 / subnormal).
+        if (end == begin || *end != '\0')
+            throw std::invalid_argument("quantize: stdin word " + std::to_string(index) + " \"" +
+                                        word + "\" is not a number (expected e.g. 0.1, -3e-5, "
+                                               "inf, nan)");
+        values.push_back(v);
+    }
+    return values;
+}
+
+int runText(const QuantConfig& config, std::uint64_t seed) {
+    const std::vector<float> values = readTextNumbers(std::cin);
+    std::printf("%-16s %-16s %-10s %-10s %s\n", "input", "quantized", "bits", "class",
+                "rel.error");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const float x = values[i];
+        const std::uint32_t word = philox::elementWord(i, 0, seed);
+        QuantClass cls;
+        const float q = quantizeReference(config, x, word, &cls);
+        const std::uint32_t code = encode(config, x, word);
+        char err[32] = "-";
+        if (std::isfinite(x) && std::isfinite(q))
+            std::snprintf(err, sizeof err, "%.3e",
+                          x == 0.0f ? 0.0 : std::fabs((double(q) - x) / x));
+        std::printf("%-16.9g %-16.9g %-10s %-10s %s\n", x, q,
+                    codeToHex(config.format, code).c_str(), toString(cls), err);
+    }
+    return 0;
+}
+
+int runBinary(const QuantConfig& config, std::uint64_t seed) {
+    const Quantizer quantizer(config);
+    constexpr std::size_t kValues = 1 << 18;
+    std::vector<float> buffer(kValues);
+    auto* bytes = reinterpret_cast<unsigned char*>(buffer.data());
+    std::size_t pending = 0; // bytes in buffer not yet processed
+    std::uint64_t index = 0;
+    for (;;) {
+        const std::size_t got = std::fread(bytes + pending, 1, kValues * 4 - pending, stdin);
+        pending += got;
+        const std::size_t whole = pending / 4;
+        if (whole > 0) {
+            std::span<float> values(buffer.data(), whole);
+            QuantizeOptions options;
+            options.seed = seed;
+            options.firstIndex = index;
+            quantizer.quantize(values, values, nullptr, options);
+            if (std::fwrite(buffer.data(), 4, whole, stdout) != whole)
+                throw std::runtime_error("quantize --binary: writing stdout failed");
+            index += whole;
+            const std::size_t rest = pending - whole * 4;
+            std::copy(bytes + whole * 4, bytes + pending, bytes);
+            pending = rest;
+        }
+        if (got == 0)
+            break;
+    }
+    std::fflush(stdout);
+    if (std::ferror(stdin))
+        throw std::runtime_error("quantize --binary: reading stdin failed");
+    if (pending != 0)
+        throw std::invalid_argument(
+            "quantize --binary: stdin ended with " + std::to_string(pending) +
+            " trailing byte(s) after " + std::to_string(index) +
+            " float32 values; expected a multiple of 4 bytes (little-endian float32)");
+    return 0;
+}
+
+} // namespace
+
+Command addQuantizeCommand(CLI::App& app) {
+    auto* cmd = app.add_subcommand("quantize", "Quantise numbers from stdin to a format");
+    auto args = std::make_shared<QuantizeArgs>();
+    cmd->add_option("--format,-f", args->format, "Format name or eXmY[:options] (see `formats`)")
+        ->required();
+    cmd->add_option("--rounding,-r", args->rounding,
+                    "nearest-even | nearest-away | toward-zero | stochastic")
+        ->capture_default_str();
+    cmd->add_option("--overflow", args->overflow,
+                    "saturate | inf (default: inf for formats with Inf, else saturate)");
+    cmd->add_option("--seed", args->seed, "Seed of the stochastic-rounding random stream")
+        ->capture_default_str();
+    cmd->add_flag("--binary", args->binary,
+                  "Read little-endian float32 from stdin until EOF, write quantised float32");
+    return {cmd, [args] {
+                const QuantConfig config = makeConfig(*args);
+                return args->binary ? runBinary(config, args->seed) : runText(config, args->seed);
+            }};
+}
+
+} // namespace plab::cli

@@ -1,0 +1,252 @@
+// Derived properties, validation and parsing of FormatSpec.
+#include "numerics/format_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace plab {
+namespace {
+
+std::string lowerCase(std::string_view text) {
+    std::string out(text);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    std::size_t start = 0;
+    for (;;) {
+        std::size_t pos = text.find(sep, start);
+        parts.push_back(text.substr(start, pos - start));
+        if (pos == std::string_view::npos)
+            return parts;
+        start = pos + 1;
+    }
+}
+
+bool parseInt(std::string_view text, int& value) {
+    if (text.empty())
+        return false;
+    const char* end = text.data() + text.size();
+    auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    return ec == std::errc() && ptr == end;
+}
+
+[[noreturn]] void fail(std::string_view text, const std::string& why) {
+    throw FormatError("format \"" + std::string(text) + "\": " + why);
+}
+
+// Exponent field of the top binade that holds finite values.
+int topExponentField(const FormatSpec& f) {
+    const int allOnes = (1 << f.exponentBits) - 1;
+    if (f.specials == SpecialValues::Ieee)
+        return allOnes - 1;
+    if (f.specials == SpecialValues::Fn && f.mantissaBits == 0)
+        return allOnes - 1; // the whole top field is the NaN code
+    return allOnes;
+}
+
+FormatSpec makeNamed(std::string name, int e, int m, int bias, SpecialValues specials,
+                     bool isSigned = true, bool hasZero = true) {
+    FormatSpec f;
+    f.name = std::move(name);
+    f.exponentBits = e;
+    f.mantissaBits = m;
+    f.bias = bias;
+    f.specials = specials;
+    f.isSigned = isSigned;
+    f.hasZero = hasZero;
+    f.subnormals = hasZero;
+    return f;
+}
+
+// Canonical custom spelling: only the options that differ from the eXmY defaults.
+std::string customName(const FormatSpec& f) {
+    std::string name = "e" + std::to_string(f.exponentBits) + "m" + std::to_string(f.mantissaBits);
+    if (f.bias != (1 << (f.exponentBits - 1)) - 1)
+        name += ":bias=" + std::to_string(f.bias);
+    if (!f.hasZero)
+        name += ":nozero";
+    else if (!f.subnormals)
+        name += ":nosub";
+    if (f.specials != SpecialValues::Ieee)
+        name += ":" + std::string(toString(f.specials));
+    if (!f.isSigned)
+        name += ":unsigned";
+    return name;
+}
+
+void validate(const FormatSpec& f, std::string_view text) {
+    if (f.exponentBits < 1 || f.exponentBits > 8)
+        fail(text, "exponent bits must be 1..8 (float32 holds every value), got " +
+                       std::to_string(f.exponentBits));
+    if (f.mantissaBits < 0 || f.mantissaBits > 23)
+        fail(text, "mantissa bits must be 0..23, got " + std::to_string(f.mantissaBits));
+    if (f.specials == SpecialValues::Ieee && f.mantissaBits == 0)
+        fail(text, "ieee Inf/NaN needs at least one mantissa bit; add :fn or :finite");
+    if (f.specials == SpecialValues::Fnuz && (!f.isSigned || !f.hasZero))
+        fail(text, "fnuz takes its NaN from the negative-zero code, so it needs a signed format "
+                   "with a zero");
+    if (f.maxFinite() <= 0.0)
+        fail(text, "has no finite nonzero values");
+    if (f.maxFinite() > std::numeric_limits<float>::max())
+        fail(text, "bias " + std::to_string(f.bias) +
+                       " too small: its largest value exceeds float32's range (~3.4e38)");
+    if (f.minPositive() < std::ldexp(1.0, -149))
+        fail(text, "bias " + std::to_string(f.bias) +
+                       " too large: its smallest value is below float32's 2^-149");
+}
+
+FormatSpec parseCustom(std::string_view original, const std::string& text) {
+    const auto parts = split(text, ':');
+    const std::string_view head = parts.front();
+    const std::size_t mPos = head.find('m');
+    FormatSpec f;
+    if (head.size() < 4 || head[0] != 'e' || mPos == std::string_view::npos ||
+        !parseInt(head.substr(1, mPos - 1), f.exponentBits) ||
+        !parseInt(head.substr(mPos + 1), f.mantissaBits))
+        fail(original, "unknown format; expected a name (see `formats`) or eXmY[:options], "
+                       "e.g. e5m2:bias=16:nosub");
+    // Range-check before computing the default bias so a huge X cannot overflow the shift.
+    if (f.exponentBits < 1 || f.exponentBits > 8)
+        fail(original, "exponent bits must be 1..8 (float32 holds every value), got " +
+                           std::string(head.substr(1, mPos - 1)));
+    f.bias = (1 << (f.exponentBits - 1)) - 1;
+    bool subGiven = false;
+    for (std::size_t i = 1; i < parts.size(); ++i) {
+        const std::string_view opt = parts[i];
+        if (opt.starts_with("bias=")) {
+            if (!parseInt(opt.substr(5), f.bias))
+                fail(original, "bias must be an integer, got \"" + std::string(opt.substr(5)) +
+                                   "\"");
+        } else if (opt == "sub" || opt == "nosub") {
+            f.subnormals = opt == "sub";
+            subGiven = true;
+        } else if (opt == "ieee") {
+            f.specials = SpecialValues::Ieee;
+        } else if (opt == "fn") {
+            f.specials = SpecialValues::Fn;
+        } else if (opt == "fnuz") {
+            f.specials = SpecialValues::Fnuz;
+        } else if (opt == "finite" || opt == "none") {
+            f.specials = SpecialValues::None;
+        } else if (opt == "signed" || opt == "unsigned") {
+            f.isSigned = opt == "signed";
+        } else if (opt == "nozero") {
+            f.hasZero = false;
+        } else {
+            fail(original, "unknown option \"" + std::string(opt) +
+                               "\"; expected bias=N, sub, nosub, ieee, fn, fnuz, finite, signed, "
+                               "unsigned or nozero");
+        }
+    }
+    if (!f.hasZero) {
+        if (subGiven && f.subnormals)
+            fail(original, "nozero formats have no subnormals; drop :sub");
+        f.subnormals = false;
+    }
+    validate(f, original);
+    f.name = customName(f);
+    return f;
+}
+
+} // namespace
+
+int FormatSpec::maxExponent() const { return topExponentField(*this) - bias; }
+
+std::uint32_t FormatSpec::maxMantissaInTopBinade() const {
+    const std::uint32_t allOnes = (1u << mantissaBits) - 1;
+    const bool nanInTopBinade = specials == SpecialValues::Fn && mantissaBits > 0;
+    return nanInTopBinade ? allOnes - 1 : allOnes;
+}
+
+double FormatSpec::maxFinite() const {
+    const int top = topExponentField(*this);
+    const double mant = static_cast<double>(maxMantissaInTopBinade());
+    if (top == 0 && hasZero) // only the subnormal binade is finite
+        return subnormals ? mant * std::ldexp(1.0, minNormalExponent() - mantissaBits) : 0.0;
+    return std::ldexp(1.0 + mant / std::ldexp(1.0, mantissaBits), top - bias);
+}
+
+double FormatSpec::minNormal() const { return std::ldexp(1.0, minNormalExponent()); }
+
+double FormatSpec::minPositive() const {
+    if (hasZero && subnormals && mantissaBits > 0)
+        return std::ldexp(1.0, minNormalExponent() - mantissaBits);
+    return minNormal();
+}
+
+double FormatSpec::epsilon() const { return std::ldexp(1.0, -mantissaBits); }
+
+double FormatSpec::binades() const { return std::log2(maxFinite() / minPositive()); }
+
+std::uint64_t FormatSpec::finiteValueCount() const {
+    const int magnitudeBits = exponentBits + mantissaBits;
+    std::uint64_t perSign = std::uint64_t{1} << magnitudeBits;
+    if (specials == SpecialValues::Ieee)
+        perSign -= std::uint64_t{1} << mantissaBits; // Inf and the NaNs
+    else if (specials == SpecialValues::Fn)
+        perSign -= 1;
+    if (hasZero && !subnormals)
+        perSign -= (std::uint64_t{1} << mantissaBits) - 1; // field 0 holds only zero
+    std::uint64_t total = isSigned ? 2 * perSign : perSign;
+    if (specials == SpecialValues::Fnuz)
+        total -= 1; // the negative-zero code is the NaN
+    return total;
+}
+
+bool FormatSpec::sameParameters(const FormatSpec& o) const {
+    return exponentBits == o.exponentBits && mantissaBits == o.mantissaBits && bias == o.bias &&
+           subnormals == o.subnormals && specials == o.specials && isSigned == o.isSigned &&
+           hasZero == o.hasZero;
+}
+
+const std::vector<FormatSpec>& namedFormats() {
+    using S = SpecialValues;
+    static const std::vector<FormatSpec> formats = {
+        makeNamed("fp32", 8, 23, 127, S::Ieee),
+        makeNamed("tf32", 8, 10, 127, S::Ieee),
+        makeNamed("fp16", 5, 10, 15, S::Ieee),
+        makeNamed("bf16", 8, 7, 127, S::Ieee),
+        makeNamed("fp8-e4m3", 4, 3, 7, S::Fn),
+        makeNamed("fp8-e5m2", 5, 2, 15, S::Ieee),
+        makeNamed("fp8-e4m3fnuz", 4, 3, 8, S::Fnuz),
+        makeNamed("fp8-e5m2fnuz", 5, 2, 16, S::Fnuz),
+        makeNamed("fp6-e3m2", 3, 2, 3, S::None),
+        makeNamed("fp6-e2m3", 2, 3, 1, S::None),
+        makeNamed("fp4-e2m1", 2, 1, 1, S::None),
+        makeNamed("e8m0", 8, 0, 127, S::Fn, /*isSigned=*/false, /*hasZero=*/false),
+    };
+    return formats;
+}
+
+FormatSpec parseFormat(std::string_view text) {
+    const std::string key = lowerCase(text);
+    if (key.empty())
+        throw FormatError("format \"\": empty; expected a name (see `formats`) or eXmY[:options]");
+    for (const FormatSpec& f : namedFormats())
+        if (f.name == key)
+            return f;
+    return parseCustom(text, key);
+}
+
+std::string_view toString(SpecialValues specials) {
+    switch (specials) {
+    case SpecialValues::Ieee:
+        return "ieee";
+    case SpecialValues::Fn:
+        return "fn";
+    case SpecialValues::Fnuz:
+        return "fnuz";
+    case SpecialValues::None:
+        return "finite";
+    }
+    return "?";
+}
+
+} // namespace plab

@@ -1,0 +1,260 @@
+// The fused quantise-and-count kernel, written once with vector extensions and built per
+// instruction set. Each including file defines PLAB_KERNEL_ENTRY and PLAB_VECTOR_BYTES;
+// everything else here has internal linkage so that the per-ISA copies never meet at link time.
+//
+// Per element, in float32 bit space: split |x| into significand `sig` and exponent, choose the
+// format's quantum 2^qe for that exponent, drop the s = qe - ulp(sig) low bits of sig with the
+// rounding rule, rebuild k * 2^qe (exact in float32), then apply the range rules. The readable
+// double-precision version of the same rules is numerics/reference_quantize.cpp.
+
+#include "numerics/kernels/quantize_kernel_params.h"
+#include "numerics/philox.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+using plab::kernels::KernelCounters;
+using plab::kernels::QuantKernelParams;
+
+constexpr std::size_t kBlock = 512;
+// Smallest float32 mantissa fields at or above 2^(1/4), 2^(2/4), 2^(3/4): the quarter-binade edges.
+constexpr std::uint32_t kQuarter1 = 0x1837F1u, kQuarter2 = 0x3504F4u, kQuarter3 = 0x5744FDu;
+
+
+// Rounding values match plab::Rounding.
+enum : int { kNearestEven = 0, kNearestAway = 1, kTowardZero = 2, kStochastic = 3 };
+
+struct BlockCounts {
+    std::uint64_t zero = 0, underflow = 0, subnormal = 0, overflow = 0, nan = 0;
+    std::uint32_t amaxBits = 0;
+};
+
+// One SIMD register of lanes, through GCC/Clang vector extensions: explicit vectorisation that
+// compiles to AVX-512, AVX2 or SSE2 from this one source. Comparisons give 0 / -1 lane masks.
+#ifndef PLAB_VECTOR_BYTES
+#error "the including file sets PLAB_VECTOR_BYTES"
+#endif
+constexpr std::size_t kLanes = PLAB_VECTOR_BYTES / 4;
+typedef std::uint32_t VU __attribute__((vector_size(PLAB_VECTOR_BYTES)));
+typedef std::int32_t VI __attribute__((vector_size(PLAB_VECTOR_BYTES)));
+typedef float VF __attribute__((vector_size(PLAB_VECTOR_BYTES)));
+
+inline VU splat(std::uint32_t v) { return VU{} + v; }
+inline VI splat(std::int32_t v) { return VI{} + v; }
+inline VU bitsOf(VF v) {
+    VU u;
+    std::memcpy(&u, &v, sizeof u);
+    return u;
+}
+inline VF floatOf(VU u) {
+    VF f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+inline VU laneIndex() {
+    VU v;
+    for (std::size_t l = 0; l < kLanes; ++l)
+        v[l] = static_cast<std::uint32_t>(l);
+    return v;
+}
+inline VU toU(VI v) { return reinterpret_cast<VU&>(v); }
+inline VI toI(VU v) { return reinterpret_cast<VI&>(v); }
+
+template <int kRounding, bool kStats>
+inline void quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
+                          const std::uint32_t* rnd, std::uint32_t* bins, BlockCounts& bc) {
+    const VI mant = splat(p.mantissaBits), emin = splat(p.minNormalExponent);
+    const VI subQe = splat(p.subQuantumExponent);
+    const VU maxBits = splat(p.maxBits), minNormalBits = splat(p.minNormalBits);
+    const VU finiteOvfBits = splat(p.finiteOverflowBits), infBits = splat(p.infInputBits);
+    const VU zeroBits = splat(p.zeroResultBits), nanBits = splat(p.nanBits);
+    const VU negBits = splat(p.negativeBits), signMask = splat(p.signMask);
+    const VU zeroSignMask = splat(p.zeroSignMask);
+    const VU unsignedMask = splat(p.isUnsigned != 0 ? ~0u : 0u);
+    const VU countSubMask = splat(p.countSubnormals != 0 ? ~0u : 0u);
+    const VU exponentTies = splat(p.tiesOnExponentField != 0 ? ~0u : 0u);
+    const VI bias = splat(p.bias);
+    const VU one = splat(1u), lanes = laneIndex();
+    VU cZero{}, cUnder{}, cSub{}, cOvf{}, cNan{}, vAmax{};
+
+    for (std::size_t i = 0; i < n; i += kLanes) {
+        const std::size_t len = n - i < kLanes ? n - i : kLanes;
+        const VU valid = toU(lanes < splat(static_cast<std::uint32_t>(len)));
+        const bool full = len == kLanes; // fixed-size copies compile to plain vector moves
+        VU x{};
+        if (full)
+            std::memcpy(&x, in + i, sizeof x);
+        else
+            std::memcpy(&x, in + i, len * 4);
+
+        const VU a = x & 0x7FFFFFFFu;
+        const VI ef = toI(a >> 23);
+        const VI efIsZero = ef == 0;
+        // A float32 subnormal lies in binade floor(log2 a) - 149; an exact int->float finds it.
+        const VU t = bitsOf(__builtin_convertvector(toI(a), VF));
+        const VI e = efIsZero ? toI(t >> 23) - 276 : ef - 127; // floor(log2 |x|)
+        const VI ulpExp = (efIsZero ? splat(1) : ef) - 150;   // exponent of sig's last bit
+        const VU sig = (a & 0x7FFFFFu) | (~toU(efIsZero) & 0x800000u);
+        const VI qe = e >= emin ? e - mant : subQe;
+        const VI sRaw = qe - ulpExp;
+        const VI s = sRaw < 0 ? splat(0) : sRaw; // finer quantum than float32's: exact already
+        const VU sc = toU(s < 31 ? s : splat(31));
+        const VU kept = sig >> sc;
+        const VU rem = sig & ((one << sc) - 1u);
+        const VU half = (one << sc) >> 1;
+        VU up;
+        if constexpr (kRounding == kNearestEven) {
+            const VU onField = toU(e >= emin) & exponentTies;
+            const VU odd = (onField & toU(((e + bias) & 1) != 0)) |
+                           (~onField & toU((kept & 1u) != 0));
+            up = toU((rem > half) | ((rem == half) & (half != 0) & toI(odd))) & 1u;
+        }
+        else if constexpr (kRounding == kNearestAway)
+            up = toU((rem >= half) & (half != 0)) & 1u;
+        else if constexpr (kRounding == kTowardZero)
+            up = VU{};
+        else {
+            // frac32 = floor(2^32 * rem / 2^s); round up when frac32 + random word carries, so
+            // P(up) = rem / 2^s to within 2^-32 of the quantum.
+            VU rw;
+            std::memcpy(&rw, rnd + i, sizeof rw);
+            const VI leftShift = 32 - s, rightShift = s - 32;
+            const VU left = rem << toU(leftShift < 0 ? splat(0) : (leftShift > 31 ? splat(31)
+                                                                                  : leftShift));
+            const VU right = rem >> toU(rightShift < 0 ? splat(0) : (rightShift > 31 ? splat(31)
+                                                                                     : rightShift));
+            const VU frac32 = s <= 32 ? left : right;
+            up = toU((frac32 + rw) < frac32) & 1u;
+        }
+        const VU k = kept + up;
+        const VU pow2 = qe >= -126 ? toU(qe + 127) << 23 : one << (toU(qe + 149) & 31u);
+        const VU mag = bitsOf(__builtin_convertvector(toI(k), VF) * floatOf(pow2));
+
+        const VU isNan = toU(a > 0x7F800000u);
+        const VU isInf = toU(a == 0x7F800000u);
+        const VU special = isNan | isInf;
+        const VU finiteOvf = ~special & toU(mag > maxBits);
+        const VU negative = unsignedMask & toU(x > 0x80000000u) & ~isNan;
+        const VU kZero = toU(k == 0);
+        VU r = kZero != 0 ? zeroBits : mag;
+        r = finiteOvf != 0 ? finiteOvfBits : r;
+        r = isInf != 0 ? infBits : r;
+        VU result = r | (x & (r == 0 ? zeroSignMask : signMask));
+        result = negative != 0 ? negBits : result;
+        result = isNan != 0 ? nanBits : result;
+        if (full)
+            std::memcpy(out + i, &result, sizeof result);
+        else
+            std::memcpy(out + i, &result, len * 4);
+
+        if constexpr (kStats) {
+            const VU ordinary = ~(special | negative) & valid;
+            // Masks are all ones (-1): subtracting one adds one.
+            cZero -= toU(a == 0) & valid;
+            cNan -= isNan & valid;
+            cOvf -= (finiteOvf | isInf | negative) & valid;
+            cUnder -= ordinary & toU(a != 0) & kZero;
+            cSub -= ordinary & countSubMask & ~kZero & toU(r < minNormalBits);
+            const VU finiteA = a & ~isNan & valid;
+            vAmax = finiteA > vAmax ? finiteA : vAmax;
+
+            // Histogram bin: binade e, quarter from the (renormalised) mantissa field.
+            const VU m = (efIsZero != 0 ? t : a) & 0x7FFFFFu;
+            const VI quarter = -((m >= kQuarter1) + (m >= kQuarter2) + (m >= kQuarter3));
+            VI bin = 1 + (e - plab::kHistMinExponent) * plab::kHistBinsPerBinade + quarter;
+            bin = toI(a) == 0 ? splat(plab::kHistZeroBin) : bin;
+            bin = isInf != 0 ? splat(plab::kHistInfBin) : bin;
+            bin = isNan != 0 ? splat(plab::kHistNanBin) : bin;
+            std::memcpy(bins + i, &bin, sizeof bin); // bins has room for a whole vector
+        }
+    }
+    if constexpr (kStats) {
+        for (std::size_t l = 0; l < kLanes; ++l) {
+            bc.zero += cZero[l];
+            bc.underflow += cUnder[l];
+            bc.subnormal += cSub[l];
+            bc.overflow += cOvf[l];
+            bc.nan += cNan[l];
+            bc.amaxBits = vAmax[l] > bc.amaxBits ? vAmax[l] : bc.amaxBits;
+        }
+    }
+}
+
+// Random words for elements [first, first + n) into rnd[0..n).
+inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelParams& p,
+                       std::uint32_t* __restrict rnd) {
+    alignas(64) std::uint32_t words[kBlock + 8];
+    const std::uint64_t group0 = first / 4;
+    const std::size_t offset = static_cast<std::size_t>(first % 4);
+    const std::size_t groups = (offset + n + 3) / 4;
+    for (std::size_t g = 0; g < groups; ++g) {
+        const plab::philox::Block b = plab::philox::generate(group0 + g, p.stream, p.seed);
+        words[4 * g + 0] = b.w[0];
+        words[4 * g + 1] = b.w[1];
+        words[4 * g + 2] = b.w[2];
+        words[4 * g + 3] = b.w[3];
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        rnd[i] = words[offset + i];
+}
+
+template <int kRounding>
+void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
+                   std::uint64_t firstIndex, KernelCounters* counters) {
+    alignas(64) std::uint32_t rnd[kBlock + 64] = {};
+    alignas(64) std::uint32_t bins[kBlock + kLanes];
+    BlockCounts bc;
+    for (std::size_t start = 0; start < n; start += kBlock) {
+        const std::size_t len = n - start < kBlock ? n - start : kBlock;
+        if constexpr (kRounding == kStochastic)
+            fillRandom(firstIndex + start, len, p, rnd);
+        if (counters == nullptr) {
+            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, bc);
+            continue;
+        }
+        quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, bc);
+        // Two interleaved increments break most store-to-load chains on repeated bins.
+        std::uint64_t* hist = counters->histogram;
+        std::size_t i = 0;
+        for (; i + 1 < len; i += 2) {
+            ++hist[bins[i]];
+            ++hist[bins[i + 1]];
+        }
+        if (i < len)
+            ++hist[bins[i]];
+    }
+    if (counters != nullptr) {
+        counters->zero += bc.zero;
+        counters->underflow += bc.underflow;
+        counters->subnormal += bc.subnormal;
+        counters->overflow += bc.overflow;
+        counters->nan += bc.nan;
+        counters->amaxBits = bc.amaxBits > counters->amaxBits ? bc.amaxBits : counters->amaxBits;
+    }
+}
+
+} // namespace
+
+namespace plab::kernels {
+
+void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in, float* out,
+                       std::size_t n, std::uint64_t firstIndex, KernelCounters* counters) {
+    switch (rounding) {
+    case kNearestEven:
+        quantizeRange<kNearestEven>(p, in, out, n, firstIndex, counters);
+        break;
+    case kNearestAway:
+        quantizeRange<kNearestAway>(p, in, out, n, firstIndex, counters);
+        break;
+    case kTowardZero:
+        quantizeRange<kTowardZero>(p, in, out, n, firstIndex, counters);
+        break;
+    default:
+        quantizeRange<kStochastic>(p, in, out, n, firstIndex, counters);
+        break;
+    }
+}
+
+} // namespace plab::kernels

@@ -1,0 +1,5 @@
+// The fused quantise kernel built for the avx2 instruction set (flags set on this file alone in
+// core/CMakeLists.txt); the quantiser picks the best one the CPU supports at run time.
+#define PLAB_VECTOR_BYTES 32
+#define PLAB_KERNEL_ENTRY quantizeRangeAvx2
+#include "numerics/kernels/quantize_kernel.inl"

@@ -1,0 +1,62 @@
+// Plain data handed from the quantiser to its per-ISA kernels: the format's constants as float32
+// bit patterns, precomputed once per call, and the kernels' counters. Only C arrays and scalars:
+// the kernel files are built with different instruction sets and must share no inline code.
+#pragma once
+
+#include "numerics/quant_stats.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace plab::kernels {
+
+struct QuantKernelParams {
+    std::int32_t mantissaBits;
+    std::int32_t minNormalExponent; // values below 2^this use the subnormal quantum
+    std::int32_t subQuantumExponent;
+    std::uint32_t maxBits;             // |max finite|
+    std::uint32_t minNormalBits;       // smaller nonzero results are subnormal
+    std::uint32_t finiteOverflowBits;  // magnitude for a finite input rounding past max finite
+    std::uint32_t infInputBits;        // magnitude for an Inf input
+    std::uint32_t zeroResultBits;      // magnitude when the rounded value is 0 (min for nozero)
+    std::uint32_t nanBits;             // whole result for a NaN input
+    std::uint32_t negativeBits;        // whole result for a negative input to an unsigned format
+    std::uint32_t signMask;            // sign kept on nonzero results
+    std::uint32_t zeroSignMask;        // sign kept on zero results (0 for FNUZ and unsigned)
+    std::uint32_t isUnsigned;          // 1: negative inputs are out of range
+    std::uint32_t countSubnormals;     // 1 when the format has subnormals
+    // Formats without mantissa bits break nearest-even ties on the exponent field's parity
+    // (the code's last bit), not on the significand's.
+    std::uint32_t tiesOnExponentField;
+    std::int32_t bias;
+    std::uint64_t seed;
+    std::uint64_t stream;
+};
+
+// Per-thread counters; the class counts leave Normal to be derived from the total.
+struct KernelCounters {
+    std::uint64_t zero;
+    std::uint64_t underflow;
+    std::uint64_t subnormal;
+    std::uint64_t overflow;
+    std::uint64_t nan;
+    std::uint32_t amaxBits;
+    std::uint64_t histogram[kHistBinCount];
+};
+
+// Quantises in[0..n) into out (which may alias in); element i uses random word `firstIndex + i`.
+// `rounding` is the integer value of plab::Rounding. counters may be null (no statistics).
+using QuantizeRangeFn = void (*)(const QuantKernelParams& params, int rounding, const float* in,
+                                 float* out, std::size_t n, std::uint64_t firstIndex,
+                                 KernelCounters* counters);
+
+void quantizeRangeGeneric(const QuantKernelParams&, int, const float*, float*, std::size_t,
+                          std::uint64_t, KernelCounters*);
+#if defined(PLAB_HAVE_X86_KERNELS)
+void quantizeRangeAvx2(const QuantKernelParams&, int, const float*, float*, std::size_t,
+                       std::uint64_t, KernelCounters*);
+void quantizeRangeAvx512(const QuantKernelParams&, int, const float*, float*, std::size_t,
+                         std::uint64_t, KernelCounters*);
+#endif
+
+} // namespace plab::kernels

@@ -1,0 +1,66 @@
+// QuantStats helpers and the reference definition of the log2 histogram bins.
+#include "numerics/quant_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab {
+
+const char* toString(QuantClass c) {
+    switch (c) {
+    case QuantClass::Zero:
+        return "zero";
+    case QuantClass::Underflow:
+        return "underflow";
+    case QuantClass::Subnormal:
+        return "subnormal";
+    case QuantClass::Normal:
+        return "normal";
+    case QuantClass::Overflow:
+        return "overflow";
+    case QuantClass::NaN:
+        return "nan";
+    }
+    return "?";
+}
+
+int histogramBin(float x) {
+    if (std::isnan(x))
+        return kHistNanBin;
+    if (std::isinf(x))
+        return kHistInfBin;
+    if (x == 0.0f)
+        return kHistZeroBin;
+    // Double log2 of a float is far more precise than the distance from any float to a
+    // quarter-binade edge, so the floor is exact.
+    const double quarters = std::floor(std::log2(std::fabs(static_cast<double>(x))) *
+                                       kHistBinsPerBinade);
+    return 1 + static_cast<int>(quarters) - kHistMinExponent * kHistBinsPerBinade;
+}
+
+double histogramBinLowerLog2(int bin) {
+    return kHistMinExponent + static_cast<double>(bin - 1) / kHistBinsPerBinade;
+}
+
+std::uint64_t QuantStats::total() const {
+    std::uint64_t sum = 0;
+    for (std::uint64_t c : counts)
+        sum += c;
+    return sum;
+}
+
+double QuantStats::fraction(QuantClass c) const {
+    const std::uint64_t n = total();
+    return n == 0 ? 0.0 : static_cast<double>(count(c)) / static_cast<double>(n);
+}
+
+void QuantStats::merge(const QuantStats& other) {
+    for (std::size_t i = 0; i < counts.size(); ++i)
+        counts[i] += other.counts[i];
+    for (std::size_t i = 0; i < histogram.size(); ++i)
+        histogram[i] += other.histogram[i];
+    // NaN never enters amax, so a plain max suffices.
+    amax = std::max(amax, other.amax);
+}
+
+} // namespace plab

@@ -1,0 +1,53 @@
+// What the fused quantise pass counts: each element's class, amax, and a log2|x| histogram of the
+// unquantised inputs. True zeros are kept apart from values the cast flushed to zero.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace plab {
+
+enum class QuantClass : std::uint8_t {
+    Zero,      // input was +-0: not an underflow
+    Underflow, // nonzero input that the cast flushed to zero (or clamped, for formats with no zero)
+    Subnormal, // result is a subnormal of the format
+    Normal,    // result is a normal finite value
+    Overflow,  // finite input rounded past max finite (saturated, Inf or NaN), or an Inf input;
+               // for unsigned formats also negative inputs
+    NaN,       // input was NaN
+};
+inline constexpr std::size_t kQuantClassCount = 6;
+const char* toString(QuantClass c);
+
+// log2|x| histogram layout: 4 bins per binade over float32's whole range, 2^-149 .. 2^128, with
+// separate bins for zero, Inf and NaN. Bin b (1 <= b <= kHistLogBins) holds
+// 2^(kHistMinExponent + (b-1)/4) <= |x| < 2^(kHistMinExponent + b/4), so multiplying every value
+// by 2^(k/4) shifts the histogram by exactly k bins.
+inline constexpr int kHistBinsPerBinade = 4;
+inline constexpr int kHistMinExponent = -149;
+inline constexpr int kHistMaxExponent = 127;
+inline constexpr int kHistLogBins = (kHistMaxExponent - kHistMinExponent + 1) * kHistBinsPerBinade;
+inline constexpr int kHistZeroBin = 0;
+inline constexpr int kHistInfBin = kHistLogBins + 1;
+inline constexpr int kHistNanBin = kHistLogBins + 2;
+inline constexpr int kHistBinCount = kHistLogBins + 3;
+
+// The bin of one value; the readable definition the fused kernels are tested against.
+int histogramBin(float x);
+// log2 of the lower edge of log bin b (1 <= b <= kHistLogBins).
+double histogramBinLowerLog2(int bin);
+
+struct QuantStats {
+    std::array<std::uint64_t, kQuantClassCount> counts{};
+    float amax = 0.0f; // largest |x| over non-NaN inputs (Inf if there was one)
+    std::array<std::uint64_t, kHistBinCount> histogram{};
+
+    std::uint64_t count(QuantClass c) const { return counts[static_cast<std::size_t>(c)]; }
+    std::uint64_t total() const;
+    double fraction(QuantClass c) const;
+    void merge(const QuantStats& other);
+    void reset() { *this = QuantStats{}; }
+};
+
+} // namespace plab

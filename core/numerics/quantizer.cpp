@@ -1,0 +1,160 @@
+// Quantizer: turns a QuantConfig into the kernels' bit-pattern constants, picks the kernel for
+// this CPU, and splits large arrays into fixed chunks whose counters are merged in order, so the
+// result is the same for any thread count.
+#include "numerics/quantizer.h"
+
+#include "numerics/kernels/quantize_kernel_params.h"
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+namespace plab {
+namespace {
+
+constexpr std::uint32_t kQuietNaNBits = 0x7FC00000u;
+constexpr std::uint32_t kInfBits = 0x7F800000u;
+// Chunks are a multiple of 4 elements (one Philox block) and big enough to amortise a task.
+constexpr std::size_t kChunk = 1 << 16;
+
+std::uint32_t floatBits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+
+kernels::QuantKernelParams makeParams(const QuantConfig& c) {
+    const FormatSpec& f = c.format;
+    kernels::QuantKernelParams p{};
+    p.mantissaBits = f.mantissaBits;
+    p.minNormalExponent = f.minNormalExponent();
+    p.subQuantumExponent = (f.hasZero && f.subnormals) ? p.minNormalExponent - f.mantissaBits
+                                                      : p.minNormalExponent;
+    p.maxBits = floatBits(f.maxFinite());
+    p.minNormalBits = floatBits(f.minNormal());
+    const bool saturate = c.overflow == Overflow::Saturate || (!f.hasInf() && !f.hasNan());
+    const std::uint32_t overflowBits = f.hasInf() ? kInfBits : kQuietNaNBits;
+    p.finiteOverflowBits =
+        (saturate || c.rounding == Rounding::TowardZero) ? p.maxBits : overflowBits;
+    p.infInputBits = saturate ? p.maxBits : overflowBits;
+    p.zeroResultBits = f.hasZero ? 0u : floatBits(f.minPositive());
+    p.nanBits = kQuietNaNBits;
+    p.negativeBits = (saturate || !f.hasNan()) ? p.zeroResultBits : kQuietNaNBits;
+    p.signMask = f.isSigned ? 0x80000000u : 0u;
+    p.zeroSignMask = f.hasNegativeZero() ? 0x80000000u : 0u;
+    p.isUnsigned = f.isSigned ? 0u : 1u;
+    p.countSubnormals = (f.hasZero && f.subnormals && f.mantissaBits > 0) ? 1u : 0u;
+    p.tiesOnExponentField = f.mantissaBits == 0 ? 1u : 0u;
+    p.bias = f.bias;
+    return p;
+}
+
+kernels::QuantizeRangeFn kernelFunction(CpuKernel kernel) {
+    switch (kernel) {
+#if defined(PLAB_HAVE_X86_KERNELS)
+    case CpuKernel::Avx512:
+        return kernels::quantizeRangeAvx512;
+    case CpuKernel::Avx2:
+        return kernels::quantizeRangeAvx2;
+#endif
+    default:
+        return kernels::quantizeRangeGeneric;
+    }
+}
+
+void addCounters(const kernels::KernelCounters& k, std::size_t n, QuantStats& stats) {
+    auto& c = stats.counts;
+    c[static_cast<std::size_t>(QuantClass::Zero)] += k.zero;
+    c[static_cast<std::size_t>(QuantClass::Underflow)] += k.underflow;
+    c[static_cast<std::size_t>(QuantClass::Subnormal)] += k.subnormal;
+    c[static_cast<std::size_t>(QuantClass::Overflow)] += k.overflow;
+    c[static_cast<std::size_t>(QuantClass::NaN)] += k.nan;
+    c[static_cast<std::size_t>(QuantClass::Normal)] +=
+        n - (k.zero + k.underflow + k.subnormal + k.overflow + k.nan);
+    for (int b = 0; b < kHistBinCount; ++b)
+        stats.histogram[static_cast<std::size_t>(b)] += k.histogram[b];
+    const float amax = std::bit_cast<float>(k.amaxBits);
+    stats.amax = amax > stats.amax ? amax : stats.amax;
+}
+
+} // namespace
+
+struct Quantizer::Impl {
+    kernels::QuantKernelParams params;
+    kernels::QuantizeRangeFn run;
+};
+
+const char* toString(CpuKernel kernel) {
+    switch (kernel) {
+    case CpuKernel::Auto:
+        return "auto";
+    case CpuKernel::Generic:
+        return "generic";
+    case CpuKernel::Avx2:
+        return "avx2";
+    case CpuKernel::Avx512:
+        return "avx512";
+    }
+    return "?";
+}
+
+std::vector<CpuKernel> supportedCpuKernels() {
+    std::vector<CpuKernel> kernels{CpuKernel::Generic};
+#if defined(PLAB_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("bmi2"))
+        kernels.push_back(CpuKernel::Avx2);
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        kernels.push_back(CpuKernel::Avx512);
+#endif
+    return kernels;
+}
+
+Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(config) {
+    const std::vector<CpuKernel> supported = supportedCpuKernels();
+    if (kernel == CpuKernel::Auto) {
+        kernel = supported.back();
+    } else if (std::find(supported.begin(), supported.end(), kernel) == supported.end()) {
+        throw FormatError(std::string("cpu kernel \"") + toString(kernel) +
+                          "\" is not supported by this build or CPU");
+    }
+    m_kernel = kernel;
+    m_impl = std::make_shared<const Impl>(Impl{makeParams(config), kernelFunction(kernel)});
+}
+
+void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,
+                         const QuantizeOptions& options) const {
+    if (in.size() != out.size())
+        throw std::invalid_argument("quantize: input has " + std::to_string(in.size()) +
+                                    " elements but output has " + std::to_string(out.size()));
+    kernels::QuantKernelParams params = m_impl->params;
+    params.seed = options.seed;
+    params.stream = options.stream;
+    const int rounding = static_cast<int>(m_config.rounding);
+    const std::size_t n = in.size();
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+
+    if (options.pool == nullptr || options.pool->threadCount() == 1 || chunks <= 1) {
+        if (stats == nullptr) {
+            m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex, nullptr);
+            return;
+        }
+        auto counters = std::make_unique<kernels::KernelCounters>();
+        m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex,
+                    counters.get());
+        addCounters(*counters, n, *stats);
+        return;
+    }
+
+    std::vector<kernels::KernelCounters> counters(stats ? chunks : 0);
+    options.pool->parallelFor(chunks, [&](std::size_t chunk) {
+        const std::size_t begin = chunk * kChunk;
+        const std::size_t len = std::min(kChunk, n - begin);
+        m_impl->run(params, rounding, in.data() + begin, out.data() + begin, len,
+                    options.firstIndex + begin, stats ? &counters[chunk] : nullptr);
+    });
+    for (std::size_t chunk = 0; chunk < counters.size(); ++chunk)
+        addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
+}
+
+} // namespace plab

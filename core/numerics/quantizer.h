@@ -1,0 +1,51 @@
+// Quantizer: float32 arrays -> a format -> float32, counting every element's class, amax and the
+// log2|x| histogram of the inputs in the same pass. This is the primitive every tensor role of
+// the training engine goes through.
+#pragma once
+
+#include "numerics/quant_stats.h"
+#include "numerics/rounding.h"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace plab {
+
+class ThreadPool;
+
+// Which compiled kernel runs. Auto takes the widest the CPU supports.
+enum class CpuKernel { Auto, Generic, Avx2, Avx512 };
+const char* toString(CpuKernel kernel);
+// The kernels this build has and this CPU can run, Generic first.
+std::vector<CpuKernel> supportedCpuKernels();
+
+struct QuantizeOptions {
+    std::uint64_t seed = 0;       // stochastic rounding: key of the random stream
+    std::uint64_t stream = 0;     // e.g. a hash of (step, tensor id)
+    std::uint64_t firstIndex = 0; // element index of in[0] for the random bits
+    ThreadPool* pool = nullptr;   // null: the calling thread does all the work
+};
+
+class Quantizer {
+public:
+    // Throws FormatError if `kernel` is not supported on this CPU.
+    explicit Quantizer(const QuantConfig& config, CpuKernel kernel = CpuKernel::Auto);
+
+    const QuantConfig& config() const { return m_config; }
+    CpuKernel kernel() const { return m_kernel; }
+
+    // out may be the same array as in. When stats is not null the counts are added to it.
+    // Throws std::invalid_argument if the sizes differ.
+    void quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,
+                  const QuantizeOptions& options = {}) const;
+
+private:
+    QuantConfig m_config;
+    CpuKernel m_kernel;
+    struct Impl;
+    std::shared_ptr<const Impl> m_impl;
+};
+
+} // namespace plab

@@ -1,0 +1,156 @@
+// precision-lab-cli end to end: the formats table, text and binary quantise, and bad input
+// giving a one-line error that names the offending text with a non-zero exit.
+#include <QProcess>
+#include <QTest>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+class TestCli : public QObject {
+    Q_OBJECT
+private slots:
+    void formatsTable();
+    void formatsCustom();
+    void quantizeText();
+    void quantizeBinary();
+    void badInput_data();
+    void badInput();
+    void benchRuns();
+};
+
+namespace {
+
+struct Result {
+    int exitCode;
+    QByteArray out;
+    QByteArray err;
+};
+
+Result runCli(const QStringList& args, const QByteArray& input = {}) {
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH), args);
+    if (!p.waitForStarted())
+        return {-1, {}, "could not start"};
+    p.write(input);
+    p.closeWriteChannel();
+    if (!p.waitForFinished(60000))
+        return {-2, {}, "timed out"};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3, p.readAllStandardOutput(),
+            p.readAllStandardError()};
+}
+
+} // namespace
+
+void TestCli::formatsTable() {
+    const Result r = runCli({QStringLiteral("formats")});
+    QCOMPARE(r.exitCode, 0);
+    for (const char* name : {"fp32", "tf32", "fp16", "bf16", "fp8-e4m3 ", "fp8-e5m2 ",
+                             "fp8-e4m3fnuz", "fp8-e5m2fnuz", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1",
+                             "e8m0"})
+        QVERIFY2(r.out.contains(name), name);
+    const QList<QByteArray> lines = r.out.split('\n');
+    auto row = [&](const char* name) {
+        for (const QByteArray& line : lines)
+            if (line.startsWith(name))
+                return line.simplified();
+        return QByteArray();
+    };
+    QVERIFY(row("fp8-e4m3 ").contains(" 448 "));
+    QVERIFY(row("fp8-e4m3fnuz").contains(" 240 "));
+    QVERIFY(row("fp16 ").contains(" 65504 "));
+}
+
+void TestCli::formatsCustom() {
+    const Result r = runCli({QStringLiteral("formats"), QStringLiteral("--format"),
+                             QStringLiteral("e5m2:bias=16:nosub")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.contains("e5m2:bias=16:nosub"));
+    QVERIFY(r.out.contains(" 28672 ")); // max finite 1.75 * 2^(30 - 16)
+}
+
+void TestCli::quantizeText() {
+    const Result r = runCli({QStringLiteral("quantize"), QStringLiteral("--format"),
+                             QStringLiteral("fp8-e4m3"), QStringLiteral("--overflow"),
+                             QStringLiteral("inf")},
+                            "1 464 465\n0 9.31322575e-10\n");
+    QCOMPARE(r.exitCode, 0);
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 6); // header + 5 values
+    QVERIFY(lines[1].simplified().startsWith("1 1 0x38 normal"));
+    QVERIFY(lines[2].simplified().startsWith("464 448 0x7e normal"));
+    QVERIFY(lines[3].simplified().startsWith("465 nan 0x7f overflow"));
+    QVERIFY(lines[4].simplified().startsWith("0 0 0x00 zero"));
+    QVERIFY(lines[5].simplified().startsWith("9.31322575e-10 0 0x00 underflow"));
+}
+
+void TestCli::quantizeBinary() {
+    const std::vector<float> in = {1.0f / 3.0f, 70000.0f, -1e-9f, 2.5f};
+    QByteArray bytes(reinterpret_cast<const char*>(in.data()),
+                     static_cast<qsizetype>(in.size() * sizeof(float)));
+    const Result r = runCli({QStringLiteral("quantize"), QStringLiteral("-f"),
+                             QStringLiteral("fp16"), QStringLiteral("--binary")},
+                            bytes);
+    QCOMPARE(r.exitCode, 0);
+    QCOMPARE(r.out.size(), bytes.size());
+    std::vector<float> out(in.size());
+    std::memcpy(out.data(), r.out.constData(), static_cast<std::size_t>(r.out.size()));
+    QCOMPARE(out[0], 0.333251953125f);
+    QVERIFY(std::isinf(out[1]));
+    QCOMPARE(out[2], -0.0f);
+    QVERIFY(std::signbit(out[2]));
+    QCOMPARE(out[3], 2.5f);
+}
+
+void TestCli::badInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QByteArray>("input");
+    QTest::addColumn<QString>("mustMention");
+    const auto q = [](std::initializer_list<const char*> extra) {
+        QStringList args{QStringLiteral("quantize")};
+        for (const char* a : extra)
+            args << QString::fromLatin1(a);
+        return args;
+    };
+    QTest::newRow("unknown format") << q({"-f", "fp9"}) << QByteArray("1") << "\"fp9\"";
+    QTest::newRow("malformed custom") << q({"-f", "e4m3:bias=q"}) << QByteArray("1") << "\"q\"";
+    QTest::newRow("too many exponent bits")
+        << q({"-f", "e11m2"}) << QByteArray("1") << "exponent bits must be 1..8";
+    QTest::newRow("bad rounding") << q({"-f", "fp16", "-r", "up"}) << QByteArray("1") << "\"up\"";
+    QTest::newRow("bad overflow")
+        << q({"-f", "fp16", "--overflow", "wrap"}) << QByteArray("1") << "\"wrap\"";
+    QTest::newRow("non-numeric word")
+        << q({"-f", "fp16"}) << QByteArray("1 2 x3 4") << "word 3 \"x3\"";
+    QTest::newRow("trailing partial float")
+        << q({"-f", "fp16", "--binary"}) << QByteArray(10, '\0') << "2 trailing byte(s)";
+    QTest::newRow("format table of bad custom")
+        << QStringList{QStringLiteral("formats"), QStringLiteral("--format"),
+                       QStringLiteral("e4m3:wat")}
+        << QByteArray() << "unknown option \"wat\"";
+}
+
+void TestCli::badInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QByteArray, input);
+    QFETCH(QString, mustMention);
+    const Result r = runCli(args, input);
+    QVERIFY2(r.exitCode > 0, r.err.constData());
+    const QByteArray err = r.err.trimmed();
+    QVERIFY2(!err.contains('\n'), err.constData());
+    QVERIFY2(QString::fromUtf8(err).contains(mustMention), err.constData());
+}
+
+void TestCli::benchRuns() {
+    const Result r = runCli({QStringLiteral("bench"), QStringLiteral("quantize"),
+                             QStringLiteral("--size"), QStringLiteral("4096"),
+                             QStringLiteral("--repeat"), QStringLiteral("1"),
+                             QStringLiteral("--formats"), QStringLiteral("fp16,fp4-e2m1")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.contains("(copy)"));
+    // One row per format and rounding mode.
+    QCOMPARE(r.out.count("fp16 "), 4);
+    QCOMPARE(r.out.count("fp4-e2m1 "), 4);
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

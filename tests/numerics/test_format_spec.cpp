@@ -1,0 +1,147 @@
+// Format properties, custom eXmY formats equal to named ones, and parse errors.
+#include <QTest>
+
+#include "numerics/format_spec.h"
+#include "numerics/quantizer.h"
+#include "numerics/rounding.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using namespace plab;
+
+class TestFormatSpec : public QObject {
+    Q_OBJECT
+private slots:
+    void namedProperties_data();
+    void namedProperties();
+    void customEqualsNamed_data();
+    void customEqualsNamed();
+    void parseErrors_data();
+    void parseErrors();
+    void roundingAndOverflowNames();
+};
+
+void TestFormatSpec::namedProperties_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<double>("maxFinite");
+    QTest::addColumn<double>("minNormal");
+    QTest::addColumn<double>("minPositive");
+    QTest::addColumn<qulonglong>("finiteValues");
+    QTest::addColumn<bool>("hasInf");
+    const auto p = [](int e) { return std::ldexp(1.0, e); };
+    QTest::newRow("fp16") << "fp16" << 65504.0 << p(-14) << p(-24) << 63488ull << true;
+    QTest::newRow("bf16") << "bf16" << 3.3895313892515355e38 << p(-126) << p(-133) << 65280ull
+                          << true;
+    QTest::newRow("tf32") << "tf32" << (2.0 - p(-10)) * p(127) << p(-126) << p(-136) << 522240ull
+                          << true;
+    QTest::newRow("e4m3") << "fp8-e4m3" << 448.0 << p(-6) << p(-9) << 254ull << false;
+    QTest::newRow("e5m2") << "fp8-e5m2" << 57344.0 << p(-14) << p(-16) << 248ull << true;
+    QTest::newRow("e4m3fnuz") << "fp8-e4m3fnuz" << 240.0 << p(-7) << p(-10) << 255ull << false;
+    QTest::newRow("e5m2fnuz") << "fp8-e5m2fnuz" << 57344.0 << p(-15) << p(-17) << 255ull << false;
+    QTest::newRow("e3m2") << "fp6-e3m2" << 28.0 << 0.25 << 0.0625 << 64ull << false;
+    QTest::newRow("e2m3") << "fp6-e2m3" << 7.5 << 1.0 << 0.125 << 64ull << false;
+    QTest::newRow("e2m1") << "fp4-e2m1" << 6.0 << 1.0 << 0.5 << 16ull << false;
+    QTest::newRow("e8m0") << "e8m0" << p(127) << p(-127) << p(-127) << 255ull << false;
+    QTest::newRow("upper case") << "FP8-E4M3" << 448.0 << p(-6) << p(-9) << 254ull << false;
+}
+
+void TestFormatSpec::namedProperties() {
+    QFETCH(QString, name);
+    QFETCH(double, maxFinite);
+    QFETCH(double, minNormal);
+    QFETCH(double, minPositive);
+    QFETCH(qulonglong, finiteValues);
+    QFETCH(bool, hasInf);
+    const FormatSpec f = parseFormat(name.toStdString());
+    QCOMPARE(f.maxFinite(), maxFinite);
+    QCOMPARE(f.minNormal(), minNormal);
+    QCOMPARE(f.minPositive(), minPositive);
+    QCOMPARE(static_cast<qulonglong>(f.finiteValueCount()), finiteValues);
+    QCOMPARE(f.hasInf(), hasInf);
+    QCOMPARE(f.epsilon(), std::ldexp(1.0, -f.mantissaBits));
+    QCOMPARE(f.binades(), std::log2(maxFinite / minPositive));
+    QVERIFY(defaultOverflow(f) == (hasInf ? Overflow::Inf : Overflow::Saturate));
+}
+
+void TestFormatSpec::customEqualsNamed_data() {
+    QTest::addColumn<QString>("named");
+    QTest::addColumn<QString>("custom");
+    QTest::newRow("fp32") << "fp32" << "e8m23";
+    QTest::newRow("tf32") << "tf32" << "e8m10";
+    QTest::newRow("fp16") << "fp16" << "e5m10";
+    QTest::newRow("bf16") << "bf16" << "e8m7:bias=127:ieee";
+    QTest::newRow("e4m3") << "fp8-e4m3" << "e4m3:fn";
+    QTest::newRow("e5m2") << "fp8-e5m2" << "e5m2";
+    QTest::newRow("e4m3fnuz") << "fp8-e4m3fnuz" << "e4m3:bias=8:fnuz";
+    QTest::newRow("e5m2fnuz") << "fp8-e5m2fnuz" << "E5M2:fnuz:bias=16";
+    QTest::newRow("e3m2") << "fp6-e3m2" << "e3m2:finite";
+    QTest::newRow("e2m3") << "fp6-e2m3" << "e2m3:none";
+    QTest::newRow("e2m1") << "fp4-e2m1" << "e2m1:finite:sub";
+    QTest::newRow("e8m0") << "e8m0" << "e8m0:fn:unsigned:nozero";
+}
+
+// Same parameters, and the same value for every input of a sweep (through the fused kernel).
+void TestFormatSpec::customEqualsNamed() {
+    QFETCH(QString, named);
+    QFETCH(QString, custom);
+    const FormatSpec a = parseFormat(named.toStdString());
+    const FormatSpec b = parseFormat(custom.toStdString());
+    QVERIFY(a.sameParameters(b));
+    std::vector<float> in;
+    for (std::uint32_t bits = 0; bits < 0xFFFF0000u; bits += 0x10001u)
+        in.push_back(std::bit_cast<float>(bits));
+    std::vector<float> outA(in.size()), outB(in.size());
+    for (Rounding r : kAllRoundings) {
+        Quantizer(QuantConfig::forFormat(a, r)).quantize(in, outA, nullptr, {.seed = 5});
+        Quantizer(QuantConfig::forFormat(b, r)).quantize(in, outB, nullptr, {.seed = 5});
+        QVERIFY(std::memcmp(outA.data(), outB.data(), in.size() * sizeof(float)) == 0);
+    }
+}
+
+void TestFormatSpec::parseErrors_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("mustMention");
+    QTest::newRow("unknown name") << "fp9" << "unknown format";
+    QTest::newRow("empty") << "" << "empty";
+    QTest::newRow("fnuz suffix") << "e4m3fnuz" << "unknown format";
+    QTest::newRow("9 exponent bits") << "e9m2" << "exponent bits must be 1..8";
+    QTest::newRow("0 exponent bits") << "e0m3" << "exponent bits must be 1..8";
+    QTest::newRow("24 mantissa bits") << "e8m24" << "mantissa bits must be 0..23";
+    QTest::newRow("bad bias") << "e4m3:bias=x" << "bias must be an integer";
+    QTest::newRow("unknown option") << "e4m3:foo" << "unknown option \"foo\"";
+    QTest::newRow("ieee without mantissa") << "e5m0" << "ieee Inf/NaN needs";
+    QTest::newRow("no finite values") << "e1m0:fn" << "no finite nonzero values";
+    QTest::newRow("bias too small") << "e8m7:bias=100" << "too small";
+    QTest::newRow("bias too large") << "e8m3:bias=200" << "too large";
+    QTest::newRow("unsigned fnuz") << "e4m3:fnuz:unsigned" << "needs a signed format";
+    QTest::newRow("nozero with sub") << "e4m3:nozero:sub" << "no subnormals";
+}
+
+void TestFormatSpec::parseErrors() {
+    QFETCH(QString, text);
+    QFETCH(QString, mustMention);
+    try {
+        parseFormat(text.toStdString());
+        QFAIL("no error");
+    } catch (const FormatError& e) {
+        const QString message = QString::fromUtf8(e.what());
+        QVERIFY2(message.contains(QLatin1Char('"') + text + QLatin1Char('"')), e.what());
+        QVERIFY2(message.contains(mustMention), e.what());
+        QVERIFY2(!message.contains(QLatin1Char('\n')), "error must be one line");
+    }
+}
+
+void TestFormatSpec::roundingAndOverflowNames() {
+    for (Rounding r : kAllRoundings)
+        QVERIFY(parseRounding(toString(r)) == r);
+    QVERIFY(parseOverflow("saturate") == Overflow::Saturate);
+    QVERIFY(parseOverflow("inf") == Overflow::Inf);
+    QVERIFY_THROWS_EXCEPTION(FormatError, parseRounding("nearest"));
+    QVERIFY_THROWS_EXCEPTION(FormatError, parseOverflow("clamp"));
+}
+
+QTEST_APPLESS_MAIN(TestFormatSpec)
+#include "test_format_spec.moc"

@@ -1,0 +1,110 @@
+// The fused kernels (every one this CPU runs) against the readable double-precision reference:
+// identical values, bit for bit, for every format, rounding and overflow mode, and identical
+// class counts, histogram and amax.
+#include <QTest>
+
+#include "dense_inputs.h"
+#include "numerics/philox.h"
+#include "numerics/quantizer.h"
+#include "numerics/reference_quantize.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace plab;
+
+class TestKernelVsReference : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void allConfigs_data();
+    void allConfigs();
+
+private:
+    std::vector<float> m_inputs;
+};
+
+void TestKernelVsReference::initTestCase() {
+    // Every 11th dense input keeps each config well under a second while still covering ties
+    // and boundaries of every binade; the specials are added explicitly.
+    const std::vector<float> dense = test::denseInputs();
+    for (std::size_t i = 0; i < dense.size(); i += 11)
+        m_inputs.push_back(dense[i]);
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                    -std::numeric_limits<float>::quiet_NaN(), 448.0f, 464.0f, 465.0f, 61440.0f,
+                    65520.0f, std::numeric_limits<float>::denorm_min(),
+                    std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})
+        m_inputs.push_back(v);
+}
+
+void TestKernelVsReference::allConfigs_data() {
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<int>("rounding");
+    QTest::addColumn<int>("overflow");
+    std::vector<std::string> formats;
+    for (const FormatSpec& f : namedFormats())
+        formats.push_back(f.name);
+    for (const char* custom :
+         {"e5m2:bias=16:nosub", "e4m3:unsigned", "e3m4:fnuz", "e2m5:finite", "e3m1:nozero"})
+        formats.push_back(custom);
+    for (const std::string& f : formats)
+        for (Rounding r : kAllRoundings)
+            for (Overflow o : {Overflow::Saturate, Overflow::Inf})
+                QTest::addRow("%s %s %s", f.c_str(), toString(r).data(), toString(o).data())
+                    << QString::fromStdString(f) << static_cast<int>(r) << static_cast<int>(o);
+}
+
+void TestKernelVsReference::allConfigs() {
+    QFETCH(QString, format);
+    QFETCH(int, rounding);
+    QFETCH(int, overflow);
+    QuantConfig config;
+    config.format = parseFormat(format.toStdString());
+    config.rounding = static_cast<Rounding>(rounding);
+    config.overflow = static_cast<Overflow>(overflow);
+    const QuantizeOptions options{.seed = 0x1234, .stream = 99, .firstIndex = 0, .pool = nullptr};
+
+    std::vector<std::uint32_t> expected(m_inputs.size());
+    QuantStats expectedStats;
+    for (std::size_t i = 0; i < m_inputs.size(); ++i) {
+        QuantClass cls;
+        const float q = quantizeReference(config, m_inputs[i],
+                                          philox::elementWord(i, options.stream, options.seed),
+                                          &cls);
+        expected[i] = std::bit_cast<std::uint32_t>(q);
+        ++expectedStats.counts[static_cast<std::size_t>(cls)];
+        ++expectedStats.histogram[static_cast<std::size_t>(histogramBin(m_inputs[i]))];
+        if (!std::isnan(m_inputs[i]))
+            expectedStats.amax = std::max(expectedStats.amax, std::fabs(m_inputs[i]));
+    }
+
+    std::vector<float> out(m_inputs.size());
+    for (CpuKernel kernel : supportedCpuKernels()) {
+        QuantStats stats;
+        Quantizer(config, kernel).quantize(m_inputs, out, &stats, options);
+        for (std::size_t i = 0; i < m_inputs.size(); ++i)
+            if (std::bit_cast<std::uint32_t>(out[i]) != expected[i])
+                QFAIL(qPrintable(QStringLiteral("%1 kernel: input 0x%2 gave 0x%3, reference 0x%4")
+                                     .arg(QLatin1String(toString(kernel)))
+                                     .arg(std::bit_cast<std::uint32_t>(m_inputs[i]), 8, 16,
+                                          QLatin1Char('0'))
+                                     .arg(std::bit_cast<std::uint32_t>(out[i]), 8, 16,
+                                          QLatin1Char('0'))
+                                     .arg(expected[i], 8, 16, QLatin1Char('0'))));
+        for (std::size_t c = 0; c < kQuantClassCount; ++c)
+            QVERIFY2(stats.counts[c] == expectedStats.counts[c],
+                     qPrintable(QStringLiteral("%1: class %2 counted %3, reference %4")
+                                    .arg(QLatin1String(toString(kernel)))
+                                    .arg(QLatin1String(toString(static_cast<QuantClass>(c))))
+                                    .arg(stats.counts[c])
+                                    .arg(expectedStats.counts[c])));
+        QVERIFY(stats.histogram == expectedStats.histogram);
+        QCOMPARE(stats.amax, expectedStats.amax);
+    }
+}
+
+QTEST_APPLESS_MAIN(TestKernelVsReference)
+#include "test_kernel_vs_reference.moc"

@@ -1,0 +1,170 @@
+// The fused counters on constructed inputs with known numbers of each class, the histogram's
+// bin edges and its exact shift under power-of-two scaling, and thread-count independence.
+#include <QTest>
+
+#include "numerics/quantizer.h"
+#include "util/thread_pool.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace plab;
+
+class TestQuantStats : public QObject {
+    Q_OBJECT
+private slots:
+    void fp16Classes();
+    void saturatingFp8Classes();
+    void noSubnormalsFlush();
+    void unsignedAndNoZeroFormats();
+    void histogramEdges();
+    void histogramShiftsUnderScaling();
+    void threadCountIndependent();
+};
+
+namespace {
+
+QuantStats run(const char* format, const std::vector<float>& in,
+               Rounding rounding = Rounding::NearestEven) {
+    QuantStats stats;
+    std::vector<float> out(in.size());
+    Quantizer(QuantConfig::forFormat(parseFormat(format), rounding)).quantize(in, out, &stats);
+    return stats;
+}
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+} // namespace
+
+void TestQuantStats::fp16Classes() {
+    // 3 zeros, 4 flushed (< 2^-25), 3 subnormal, 5 normal, 3 overflow (incl. one Inf), 2 NaN.
+    const std::vector<float> in = {0.0f,   -0.0f,  0.0f,  1e-9f, -1e-9f, 2e-8f, 1e-30f, 1e-6f,
+                                   -3e-5f, 6e-8f,  1.0f,  -2.5f, 100.0f, 65504.0f, 7e-5f,
+                                   70000.0f, -1e6f, kInf, kNaN,   -kNaN};
+    const QuantStats s = run("fp16", in);
+    QCOMPARE(s.count(QuantClass::Zero), 3ull);
+    QCOMPARE(s.count(QuantClass::Underflow), 4ull);
+    QCOMPARE(s.count(QuantClass::Subnormal), 3ull);
+    QCOMPARE(s.count(QuantClass::Normal), 5ull);
+    QCOMPARE(s.count(QuantClass::Overflow), 3ull);
+    QCOMPARE(s.count(QuantClass::NaN), 2ull);
+    QCOMPARE(s.total(), static_cast<std::uint64_t>(in.size()));
+    QCOMPARE(s.amax, kInf);
+    QCOMPARE(s.histogram[kHistZeroBin], 3ull);
+    QCOMPARE(s.histogram[kHistInfBin], 1ull);
+    QCOMPARE(s.histogram[kHistNanBin], 2ull);
+    QCOMPARE(s.fraction(QuantClass::Underflow), 4.0 / 20.0);
+}
+
+void TestQuantStats::saturatingFp8Classes() {
+    // E4M3 saturates by default: 500 and -Inf count as overflow, amax ignores NaN.
+    const std::vector<float> in = {448.0f, 464.0f, 500.0f, -kInf, kNaN, 0.001f, 1e-4f, 3.0f};
+    const QuantStats s = run("fp8-e4m3", in);
+    QCOMPARE(s.count(QuantClass::Normal), 3ull); // 448, 464 -> 448, 3
+    QCOMPARE(s.count(QuantClass::Overflow), 2ull);
+    QCOMPARE(s.count(QuantClass::NaN), 1ull);
+    QCOMPARE(s.count(QuantClass::Subnormal), 1ull); // 0.001 -> 2^-9
+    QCOMPARE(s.count(QuantClass::Underflow), 1ull); // 1e-4 < 2^-10
+    QCOMPARE(s.amax, kInf);
+    const QuantStats finite = run("fp8-e4m3", {448.0f, -500.0f, kNaN});
+    QCOMPARE(finite.amax, 500.0f);
+}
+
+void TestQuantStats::noSubnormalsFlush() {
+    // Without subnormals, values below half of fp16's min normal flush and none are subnormal.
+    const std::vector<float> in = {1e-6f, 2e-5f, 4e-5f, 6.2e-5f};
+    const QuantStats withSub = run("fp16", in);
+    QCOMPARE(withSub.count(QuantClass::Subnormal), 3ull);
+    const QuantStats noSub = run("e5m10:nosub", in);
+    QCOMPARE(noSub.count(QuantClass::Subnormal), 0ull);
+    QCOMPARE(noSub.count(QuantClass::Underflow), 2ull); // 1e-6 and 2e-5 < 2^-15
+    QCOMPARE(noSub.count(QuantClass::Normal), 2ull);    // 4e-5 rounds up to 2^-14; 6.2e-5 is normal
+}
+
+void TestQuantStats::unsignedAndNoZeroFormats() {
+    const QuantStats u = run("e4m3:unsigned", {-1.0f, -0.0f, 2.0f, -kInf});
+    QCOMPARE(u.count(QuantClass::Overflow), 2ull);
+    QCOMPARE(u.count(QuantClass::Zero), 1ull);
+    QCOMPARE(u.count(QuantClass::Normal), 1ull);
+    // E8M0 has no zero: 0 stays "zero on input" (clamped to 2^-127), tiny values clamp too.
+    // 3 is a tie between 2 (exponent field 128) and 4 (129): nearest-even takes the even field.
+    std::vector<float> out(3);
+    QuantStats e;
+    Quantizer(QuantConfig::forFormat(parseFormat("e8m0")))
+        .quantize(std::vector<float>{0.0f, 1e-39f, 3.0f}, out, &e);
+    QCOMPARE(e.count(QuantClass::Zero), 1ull);
+    QCOMPARE(e.count(QuantClass::Underflow), 1ull);
+    QCOMPARE(out[0], std::ldexp(1.0f, -127));
+    QCOMPARE(out[1], std::ldexp(1.0f, -127));
+    QCOMPARE(out[2], 2.0f);
+}
+
+void TestQuantStats::histogramEdges() {
+    const float quarter = static_cast<float>(std::exp2(0.25));
+    const int one = 1 + (0 - kHistMinExponent) * kHistBinsPerBinade;
+    QCOMPARE(histogramBin(1.0f), one);
+    QCOMPARE(histogramBin(-1.0f), one);
+    QCOMPARE(histogramBin(std::nextafter(1.0f, 0.0f)), one - 1);
+    // The float nearest 2^(1/4) may lie on either side of it; its neighbours decide the edge.
+    const float firstAbove = quarter >= std::exp2(0.25) ? quarter : std::nextafter(quarter, 2.0f);
+    QCOMPARE(histogramBin(std::nextafter(firstAbove, 0.0f)), one);
+    QCOMPARE(histogramBin(firstAbove), one + 1);
+    QCOMPARE(histogramBin(1.5f), one + 2);    // log2 1.5 = 0.58
+    QCOMPARE(histogramBin(1.75f), one + 3);   // 0.81
+    QCOMPARE(histogramBin(std::numeric_limits<float>::denorm_min()), 1);
+    QCOMPARE(histogramBin(std::numeric_limits<float>::max()), kHistLogBins);
+    QCOMPARE(histogramBinLowerLog2(one), 0.0);
+    // The kernel agrees with the definition on every float32 power-of-two neighbourhood.
+    std::vector<float> in;
+    for (int e = -149; e <= 127; ++e)
+        for (float m : {1.0f, 1.0000001f, 1.18920708f, 1.18920720f, 1.41421354f, 1.41421366f,
+                        1.68179281f, 1.68179294f, 1.99999988f})
+            if (const float v = std::ldexp(m, e); std::isfinite(v) && v != 0.0f)
+                in.push_back(v);
+    const QuantStats s = run("fp32", in);
+    std::array<std::uint64_t, kHistBinCount> expected{};
+    for (float v : in)
+        ++expected[static_cast<std::size_t>(histogramBin(v))];
+    QVERIFY(s.histogram == expected);
+}
+
+void TestQuantStats::histogramShiftsUnderScaling() {
+    std::mt19937 rng(1);
+    std::lognormal_distribution<float> dist(-8.0f, 3.0f);
+    std::vector<float> in(10000), scaled(10000);
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        in[i] = dist(rng);
+        scaled[i] = in[i] * 8.0f; // 2^3: exactly 12 quarter-binade bins
+    }
+    const QuantStats a = run("fp32", in), b = run("fp32", scaled);
+    for (int bin = 1; bin + 12 <= kHistLogBins; ++bin)
+        QCOMPARE(b.histogram[static_cast<std::size_t>(bin + 12)],
+                 a.histogram[static_cast<std::size_t>(bin)]);
+}
+
+void TestQuantStats::threadCountIndependent() {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1e-4f);
+    std::vector<float> in(1'000'003);
+    for (float& v : in)
+        v = dist(rng);
+    const Quantizer q(QuantConfig::forFormat(parseFormat("fp8-e5m2"), Rounding::Stochastic));
+    std::vector<float> reference(in.size()), out(in.size());
+    QuantStats one;
+    q.quantize(in, reference, &one, {.seed = 11});
+    for (unsigned threads : {2u, 3u}) {
+        ThreadPool pool(threads);
+        QuantStats many;
+        q.quantize(in, out, &many, {.seed = 11, .pool = &pool});
+        QVERIFY(out == reference);
+        QVERIFY(many.counts == one.counts);
+        QVERIFY(many.histogram == one.histogram);
+        QCOMPARE(many.amax, one.amax);
+    }
+}
+
+QTEST_APPLESS_MAIN(TestQuantStats)
+#include "test_quant_stats.moc"
