@@ -22,6 +22,7 @@ struct BenchArgs {
     unsigned threads = 1;
     std::string kernel = "auto";
     int repeat = 5;
+    bool noStats = false;
     std::vector<std::string> formats = {"fp16",     "bf16",     "fp8-e4m3", "fp8-e5m2",
                                         "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"};
 };
@@ -79,9 +80,9 @@ int runQuantizeBench(const BenchArgs& args) {
     const double copySeconds = bestSeconds(args.repeat, copy);
     const double copyRate = static_cast<double>(n) / copySeconds;
 
-    std::printf("bench quantize: %zu float32 elements, %u thread(s), kernel %s, best of %d\n", n,
-                pool.threadCount(), toString(Quantizer(QuantConfig{}, kernel).kernel()),
-                args.repeat);
+    std::printf("bench quantize: %zu float32 elements, %u thread(s), kernel %s, %s, best of %d\n",
+                n, pool.threadCount(), toString(Quantizer(QuantConfig{}, kernel).kernel()),
+                args.noStats ? "values only" : "with counters and histogram", args.repeat);
     std::printf("%-14s %-14s %12s %12s\n", "format", "rounding", "G elem/s", "x copy");
     std::printf("%-14s %-14s %12.3f %12.3f\n", "(copy)", "-", copyRate / 1e9, 1.0);
     QuantStats stats;
@@ -93,7 +94,7 @@ int runQuantizeBench(const BenchArgs& args) {
             options.seed = 7;
             const double s = bestSeconds(args.repeat, [&] {
                 stats.reset();
-                q.quantize(in, out, &stats, options);
+                q.quantize(in, out, args.noStats ? nullptr : &stats, options);
             });
             const double rate = static_cast<double>(n) / s;
             std::printf("%-14s %-14s %12.3f %12.3f\n", name.c_str(),
@@ -119,6 +120,8 @@ Command addBenchCommand(CLI::App& app) {
     quantize->add_option("--repeat", args->repeat, "Timed passes; the best is reported")
         ->capture_default_str();
     quantize->add_option("--formats", args->formats, "Formats to measure")->delimiter(',');
+    quantize->add_flag("--no-stats", args->noStats,
+                       "Quantise only, without counters and histogram (what counting costs)");
     return {cmd, [args] { return runQuantizeBench(*args); }};
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -44,6 +45,15 @@ kernels::QuantKernelParams makeParams(const QuantConfig& c) {
     p.countSubnormals = (f.hasZero && f.subnormals && f.mantissaBits > 0) ? 1u : 0u;
     p.tiesOnExponentField = f.mantissaBits == 0 ? 1u : 0u;
     p.bias = f.bias;
+    p.fastPath = (f.isSigned && f.hasZero && f.hasNegativeZero()) ? 1u : 0u;
+    p.hasSubRange = p.minNormalExponent > -126 ? 1u : 0u;
+    p.droppedBits = 23 - f.mantissaBits;
+    p.roundHalf = p.droppedBits > 0 ? 1u << (p.droppedBits - 1) : 0u;
+    p.keepMask = ~((1u << p.droppedBits) - 1u);
+    // Only used when hasSubRange, where subQuantumExponent >= -149 + 23 keeps these normal.
+    p.subAddend = std::ldexp(1.0f, p.subQuantumExponent + 23);
+    p.subQuantum = std::ldexp(1.0f, p.subQuantumExponent);
+    p.subHalfQuantum = std::ldexp(1.0f, p.subQuantumExponent - 1);
     return p;
 }
 

@@ -29,6 +29,18 @@ struct QuantKernelParams {
     // (the code's last bit), not on the significand's.
     std::uint32_t tiesOnExponentField;
     std::int32_t bias;
+
+    // Fast path (signed formats with a zero and an ordinary -0, inputs without float32
+    // subnormals): round the float32 bits directly in the normal range, and with a float
+    // add of subAddend (Fast2Sum) below it.
+    std::uint32_t fastPath;
+    std::uint32_t hasSubRange;     // min normal above float32's, so some normal inputs fall below
+    std::int32_t droppedBits;      // 23 - mantissa bits
+    std::uint32_t roundHalf;       // 1 << (droppedBits - 1), or 0
+    std::uint32_t keepMask;        // clears the dropped bits
+    float subAddend;               // 2^(subQuantumExponent + 23)
+    float subQuantum;              // 2^subQuantumExponent
+    float subHalfQuantum;          // 2^(subQuantumExponent - 1)
     std::uint64_t seed;
     std::uint64_t stream;
 };
