@@ -3,11 +3,11 @@
 # everything is present; uses sudo when not run as root.
 set -euo pipefail
 
+# What the build uses today; README.md says why each library is here.
 packages=(
-  build-essential cmake ninja-build pkg-config
-  qt6-base-dev libqcustomplot-dev qt6-svg-dev libeigen3-dev
-  libcli11-dev nlohmann-json3-dev zlib1g-dev librandom123-dev
-  xvfb xauth
+  build-essential cmake ninja-build
+  qt6-base-dev
+  libcli11-dev librandom123-dev
 )
 
 missing=()

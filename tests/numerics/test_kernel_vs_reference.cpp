@@ -9,6 +9,9 @@
 #include "numerics/reference_quantize.h"
 
 #include <bit>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -21,6 +24,7 @@ private slots:
     void initTestCase();
     void allConfigs_data();
     void allConfigs();
+    void ignoresFlushToZeroMode();
 
 private:
     std::vector<float> m_inputs;
@@ -104,6 +108,30 @@ void TestKernelVsReference::allConfigs() {
         QVERIFY(stats.histogram == expectedStats.histogram);
         QCOMPARE(stats.amax, expectedStats.amax);
     }
+}
+
+// A host that switched on flush-to-zero / denormals-are-zero must not change our results.
+void TestKernelVsReference::ignoresFlushToZeroMode() {
+#if defined(__SSE2__)
+    const QuantConfig config = QuantConfig::forFormat(parseFormat("bf16"));
+    const std::vector<float> in = {1e-39f, -3e-40f, 1e-45f, 2e-38f, 1.0f};
+    std::vector<float> expected(in.size()), out(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i)
+        expected[i] = quantizeReference(config, in[i]);
+    const unsigned saved = _mm_getcsr();
+    _mm_setcsr(saved | 0x8040u);
+    for (CpuKernel kernel : supportedCpuKernels())
+        Quantizer(config, kernel).quantize(in, out, nullptr);
+    const unsigned after = _mm_getcsr();
+    _mm_setcsr(saved);
+    // The caller's mode is restored (bits 0-5 are sticky exception flags, not the mode).
+    QCOMPARE(after & ~0x3Fu, (saved | 0x8040u) & ~0x3Fu);
+    for (std::size_t i = 0; i < in.size(); ++i)
+        QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), std::bit_cast<std::uint32_t>(expected[i]));
+    QVERIFY(out[0] != 0.0f);
+#else
+    QSKIP("x86 only: MXCSR flush modes");
+#endif
 }
 
 QTEST_APPLESS_MAIN(TestKernelVsReference)

@@ -12,6 +12,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 namespace {
 
@@ -210,9 +214,11 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
     const VI binBase = splat(1 - (plab::kHistMinExponent + 127) * plab::kHistBinsPerBinade);
     VI cZero{}, cZeroOut{}, cBelow{}, cOvf{}, cNan{}, vAmax{};
 
-    for (std::size_t i = 0; i < n; i += kLanes) {
-        const std::size_t len = n - i < kLanes ? n - i : kLanes;
-        const bool full = len == kLanes;
+    // One vector of lanes; kPartial (the block's last, short vector) is the only case that needs
+    // a lane mask, so full vectors skip it.
+    auto step = [&](std::size_t i, std::size_t len, auto partialTag) {
+        constexpr bool kPartial = decltype(partialTag)::value;
+        const bool full = !kPartial;
         VI x{};
         if (full)
             std::memcpy(&x, in + i, sizeof x);
@@ -278,7 +284,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             std::memcpy(out + i, &result, len * 4);
 
         if constexpr (kStats) {
-            const VI valid = toI(laneIndex() < static_cast<std::uint32_t>(len));
+            const VI valid = kPartial ? toI(laneIndex() < static_cast<std::uint32_t>(len)) : ~VI{};
             const VI aZero = a == 0;
             cZero -= aZero & valid;
             cNan -= isNan & valid;
@@ -294,7 +300,12 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             bin = isNan ? splat(plab::kHistNanBin) : bin; // Inf lands on kHistInfBin by itself
             std::memcpy(bins + i, &bin, sizeof bin);
         }
-    }
+    };
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        step(i, kLanes, std::false_type{});
+    if (i < n)
+        step(i, n - i, std::true_type{});
     if constexpr (kStats) {
         for (std::size_t l = 0; l < kLanes; ++l) {
             const auto zero = static_cast<std::uint32_t>(cZero[l]);
@@ -343,22 +354,86 @@ inline void quantizeBlock(const QuantKernelParams& p, const float* in, float* ou
         quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, bins, bc);
 }
 
+// Philox4x32-10 for kLanes consecutive counters at once: the same function as
+// plab::philox::generate (tests hold them equal), one counter per vector lane.
+typedef std::uint64_t VU64 __attribute__((vector_size(PLAB_VECTOR_BYTES * 2)));
+typedef std::uint64_t VU64Half __attribute__((vector_size(PLAB_VECTOR_BYTES)));
+
+// 32x32 -> 64-bit products of every lane with k, as (hi, lo) halves. On x86 the even and odd
+// lanes go through one unsigned 32-bit multiply each (pmuludq); GCC's generic 64-bit vector
+// multiply would emulate a full 64x64 product instead.
+inline void mulHiLo(VU a, std::uint32_t k, VU& hi, VU& lo) {
+#if defined(__AVX512F__) && PLAB_VECTOR_BYTES == 64
+    const VU64Half even = (VU64Half)_mm512_mul_epu32((__m512i)a, _mm512_set1_epi32(int(k)));
+    const VU64Half odd =
+        (VU64Half)_mm512_mul_epu32((__m512i)((VU64Half)a >> 32), _mm512_set1_epi32(int(k)));
+#elif defined(__AVX2__) && PLAB_VECTOR_BYTES == 32
+    const VU64Half even = (VU64Half)_mm256_mul_epu32((__m256i)a, _mm256_set1_epi32(int(k)));
+    const VU64Half odd =
+        (VU64Half)_mm256_mul_epu32((__m256i)((VU64Half)a >> 32), _mm256_set1_epi32(int(k)));
+#elif defined(__SSE2__) && PLAB_VECTOR_BYTES == 16
+    const VU64Half even = (VU64Half)_mm_mul_epu32((__m128i)a, _mm_set1_epi32(int(k)));
+    const VU64Half odd = (VU64Half)_mm_mul_epu32((__m128i)((VU64Half)a >> 32),
+                                                 _mm_set1_epi32(int(k)));
+#else
+    const VU64 p = __builtin_convertvector(a, VU64) * std::uint64_t{k};
+    hi = __builtin_convertvector(p >> 32, VU);
+    lo = __builtin_convertvector(p, VU);
+    return;
+#endif
+#if defined(__SSE2__)
+    constexpr std::uint64_t kLow = 0xFFFFFFFFull;
+    lo = (VU)((even & kLow) | (odd << 32));
+    hi = (VU)((even >> 32) | (odd & ~kLow));
+#endif
+}
+
+inline void philoxLanes(std::uint64_t firstCounter, std::uint64_t stream, std::uint64_t seed,
+                        VU out[4]) {
+    const auto lo = static_cast<std::uint32_t>(firstCounter);
+    VU c0 = splat(lo) + laneIndex();
+    VU c1 = splat(static_cast<std::uint32_t>(firstCounter >> 32)) + (toU(c0 < lo) & 1u);
+    VU c2 = splat(static_cast<std::uint32_t>(stream));
+    VU c3 = splat(static_cast<std::uint32_t>(stream >> 32));
+    std::uint32_t k0 = static_cast<std::uint32_t>(seed);
+    std::uint32_t k1 = static_cast<std::uint32_t>(seed >> 32);
+    for (int round = 0; round < 10; ++round) {
+        VU hi0, lo0, hi1, lo1;
+        mulHiLo(c0, 0xD2511F53u, hi0, lo0);
+        mulHiLo(c2, 0xCD9E8D57u, hi1, lo1);
+        const VU n0 = hi1 ^ c1 ^ k0;
+        const VU n2 = hi0 ^ c3 ^ k1;
+        c1 = lo1;
+        c3 = lo0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
 // Random words for elements [first, first + n) into rnd[0..n).
 inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelParams& p,
                        std::uint32_t* __restrict rnd) {
-    alignas(64) std::uint32_t words[kBlock + 8];
+    alignas(64) std::uint32_t words[kBlock + 8 * kLanes];
     const std::uint64_t group0 = first / 4;
     const std::size_t offset = static_cast<std::size_t>(first % 4);
     const std::size_t groups = (offset + n + 3) / 4;
-    for (std::size_t g = 0; g < groups; ++g) {
-        const plab::philox::Block b = plab::philox::generate(group0 + g, p.stream, p.seed);
-        words[4 * g + 0] = b.w[0];
-        words[4 * g + 1] = b.w[1];
-        words[4 * g + 2] = b.w[2];
-        words[4 * g + 3] = b.w[3];
+    for (std::size_t g = 0; g < groups; g += kLanes) {
+        VU w[4];
+        philoxLanes(group0 + g, p.stream, p.seed, w);
+        // Transpose lanes x words into element order through memory: cheaper than extracts.
+        alignas(64) std::uint32_t lanes[4][kLanes];
+        std::memcpy(lanes, w, sizeof lanes);
+        for (std::size_t l = 0; l < kLanes; ++l)
+            for (std::size_t k = 0; k < 4; ++k)
+                words[4 * (g + l) + k] = lanes[k][l];
     }
-    for (std::size_t i = 0; i < n; ++i)
-        rnd[i] = words[offset + i];
+    std::memcpy(rnd, words + offset, n * sizeof(std::uint32_t));
 }
 
 template <int kRounding>
@@ -376,14 +451,9 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
             continue;
         }
         quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, bc);
-        // Two interleaved increments break most store-to-load chains on repeated bins.
         std::uint64_t* hist = counters->histogram;
-        std::size_t i = 0;
-        for (; i + 1 < len; i += 2) {
-            ++hist[bins[i]];
-            ++hist[bins[i + 1]];
-        }
-        if (i < len)
+#pragma GCC unroll 8
+        for (std::size_t i = 0; i < len; ++i)
             ++hist[bins[i]];
     }
     if (counters != nullptr) {
@@ -402,6 +472,22 @@ namespace plab::kernels {
 
 void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in, float* out,
                        std::size_t n, std::uint64_t firstIndex, KernelCounters* counters) {
+#if defined(__SSE2__)
+    // The kernels rely on IEEE float arithmetic with subnormals. A host program that set
+    // flush-to-zero / denormals-are-zero (some math libraries do) would silently change results,
+    // so both are cleared for the duration of the call.
+    const unsigned savedCsr = _mm_getcsr();
+    constexpr unsigned kFlushBits = 0x8040u; // FTZ | DAZ
+    if ((savedCsr & kFlushBits) != 0)
+        _mm_setcsr(savedCsr & ~kFlushBits);
+    struct RestoreCsr {
+        unsigned csr;
+        ~RestoreCsr() {
+            if (_mm_getcsr() != csr)
+                _mm_setcsr(csr);
+        }
+    } restore{savedCsr};
+#endif
     switch (rounding) {
     case kNearestEven:
         quantizeRange<kNearestEven>(p, in, out, n, firstIndex, counters);
