@@ -69,19 +69,20 @@ Command addFormatsCommand(CLI::App& app) {
                     "Show one format: a name or a custom eXmY[:bias=B][:nosub][:fn|:fnuz|:finite]"
                     "[:unsigned][:nozero]");
     return {cmd, [format] {
-        printHeader();
-        if (!format->empty()) {
-            printRow(parseFormat(*format));
-            return 0;
-        }
-        for (const FormatSpec& f : namedFormats())
-            printRow(f);
-        std::printf("\nCustom formats: eXmY[:bias=B][:sub|:nosub][:ieee|:fn|:fnuz|:finite]"
+                printHeader();
+                if (!format->empty()) {
+                    printRow(parseFormat(*format));
+                    return 0;
+                }
+                for (const FormatSpec& f : namedFormats())
+                    printRow(f);
+                std::printf(
+                    "\nCustom formats: eXmY[:bias=B][:sub|:nosub][:ieee|:fn|:fnuz|:finite]"
                     "[:signed|:unsigned][:nozero], e.g. e5m2:bias=16:nosub.\n"
                     "NaN inputs stay NaN in every format (NVIDIA's FP6/FP4 conversions give "
                     "+max instead; `quantize` shows that code in the bits column).\n");
-        return 0;
-    }};
+                return 0;
+            }};
 }
 
 } // namespace plab::cli

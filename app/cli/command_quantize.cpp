@@ -29,10 +29,9 @@ struct QuantizeArgs {
 };
 
 QuantConfig makeConfig(const QuantizeArgs& args) {
-    QuantConfig config = QuantConfig::forFormat(parseFormat(args.format),
-                                                parseRounding(args.rounding));
-    if (!args.overflow.empty())
-        config.overflow = parseOverflow(args.overflow);
+    QuantConfig config =
+        QuantConfig::forFormat(parseFormat(args.format), parseRounding(args.rounding));
+    if (!args.overflow.empty()) config.overflow = parseOverflow(args.overflow);
     return config;
 }
 
@@ -49,8 +48,9 @@ std::vector<float> readTextNumbers(std::istream& in) {
         // ERANGE is fine: the value is what float32 makes of the text (Inf, or 0 / subnormal).
         if (end == begin || *end != '\0')
             throw std::invalid_argument("quantize: stdin word " + std::to_string(index) + " \"" +
-                                        word + "\" is not a number (expected e.g. 0.1, -3e-5, "
-                                               "inf, nan)");
+                                        word +
+                                        "\" is not a number (expected e.g. 0.1, -3e-5, "
+                                        "inf, nan)");
         values.push_back(v);
     }
     return values;
@@ -58,8 +58,7 @@ std::vector<float> readTextNumbers(std::istream& in) {
 
 int runText(const QuantConfig& config, std::uint64_t seed) {
     const std::vector<float> values = readTextNumbers(std::cin);
-    std::printf("%-16s %-16s %-10s %-10s %s\n", "input", "quantized", "bits", "class",
-                "rel.error");
+    std::printf("%-16s %-16s %-10s %-10s %s\n", "input", "quantized", "bits", "class", "rel.error");
     for (std::size_t i = 0; i < values.size(); ++i) {
         const float x = values[i];
         const std::uint32_t word = philox::elementWord(i, 0, seed);
@@ -100,12 +99,10 @@ int runBinary(const QuantConfig& config, std::uint64_t seed) {
             std::copy(bytes + whole * 4, bytes + pending, bytes);
             pending = rest;
         }
-        if (got == 0)
-            break;
+        if (got == 0) break;
     }
     std::fflush(stdout);
-    if (std::ferror(stdin))
-        throw std::runtime_error("quantize --binary: reading stdin failed");
+    if (std::ferror(stdin)) throw std::runtime_error("quantize --binary: reading stdin failed");
     if (pending != 0)
         throw std::invalid_argument(
             "quantize --binary: stdin ended with " + std::to_string(pending) +

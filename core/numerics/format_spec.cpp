@@ -23,15 +23,13 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
     for (;;) {
         std::size_t pos = text.find(sep, start);
         parts.push_back(text.substr(start, pos - start));
-        if (pos == std::string_view::npos)
-            return parts;
+        if (pos == std::string_view::npos) return parts;
         start = pos + 1;
     }
 }
 
 bool parseInt(std::string_view text, int& value) {
-    if (text.empty())
-        return false;
+    if (text.empty()) return false;
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
     return ec == std::errc() && ptr == end;
@@ -44,8 +42,7 @@ bool parseInt(std::string_view text, int& value) {
 // Exponent field of the top binade that holds finite values.
 int topExponentField(const FormatSpec& f) {
     const int allOnes = (1 << f.exponentBits) - 1;
-    if (f.specials == SpecialValues::Ieee)
-        return allOnes - 1;
+    if (f.specials == SpecialValues::Ieee) return allOnes - 1;
     if (f.specials == SpecialValues::Fn && f.mantissaBits == 0)
         return allOnes - 1; // the whole top field is the NaN code
     return allOnes;
@@ -68,16 +65,13 @@ FormatSpec makeNamed(std::string name, int e, int m, int bias, SpecialValues spe
 // Canonical custom spelling: only the options that differ from the eXmY defaults.
 std::string customName(const FormatSpec& f) {
     std::string name = "e" + std::to_string(f.exponentBits) + "m" + std::to_string(f.mantissaBits);
-    if (f.bias != (1 << (f.exponentBits - 1)) - 1)
-        name += ":bias=" + std::to_string(f.bias);
+    if (f.bias != (1 << (f.exponentBits - 1)) - 1) name += ":bias=" + std::to_string(f.bias);
     if (!f.hasZero)
         name += ":nozero";
     else if (!f.subnormals)
         name += ":nosub";
-    if (f.specials != SpecialValues::Ieee)
-        name += ":" + std::string(toString(f.specials));
-    if (!f.isSigned)
-        name += ":unsigned";
+    if (f.specials != SpecialValues::Ieee) name += ":" + std::string(toString(f.specials));
+    if (!f.isSigned) name += ":unsigned";
     return name;
 }
 
@@ -92,8 +86,7 @@ void validate(const FormatSpec& f, std::string_view text) {
     if (f.specials == SpecialValues::Fnuz && (!f.isSigned || !f.hasZero))
         fail(text, "fnuz takes its NaN from the negative-zero code, so it needs a signed format "
                    "with a zero");
-    if (f.maxFinite() <= 0.0)
-        fail(text, "has no finite nonzero values");
+    if (f.maxFinite() <= 0.0) fail(text, "has no finite nonzero values");
     if (f.maxFinite() > std::numeric_limits<float>::max())
         fail(text, "bias " + std::to_string(f.bias) +
                        " too small: its largest value exceeds float32's range (~3.4e38)");
@@ -122,8 +115,8 @@ FormatSpec parseCustom(std::string_view original, const std::string& text) {
         const std::string_view opt = parts[i];
         if (opt.starts_with("bias=")) {
             if (!parseInt(opt.substr(5), f.bias))
-                fail(original, "bias must be an integer, got \"" + std::string(opt.substr(5)) +
-                                   "\"");
+                fail(original,
+                     "bias must be an integer, got \"" + std::string(opt.substr(5)) + "\"");
         } else if (opt == "sub" || opt == "nosub") {
             f.subnormals = opt == "sub";
             subGiven = true;
@@ -157,7 +150,9 @@ FormatSpec parseCustom(std::string_view original, const std::string& text) {
 
 } // namespace
 
-int FormatSpec::maxExponent() const { return topExponentField(*this) - bias; }
+int FormatSpec::maxExponent() const {
+    return topExponentField(*this) - bias;
+}
 
 std::uint32_t FormatSpec::maxMantissaInTopBinade() const {
     const std::uint32_t allOnes = (1u << mantissaBits) - 1;
@@ -173,7 +168,9 @@ double FormatSpec::maxFinite() const {
     return std::ldexp(1.0 + mant / std::ldexp(1.0, mantissaBits), top - bias);
 }
 
-double FormatSpec::minNormal() const { return std::ldexp(1.0, minNormalExponent()); }
+double FormatSpec::minNormal() const {
+    return std::ldexp(1.0, minNormalExponent());
+}
 
 double FormatSpec::minPositive() const {
     if (hasZero && subnormals && mantissaBits > 0)
@@ -181,9 +178,13 @@ double FormatSpec::minPositive() const {
     return minNormal();
 }
 
-double FormatSpec::epsilon() const { return std::ldexp(1.0, -mantissaBits); }
+double FormatSpec::epsilon() const {
+    return std::ldexp(1.0, -mantissaBits);
+}
 
-double FormatSpec::binades() const { return std::log2(maxFinite() / minPositive()); }
+double FormatSpec::binades() const {
+    return std::log2(maxFinite() / minPositive());
+}
 
 std::uint64_t FormatSpec::finiteValueCount() const {
     const int magnitudeBits = exponentBits + mantissaBits;
@@ -195,8 +196,7 @@ std::uint64_t FormatSpec::finiteValueCount() const {
     if (hasZero && !subnormals)
         perSign -= (std::uint64_t{1} << mantissaBits) - 1; // field 0 holds only zero
     std::uint64_t total = isSigned ? 2 * perSign : perSign;
-    if (specials == SpecialValues::Fnuz)
-        total -= 1; // the negative-zero code is the NaN
+    if (specials == SpecialValues::Fnuz) total -= 1; // the negative-zero code is the NaN
     return total;
 }
 
@@ -230,8 +230,7 @@ FormatSpec parseFormat(std::string_view text) {
     if (key.empty())
         throw FormatError("format \"\": empty; expected a name (see `formats`) or eXmY[:options]");
     for (const FormatSpec& f : namedFormats())
-        if (f.name == key)
-            return f;
+        if (f.name == key) return f;
     return parseCustom(text, key);
 }
 

@@ -55,8 +55,8 @@ struct FormatSpec {
     double minNormal() const;
     // Smallest positive value: the min subnormal, or minNormal() when subnormals are off.
     double minPositive() const;
-    double epsilon() const; // 2^-mantissaBits: distance from 1 to the next value
-    double binades() const; // log2(maxFinite / minPositive)
+    double epsilon() const;                 // 2^-mantissaBits: distance from 1 to the next value
+    double binades() const;                 // log2(maxFinite / minPositive)
     std::uint64_t finiteValueCount() const; // distinct finite codes, counting +0 and -0 once each
 
     // Parameters equal; the name does not take part.

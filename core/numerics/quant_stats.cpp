@@ -25,16 +25,13 @@ const char* toString(QuantClass c) {
 }
 
 int histogramBin(float x) {
-    if (std::isnan(x))
-        return kHistNanBin;
-    if (std::isinf(x))
-        return kHistInfBin;
-    if (x == 0.0f)
-        return kHistZeroBin;
+    if (std::isnan(x)) return kHistNanBin;
+    if (std::isinf(x)) return kHistInfBin;
+    if (x == 0.0f) return kHistZeroBin;
     // Double log2 of a float is far more precise than the distance from any float to a
     // quarter-binade edge, so the floor is exact.
-    const double quarters = std::floor(std::log2(std::fabs(static_cast<double>(x))) *
-                                       kHistBinsPerBinade);
+    const double quarters =
+        std::floor(std::log2(std::fabs(static_cast<double>(x))) * kHistBinsPerBinade);
     return 1 + static_cast<int>(quarters) - kHistMinExponent * kHistBinsPerBinade;
 }
 

@@ -20,15 +20,17 @@ constexpr std::uint32_t kInfBits = 0x7F800000u;
 // Chunks are a multiple of 4 elements (one Philox block) and big enough to amortise a task.
 constexpr std::size_t kChunk = 1 << 16;
 
-std::uint32_t floatBits(double v) { return std::bit_cast<std::uint32_t>(static_cast<float>(v)); }
+std::uint32_t floatBits(double v) {
+    return std::bit_cast<std::uint32_t>(static_cast<float>(v));
+}
 
 kernels::QuantKernelParams makeParams(const QuantConfig& c) {
     const FormatSpec& f = c.format;
     kernels::QuantKernelParams p{};
     p.mantissaBits = f.mantissaBits;
     p.minNormalExponent = f.minNormalExponent();
-    p.subQuantumExponent = (f.hasZero && f.subnormals) ? p.minNormalExponent - f.mantissaBits
-                                                      : p.minNormalExponent;
+    p.subQuantumExponent =
+        (f.hasZero && f.subnormals) ? p.minNormalExponent - f.mantissaBits : p.minNormalExponent;
     p.maxBits = floatBits(f.maxFinite());
     p.minNormalBits = floatBits(f.minNormal());
     const bool saturate = c.overflow == Overflow::Saturate || (!f.hasInf() && !f.hasNan());
@@ -150,8 +152,7 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
             return;
         }
         auto counters = std::make_unique<kernels::KernelCounters>();
-        m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex,
-                    counters.get());
+        m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex, counters.get());
         addCounters(*counters, n, *stats);
         return;
     }

@@ -19,7 +19,9 @@ bool saturates(const QuantConfig& c) {
     return c.overflow == Overflow::Saturate || (!c.format.hasInf() && !c.format.hasNan());
 }
 
-float withSign(float magnitude, bool negative) { return negative ? -magnitude : magnitude; }
+float withSign(float magnitude, bool negative) {
+    return negative ? -magnitude : magnitude;
+}
 
 } // namespace
 
@@ -45,7 +47,8 @@ float quantizeReference(const QuantConfig& c, float x, std::uint32_t randomWord,
     }
     if (x == 0.0f) {
         klass = QuantClass::Zero;
-        return withSign(f.hasZero ? 0.0f : lowest, negative && f.isSigned && (!f.hasZero || f.hasNegativeZero()));
+        return withSign(f.hasZero ? 0.0f : lowest,
+                        negative && f.isSigned && (!f.hasZero || f.hasNegativeZero()));
     }
 
     const double v = std::fabs(static_cast<double>(x));
@@ -69,7 +72,7 @@ float quantizeReference(const QuantConfig& c, float x, std::uint32_t randomWord,
         // Ties go to the even code. With mantissa bits that is an even significand; without
         // them, in the normal range, an even exponent field.
         const bool oddCode = (f.mantissaBits == 0 && e >= emin) ? ((e + f.bias) & 1) != 0
-                                                                 : std::fmod(whole, 2.0) == 1.0;
+                                                                : std::fmod(whole, 2.0) == 1.0;
         up = frac > 0.5 || (frac == 0.5 && oddCode);
         break;
     }
@@ -94,7 +97,8 @@ float quantizeReference(const QuantConfig& c, float x, std::uint32_t randomWord,
     if (rounded == 0.0) {
         klass = QuantClass::Underflow;
         // Formats without a zero clamp to their smallest magnitude, keeping the sign.
-        return withSign(f.hasZero ? 0.0f : lowest, negative && f.isSigned && (!f.hasZero || f.hasNegativeZero()));
+        return withSign(f.hasZero ? 0.0f : lowest,
+                        negative && f.isSigned && (!f.hasZero || f.hasNegativeZero()));
     }
     const bool subnormal = f.hasZero && rounded < f.minNormal();
     klass = subnormal ? QuantClass::Subnormal : QuantClass::Normal;

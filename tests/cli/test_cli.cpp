@@ -30,12 +30,10 @@ struct Result {
 Result runCli(const QStringList& args, const QByteArray& input = {}) {
     QProcess p;
     p.start(QStringLiteral(PLAB_CLI_PATH), args);
-    if (!p.waitForStarted())
-        return {-1, {}, "could not start"};
+    if (!p.waitForStarted()) return {-1, {}, "could not start"};
     p.write(input);
     p.closeWriteChannel();
-    if (!p.waitForFinished(60000))
-        return {-2, {}, "timed out"};
+    if (!p.waitForFinished(60000)) return {-2, {}, "timed out"};
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3, p.readAllStandardOutput(),
             p.readAllStandardError()};
 }
@@ -45,15 +43,14 @@ Result runCli(const QStringList& args, const QByteArray& input = {}) {
 void TestCli::formatsTable() {
     const Result r = runCli({QStringLiteral("formats")});
     QCOMPARE(r.exitCode, 0);
-    for (const char* name : {"fp32", "tf32", "fp16", "bf16", "fp8-e4m3 ", "fp8-e5m2 ",
-                             "fp8-e4m3fnuz", "fp8-e5m2fnuz", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1",
-                             "e8m0"})
+    for (const char* name :
+         {"fp32", "tf32", "fp16", "bf16", "fp8-e4m3 ", "fp8-e5m2 ", "fp8-e4m3fnuz", "fp8-e5m2fnuz",
+          "fp6-e3m2", "fp6-e2m3", "fp4-e2m1", "e8m0"})
         QVERIFY2(r.out.contains(name), name);
     const QList<QByteArray> lines = r.out.split('\n');
     auto row = [&](const char* name) {
         for (const QByteArray& line : lines)
-            if (line.startsWith(name))
-                return line.simplified();
+            if (line.startsWith(name)) return line.simplified();
         return QByteArray();
     };
     QVERIFY(row("fp8-e4m3 ").contains(" 448 "));
@@ -70,10 +67,10 @@ void TestCli::formatsCustom() {
 }
 
 void TestCli::quantizeText() {
-    const Result r = runCli({QStringLiteral("quantize"), QStringLiteral("--format"),
-                             QStringLiteral("fp8-e4m3"), QStringLiteral("--overflow"),
-                             QStringLiteral("inf")},
-                            "1 464 465\n0 9.31322575e-10\n");
+    const Result r =
+        runCli({QStringLiteral("quantize"), QStringLiteral("--format"), QStringLiteral("fp8-e4m3"),
+                QStringLiteral("--overflow"), QStringLiteral("inf")},
+               "1 464 465\n0 9.31322575e-10\n");
     QCOMPARE(r.exitCode, 0);
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
     QCOMPARE(lines.size(), 6); // header + 5 values
@@ -117,8 +114,8 @@ void TestCli::badInput_data() {
     QTest::newRow("too many exponent bits")
         << q({"-f", "e11m2"}) << QByteArray("1") << "exponent bits must be 1..8";
     QTest::newRow("bad rounding") << q({"-f", "fp16", "-r", "up"}) << QByteArray("1") << "\"up\"";
-    QTest::newRow("bad overflow")
-        << q({"-f", "fp16", "--overflow", "wrap"}) << QByteArray("1") << "\"wrap\"";
+    QTest::newRow("bad overflow") << q({"-f", "fp16", "--overflow", "wrap"}) << QByteArray("1")
+                                  << "\"wrap\"";
     QTest::newRow("non-numeric word")
         << q({"-f", "fp16"}) << QByteArray("1 2 x3 4") << "word 3 \"x3\"";
     QTest::newRow("trailing partial float")
@@ -141,10 +138,10 @@ void TestCli::badInput() {
 }
 
 void TestCli::benchRuns() {
-    const Result r = runCli({QStringLiteral("bench"), QStringLiteral("quantize"),
-                             QStringLiteral("--size"), QStringLiteral("4096"),
-                             QStringLiteral("--repeat"), QStringLiteral("1"),
-                             QStringLiteral("--formats"), QStringLiteral("fp16,fp4-e2m1")});
+    const Result r =
+        runCli({QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--size"),
+                QStringLiteral("4096"), QStringLiteral("--repeat"), QStringLiteral("1"),
+                QStringLiteral("--formats"), QStringLiteral("fp16,fp4-e2m1")});
     QCOMPARE(r.exitCode, 0);
     QVERIFY(r.out.contains("(copy)"));
     // One row per format and rounding mode.

@@ -69,18 +69,30 @@ void TestFormatSpec::namedProperties() {
 void TestFormatSpec::customEqualsNamed_data() {
     QTest::addColumn<QString>("named");
     QTest::addColumn<QString>("custom");
-    QTest::newRow("fp32") << "fp32" << "e8m23";
-    QTest::newRow("tf32") << "tf32" << "e8m10";
-    QTest::newRow("fp16") << "fp16" << "e5m10";
-    QTest::newRow("bf16") << "bf16" << "e8m7:bias=127:ieee";
-    QTest::newRow("e4m3") << "fp8-e4m3" << "e4m3:fn";
-    QTest::newRow("e5m2") << "fp8-e5m2" << "e5m2";
-    QTest::newRow("e4m3fnuz") << "fp8-e4m3fnuz" << "e4m3:bias=8:fnuz";
-    QTest::newRow("e5m2fnuz") << "fp8-e5m2fnuz" << "E5M2:fnuz:bias=16";
-    QTest::newRow("e3m2") << "fp6-e3m2" << "e3m2:finite";
-    QTest::newRow("e2m3") << "fp6-e2m3" << "e2m3:none";
-    QTest::newRow("e2m1") << "fp4-e2m1" << "e2m1:finite:sub";
-    QTest::newRow("e8m0") << "e8m0" << "e8m0:fn:unsigned:nozero";
+    QTest::newRow("fp32") << "fp32"
+                          << "e8m23";
+    QTest::newRow("tf32") << "tf32"
+                          << "e8m10";
+    QTest::newRow("fp16") << "fp16"
+                          << "e5m10";
+    QTest::newRow("bf16") << "bf16"
+                          << "e8m7:bias=127:ieee";
+    QTest::newRow("e4m3") << "fp8-e4m3"
+                          << "e4m3:fn";
+    QTest::newRow("e5m2") << "fp8-e5m2"
+                          << "e5m2";
+    QTest::newRow("e4m3fnuz") << "fp8-e4m3fnuz"
+                              << "e4m3:bias=8:fnuz";
+    QTest::newRow("e5m2fnuz") << "fp8-e5m2fnuz"
+                              << "E5M2:fnuz:bias=16";
+    QTest::newRow("e3m2") << "fp6-e3m2"
+                          << "e3m2:finite";
+    QTest::newRow("e2m3") << "fp6-e2m3"
+                          << "e2m3:none";
+    QTest::newRow("e2m1") << "fp4-e2m1"
+                          << "e2m1:finite:sub";
+    QTest::newRow("e8m0") << "e8m0"
+                          << "e8m0:fn:unsigned:nozero";
 }
 
 // Same parameters, and the same value for every input of a sweep (through the fused kernel).
@@ -104,20 +116,34 @@ void TestFormatSpec::customEqualsNamed() {
 void TestFormatSpec::parseErrors_data() {
     QTest::addColumn<QString>("text");
     QTest::addColumn<QString>("mustMention");
-    QTest::newRow("unknown name") << "fp9" << "unknown format";
-    QTest::newRow("empty") << "" << "empty";
-    QTest::newRow("fnuz suffix") << "e4m3fnuz" << "unknown format";
-    QTest::newRow("9 exponent bits") << "e9m2" << "exponent bits must be 1..8";
-    QTest::newRow("0 exponent bits") << "e0m3" << "exponent bits must be 1..8";
-    QTest::newRow("24 mantissa bits") << "e8m24" << "mantissa bits must be 0..23";
-    QTest::newRow("bad bias") << "e4m3:bias=x" << "bias must be an integer";
-    QTest::newRow("unknown option") << "e4m3:foo" << "unknown option \"foo\"";
-    QTest::newRow("ieee without mantissa") << "e5m0" << "ieee Inf/NaN needs";
-    QTest::newRow("no finite values") << "e1m0:fn" << "no finite nonzero values";
-    QTest::newRow("bias too small") << "e8m7:bias=100" << "too small";
-    QTest::newRow("bias too large") << "e8m3:bias=200" << "too large";
-    QTest::newRow("unsigned fnuz") << "e4m3:fnuz:unsigned" << "needs a signed format";
-    QTest::newRow("nozero with sub") << "e4m3:nozero:sub" << "no subnormals";
+    QTest::newRow("unknown name") << "fp9"
+                                  << "unknown format";
+    QTest::newRow("empty") << ""
+                           << "empty";
+    QTest::newRow("fnuz suffix") << "e4m3fnuz"
+                                 << "unknown format";
+    QTest::newRow("9 exponent bits") << "e9m2"
+                                     << "exponent bits must be 1..8";
+    QTest::newRow("0 exponent bits") << "e0m3"
+                                     << "exponent bits must be 1..8";
+    QTest::newRow("24 mantissa bits") << "e8m24"
+                                      << "mantissa bits must be 0..23";
+    QTest::newRow("bad bias") << "e4m3:bias=x"
+                              << "bias must be an integer";
+    QTest::newRow("unknown option") << "e4m3:foo"
+                                    << "unknown option \"foo\"";
+    QTest::newRow("ieee without mantissa") << "e5m0"
+                                           << "ieee Inf/NaN needs";
+    QTest::newRow("no finite values") << "e1m0:fn"
+                                      << "no finite nonzero values";
+    QTest::newRow("bias too small") << "e8m7:bias=100"
+                                    << "too small";
+    QTest::newRow("bias too large") << "e8m3:bias=200"
+                                    << "too large";
+    QTest::newRow("unsigned fnuz") << "e4m3:fnuz:unsigned"
+                                   << "needs a signed format";
+    QTest::newRow("nozero with sub") << "e4m3:nozero:sub"
+                                     << "no subnormals";
 }
 
 void TestFormatSpec::parseErrors() {

@@ -75,9 +75,8 @@ void TestKernelVsReference::allConfigs() {
     QuantStats expectedStats;
     for (std::size_t i = 0; i < m_inputs.size(); ++i) {
         QuantClass cls;
-        const float q = quantizeReference(config, m_inputs[i],
-                                          philox::elementWord(i, options.stream, options.seed),
-                                          &cls);
+        const float q = quantizeReference(
+            config, m_inputs[i], philox::elementWord(i, options.stream, options.seed), &cls);
         expected[i] = std::bit_cast<std::uint32_t>(q);
         ++expectedStats.counts[static_cast<std::size_t>(cls)];
         ++expectedStats.histogram[static_cast<std::size_t>(histogramBin(m_inputs[i]))];
@@ -91,13 +90,12 @@ void TestKernelVsReference::allConfigs() {
         Quantizer(config, kernel).quantize(m_inputs, out, &stats, options);
         for (std::size_t i = 0; i < m_inputs.size(); ++i)
             if (std::bit_cast<std::uint32_t>(out[i]) != expected[i])
-                QFAIL(qPrintable(QStringLiteral("%1 kernel: input 0x%2 gave 0x%3, reference 0x%4")
-                                     .arg(QLatin1String(toString(kernel)))
-                                     .arg(std::bit_cast<std::uint32_t>(m_inputs[i]), 8, 16,
-                                          QLatin1Char('0'))
-                                     .arg(std::bit_cast<std::uint32_t>(out[i]), 8, 16,
-                                          QLatin1Char('0'))
-                                     .arg(expected[i], 8, 16, QLatin1Char('0'))));
+                QFAIL(qPrintable(
+                    QStringLiteral("%1 kernel: input 0x%2 gave 0x%3, reference 0x%4")
+                        .arg(QLatin1String(toString(kernel)))
+                        .arg(std::bit_cast<std::uint32_t>(m_inputs[i]), 8, 16, QLatin1Char('0'))
+                        .arg(std::bit_cast<std::uint32_t>(out[i]), 8, 16, QLatin1Char('0'))
+                        .arg(expected[i], 8, 16, QLatin1Char('0'))));
         for (std::size_t c = 0; c < kQuantClassCount; ++c)
             QVERIFY2(stats.counts[c] == expectedStats.counts[c],
                      qPrintable(QStringLiteral("%1: class %2 counted %3, reference %4")

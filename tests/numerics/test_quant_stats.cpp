@@ -41,9 +41,9 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 void TestQuantStats::fp16Classes() {
     // 3 zeros, 4 flushed (< 2^-25), 3 subnormal, 5 normal, 3 overflow (incl. one Inf), 2 NaN.
-    const std::vector<float> in = {0.0f,   -0.0f,  0.0f,  1e-9f, -1e-9f, 2e-8f, 1e-30f, 1e-6f,
-                                   -3e-5f, 6e-8f,  1.0f,  -2.5f, 100.0f, 65504.0f, 7e-5f,
-                                   70000.0f, -1e6f, kInf, kNaN,   -kNaN};
+    const std::vector<float> in = {0.0f,  -0.0f,    0.0f,  1e-9f, -1e-9f, 2e-8f,  1e-30f,
+                                   1e-6f, -3e-5f,   6e-8f, 1.0f,  -2.5f,  100.0f, 65504.0f,
+                                   7e-5f, 70000.0f, -1e6f, kInf,  kNaN,   -kNaN};
     const QuantStats s = run("fp16", in);
     QCOMPARE(s.count(QuantClass::Zero), 3ull);
     QCOMPARE(s.count(QuantClass::Underflow), 4ull);
@@ -112,8 +112,8 @@ void TestQuantStats::histogramEdges() {
     const float firstAbove = quarter >= std::exp2(0.25) ? quarter : std::nextafter(quarter, 2.0f);
     QCOMPARE(histogramBin(std::nextafter(firstAbove, 0.0f)), one);
     QCOMPARE(histogramBin(firstAbove), one + 1);
-    QCOMPARE(histogramBin(1.5f), one + 2);    // log2 1.5 = 0.58
-    QCOMPARE(histogramBin(1.75f), one + 3);   // 0.81
+    QCOMPARE(histogramBin(1.5f), one + 2);  // log2 1.5 = 0.58
+    QCOMPARE(histogramBin(1.75f), one + 3); // 0.81
     QCOMPARE(histogramBin(std::numeric_limits<float>::denorm_min()), 1);
     QCOMPARE(histogramBin(std::numeric_limits<float>::max()), kHistLogBins);
     QCOMPARE(histogramBinLowerLog2(one), 0.0);
@@ -122,8 +122,7 @@ void TestQuantStats::histogramEdges() {
     for (int e = -149; e <= 127; ++e)
         for (float m : {1.0f, 1.0000001f, 1.18920708f, 1.18920720f, 1.41421354f, 1.41421366f,
                         1.68179281f, 1.68179294f, 1.99999988f})
-            if (const float v = std::ldexp(m, e); std::isfinite(v) && v != 0.0f)
-                in.push_back(v);
+            if (const float v = std::ldexp(m, e); std::isfinite(v) && v != 0.0f) in.push_back(v);
     const QuantStats s = run("fp32", in);
     std::array<std::uint64_t, kHistBinCount> expected{};
     for (float v : in)

@@ -26,7 +26,6 @@ constexpr std::size_t kBlock = 512;
 // Smallest float32 mantissa fields at or above 2^(1/4), 2^(2/4), 2^(3/4): the quarter-binade edges.
 constexpr std::uint32_t kQuarter1 = 0x1837F1u, kQuarter2 = 0x3504F4u, kQuarter3 = 0x5744FDu;
 
-
 // Rounding values match plab::Rounding.
 enum : int { kNearestEven = 0, kNearestAway = 1, kTowardZero = 2, kStochastic = 3 };
 
@@ -45,8 +44,12 @@ typedef std::uint32_t VU __attribute__((vector_size(PLAB_VECTOR_BYTES)));
 typedef std::int32_t VI __attribute__((vector_size(PLAB_VECTOR_BYTES)));
 typedef float VF __attribute__((vector_size(PLAB_VECTOR_BYTES)));
 
-inline VU splat(std::uint32_t v) { return VU{} + v; }
-inline VI splat(std::int32_t v) { return VI{} + v; }
+inline VU splat(std::uint32_t v) {
+    return VU{} + v;
+}
+inline VI splat(std::int32_t v) {
+    return VI{} + v;
+}
 inline VU bitsOf(VF v) {
     VU u;
     std::memcpy(&u, &v, sizeof u);
@@ -64,15 +67,26 @@ inline VU laneIndex() {
     return v;
 }
 // C-style casts between vector types of one size reinterpret the bits (GCC/Clang semantics).
-inline VU toU(VI v) { return (VU)v; }
-inline VI toI(VU v) { return (VI)v; }
-inline VF asFloat(VI v) { return (VF)v; }
-inline VI asInt(VF v) { return (VI)v; }
-inline VF splatF(float v) { return VF{} + v; }
+inline VU toU(VI v) {
+    return (VU)v;
+}
+inline VI toI(VU v) {
+    return (VI)v;
+}
+inline VF asFloat(VI v) {
+    return (VF)v;
+}
+inline VI asInt(VF v) {
+    return (VI)v;
+}
+inline VF splatF(float v) {
+    return VF{} + v;
+}
 
 template <int kRounding, bool kStats>
-inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
-                          const std::uint32_t* rnd, std::uint32_t* bins, BlockCounts& bc) {
+inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, float* out,
+                                 std::size_t n, const std::uint32_t* rnd, std::uint32_t* bins,
+                                 BlockCounts& bc) {
     const VI mant = splat(p.mantissaBits), emin = splat(p.minNormalExponent);
     const VI subQe = splat(p.subQuantumExponent);
     const VU maxBits = splat(p.maxBits), minNormalBits = splat(p.minNormalBits);
@@ -103,7 +117,7 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
         // A float32 subnormal lies in binade floor(log2 a) - 149; an exact int->float finds it.
         const VU t = bitsOf(__builtin_convertvector(toI(a), VF));
         const VI e = efIsZero ? toI(t >> 23) - 276 : ef - 127; // floor(log2 |x|)
-        const VI ulpExp = (efIsZero ? splat(1) : ef) - 150;   // exponent of sig's last bit
+        const VI ulpExp = (efIsZero ? splat(1) : ef) - 150;    // exponent of sig's last bit
         const VU sig = (a & 0x7FFFFFu) | (~toU(efIsZero) & 0x800000u);
         const VI qe = e >= emin ? e - mant : subQe;
         const VI sRaw = qe - ulpExp;
@@ -115,11 +129,10 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
         VU up;
         if constexpr (kRounding == kNearestEven) {
             const VU onField = toU(e >= emin) & exponentTies;
-            const VU odd = (onField & toU(((e + bias) & 1) != 0)) |
-                           (~onField & toU((kept & 1u) != 0));
+            const VU odd =
+                (onField & toU(((e + bias) & 1) != 0)) | (~onField & toU((kept & 1u) != 0));
             up = toU((rem > half) | ((rem == half) & (half != 0) & toI(odd))) & 1u;
-        }
-        else if constexpr (kRounding == kNearestAway)
+        } else if constexpr (kRounding == kNearestAway)
             up = toU((rem >= half) & (half != 0)) & 1u;
         else if constexpr (kRounding == kTowardZero)
             up = VU{};
@@ -129,10 +142,10 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
             VU rw;
             std::memcpy(&rw, rnd + i, sizeof rw);
             const VI leftShift = 32 - s, rightShift = s - 32;
-            const VU left = rem << toU(leftShift < 0 ? splat(0) : (leftShift > 31 ? splat(31)
-                                                                                  : leftShift));
-            const VU right = rem >> toU(rightShift < 0 ? splat(0) : (rightShift > 31 ? splat(31)
-                                                                                     : rightShift));
+            const VU left =
+                rem << toU(leftShift < 0 ? splat(0) : (leftShift > 31 ? splat(31) : leftShift));
+            const VU right =
+                rem >> toU(rightShift < 0 ? splat(0) : (rightShift > 31 ? splat(31) : rightShift));
             const VU frac32 = s <= 32 ? left : right;
             up = toU((frac32 + rw) < frac32) & 1u;
         }
@@ -225,8 +238,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
         else
             std::memcpy(&x, in + i, len * 4);
         VU rw{};
-        if constexpr (kRounding == kStochastic)
-            std::memcpy(&rw, rnd + i, sizeof rw);
+        if constexpr (kRounding == kStochastic) std::memcpy(&rw, rnd + i, sizeof rw);
 
         const VI a = x & 0x7FFFFFFF;
         const VI sign = x ^ a;
@@ -263,9 +275,8 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
                 const VU kept = sig >> toU(sClamped);
                 const VU rem = sig - (kept << toU(sClamped));
                 const VI left = 32 - s, right = s - 32;
-                const VU frac32 =
-                    s <= 32 ? rem << toU(left > 31 ? splat(31) : left)
-                            : rem >> toU(right > 31 ? splat(31) : right);
+                const VU frac32 = s <= 32 ? rem << toU(left > 31 ? splat(31) : left)
+                                          : rem >> toU(right > 31 ? splat(31) : right);
                 const VU up = toU((frac32 + rw) < frac32) & 1u;
                 rs = asInt(__builtin_convertvector(toI(kept + up), VF) * quantum);
             }
@@ -304,8 +315,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
     std::size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
         step(i, kLanes, std::false_type{});
-    if (i < n)
-        step(i, n - i, std::true_type{});
+    if (i < n) step(i, n - i, std::true_type{});
     if constexpr (kStats) {
         for (std::size_t l = 0; l < kLanes; ++l) {
             const auto zero = static_cast<std::uint32_t>(cZero[l]);
@@ -331,14 +341,12 @@ inline bool blockHasFloat32Subnormal(const float* in, std::size_t n) {
         any |= (a != 0) & (a < 0x00800000);
     }
     for (std::size_t l = 0; l < kLanes; ++l)
-        if (any[l] != 0)
-            return true;
+        if (any[l] != 0) return true;
     for (; i < n; ++i) {
         std::uint32_t a;
         std::memcpy(&a, in + i, 4);
         a &= 0x7FFFFFFFu;
-        if (a != 0 && a < 0x00800000u)
-            return true;
+        if (a != 0 && a < 0x00800000u) return true;
     }
     return false;
 }
@@ -373,8 +381,8 @@ inline void mulHiLo(VU a, std::uint32_t k, VU& hi, VU& lo) {
         (VU64Half)_mm256_mul_epu32((__m256i)((VU64Half)a >> 32), _mm256_set1_epi32(int(k)));
 #elif defined(__SSE2__) && PLAB_VECTOR_BYTES == 16
     const VU64Half even = (VU64Half)_mm_mul_epu32((__m128i)a, _mm_set1_epi32(int(k)));
-    const VU64Half odd = (VU64Half)_mm_mul_epu32((__m128i)((VU64Half)a >> 32),
-                                                 _mm_set1_epi32(int(k)));
+    const VU64Half odd =
+        (VU64Half)_mm_mul_epu32((__m128i)((VU64Half)a >> 32), _mm_set1_epi32(int(k)));
 #else
     const VU64 p = __builtin_convertvector(a, VU64) * std::uint64_t{k};
     hi = __builtin_convertvector(p >> 32, VU);
@@ -444,8 +452,7 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     BlockCounts bc;
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = n - start < kBlock ? n - start : kBlock;
-        if constexpr (kRounding == kStochastic)
-            fillRandom(firstIndex + start, len, p, rnd);
+        if constexpr (kRounding == kStochastic) fillRandom(firstIndex + start, len, p, rnd);
         if (counters == nullptr) {
             quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, bc);
             continue;
@@ -478,13 +485,11 @@ void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in
     // so both are cleared for the duration of the call.
     const unsigned savedCsr = _mm_getcsr();
     constexpr unsigned kFlushBits = 0x8040u; // FTZ | DAZ
-    if ((savedCsr & kFlushBits) != 0)
-        _mm_setcsr(savedCsr & ~kFlushBits);
+    if ((savedCsr & kFlushBits) != 0) _mm_setcsr(savedCsr & ~kFlushBits);
     struct RestoreCsr {
         unsigned csr;
         ~RestoreCsr() {
-            if (_mm_getcsr() != csr)
-                _mm_setcsr(csr);
+            if (_mm_getcsr() != csr) _mm_setcsr(csr);
         }
     } restore{savedCsr};
 #endif

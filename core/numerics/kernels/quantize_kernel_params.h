@@ -14,17 +14,17 @@ struct QuantKernelParams {
     std::int32_t mantissaBits;
     std::int32_t minNormalExponent; // values below 2^this use the subnormal quantum
     std::int32_t subQuantumExponent;
-    std::uint32_t maxBits;             // |max finite|
-    std::uint32_t minNormalBits;       // smaller nonzero results are subnormal
-    std::uint32_t finiteOverflowBits;  // magnitude for a finite input rounding past max finite
-    std::uint32_t infInputBits;        // magnitude for an Inf input
-    std::uint32_t zeroResultBits;      // magnitude when the rounded value is 0 (min for nozero)
-    std::uint32_t nanBits;             // whole result for a NaN input
-    std::uint32_t negativeBits;        // whole result for a negative input to an unsigned format
-    std::uint32_t signMask;            // sign kept on nonzero results
-    std::uint32_t zeroSignMask;        // sign kept on zero results (0 for FNUZ and unsigned)
-    std::uint32_t isUnsigned;          // 1: negative inputs are out of range
-    std::uint32_t countSubnormals;     // 1 when the format has subnormals
+    std::uint32_t maxBits;            // |max finite|
+    std::uint32_t minNormalBits;      // smaller nonzero results are subnormal
+    std::uint32_t finiteOverflowBits; // magnitude for a finite input rounding past max finite
+    std::uint32_t infInputBits;       // magnitude for an Inf input
+    std::uint32_t zeroResultBits;     // magnitude when the rounded value is 0 (min for nozero)
+    std::uint32_t nanBits;            // whole result for a NaN input
+    std::uint32_t negativeBits;       // whole result for a negative input to an unsigned format
+    std::uint32_t signMask;           // sign kept on nonzero results
+    std::uint32_t zeroSignMask;       // sign kept on zero results (0 for FNUZ and unsigned)
+    std::uint32_t isUnsigned;         // 1: negative inputs are out of range
+    std::uint32_t countSubnormals;    // 1 when the format has subnormals
     // Formats without mantissa bits break nearest-even ties on the exponent field's parity
     // (the code's last bit), not on the significand's.
     std::uint32_t tiesOnExponentField;
@@ -34,13 +34,13 @@ struct QuantKernelParams {
     // subnormals): round the float32 bits directly in the normal range, and with a float
     // add of subAddend (Fast2Sum) below it.
     std::uint32_t fastPath;
-    std::uint32_t hasSubRange;     // min normal above float32's, so some normal inputs fall below
-    std::int32_t droppedBits;      // 23 - mantissa bits
-    std::uint32_t roundHalf;       // 1 << (droppedBits - 1), or 0
-    std::uint32_t keepMask;        // clears the dropped bits
-    float subAddend;               // 2^(subQuantumExponent + 23)
-    float subQuantum;              // 2^subQuantumExponent
-    float subHalfQuantum;          // 2^(subQuantumExponent - 1)
+    std::uint32_t hasSubRange; // min normal above float32's, so some normal inputs fall below
+    std::int32_t droppedBits;  // 23 - mantissa bits
+    std::uint32_t roundHalf;   // 1 << (droppedBits - 1), or 0
+    std::uint32_t keepMask;    // clears the dropped bits
+    float subAddend;           // 2^(subQuantumExponent + 23)
+    float subQuantum;          // 2^subQuantumExponent
+    float subHalfQuantum;      // 2^(subQuantumExponent - 1)
     std::uint64_t seed;
     std::uint64_t stream;
 };
