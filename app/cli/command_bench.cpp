@@ -29,7 +29,8 @@ struct BenchArgs {
 
 CpuKernel parseKernel(const std::string& name) {
     for (CpuKernel k : {CpuKernel::Auto, CpuKernel::Generic, CpuKernel::Avx2, CpuKernel::Avx512})
-        if (name == toString(k)) return k;
+        if (name == toString(k))
+            return k;
     throw std::invalid_argument("bench: --kernel \"" + name +
                                 "\": expected auto, generic, avx2 or avx512");
 }

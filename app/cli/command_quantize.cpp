@@ -31,7 +31,8 @@ struct QuantizeArgs {
 QuantConfig makeConfig(const QuantizeArgs& args) {
     QuantConfig config =
         QuantConfig::forFormat(parseFormat(args.format), parseRounding(args.rounding));
-    if (!args.overflow.empty()) config.overflow = parseOverflow(args.overflow);
+    if (!args.overflow.empty())
+        config.overflow = parseOverflow(args.overflow);
     return config;
 }
 
@@ -99,10 +100,12 @@ int runBinary(const QuantConfig& config, std::uint64_t seed) {
             std::copy(bytes + whole * 4, bytes + pending, bytes);
             pending = rest;
         }
-        if (got == 0) break;
+        if (got == 0)
+            break;
     }
     std::fflush(stdout);
-    if (std::ferror(stdin)) throw std::runtime_error("quantize --binary: reading stdin failed");
+    if (std::ferror(stdin))
+        throw std::runtime_error("quantize --binary: reading stdin failed");
     if (pending != 0)
         throw std::invalid_argument(
             "quantize --binary: stdin ended with " + std::to_string(pending) +

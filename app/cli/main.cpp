@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     }
     try {
         for (const plab::cli::Command& command : commands)
-            if (command.app->parsed()) return command.run();
+            if (command.app->parsed())
+                return command.run();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
         return 2;

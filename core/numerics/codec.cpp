@@ -24,7 +24,8 @@ std::uint32_t maxFiniteCode(const FormatSpec& f) {
 }
 
 std::uint32_t nanCode(const FormatSpec& f) {
-    if (f.specials == SpecialValues::Fnuz) return signBit(f);
+    if (f.specials == SpecialValues::Fnuz)
+        return signBit(f);
     return fieldMask(f.exponentBits + f.mantissaBits); // all ones, positive
 }
 
@@ -34,15 +35,18 @@ std::uint32_t encode(const QuantConfig& config, float x, std::uint32_t randomWor
     const FormatSpec& f = config.format;
     const float q = quantizeReference(config, x, randomWord);
     if (std::isnan(q)) {
-        if (!f.hasNan()) return maxFiniteCode(f);
+        if (!f.hasNan())
+            return maxFiniteCode(f);
         // Overflow to NaN keeps the input's sign (as NVIDIA's E4M3 does); NaN inputs do not.
         const bool keepSign = !std::isnan(x) && std::signbit(x) && f.specials == SpecialValues::Fn;
         return nanCode(f) | (keepSign ? signBit(f) : 0u);
     }
     const std::uint32_t sign = std::signbit(q) ? signBit(f) : 0u;
     const double a = std::fabs(static_cast<double>(q));
-    if (std::isinf(q)) return sign | (fieldMask(f.exponentBits) << f.mantissaBits);
-    if (a == 0.0) return sign;
+    if (std::isinf(q))
+        return sign | (fieldMask(f.exponentBits) << f.mantissaBits);
+    if (a == 0.0)
+        return sign;
     const int emin = f.minNormalExponent();
     int frexpExp;
     std::frexp(a, &frexpExp);
@@ -72,10 +76,12 @@ float decode(const FormatSpec& f, std::uint32_t code) {
                              : (negative ? -1.0f : 1.0f) * std::numeric_limits<float>::infinity();
         break;
     case SpecialValues::Fn:
-        if (field == allOnes && mant == fieldMask(m)) return nan;
+        if (field == allOnes && mant == fieldMask(m))
+            return nan;
         break;
     case SpecialValues::Fnuz:
-        if (negative && field == 0 && mant == 0) return std::numeric_limits<float>::quiet_NaN();
+        if (negative && field == 0 && mant == 0)
+            return std::numeric_limits<float>::quiet_NaN();
         break;
     case SpecialValues::None:
         break;

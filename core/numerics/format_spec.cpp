@@ -23,13 +23,15 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
     for (;;) {
         std::size_t pos = text.find(sep, start);
         parts.push_back(text.substr(start, pos - start));
-        if (pos == std::string_view::npos) return parts;
+        if (pos == std::string_view::npos)
+            return parts;
         start = pos + 1;
     }
 }
 
 bool parseInt(std::string_view text, int& value) {
-    if (text.empty()) return false;
+    if (text.empty())
+        return false;
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, value);
     return ec == std::errc() && ptr == end;
@@ -42,7 +44,8 @@ bool parseInt(std::string_view text, int& value) {
 // Exponent field of the top binade that holds finite values.
 int topExponentField(const FormatSpec& f) {
     const int allOnes = (1 << f.exponentBits) - 1;
-    if (f.specials == SpecialValues::Ieee) return allOnes - 1;
+    if (f.specials == SpecialValues::Ieee)
+        return allOnes - 1;
     if (f.specials == SpecialValues::Fn && f.mantissaBits == 0)
         return allOnes - 1; // the whole top field is the NaN code
     return allOnes;
@@ -64,14 +67,25 @@ FormatSpec makeNamed(std::string name, int e, int m, int bias, SpecialValues spe
 
 // Canonical custom spelling: only the options that differ from the eXmY defaults.
 std::string customName(const FormatSpec& f) {
-    std::string name = "e" + std::to_string(f.exponentBits) + "m" + std::to_string(f.mantissaBits);
-    if (f.bias != (1 << (f.exponentBits - 1)) - 1) name += ":bias=" + std::to_string(f.bias);
+    // Appends rather than operator+ chains: GCC 12 warns falsely (-Wrestrict) on the latter.
+    std::string name = "e";
+    name += std::to_string(f.exponentBits);
+    name += 'm';
+    name += std::to_string(f.mantissaBits);
+    if (f.bias != (1 << (f.exponentBits - 1)) - 1) {
+        name += ":bias=";
+        name += std::to_string(f.bias);
+    }
     if (!f.hasZero)
         name += ":nozero";
     else if (!f.subnormals)
         name += ":nosub";
-    if (f.specials != SpecialValues::Ieee) name += ":" + std::string(toString(f.specials));
-    if (!f.isSigned) name += ":unsigned";
+    if (f.specials != SpecialValues::Ieee) {
+        name += ':';
+        name += toString(f.specials);
+    }
+    if (!f.isSigned)
+        name += ":unsigned";
     return name;
 }
 
@@ -86,7 +100,8 @@ void validate(const FormatSpec& f, std::string_view text) {
     if (f.specials == SpecialValues::Fnuz && (!f.isSigned || !f.hasZero))
         fail(text, "fnuz takes its NaN from the negative-zero code, so it needs a signed format "
                    "with a zero");
-    if (f.maxFinite() <= 0.0) fail(text, "has no finite nonzero values");
+    if (f.maxFinite() <= 0.0)
+        fail(text, "has no finite nonzero values");
     if (f.maxFinite() > std::numeric_limits<float>::max())
         fail(text, "bias " + std::to_string(f.bias) +
                        " too small: its largest value exceeds float32's range (~3.4e38)");
@@ -196,7 +211,8 @@ std::uint64_t FormatSpec::finiteValueCount() const {
     if (hasZero && !subnormals)
         perSign -= (std::uint64_t{1} << mantissaBits) - 1; // field 0 holds only zero
     std::uint64_t total = isSigned ? 2 * perSign : perSign;
-    if (specials == SpecialValues::Fnuz) total -= 1; // the negative-zero code is the NaN
+    if (specials == SpecialValues::Fnuz)
+        total -= 1; // the negative-zero code is the NaN
     return total;
 }
 
@@ -230,7 +246,8 @@ FormatSpec parseFormat(std::string_view text) {
     if (key.empty())
         throw FormatError("format \"\": empty; expected a name (see `formats`) or eXmY[:options]");
     for (const FormatSpec& f : namedFormats())
-        if (f.name == key) return f;
+        if (f.name == key)
+            return f;
     return parseCustom(text, key);
 }
 

@@ -25,9 +25,12 @@ const char* toString(QuantClass c) {
 }
 
 int histogramBin(float x) {
-    if (std::isnan(x)) return kHistNanBin;
-    if (std::isinf(x)) return kHistInfBin;
-    if (x == 0.0f) return kHistZeroBin;
+    if (std::isnan(x))
+        return kHistNanBin;
+    if (std::isinf(x))
+        return kHistInfBin;
+    if (x == 0.0f)
+        return kHistZeroBin;
     // Double log2 of a float is far more precise than the distance from any float to a
     // quarter-binade edge, so the floor is exact.
     const double quarters =

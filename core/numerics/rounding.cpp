@@ -25,14 +25,17 @@ std::string_view toString(Overflow overflow) {
 
 Rounding parseRounding(std::string_view text) {
     for (Rounding r : kAllRoundings)
-        if (toString(r) == text) return r;
+        if (toString(r) == text)
+            return r;
     throw FormatError("rounding \"" + std::string(text) +
                       "\": expected nearest-even, nearest-away, toward-zero or stochastic");
 }
 
 Overflow parseOverflow(std::string_view text) {
-    if (text == "saturate") return Overflow::Saturate;
-    if (text == "inf") return Overflow::Inf;
+    if (text == "saturate")
+        return Overflow::Saturate;
+    if (text == "inf")
+        return Overflow::Inf;
     throw FormatError("overflow \"" + std::string(text) + "\": expected saturate or inf");
 }
 

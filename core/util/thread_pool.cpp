@@ -7,7 +7,8 @@
 namespace plab {
 
 ThreadPool::ThreadPool(unsigned threads) {
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    if (threads == 0)
+        threads = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned i = 1; i < threads; ++i)
         m_workers.emplace_back([this] { workerLoop(); });
 }
@@ -22,7 +23,8 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::parallelFor(std::size_t tasks, const std::function<void(std::size_t)>& task) {
-    if (tasks == 0) return;
+    if (tasks == 0)
+        return;
     if (m_workers.empty() || tasks == 1) {
         for (std::size_t i = 0; i < tasks; ++i)
             task(i);
@@ -49,7 +51,8 @@ void ThreadPool::runTasks() {
         const std::function<void(std::size_t)>* task;
         {
             std::lock_guard lock(m_mutex);
-            if (m_task == nullptr || m_nextTask >= m_taskCount) return;
+            if (m_task == nullptr || m_nextTask >= m_taskCount)
+                return;
             index = m_nextTask++;
             task = m_task;
         }
@@ -59,7 +62,8 @@ void ThreadPool::runTasks() {
             std::lock_guard lock(m_mutex);
             last = ++m_finishedTasks == m_taskCount;
         }
-        if (last) m_done.notify_all();
+        if (last)
+            m_done.notify_all();
     }
 }
 
@@ -69,7 +73,8 @@ void ThreadPool::workerLoop() {
         {
             std::unique_lock lock(m_mutex);
             m_wake.wait(lock, [&] { return m_stopping || m_generation != seenGeneration; });
-            if (m_stopping) return;
+            if (m_stopping)
+                return;
             seenGeneration = m_generation;
         }
         runTasks();

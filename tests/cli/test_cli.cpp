@@ -30,10 +30,12 @@ struct Result {
 Result runCli(const QStringList& args, const QByteArray& input = {}) {
     QProcess p;
     p.start(QStringLiteral(PLAB_CLI_PATH), args);
-    if (!p.waitForStarted()) return {-1, {}, "could not start"};
+    if (!p.waitForStarted())
+        return {-1, {}, "could not start"};
     p.write(input);
     p.closeWriteChannel();
-    if (!p.waitForFinished(60000)) return {-2, {}, "timed out"};
+    if (!p.waitForFinished(60000))
+        return {-2, {}, "timed out"};
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3, p.readAllStandardOutput(),
             p.readAllStandardError()};
 }
@@ -50,7 +52,8 @@ void TestCli::formatsTable() {
     const QList<QByteArray> lines = r.out.split('\n');
     auto row = [&](const char* name) {
         for (const QByteArray& line : lines)
-            if (line.startsWith(name)) return line.simplified();
+            if (line.startsWith(name))
+                return line.simplified();
         return QByteArray();
     };
     QVERIFY(row("fp8-e4m3 ").contains(" 448 "));

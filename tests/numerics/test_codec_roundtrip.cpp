@@ -23,7 +23,8 @@ private slots:
 void TestCodecRoundtrip::everyCode_data() {
     QTest::addColumn<QString>("format");
     for (const FormatSpec& f : namedFormats())
-        if (f.totalBits() <= 16) QTest::newRow(f.name.c_str()) << QString::fromStdString(f.name);
+        if (f.totalBits() <= 16)
+            QTest::newRow(f.name.c_str()) << QString::fromStdString(f.name);
     for (const char* custom : {"e5m2:bias=16:nosub", "e4m3:nosub", "e4m3:unsigned", "e3m4:fnuz",
                                "e6m9", "e2m5:finite", "e5m3:fn:unsigned", "e4m0:fn", "e3m1:nozero"})
         QTest::newRow(custom) << QString::fromLatin1(custom);
@@ -50,7 +51,8 @@ void TestCodecRoundtrip::everyCode() {
         const bool fieldZero = ((code & ~signBit) >> f.mantissaBits) == 0;
         if (f.hasZero && !f.subnormals && fieldZero) // without subnormals field 0 is only zero
             canonical = code & ~mantMask;
-        if (canonical == code && std::isfinite(v)) ++finite;
+        if (canonical == code && std::isfinite(v))
+            ++finite;
         QVERIFY2(encode(config, v) == canonical,
                  qPrintable(QStringLiteral("code 0x%1 decodes to %2, encodes to 0x%3")
                                 .arg(code, 0, 16)

@@ -48,7 +48,8 @@ bool skipInput(const test::NvidiaConversion& c, float x) {
 
 // Our float for NVIDIA's code: NaN for every NaN input, whatever code NVIDIA gives it.
 std::uint32_t expectedValueBits(const test::NvidiaConversion& c, float x, std::uint32_t code) {
-    if (std::isnan(x)) return 0x7FC00000u;
+    if (std::isnan(x))
+        return 0x7FC00000u;
     const float v = decode(c.config.format, code);
     return std::isnan(v) ? (std::bit_cast<std::uint32_t>(v) & 0x80000000u) | 0x7FC00000u
                          : std::bit_cast<std::uint32_t>(v);
@@ -71,10 +72,12 @@ void TestNvidiaBitexact::denseCodes() {
     for (const test::NvidiaConversion& c : test::nvidiaConversions()) {
         std::size_t checked = 0;
         for (float x : inputs) {
-            if (skipInput(c, x)) continue;
+            if (skipInput(c, x))
+                continue;
             const std::uint32_t theirs = c.convert(x);
             const std::uint32_t ours = encode(c.config, x);
-            if (ours != theirs) QFAIL(qPrintable(describe(c, x, ours, theirs)));
+            if (ours != theirs)
+                QFAIL(qPrintable(describe(c, x, ours, theirs)));
             ++checked;
         }
         QVERIFY2(checked > inputs.size() / 3, c.name.c_str());
@@ -89,7 +92,8 @@ void TestNvidiaBitexact::denseKernelValues() {
             Quantizer(c.config, kernel).quantize(inputs, out, nullptr);
             for (std::size_t i = 0; i < inputs.size(); ++i) {
                 const float x = inputs[i];
-                if (skipInput(c, x)) continue;
+                if (skipInput(c, x))
+                    continue;
                 const std::uint32_t expected = expectedValueBits(c, x, c.convert(x));
                 const std::uint32_t ours = std::bit_cast<std::uint32_t>(out[i]);
                 if (ours != expected)
@@ -117,12 +121,14 @@ void TestNvidiaBitexact::exhaustiveSweep() {
                 std::vector<float> in(kSlice), out(kSlice);
                 for (;;) {
                     const std::uint64_t start = next.fetch_add(kSlice);
-                    if (start >= (std::uint64_t{1} << 32)) return;
+                    if (start >= (std::uint64_t{1} << 32))
+                        return;
                     for (std::uint64_t i = 0; i < kSlice; ++i)
                         in[i] = std::bit_cast<float>(static_cast<std::uint32_t>(start + i));
                     quantizer.quantize(in, out, nullptr);
                     for (std::uint64_t i = 0; i < kSlice; ++i) {
-                        if (skipInput(c, in[i])) continue;
+                        if (skipInput(c, in[i]))
+                            continue;
                         const std::uint32_t expected =
                             expectedValueBits(c, in[i], c.convert(in[i]));
                         if (std::bit_cast<std::uint32_t>(out[i]) != expected) {

@@ -122,7 +122,8 @@ void TestQuantStats::histogramEdges() {
     for (int e = -149; e <= 127; ++e)
         for (float m : {1.0f, 1.0000001f, 1.18920708f, 1.18920720f, 1.41421354f, 1.41421366f,
                         1.68179281f, 1.68179294f, 1.99999988f})
-            if (const float v = std::ldexp(m, e); std::isfinite(v) && v != 0.0f) in.push_back(v);
+            if (const float v = std::ldexp(m, e); std::isfinite(v) && v != 0.0f)
+                in.push_back(v);
     const QuantStats s = run("fp32", in);
     std::array<std::uint64_t, kHistBinCount> expected{};
     for (float v : in)

@@ -238,7 +238,8 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
         else
             std::memcpy(&x, in + i, len * 4);
         VU rw{};
-        if constexpr (kRounding == kStochastic) std::memcpy(&rw, rnd + i, sizeof rw);
+        if constexpr (kRounding == kStochastic)
+            std::memcpy(&rw, rnd + i, sizeof rw);
 
         const VI a = x & 0x7FFFFFFF;
         const VI sign = x ^ a;
@@ -315,7 +316,8 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
     std::size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
         step(i, kLanes, std::false_type{});
-    if (i < n) step(i, n - i, std::true_type{});
+    if (i < n)
+        step(i, n - i, std::true_type{});
     if constexpr (kStats) {
         for (std::size_t l = 0; l < kLanes; ++l) {
             const auto zero = static_cast<std::uint32_t>(cZero[l]);
@@ -341,12 +343,14 @@ inline bool blockHasFloat32Subnormal(const float* in, std::size_t n) {
         any |= (a != 0) & (a < 0x00800000);
     }
     for (std::size_t l = 0; l < kLanes; ++l)
-        if (any[l] != 0) return true;
+        if (any[l] != 0)
+            return true;
     for (; i < n; ++i) {
         std::uint32_t a;
         std::memcpy(&a, in + i, 4);
         a &= 0x7FFFFFFFu;
-        if (a != 0 && a < 0x00800000u) return true;
+        if (a != 0 && a < 0x00800000u)
+            return true;
     }
     return false;
 }
@@ -452,7 +456,8 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     BlockCounts bc;
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = n - start < kBlock ? n - start : kBlock;
-        if constexpr (kRounding == kStochastic) fillRandom(firstIndex + start, len, p, rnd);
+        if constexpr (kRounding == kStochastic)
+            fillRandom(firstIndex + start, len, p, rnd);
         if (counters == nullptr) {
             quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, bc);
             continue;
@@ -485,11 +490,13 @@ void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in
     // so both are cleared for the duration of the call.
     const unsigned savedCsr = _mm_getcsr();
     constexpr unsigned kFlushBits = 0x8040u; // FTZ | DAZ
-    if ((savedCsr & kFlushBits) != 0) _mm_setcsr(savedCsr & ~kFlushBits);
+    if ((savedCsr & kFlushBits) != 0)
+        _mm_setcsr(savedCsr & ~kFlushBits);
     struct RestoreCsr {
         unsigned csr;
         ~RestoreCsr() {
-            if (_mm_getcsr() != csr) _mm_setcsr(csr);
+            if (_mm_getcsr() != csr)
+                _mm_setcsr(csr);
         }
     } restore{savedCsr};
 #endif
