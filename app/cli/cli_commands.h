@@ -17,5 +17,7 @@ struct Command {
 Command addFormatsCommand(CLI::App& app);
 Command addQuantizeCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
+Command addTrainCommand(CLI::App& app);
+Command addPresetsCommand(CLI::App& app);
 
 } // namespace plab::cli

@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
         plab::cli::addFormatsCommand(app),
         plab::cli::addQuantizeCommand(app),
         plab::cli::addBenchCommand(app),
+        plab::cli::addTrainCommand(app),
+        plab::cli::addPresetsCommand(app),
     };
 
     try {

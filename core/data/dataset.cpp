@@ -1,0 +1,122 @@
+// Dataset sources: IDX directories (Fashion-MNIST and friends) and the synthetic spiral task.
+#include "data/dataset.h"
+
+#include "data/idx_reader.h"
+
+#include <cmath>
+#include <filesystem>
+#include <numbers>
+#include <random>
+
+namespace plab {
+namespace {
+
+std::string findFile(const std::string& dir, const std::string& stem) {
+    namespace fs = std::filesystem;
+    for (const char* suffix : {"", ".gz"}) {
+        const fs::path p = fs::path(dir) / (stem + suffix);
+        if (fs::exists(p))
+            return p.string();
+    }
+    throw DataError(dir + ": missing " + stem + " (or " + stem +
+                    ".gz); expected the four MNIST-style IDX files");
+}
+
+Dataset loadPair(const std::string& dir, const std::string& images, const std::string& labels) {
+    const std::string imagePath = findFile(dir, images);
+    const std::string labelPath = findFile(dir, labels);
+    const IdxArray img = readIdx(imagePath);
+    const IdxArray lab = readIdx(labelPath);
+    if (img.dims.size() != 3)
+        throw DataError(imagePath + ": expected 3 dimensions (count, rows, columns), got " +
+                        std::to_string(img.dims.size()));
+    if (lab.dims.size() != 1)
+        throw DataError(labelPath + ": expected 1 dimension (count), got " +
+                        std::to_string(lab.dims.size()));
+    if (img.dims[0] != lab.dims[0])
+        throw DataError(imagePath + " holds " + std::to_string(img.dims[0]) + " images but " +
+                        labelPath + " holds " + std::to_string(lab.dims[0]) + " labels");
+    Dataset d;
+    d.name = dir;
+    d.shape = {1, static_cast<int>(img.dims[1]), static_cast<int>(img.dims[2])};
+    d.labels = lab.data;
+    int maxLabel = 0;
+    for (std::uint8_t l : d.labels)
+        maxLabel = std::max(maxLabel, int{l});
+    d.classes = maxLabel + 1;
+    d.features.resize(img.data.size());
+    for (std::size_t i = 0; i < img.data.size(); ++i)
+        d.features[i] = static_cast<float>(img.data[i]) / 255.0f;
+    return d;
+}
+
+void normalise(DataSplit& split) {
+    double sum = 0.0, sumSq = 0.0;
+    for (float v : split.train.features) {
+        sum += v;
+        sumSq += static_cast<double>(v) * v;
+    }
+    const double n = static_cast<double>(split.train.features.size());
+    const double mean = sum / n;
+    const double stdDev = std::sqrt(std::max(sumSq / n - mean * mean, 1e-12));
+    for (Dataset* d : {&split.train, &split.test})
+        for (float& v : d->features)
+            v = static_cast<float>((v - mean) / stdDev);
+}
+
+} // namespace
+
+DataSplit loadIdxDirectory(const std::string& dir) {
+    DataSplit split;
+    split.train = loadPair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
+    split.test = loadPair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+    if (split.train.shape.height != split.test.shape.height ||
+        split.train.shape.width != split.test.shape.width)
+        throw DataError(dir + ": training and test images differ in size");
+    split.test.classes = split.train.classes = std::max(split.train.classes, split.test.classes);
+    normalise(split);
+    return split;
+}
+
+DataSplit makeSyntheticData(std::uint64_t seed, int trainCount, int testCount) {
+    constexpr int kClasses = 10, kSide = 28, kPixels = kSide * kSide;
+    std::mt19937_64 rng(seed);
+    // The fixed "camera": each pixel responds to the latent point through its own smooth wave.
+    std::normal_distribution<float> freq(0.0f, 0.6f);
+    std::uniform_real_distribution<float> phase(0.0f, 2.0f * std::numbers::pi_v<float>);
+    std::vector<float> fx(kPixels), fy(kPixels), ph(kPixels);
+    for (int p = 0; p < kPixels; ++p) {
+        fx[p] = freq(rng);
+        fy[p] = freq(rng);
+        ph[p] = phase(rng);
+    }
+    auto generate = [&](int count, std::uint64_t stream) {
+        std::mt19937_64 g(seed ^ (0x9E3779B97F4A7C15ull * stream));
+        std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+        std::normal_distribution<float> latentNoise(0.0f, 0.07f), pixelNoise(0.0f, 0.15f);
+        Dataset d;
+        d.name = "synthetic";
+        d.shape = {1, kSide, kSide};
+        d.classes = kClasses;
+        d.labels.resize(static_cast<std::size_t>(count));
+        d.features.resize(static_cast<std::size_t>(count) * kPixels);
+        for (int i = 0; i < count; ++i) {
+            const int c = static_cast<int>(g() % kClasses);
+            const float t = unit(g);
+            const float angle = 2.0f * std::numbers::pi_v<float> * static_cast<float>(c) / kClasses + 5.0f * t;
+            const float radius = 0.2f + 2.0f * t;
+            const float x = radius * std::cos(angle) + latentNoise(g);
+            const float y = radius * std::sin(angle) + latentNoise(g);
+            float* out = d.features.data() + static_cast<std::size_t>(i) * kPixels;
+            for (int p = 0; p < kPixels; ++p)
+                out[p] = std::sin(fx[p] * x + fy[p] * y + ph[p]) + pixelNoise(g);
+            d.labels[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(c);
+        }
+        return d;
+    };
+    DataSplit split{generate(trainCount, 1), generate(testCount, 2)};
+    normalise(split);
+    return split;
+}
+
+} // namespace plab

@@ -1,0 +1,79 @@
+// Activation forward/backward; backward quotes the forward it differentiates.
+#include "nn/activation.h"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+namespace plab {
+
+ActivationKind parseActivation(std::string_view text) {
+    if (text == "relu")
+        return ActivationKind::ReLU;
+    if (text == "gelu")
+        return ActivationKind::GELU;
+    if (text == "tanh")
+        return ActivationKind::Tanh;
+    throw std::invalid_argument("activation \"" + std::string(text) +
+                                "\": expected relu, gelu or tanh");
+}
+
+std::string_view toString(ActivationKind kind) {
+    switch (kind) {
+    case ActivationKind::ReLU:
+        return "relu";
+    case ActivationKind::GELU:
+        return "gelu";
+    case ActivationKind::Tanh:
+        return "tanh";
+    }
+    return "?";
+}
+
+void Activation::forward(float* out, const float* in, const float*, int batch,
+                         const Accumulation&) {
+    const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
+    switch (m_kind) {
+    case ActivationKind::ReLU:
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+        break;
+    case ActivationKind::GELU:
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = 0.5f * in[i] * (1.0f + std::erf(in[i] * std::numbers::sqrt2_v<float> * 0.5f));
+        break;
+    case ActivationKind::Tanh:
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = std::tanh(in[i]);
+        break;
+    }
+}
+
+void Activation::backward(float* din, float*, const float* dout, const float* in,
+                          const float* out, const float*, int batch, const Accumulation&) {
+    if (din == nullptr)
+        return;
+    const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
+    switch (m_kind) {
+    case ActivationKind::ReLU: // out = max(in, 0)
+        for (std::size_t i = 0; i < n; ++i)
+            din[i] = in[i] > 0.0f ? dout[i] : 0.0f;
+        break;
+    case ActivationKind::GELU: { // out = in * Phi(in): d/din = Phi(in) + in * phi(in)
+        const float invSqrt2Pi = 0.5f * std::numbers::inv_sqrtpi_v<float> * std::numbers::sqrt2_v<float>;
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = in[i];
+            const float cdf = 0.5f * (1.0f + std::erf(x * std::numbers::sqrt2_v<float> * 0.5f));
+            const float pdf = invSqrt2Pi * std::exp(-0.5f * x * x);
+            din[i] = dout[i] * (cdf + x * pdf);
+        }
+        break;
+    }
+    case ActivationKind::Tanh: // out = tanh(in): d/din = 1 - out^2
+        for (std::size_t i = 0; i < n; ++i)
+            din[i] = dout[i] * (1.0f - out[i] * out[i]);
+        break;
+    }
+}
+
+} // namespace plab

@@ -1,0 +1,27 @@
+// Linear layer: out = in W^T + b. Parameters: W (outFeatures, inFeatures) then b (outFeatures).
+#pragma once
+
+#include "nn/layer.h"
+
+namespace plab {
+
+class Linear final : public Layer {
+public:
+    Linear(int inFeatures, int outFeatures) : m_in(inFeatures), m_out(outFeatures) {}
+    std::string describe() const override;
+    FeatureShape outputShape() const override { return {m_out, 1, 1}; }
+    bool hasWeights() const override { return true; }
+    std::size_t parameterCount() const override;
+    void initParameters(float* params, std::mt19937_64& rng, InitKind init,
+                        float scale) const override;
+    void forward(float* out, const float* in, const float* weights, int batch,
+                 const Accumulation& acc) override;
+    void backward(float* din, float* dweights, const float* dout, const float* in,
+                  const float* out, const float* weights, int batch,
+                  const Accumulation& acc) override;
+
+private:
+    int m_in, m_out;
+};
+
+} // namespace plab

@@ -1,0 +1,31 @@
+// Matrix products for the layers: Eigen (handing the work to OpenBLAS where the build found it),
+// with optional emulation of low-precision accumulation: the running sum is rounded to a format
+// every `every` products, as hardware with a narrow accumulator would.
+#pragma once
+
+#include <Eigen/Core>
+
+namespace plab {
+
+class Quantizer;
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixMap = Eigen::Map<RowMatrix>;
+using ConstMatrixMap = Eigen::Map<const RowMatrix>;
+
+// How matrix products accumulate. quantizer == nullptr: plain FP32.
+struct Accumulation {
+    const Quantizer* quantizer = nullptr;
+    int every = 0; // products between roundings of the running sum
+};
+
+// C = A * B (beta == 0) or C += A * B (beta == 1); A is (M, K), B is (K, N), either given
+// transposed through Eigen's .transpose() views by the callers below.
+void matmulNT(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
+              const Accumulation& acc); // C (M,N) = A (M,K) * B(N,K)^T
+void matmulNN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
+              const Accumulation& acc); // C (M,N) = A (M,K) * B(K,N)
+void matmulTN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
+              const Accumulation& acc); // C (M,N) = A (K,M)^T * B(K,N)
+
+} // namespace plab

@@ -1,0 +1,48 @@
+// What a training step publishes: per-step scalars, and per stage and tensor role the format
+// engine's counters and histograms, plus lost updates. Plain data, copied into the mailbox.
+#pragma once
+
+#include "numerics/quant_stats.h"
+#include "train/precision_recipe.h"
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct StepScalars {
+    std::int64_t step = 0; // 1-based index of the step just taken
+    int epoch = 0;
+    double loss = 0.0;
+    double accuracy = 0.0; // of this training batch
+    double scale = 1.0;    // loss scale used by this step
+    bool skipped = false;  // update discarded (overflow)
+    double samplesPerSecond = 0.0;
+    double learningRate = 0.0;
+    double testLoss = std::numeric_limits<double>::quiet_NaN(); // NaN when not evaluated
+    double testAccuracy = std::numeric_limits<double>::quiet_NaN();
+};
+
+struct StageStats {
+    std::array<QuantStats, kRoleCount> roles;
+    std::uint64_t updates = 0;     // weight updates attempted (nonzero update values)
+    std::uint64_t lostUpdates = 0; // of those, how many left the master weight unchanged
+    double lostUpdateFraction() const {
+        return updates == 0 ? 0.0 : static_cast<double>(lostUpdates) / static_cast<double>(updates);
+    }
+    const QuantStats& role(TensorRole r) const { return roles[static_cast<std::size_t>(r)]; }
+    QuantStats& role(TensorRole r) { return roles[static_cast<std::size_t>(r)]; }
+};
+
+struct TrainingSnapshot {
+    StepScalars scalars;
+    std::int64_t statsStep = 0; // step the stage statistics come from (they are every k steps)
+    std::vector<std::string> stageNames;
+    std::vector<StageStats> stages;
+};
+
+} // namespace plab

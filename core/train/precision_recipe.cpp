@@ -1,0 +1,45 @@
+// Role names and the per-stage lookup.
+#include "train/precision_recipe.h"
+
+namespace plab {
+
+std::string_view toString(TensorRole role) {
+    switch (role) {
+    case TensorRole::Weights:
+        return "weights";
+    case TensorRole::Activations:
+        return "activations";
+    case TensorRole::ActivationGradients:
+        return "activation_gradients";
+    case TensorRole::WeightGradients:
+        return "weight_gradients";
+    case TensorRole::MasterWeights:
+        return "master_weights";
+    case TensorRole::OptimizerState:
+        return "optimizer_state";
+    }
+    return "?";
+}
+
+std::optional<TensorRole> parseRole(std::string_view text) {
+    for (TensorRole r : kAllRoles)
+        if (toString(r) == text)
+            return r;
+    return std::nullopt;
+}
+
+PrecisionRecipe::PrecisionRecipe() {
+    roles.fill(QuantConfig::forFormat(parseFormat("fp32")));
+}
+
+const QuantConfig& PrecisionRecipe::config(int stage, int stageCount, TensorRole role) const {
+    const auto r = static_cast<std::size_t>(role);
+    if (auto it = stageOverrides.find(stage); it != stageOverrides.end() && it->second[r])
+        return *it->second[r];
+    if (stage == stageCount - 1)
+        if (auto it = stageOverrides.find(-1); it != stageOverrides.end() && it->second[r])
+            return *it->second[r];
+    return roles[r];
+}
+
+} // namespace plab

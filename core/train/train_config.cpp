@@ -1,0 +1,391 @@
+// TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
+#include "train/train_config.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace plab {
+namespace {
+
+using nlohmann::json;
+
+// Reads one JSON object, remembering the keys it was asked for so that the rest can be reported
+// as unknown.
+class Reader {
+public:
+    Reader(const json& j, std::string path) : m_j(j), m_path(std::move(path)) {
+        if (!j.is_object())
+            throw ConfigError(m_path + ": expected an object, got " + j.dump());
+    }
+
+    std::string path(const char* key) const { return m_path + "." + key; }
+    bool has(const char* key) {
+        m_known.insert(key);
+        return m_j.contains(key);
+    }
+    const json& at(const char* key) const { return m_j.at(key); }
+
+    template <typename T>
+    void number(const char* key, T& out, double min, double max) {
+        if (!has(key))
+            return;
+        const json& v = m_j.at(key);
+        constexpr bool integral = std::is_integral_v<T>;
+        if (!v.is_number() || (integral && !v.is_number_integer()))
+            throw ConfigError(path(key) + ": expected " + (integral ? "an integer" : "a number") +
+                              " in " + range(min, max) + ", got " + v.dump());
+        const double d = v.get<double>();
+        if (!(d >= min && d <= max))
+            throw ConfigError(path(key) + ": " + v.dump() + " is out of range " + range(min, max));
+        out = v.get<T>();
+    }
+
+    void text(const char* key, std::string& out) {
+        if (!has(key))
+            return;
+        const json& v = m_j.at(key);
+        if (!v.is_string())
+            throw ConfigError(path(key) + ": expected a string, got " + v.dump());
+        out = v.get<std::string>();
+    }
+
+    void finish() const {
+        for (auto it = m_j.begin(); it != m_j.end(); ++it)
+            if (!m_known.contains(it.key())) {
+                std::string list;
+                for (const std::string& k : m_known)
+                    list += (list.empty() ? "" : ", ") + k;
+                throw ConfigError(m_path + "." + it.key() + ": unknown key (expected one of: " +
+                                  list + ")");
+            }
+    }
+
+private:
+    static std::string range(double min, double max) {
+        auto fmt = [](double v) {
+            if (v >= 1e15)
+                return std::string("inf");
+            json j = v;
+            if (v == std::floor(v) && std::fabs(v) < 1e15)
+                j = static_cast<long long>(v);
+            return j.dump();
+        };
+        return "[" + fmt(min) + ", " + fmt(max) + "]";
+    }
+
+    const json& m_j;
+    std::string m_path;
+    std::set<std::string> m_known;
+};
+
+constexpr double kHuge = 1e300;
+
+QuantConfig readQuant(const json& v, const std::string& path) {
+    auto wrap = [&](auto&& fn) {
+        try {
+            return fn();
+        } catch (const FormatError& e) {
+            throw ConfigError(path + ": " + e.what());
+        }
+    };
+    if (v.is_string())
+        return wrap([&] { return QuantConfig::forFormat(parseFormat(v.get<std::string>())); });
+    Reader r(v, path);
+    std::string format = "fp32", rounding = "nearest-even", overflow;
+    r.text("format", format);
+    r.text("rounding", rounding);
+    r.text("overflow", overflow);
+    r.finish();
+    return wrap([&] {
+        QuantConfig c = QuantConfig::forFormat(parseFormat(format), parseRounding(rounding));
+        if (!overflow.empty())
+            c.overflow = parseOverflow(overflow);
+        return c;
+    });
+}
+
+json quantJson(const QuantConfig& c) {
+    return {{"format", c.format.name},
+            {"rounding", std::string(toString(c.rounding))},
+            {"overflow", std::string(toString(c.overflow))}};
+}
+
+void readRoles(Reader& r, const std::string& base, std::array<std::optional<QuantConfig>, kRoleCount>& out) {
+    for (TensorRole role : kAllRoles) {
+        const std::string key(toString(role));
+        if (r.has(key.c_str()))
+            out[static_cast<std::size_t>(role)] = readQuant(r.at(key.c_str()), base + "." + key);
+    }
+}
+
+void readRecipe(const json& j, PrecisionRecipe& recipe) {
+    Reader r(j, "config.recipe");
+    std::array<std::optional<QuantConfig>, kRoleCount> roles;
+    readRoles(r, "config.recipe", roles);
+    for (std::size_t i = 0; i < kRoleCount; ++i)
+        if (roles[i])
+            recipe.roles[i] = *roles[i];
+    if (r.has("accumulation")) {
+        const json& a = r.at("accumulation");
+        Reader ar(a, "config.recipe.accumulation");
+        std::string format = "fp32";
+        int every = 0;
+        ar.text("format", format);
+        ar.number("every", every, 1, 1 << 20);
+        ar.finish();
+        if (format != "fp32") {
+            recipe.accumulation = readQuant(json(format), "config.recipe.accumulation.format");
+            recipe.accumulateEvery = every;
+        }
+    }
+    if (r.has("overrides")) {
+        const json& list = r.at("overrides");
+        if (!list.is_array())
+            throw ConfigError("config.recipe.overrides: expected an array of {\"stage\": N, role: format}");
+        for (std::size_t i = 0; i < list.size(); ++i) {
+            const std::string base = "config.recipe.overrides[" + std::to_string(i) + "]";
+            Reader o(list[i], base);
+            int stage = -1;
+            o.number("stage", stage, -1, 1000);
+            if (!o.has("stage"))
+                throw ConfigError(base + ".stage: missing (the layer index, or -1 for the last)");
+            readRoles(o, base, recipe.stageOverrides[stage]);
+            o.finish();
+        }
+    }
+    r.finish();
+}
+
+} // namespace
+
+TrainConfig configFromJson(const json& j) {
+    TrainConfig c;
+    Reader top(j, "config");
+    top.number("seed", c.seed, 0, 1.8e19);
+    top.number("threads", c.threads, 0, 256);
+    if (top.has("data")) {
+        Reader d(top.at("data"), "config.data");
+        d.text("source", c.dataSource);
+        d.number("train_size", c.syntheticTrain, 10, 1e7);
+        d.number("test_size", c.syntheticTest, 10, 1e7);
+        d.finish();
+    }
+    if (top.has("model")) {
+        Reader m(top.at("model"), "config.model");
+        m.text("type", c.model.type);
+        if (c.model.type != "mlp" && c.model.type != "cnn")
+            throw ConfigError("config.model.type: \"" + c.model.type + "\" (expected mlp or cnn)");
+        if (m.has("hidden")) {
+            const json& h = m.at("hidden");
+            if (!h.is_array() || h.size() > 32)
+                throw ConfigError("config.model.hidden: expected an array of up to 32 widths");
+            c.model.hidden.clear();
+            for (const json& w : h) {
+                if (!w.is_number_integer() || w.get<long long>() < 1 || w.get<long long>() > 65536)
+                    throw ConfigError("config.model.hidden: width " + w.dump() +
+                                      " out of range [1, 65536]");
+                c.model.hidden.push_back(w.get<int>());
+            }
+        }
+        std::string activation = "relu", init = "he";
+        m.text("activation", activation);
+        try {
+            c.model.activation = parseActivation(activation);
+        } catch (const std::invalid_argument& e) {
+            throw ConfigError(std::string("config.model.activation: ") + e.what());
+        }
+        m.text("init", init);
+        if (init == "he")
+            c.model.init = InitKind::He;
+        else if (init == "xavier")
+            c.model.init = InitKind::Xavier;
+        else if (init == "small")
+            c.model.init = InitKind::Small;
+        else
+            throw ConfigError("config.model.init: \"" + init + "\" (expected he, xavier or small)");
+        m.number("init_scale", c.model.initScale, 1e-12, 1e6);
+        m.number("conv_channels1", c.model.convChannels1, 1, 1024);
+        m.number("conv_channels2", c.model.convChannels2, 1, 1024);
+        m.number("conv_kernel", c.model.convKernel, 3, 5);
+        if (c.model.convKernel != 3 && c.model.convKernel != 5)
+            throw ConfigError("config.model.conv_kernel: expected 3 or 5, got " +
+                              std::to_string(c.model.convKernel));
+        m.finish();
+    }
+    if (top.has("train")) {
+        Reader t(top.at("train"), "config.train");
+        t.number("steps", c.steps, 0, 1e12);
+        t.number("epochs", c.epochs, 0, 100000);
+        t.number("batch_size", c.batchSize, 1, 65536);
+        t.number("lr", c.learningRate, 1e-12, 1e6);
+        std::string optimizer = "sgd";
+        t.text("optimizer", optimizer);
+        if (optimizer == "sgd")
+            c.optimizer = OptimizerKind::Sgd;
+        else if (optimizer == "adam")
+            c.optimizer = OptimizerKind::Adam;
+        else
+            throw ConfigError("config.train.optimizer: \"" + optimizer + "\" (expected sgd or adam)");
+        t.number("momentum", c.momentum, 0, 0.999999);
+        t.number("weight_decay", c.weightDecay, 0, 1);
+        t.number("beta1", c.beta1, 0, 0.999999);
+        t.number("beta2", c.beta2, 0, 0.999999999);
+        t.number("eps", c.epsilon, 1e-30, 1);
+        t.number("clip_norm", c.clipNorm, 0, kHuge);
+        t.number("stats_every", c.statsEvery, 1, 1e9);
+        t.number("eval_every", c.evalEvery, 0, 1e9);
+        t.finish();
+        if (c.steps == 0 && c.epochs == 0)
+            throw ConfigError("config.train: steps and epochs are both 0; set one of them");
+    }
+    if (top.has("recipe"))
+        readRecipe(top.at("recipe"), c.recipe);
+    if (top.has("scaling")) {
+        Reader s(top.at("scaling"), "config.scaling");
+        s.text("policy", c.scalingPolicy);
+        if (c.scalingPolicy != "static")
+            throw ConfigError("config.scaling.policy: \"" + c.scalingPolicy +
+                              "\" (expected static; other policies are not built yet)");
+        s.number("scale", c.lossScale, 1.0 / (1ull << 40), 1e30);
+        s.finish();
+    }
+    top.finish();
+    return c;
+}
+
+json TrainConfig::toJson() const {
+    json recipeJson;
+    for (TensorRole r : kAllRoles)
+        recipeJson[std::string(toString(r))] = quantJson(recipe.roles[static_cast<std::size_t>(r)]);
+    if (recipe.accumulation)
+        recipeJson["accumulation"] = {{"format", recipe.accumulation->format.name},
+                                      {"every", recipe.accumulateEvery}};
+    json overrides = json::array();
+    for (const auto& [stage, roles] : recipe.stageOverrides) {
+        json o = {{"stage", stage}};
+        for (TensorRole r : kAllRoles)
+            if (const auto& q = roles[static_cast<std::size_t>(r)])
+                o[std::string(toString(r))] = quantJson(*q);
+        overrides.push_back(o);
+    }
+    recipeJson["overrides"] = overrides;
+    const char* init = model.init == InitKind::He ? "he" : model.init == InitKind::Xavier ? "xavier" : "small";
+    return {
+        {"seed", seed},
+        {"threads", threads},
+        {"data", {{"source", dataSource}, {"train_size", syntheticTrain}, {"test_size", syntheticTest}}},
+        {"model",
+         {{"type", model.type},
+          {"hidden", model.hidden},
+          {"activation", std::string(toString(model.activation))},
+          {"init", init},
+          {"init_scale", model.initScale},
+          {"conv_channels1", model.convChannels1},
+          {"conv_channels2", model.convChannels2},
+          {"conv_kernel", model.convKernel}}},
+        {"train",
+         {{"steps", steps},
+          {"epochs", epochs},
+          {"batch_size", batchSize},
+          {"lr", learningRate},
+          {"optimizer", optimizer == OptimizerKind::Sgd ? "sgd" : "adam"},
+          {"momentum", momentum},
+          {"weight_decay", weightDecay},
+          {"beta1", beta1},
+          {"beta2", beta2},
+          {"eps", epsilon},
+          {"clip_norm", clipNorm},
+          {"stats_every", statsEvery},
+          {"eval_every", evalEvery}}},
+        {"recipe", recipeJson},
+        {"scaling", {{"policy", scalingPolicy}, {"scale", lossScale}}},
+    };
+}
+
+void applySetting(json& j, const std::string& assignment) {
+    const std::size_t eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw ConfigError("--set \"" + assignment + "\": expected key.path=value");
+    const std::string key = assignment.substr(0, eq);
+    const std::string value = assignment.substr(eq + 1);
+    json parsed = json::parse(value, nullptr, false);
+    if (parsed.is_discarded())
+        parsed = value;
+    json* node = &j;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t dot = key.find('.', start);
+        const std::string part = key.substr(start, dot - start);
+        if (part.empty())
+            throw ConfigError("--set \"" + assignment + "\": empty key segment");
+        if (!node->is_object())
+            *node = json::object();
+        node = &(*node)[part];
+        if (dot == std::string::npos)
+            break;
+        start = dot + 1;
+    }
+    *node = parsed;
+}
+
+const std::vector<Preset>& presets() {
+    static const std::vector<Preset> list = {
+        {"fp32", "every role in FP32: the reference run", json::object()},
+        {"fp16-noscale",
+         "FP16 weights, activations and gradients, FP32 master weights, no loss scaling: small "
+         "gradients underflow",
+         {{"recipe",
+           {{"weights", "fp16"},
+            {"activations", "fp16"},
+            {"activation_gradients", "fp16"},
+            {"weight_gradients", "fp16"}}}}},
+        {"fp16-static",
+         "as fp16-noscale with a static loss scale of 2^10 (Micikevicius et al. 2018)",
+         {{"recipe",
+           {{"weights", "fp16"},
+            {"activations", "fp16"},
+            {"activation_gradients", "fp16"},
+            {"weight_gradients", "fp16"}}},
+          {"scaling", {{"policy", "static"}, {"scale", 1024}}}}},
+        {"bf16", "BF16 weights, activations and gradients, FP32 master weights: no scaling needed",
+         {{"recipe",
+           {{"weights", "bf16"},
+            {"activations", "bf16"},
+            {"activation_gradients", "bf16"},
+            {"weight_gradients", "bf16"}}}}},
+        {"fp8-e5m2",
+         "E5M2 for weights, activations and gradients, FP16 master weights updated with "
+         "stochastic rounding, loss scale 2^8 (after Mellempudi et al. 2019)",
+         {{"recipe",
+           {{"weights", "fp8-e5m2"},
+            {"activations", "fp8-e5m2"},
+            {"activation_gradients", "fp8-e5m2"},
+            {"weight_gradients", "fp8-e5m2"},
+            {"master_weights", {{"format", "fp16"}, {"rounding", "stochastic"}}},
+            {"optimizer_state", "fp16"}}},
+          {"scaling", {{"policy", "static"}, {"scale", 256}}}}},
+        {"fp8-e4m3",
+         "E4M3 for weights, activations and gradients (saturating), FP32 master weights, loss "
+         "scale 2^8",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e4m3"},
+            {"weight_gradients", "fp8-e4m3"}}},
+          {"scaling", {{"policy", "static"}, {"scale", 256}}}}},
+    };
+    return list;
+}
+
+const Preset& findPreset(const std::string& name) {
+    std::string names;
+    for (const Preset& p : presets()) {
+        if (p.name == name)
+            return p;
+        names += (names.empty() ? "" : ", ") + p.name;
+    }
+    throw ConfigError("preset \"" + name + "\": unknown (expected one of: " + names + ")");
+}
+
+} // namespace plab

@@ -1,0 +1,68 @@
+// TrainConfig: everything that defines a run, read from and written to JSON (the run
+// directory's config.json replays a run exactly). Validation errors name the key path and the
+// allowed values.
+#pragma once
+
+#include "nn/model.h"
+#include "train/precision_recipe.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+class ConfigError : public std::invalid_argument {
+public:
+    using std::invalid_argument::invalid_argument;
+};
+
+enum class OptimizerKind { Sgd, Adam };
+
+struct TrainConfig {
+    std::uint64_t seed = 1;
+    unsigned threads = 1;
+
+    // data
+    std::string dataSource = "synthetic"; // "synthetic", "fashion-mnist" or a directory
+    int syntheticTrain = 20000, syntheticTest = 2000;
+
+    ModelSpec model;
+
+    // training
+    std::int64_t steps = 0; // 0: use epochs
+    int epochs = 1;
+    int batchSize = 128;
+    double learningRate = 0.05;
+    OptimizerKind optimizer = OptimizerKind::Sgd;
+    double momentum = 0.9, weightDecay = 0.0;
+    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    double clipNorm = 0.0;   // 0: no clipping (of the unscaled global gradient norm)
+    int statsEvery = 1;      // collect per-layer statistics every k steps
+    int evalEvery = 0;       // test-set evaluation every k steps; 0: at the end of each epoch
+
+    PrecisionRecipe recipe;
+    std::string scalingPolicy = "static";
+    double lossScale = 1.0;
+
+    nlohmann::json toJson() const;
+};
+
+// Defaults, then the given JSON on top. Throws ConfigError("config.train.lr: ...").
+TrainConfig configFromJson(const nlohmann::json& j);
+// Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to a JSON document.
+void applySetting(nlohmann::json& j, const std::string& assignment);
+
+// Built-in presets: name, one-line description, and the JSON they add to the defaults.
+struct Preset {
+    std::string name;
+    std::string description;
+    nlohmann::json json;
+};
+const std::vector<Preset>& presets();
+const Preset& findPreset(const std::string& name); // throws ConfigError listing the names
+
+} // namespace plab

@@ -1,0 +1,312 @@
+// Trainer: forward, loss, backward, update, with the format engine at every rounding point.
+#include "train/trainer.h"
+
+#include "nn/softmax_cross_entropy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#if defined(PLAB_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
+namespace plab {
+namespace {
+
+bool allFinite(std::span<const float> v) {
+    // Sum of x*0 is NaN iff some x is Inf or NaN; one branch-free pass.
+    float probe = 0.0f;
+    for (float x : v)
+        probe += x * 0.0f;
+    return probe == 0.0f;
+}
+
+} // namespace
+
+Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
+    : m_config(config), m_data(std::move(data)),
+      m_model(config.model, m_data->train.shape, m_data->train.classes), m_pool(config.threads),
+      m_scaler(std::make_unique<StaticScaler>(config.lossScale)),
+      m_optimizer({config.optimizer, config.momentum, config.weightDecay, config.beta1,
+                   config.beta2, config.epsilon},
+                  m_model.parameterCount()),
+      m_shuffle(config.seed ^ 0xD1B54A32D192ED03ull) {
+    if (m_data->train.count() < static_cast<std::size_t>(config.batchSize))
+        throw ConfigError("config.train.batch_size: " + std::to_string(config.batchSize) +
+                          " is larger than the training set (" +
+                          std::to_string(m_data->train.count()) + " samples)");
+#if defined(PLAB_HAVE_OPENBLAS)
+    openblas_set_num_threads(static_cast<int>(m_pool.threadCount()));
+#endif
+    const std::size_t params = m_model.parameterCount();
+    m_master.resize(params);
+    m_model.initParameters(m_master.data(), config.seed, config.model.init, config.model.initScale);
+    m_weights.resize(params);
+    m_grads.resize(params);
+    m_update.resize(params);
+    const auto batch = static_cast<std::size_t>(config.batchSize);
+    m_input.resize(batch * static_cast<std::size_t>(m_model.inputShape().size()));
+    m_labels.resize(batch);
+    for (const auto& layer : m_model.layers()) {
+        const std::size_t size = batch * static_cast<std::size_t>(layer->outputShape().size());
+        m_out.emplace_back(size);
+        m_dout.emplace_back(size);
+    }
+    m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
+    m_order.resize(m_data->train.count());
+    std::iota(m_order.begin(), m_order.end(), 0u);
+    std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
+    buildQuantizers();
+    // The master copy starts out in its own format.
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        std::span<float> w(m_master.data() + m_model.parameterOffset(layer),
+                           m_model.layers()[layer]->parameterCount());
+        quantizer(s, TensorRole::MasterWeights).quantize(w, w, nullptr, options(s, TensorRole::MasterWeights));
+    }
+}
+
+void Trainer::buildQuantizers() {
+    m_quantizers.clear();
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        StageQuantizers q;
+        for (TensorRole r : kAllRoles)
+            q.roles.emplace_back(m_config.recipe.config(s, m_model.stageCount(), r));
+        m_quantizers.push_back(std::move(q));
+    }
+    m_accumulationQuantizer.reset();
+    m_accumulation = {};
+    if (m_config.recipe.accumulation) {
+        m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
+        m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery};
+    }
+}
+
+void Trainer::setRecipe(const PrecisionRecipe& recipe) {
+    m_config.recipe = recipe;
+    buildQuantizers();
+}
+
+const Quantizer& Trainer::quantizer(int stage, TensorRole role) const {
+    return m_quantizers[static_cast<std::size_t>(stage)].roles[static_cast<std::size_t>(role)];
+}
+
+QuantizeOptions Trainer::options(int stage, TensorRole role) const {
+    QuantizeOptions o;
+    o.seed = m_config.seed;
+    // A distinct random stream per (step, stage, role): reproducible and uncorrelated.
+    o.stream = (static_cast<std::uint64_t>(m_step) << 16) |
+               (static_cast<std::uint64_t>(stage) << 4) | static_cast<std::uint64_t>(role);
+    o.pool = const_cast<ThreadPool*>(&m_pool);
+    return o;
+}
+
+std::vector<std::string> Trainer::stageNames() const {
+    std::vector<std::string> names;
+    for (int s = 0; s < m_model.stageCount(); ++s)
+        names.push_back(m_model.stageName(s));
+    return names;
+}
+
+std::int64_t Trainer::stepsPerEpoch() const {
+    return static_cast<std::int64_t>(m_data->train.count() /
+                                     static_cast<std::size_t>(m_config.batchSize));
+}
+
+std::int64_t Trainer::plannedSteps() const {
+    return m_config.steps > 0 ? m_config.steps : m_config.epochs * stepsPerEpoch();
+}
+
+void Trainer::nextBatch() {
+    const auto batch = static_cast<std::size_t>(m_config.batchSize);
+    if (m_cursor + batch > m_order.size()) { // drop the ragged end: every step sees a full batch
+        std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
+        m_cursor = 0;
+        ++m_epoch;
+    }
+    const Dataset& train = m_data->train;
+    const auto size = static_cast<std::size_t>(train.shape.size());
+    for (std::size_t b = 0; b < batch; ++b) {
+        const std::uint32_t idx = m_order[m_cursor + b];
+        std::copy_n(train.sample(idx), size, m_input.data() + b * size);
+        m_labels[b] = train.labels[idx];
+    }
+    m_cursor += batch;
+}
+
+void Trainer::forward(int batch, bool collect, bool withStats) {
+    std::span<float> input(m_input.data(), static_cast<std::size_t>(batch) * m_model.inputShape().size());
+    // The data enters in stage 0's activation format (not counted: it is the dataset's property).
+    quantizer(0, TensorRole::Activations).quantize(input, input, nullptr, options(0, TensorRole::Activations));
+    const auto& layers = m_model.layers();
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+        const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
+        layers[i]->forward(m_out[i].data(), in, m_weights.data() + m_model.parameterOffset(i), batch,
+                           m_accumulation);
+        if (m_model.endsStage(i)) {
+            const int s = m_model.stageOf(i);
+            std::span<float> out(m_out[i].data(),
+                                 static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
+            QuantStats* stats = collect && withStats ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Activations) : nullptr;
+            quantizer(s, TensorRole::Activations).quantize(out, out, stats, options(s, TensorRole::Activations));
+        }
+    }
+}
+
+void Trainer::backward(int batch, bool collect) {
+    std::fill(m_grads.begin(), m_grads.end(), 0.0f);
+    const auto& layers = m_model.layers();
+    const std::size_t firstWeight = m_model.stageWeightLayer(0);
+    for (std::size_t i = layers.size(); i-- > 0;) {
+        if (m_model.endsStage(i)) {
+            const int s = m_model.stageOf(i);
+            std::span<float> g(m_dout[i].data(),
+                               static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
+            QuantStats* stats = collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::ActivationGradients) : nullptr;
+            quantizer(s, TensorRole::ActivationGradients).quantize(g, g, stats, options(s, TensorRole::ActivationGradients));
+        }
+        // Nothing below the first weight layer needs a gradient.
+        float* din = i > firstWeight ? m_dout[i - 1].data() : nullptr;
+        const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
+        const std::size_t offset = m_model.parameterOffset(i);
+        layers[i]->backward(din, m_grads.data() + offset, m_dout[i].data(), in, m_out[i].data(),
+                            m_weights.data() + offset, batch, m_accumulation);
+    }
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        std::span<float> g(m_grads.data() + m_model.parameterOffset(layer),
+                           layers[layer]->parameterCount());
+        QuantStats* stats = collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients) : nullptr;
+        quantizer(s, TensorRole::WeightGradients).quantize(g, g, stats, options(s, TensorRole::WeightGradients));
+    }
+}
+
+void Trainer::applyUpdate(bool collect) {
+    // Unscale first: clipping, weight decay and the optimiser all see true gradients.
+    const float inverse = static_cast<float>(1.0 / m_scaler->scale());
+    for (float& g : m_grads)
+        g *= inverse;
+    if (m_config.clipNorm > 0.0) {
+        double sq = 0.0;
+        for (float g : m_grads)
+            sq += static_cast<double>(g) * g;
+        const double norm = std::sqrt(sq);
+        if (norm > m_config.clipNorm) {
+            const auto factor = static_cast<float>(m_config.clipNorm / norm);
+            for (float& g : m_grads)
+                g *= factor;
+        }
+    }
+    const auto& layers = m_model.layers();
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        const std::size_t offset = m_model.parameterOffset(layer);
+        const std::size_t n = layers[layer]->parameterCount();
+        StageStats& st = m_stats[static_cast<std::size_t>(s)];
+        std::span<float> master(m_master.data() + offset, n);
+        std::span<float> update(m_update.data() + offset, n);
+        m_optimizer.computeUpdate(m_step + 1, offset, {m_grads.data() + offset, n}, master, update,
+                                  m_config.learningRate, quantizer(s, TensorRole::OptimizerState),
+                                  collect ? &st.role(TensorRole::OptimizerState) : nullptr,
+                                  options(s, TensorRole::OptimizerState));
+        // New master = Q(master - update); an update that leaves it unchanged was lost.
+        std::span<float> next(m_grads.data() + offset, n); // the gradient is spent: reuse it
+        for (std::size_t i = 0; i < n; ++i)
+            next[i] = master[i] - update[i];
+        quantizer(s, TensorRole::MasterWeights)
+            .quantize(next, next, collect ? &st.role(TensorRole::MasterWeights) : nullptr,
+                      options(s, TensorRole::MasterWeights));
+        if (collect) {
+            for (std::size_t i = 0; i < n; ++i)
+                if (update[i] != 0.0f) {
+                    ++st.updates;
+                    st.lostUpdates += next[i] == master[i] ? 1u : 0u;
+                }
+        }
+        std::copy(next.begin(), next.end(), master.begin());
+    }
+}
+
+StepResult Trainer::step() {
+    const auto start = std::chrono::steady_clock::now();
+    const bool collect = (m_step + 1) % m_config.statsEvery == 0;
+    if (collect)
+        for (StageStats& s : m_stats)
+            s = StageStats{};
+    nextBatch();
+    const int batch = m_config.batchSize;
+    refreshWeights(collect);
+    forward(batch, collect, true);
+
+    const double scale = m_scaler->scale();
+    const float* logits = m_out.back().data();
+    const LossResult loss = softmaxCrossEntropy(logits, m_labels.data(), batch, m_model.classes(),
+                                                m_dout.back().data(), static_cast<float>(scale));
+    backward(batch, collect);
+
+    const bool overflow = !std::isfinite(loss.loss) || !allFinite(m_grads);
+    const ScaleDecision decision = m_scaler->update(overflow);
+    StepResult result;
+    result.statsCollected = collect;
+    if (!decision.skipStep)
+        applyUpdate(collect);
+    ++m_step;
+
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double rate = batch / std::max(seconds, 1e-9);
+    m_samplesPerSecond = m_samplesPerSecond == 0.0 ? rate : 0.9 * m_samplesPerSecond + 0.1 * rate;
+
+    StepScalars& sc = result.scalars;
+    sc.step = m_step;
+    sc.epoch = m_epoch;
+    sc.loss = loss.loss;
+    sc.accuracy = static_cast<double>(loss.correct) / batch;
+    sc.scale = scale;
+    sc.skipped = decision.skipStep;
+    sc.samplesPerSecond = m_samplesPerSecond;
+    sc.learningRate = m_config.learningRate;
+    if (decision.skipStep) {
+        result.event = decision.reason;
+        // A static scale cannot react, so Inf/NaN means the run has diverged.
+        result.diverged = overflow && m_scaler->name() == "static";
+    }
+    return result;
+}
+
+void Trainer::refreshWeights(bool collect) {
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        const std::size_t offset = m_model.parameterOffset(layer);
+        const std::size_t n = m_model.layers()[layer]->parameterCount();
+        QuantStats* stats =
+            collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Weights) : nullptr;
+        quantizer(s, TensorRole::Weights)
+            .quantize({m_master.data() + offset, n}, {m_weights.data() + offset, n}, stats,
+                      options(s, TensorRole::Weights));
+    }
+}
+
+Evaluation Trainer::evaluate() {
+    refreshWeights(false); // the weights as the next step would use them
+    const Dataset& test = m_data->test;
+    const auto size = static_cast<std::size_t>(test.shape.size());
+    const auto maxBatch = static_cast<std::size_t>(m_config.batchSize);
+    double lossSum = 0.0;
+    std::size_t correct = 0;
+    for (std::size_t start = 0; start < test.count(); start += maxBatch) {
+        const std::size_t n = std::min(maxBatch, test.count() - start);
+        std::copy_n(test.sample(start), n * size, m_input.data());
+        forward(static_cast<int>(n), false, false);
+        const LossResult r = softmaxCrossEntropy(m_out.back().data(), test.labels.data() + start,
+                                                 static_cast<int>(n), m_model.classes(), nullptr, 1.0f);
+        lossSum += r.loss * static_cast<double>(n);
+        correct += static_cast<std::size_t>(r.correct);
+    }
+    return {lossSum / static_cast<double>(test.count()),
+            static_cast<double>(correct) / static_cast<double>(test.count())};
+}
+
+} // namespace plab

@@ -1,0 +1,93 @@
+// Trainer: one model, its data, recipe, optimiser and loss scaler, stepped synchronously. Every
+// tensor passes through the format engine where hardware would round it, and on statistics steps
+// the same quantise calls count classes and histograms per stage and role. TrainingSession runs
+// a Trainer on its own thread; tests and benchmarks drive it directly.
+#pragma once
+
+#include "data/dataset.h"
+#include "nn/model.h"
+#include "stats/training_snapshot.h"
+#include "train/loss_scaler.h"
+#include "train/optimizer.h"
+#include "train/train_config.h"
+#include "util/thread_pool.h"
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct StepResult {
+    StepScalars scalars;
+    bool statsCollected = false;
+    std::string event;   // e.g. why a step was skipped; empty if nothing happened
+    bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
+};
+
+struct Evaluation {
+    double loss = 0.0;
+    double accuracy = 0.0;
+};
+
+class Trainer {
+public:
+    Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data);
+
+    StepResult step();
+    Evaluation evaluate(); // the whole test set, forward in the recipe's formats
+
+    const TrainConfig& config() const { return m_config; }
+    const Model& model() const { return m_model; }
+    std::vector<std::string> stageNames() const;
+    const std::vector<StageStats>& stageStats() const { return m_stats; }
+    std::int64_t stepsTaken() const { return m_step; }
+    int epoch() const { return m_epoch; }
+    std::int64_t stepsPerEpoch() const;
+    std::int64_t plannedSteps() const; // from steps, or epochs x steps per epoch
+    LossScaler& scaler() { return *m_scaler; }
+
+    // Take effect at the next step.
+    void setLearningRate(double lr) { m_config.learningRate = lr; }
+    void setLossScale(double scale) { m_scaler->setScale(scale); }
+    void setRecipe(const PrecisionRecipe& recipe);
+
+private:
+    struct StageQuantizers {
+        std::vector<Quantizer> roles; // indexed by TensorRole
+    };
+    void buildQuantizers();
+    const Quantizer& quantizer(int stage, TensorRole role) const;
+    QuantizeOptions options(int stage, TensorRole role) const;
+    void refreshWeights(bool collect); // weights used in forward = Q(master)
+    void forward(int batch, bool collect, bool withStats);
+    void backward(int batch, bool collect);
+    void applyUpdate(bool collect);
+    void nextBatch();
+
+    TrainConfig m_config;
+    std::shared_ptr<const DataSplit> m_data;
+    Model m_model;
+    ThreadPool m_pool;
+    std::unique_ptr<LossScaler> m_scaler;
+    Optimizer m_optimizer;
+    std::vector<StageQuantizers> m_quantizers;
+    std::unique_ptr<Quantizer> m_accumulationQuantizer;
+    Accumulation m_accumulation;
+
+    std::vector<float> m_master, m_weights, m_grads, m_update;
+    std::vector<float> m_input;
+    std::vector<std::uint8_t> m_labels;
+    std::vector<std::vector<float>> m_out, m_dout; // per layer: (B, outSize)
+    std::vector<StageStats> m_stats;
+
+    std::vector<std::uint32_t> m_order;
+    std::size_t m_cursor = 0;
+    std::mt19937_64 m_shuffle;
+    std::int64_t m_step = 0;
+    int m_epoch = 0;
+    double m_samplesPerSecond = 0.0;
+};
+
+} // namespace plab

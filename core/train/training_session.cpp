@@ -1,0 +1,256 @@
+// TrainingSession worker loop.
+#include "train/training_session.h"
+
+#include <chrono>
+
+namespace plab {
+
+const char* toString(SessionState state) {
+    switch (state) {
+    case SessionState::Idle:
+        return "idle";
+    case SessionState::Running:
+        return "running";
+    case SessionState::Paused:
+        return "paused";
+    case SessionState::Finished:
+        return "finished";
+    case SessionState::Stopped:
+        return "stopped";
+    case SessionState::Diverged:
+        return "diverged";
+    case SessionState::Failed:
+        return "failed";
+    }
+    return "?";
+}
+
+TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+                                 std::string runDir)
+    : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
+      m_trainer(std::make_unique<Trainer>(config, m_data)),
+      m_plannedSteps(m_trainer->plannedSteps()) {
+    if (!m_runDir.empty())
+        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_trainer->stageNames());
+    m_started = std::chrono::steady_clock::now();
+    m_worker = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+TrainingSession::~TrainingSession() {
+    m_worker.request_stop();
+    m_wake.notify_all();
+    if (m_worker.joinable())
+        m_worker.join();
+    const SessionState s = m_state.load();
+    if (m_log && (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
+        try {
+            RunSummary summary;
+            summary.stopReason = "stopped before the end (session closed)";
+            summary.steps = m_trainer->stepsTaken();
+            summary.skippedSteps = m_skipped;
+            summary.finalTrainLoss = m_lastLoss;
+            m_log->writeSummary(summary);
+        } catch (...) {
+            // A destructor must not throw; the summary keeps "finished": false.
+        }
+    }
+}
+
+void TrainingSession::post(Command c) {
+    {
+        std::lock_guard lock(m_mutex);
+        m_commands.push_back(std::move(c));
+    }
+    m_wake.notify_all();
+}
+
+void TrainingSession::start() { post({Command::Start, 0.0, nullptr}); }
+void TrainingSession::pause() { post({Command::Pause, 0.0, nullptr}); }
+void TrainingSession::stepOnce() { post({Command::Step, 0.0, nullptr}); }
+void TrainingSession::stop() { post({Command::Stop, 0.0, nullptr}); }
+void TrainingSession::reset() { post({Command::Reset, 0.0, nullptr}); }
+void TrainingSession::setLearningRate(double lr) { post({Command::LearningRate, lr, nullptr}); }
+void TrainingSession::setLossScale(double scale) { post({Command::Scale, scale, nullptr}); }
+void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
+    post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
+}
+
+const TrainingSnapshot* TrainingSession::latestSnapshot() {
+    if (!m_anyPublished.load(std::memory_order_acquire))
+        return nullptr;
+    m_snapshots.take();
+    return &m_snapshots.front();
+}
+
+std::optional<StepScalars> TrainingSession::popScalars() { return m_ring.pop(); }
+
+std::string TrainingSession::stopReason() const {
+    std::lock_guard lock(m_reasonMutex);
+    return m_stopReason;
+}
+
+void TrainingSession::waitUntilDone() {
+    std::unique_lock lock(m_doneMutex);
+    m_done.wait(lock, [this] {
+        const SessionState s = m_state.load();
+        return s == SessionState::Finished || s == SessionState::Stopped ||
+               s == SessionState::Diverged || s == SessionState::Failed;
+    });
+}
+
+void TrainingSession::apply(const Command& c) {
+    const std::int64_t step = m_trainer->stepsTaken();
+    switch (c.kind) {
+    case Command::Start:
+        m_state = SessionState::Running;
+        break;
+    case Command::Pause:
+        m_pendingSteps = 0;
+        m_state = SessionState::Paused;
+        break;
+    case Command::Step:
+        ++m_pendingSteps;
+        break;
+    case Command::Stop:
+        finish(SessionState::Stopped, "stopped by the user at step " + std::to_string(step));
+        break;
+    case Command::Reset:
+        m_trainer = std::make_unique<Trainer>(m_config, m_data);
+        m_pendingSteps = 0;
+        m_skipped = 0;
+        m_state = SessionState::Paused;
+        if (m_log)
+            m_log->logEvent(step, "reset", "model re-initialised from the seed");
+        break;
+    case Command::LearningRate:
+        m_trainer->setLearningRate(c.value);
+        if (m_log)
+            m_log->logEvent(step, "learning_rate", "learning rate set to " + std::to_string(c.value));
+        break;
+    case Command::Scale:
+        m_trainer->setLossScale(c.value);
+        if (m_log)
+            m_log->logEvent(step, "scale", "loss scale set to " + std::to_string(c.value));
+        break;
+    case Command::Recipe:
+        m_trainer->setRecipe(*c.recipe);
+        if (m_log)
+            m_log->logEvent(step, "recipe", "precision recipe changed");
+        break;
+    }
+}
+
+void TrainingSession::publish(const StepScalars& scalars) {
+    TrainingSnapshot& back = m_snapshots.back();
+    back.scalars = scalars;
+    back.statsStep = m_lastStatsStep;
+    back.stageNames = m_trainer->stageNames();
+    back.stages = m_trainer->stageStats();
+    m_snapshots.publish();
+    m_anyPublished.store(true, std::memory_order_release);
+    m_ring.push(scalars);
+}
+
+void TrainingSession::doStep() {
+    StepResult r = m_trainer->step();
+    StepScalars& s = r.scalars;
+    if (r.statsCollected)
+        m_lastStatsStep = s.step;
+    if (s.skipped)
+        ++m_skipped;
+    m_lastLoss = s.loss;
+    const bool lastStep = s.step >= m_plannedSteps;
+    const std::int64_t perEpoch = m_trainer->stepsPerEpoch();
+    const bool evalDue = m_config.evalEvery > 0 ? s.step % m_config.evalEvery == 0
+                                                : (perEpoch > 0 && s.step % perEpoch == 0);
+    if (evalDue || lastStep) {
+        m_lastEval = m_trainer->evaluate();
+        s.testLoss = m_lastEval.loss;
+        s.testAccuracy = m_lastEval.accuracy;
+    }
+    if (m_log) {
+        m_log->logStep(s);
+        if (r.statsCollected)
+            m_log->logStats(s.step, m_trainer->stageStats());
+        if (!r.event.empty())
+            m_log->logEvent(s.step, r.diverged ? "divergence" : "skip", r.event);
+    }
+    publish(s);
+    if (r.diverged)
+        finish(SessionState::Diverged,
+               "diverged at step " + std::to_string(s.step) + ": " + r.event);
+    else if (lastStep)
+        finish(SessionState::Finished, "completed");
+}
+
+void TrainingSession::finish(SessionState state, const std::string& reason) {
+    {
+        std::lock_guard lock(m_reasonMutex);
+        m_stopReason = reason;
+    }
+    if (m_log) {
+        RunSummary summary;
+        summary.finished = state == SessionState::Finished;
+        summary.stopReason = reason;
+        summary.steps = m_trainer->stepsTaken();
+        summary.skippedSteps = m_skipped;
+        summary.finalTrainLoss = m_lastLoss;
+        if (state != SessionState::Finished && summary.steps > 0)
+            m_lastEval = m_trainer->evaluate();
+        summary.testLoss = m_lastEval.loss;
+        summary.testAccuracy = m_lastEval.accuracy;
+        summary.wallSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
+        summary.samplesPerSecond = summary.wallSeconds > 0
+                                       ? static_cast<double>(summary.steps) * m_config.batchSize /
+                                             summary.wallSeconds
+                                       : 0.0;
+        m_log->logEvent(summary.steps, "end", reason);
+        m_log->writeSummary(summary);
+    }
+    {
+        std::lock_guard lock(m_doneMutex);
+        m_state = state;
+    }
+    m_done.notify_all();
+}
+
+void TrainingSession::run(std::stop_token stop) {
+    try {
+        if (m_log)
+            m_log->logEvent(0, "start", "session created");
+        while (!stop.stop_requested()) {
+            std::deque<Command> commands;
+            {
+                std::unique_lock lock(m_mutex);
+                const auto busy = [&] {
+                    const SessionState s = m_state.load();
+                    return s == SessionState::Running || m_pendingSteps > 0;
+                };
+                if (m_commands.empty() && !busy())
+                    m_wake.wait(lock, stop, [&] { return !m_commands.empty(); });
+                commands.swap(m_commands);
+            }
+            for (const Command& c : commands) {
+                const SessionState s = m_state.load();
+                if (s == SessionState::Finished || s == SessionState::Stopped ||
+                    s == SessionState::Diverged || s == SessionState::Failed)
+                    if (c.kind != Command::Reset)
+                        continue;
+                apply(c);
+            }
+            const SessionState s = m_state.load();
+            if (s == SessionState::Running || (m_pendingSteps > 0 && s != SessionState::Stopped &&
+                                               s != SessionState::Finished &&
+                                               s != SessionState::Diverged)) {
+                if (m_pendingSteps > 0 && --m_pendingSteps == 0 && s != SessionState::Running)
+                    m_state = SessionState::Paused;
+                doStep();
+            }
+        }
+    } catch (const std::exception& e) {
+        finish(SessionState::Failed, std::string("failed: ") + e.what());
+    }
+}
+
+} // namespace plab

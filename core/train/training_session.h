@@ -1,0 +1,102 @@
+// TrainingSession: a Trainer on its own thread, steered by commands that take effect at step
+// boundaries, publishing a snapshot per step through a triple buffer and per-step scalars
+// through a bounded ring. The worker never waits for a reader; a GUI polls at its own pace.
+#pragma once
+
+#include "stats/spsc_ring.h"
+#include "stats/training_snapshot.h"
+#include "stats/triple_buffer.h"
+#include "train/run_log.h"
+#include "train/trainer.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace plab {
+
+enum class SessionState { Idle, Running, Paused, Finished, Stopped, Diverged, Failed };
+const char* toString(SessionState state);
+
+class TrainingSession {
+public:
+    // runDir empty: no run log. Throws ConfigError / DataError / std::runtime_error for bad
+    // settings before any thread starts.
+    TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+                    std::string runDir = {});
+    ~TrainingSession(); // stops the worker and closes the log (summary says "stopped")
+    TrainingSession(const TrainingSession&) = delete;
+    TrainingSession& operator=(const TrainingSession&) = delete;
+
+    // Commands, applied by the worker at the next step boundary.
+    void start();    // run until the planned steps are done, or pause/stop
+    void pause();
+    void stepOnce(); // one step, then paused
+    void stop();     // end the run: summary written, worker exits
+    void reset();    // fresh model from the seed, step 0, paused
+    void setLearningRate(double lr);
+    void setLossScale(double scale);
+    void setRecipe(const PrecisionRecipe& recipe);
+
+    // Reader side (one reader thread).
+    const TrainingSnapshot* latestSnapshot(); // newest published, or null before the first
+    std::optional<StepScalars> popScalars();
+    std::uint64_t droppedScalars() const { return m_ring.dropped(); }
+    SessionState state() const { return m_state.load(); }
+    std::string stopReason() const;
+    std::int64_t plannedSteps() const { return m_plannedSteps; }
+    std::string runDir() const { return m_runDir; }
+    // Blocks until the run is finished, stopped, diverged or failed.
+    void waitUntilDone();
+
+private:
+    struct Command {
+        enum Kind { Start, Pause, Step, Stop, Reset, LearningRate, Scale, Recipe } kind;
+        double value = 0.0;
+        std::shared_ptr<const PrecisionRecipe> recipe;
+    };
+    void post(Command c);
+    void run(std::stop_token stop);
+    void apply(const Command& c);
+    void doStep();
+    void finish(SessionState state, const std::string& reason);
+    void publish(const StepScalars& scalars);
+
+    TrainConfig m_config;
+    std::shared_ptr<const DataSplit> m_data;
+    std::string m_runDir;
+    std::unique_ptr<Trainer> m_trainer;
+    std::unique_ptr<RunLog> m_log;
+    std::int64_t m_plannedSteps = 0;
+
+    std::mutex m_mutex;
+    std::condition_variable_any m_wake;
+    std::deque<Command> m_commands;
+    std::atomic<SessionState> m_state{SessionState::Idle};
+    std::string m_stopReason;
+    mutable std::mutex m_reasonMutex;
+    std::condition_variable m_done;
+    std::mutex m_doneMutex;
+
+    // Worker-owned bookkeeping.
+    int m_pendingSteps = 0;
+    std::int64_t m_lastStatsStep = 0;
+    std::int64_t m_skipped = 0;
+    double m_lastLoss = 0.0;
+    Evaluation m_lastEval;
+    std::chrono::steady_clock::time_point m_started;
+
+    TripleBuffer<TrainingSnapshot> m_snapshots;
+    SpscRing<StepScalars> m_ring{4096};
+    bool m_havePublished = false;
+    std::atomic<bool> m_anyPublished{false};
+
+    std::jthread m_worker; // last: starts after everything above exists, joins first
+};
+
+} // namespace plab
