@@ -17,8 +17,7 @@ Model::Model(const ModelSpec& spec, FeatureShape input, int classes)
     if (spec.type == "mlp") {
         if (shape.channels * shape.height * shape.width <= 0)
             throw std::invalid_argument("model: empty input");
-        if (shape.height > 1 || shape.width > 1)
-            add(std::make_unique<Flatten>(shape));
+        // Samples are stored flat, so the first linear layer reads (C, H, W) images directly.
         for (int width : spec.hidden) {
             if (width < 1 || width > 65536)
                 throw std::invalid_argument("model.hidden: width " + std::to_string(width) +

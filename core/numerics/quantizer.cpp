@@ -131,6 +131,7 @@ Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(con
                           "\" is not supported by this build or CPU");
     }
     m_kernel = kernel;
+    m_identity = config.format.sameParameters(parseFormat("fp32"));
     m_impl = std::make_shared<const Impl>(Impl{makeParams(config), kernelFunction(kernel)});
 }
 
@@ -139,6 +140,11 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     if (in.size() != out.size())
         throw std::invalid_argument("quantize: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
+    if (stats == nullptr && m_identity) {
+        if (in.data() != out.data())
+            std::copy(in.begin(), in.end(), out.begin());
+        return;
+    }
     kernels::QuantKernelParams params = m_impl->params;
     params.seed = options.seed;
     params.stream = options.stream;

@@ -36,6 +36,10 @@ public:
     const QuantConfig& config() const { return m_config; }
     CpuKernel kernel() const { return m_kernel; }
 
+    // True for float32 itself: every value passes through unchanged, so without statistics
+    // quantize() is a copy (or nothing, in place).
+    bool isIdentity() const { return m_identity; }
+
     // out may be the same array as in. When stats is not null the counts are added to it.
     // Throws std::invalid_argument if the sizes differ.
     void quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,
@@ -44,6 +48,7 @@ public:
 private:
     QuantConfig m_config;
     CpuKernel m_kernel;
+    bool m_identity = false;
     struct Impl;
     std::shared_ptr<const Impl> m_impl;
 };

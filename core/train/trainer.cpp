@@ -143,7 +143,7 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
     const auto& layers = m_model.layers();
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
-        layers[i]->forward(m_out[i].data(), in, m_weights.data() + m_model.parameterOffset(i), batch,
+        layers[i]->forward(m_out[i].data(), in, m_forwardWeights + m_model.parameterOffset(i), batch,
                            m_accumulation);
         if (m_model.endsStage(i)) {
             const int s = m_model.stageOf(i);
@@ -172,7 +172,7 @@ void Trainer::backward(int batch, bool collect) {
         const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
         const std::size_t offset = m_model.parameterOffset(i);
         layers[i]->backward(din, m_grads.data() + offset, m_dout[i].data(), in, m_out[i].data(),
-                            m_weights.data() + offset, batch, m_accumulation);
+                            m_forwardWeights + offset, batch, m_accumulation);
     }
     for (int s = 0; s < m_model.stageCount(); ++s) {
         const std::size_t layer = m_model.stageWeightLayer(s);
@@ -185,9 +185,11 @@ void Trainer::backward(int batch, bool collect) {
 
 void Trainer::applyUpdate(bool collect) {
     // Unscale first: clipping, weight decay and the optimiser all see true gradients.
-    const float inverse = static_cast<float>(1.0 / m_scaler->scale());
-    for (float& g : m_grads)
-        g *= inverse;
+    if (m_scaler->scale() != 1.0) {
+        const float inverse = static_cast<float>(1.0 / m_scaler->scale());
+        for (float& g : m_grads)
+            g *= inverse;
+    }
     if (m_config.clipNorm > 0.0) {
         double sq = 0.0;
         for (float g : m_grads)
@@ -277,6 +279,13 @@ StepResult Trainer::step() {
 }
 
 void Trainer::refreshWeights(bool collect) {
+    // FP32 weights without statistics: forward reads the master copy itself, no copy needed.
+    bool identity = !collect;
+    for (int s = 0; s < m_model.stageCount() && identity; ++s)
+        identity = quantizer(s, TensorRole::Weights).isIdentity();
+    m_forwardWeights = identity ? m_master.data() : m_weights.data();
+    if (identity)
+        return;
     for (int s = 0; s < m_model.stageCount(); ++s) {
         const std::size_t layer = m_model.stageWeightLayer(s);
         const std::size_t offset = m_model.parameterOffset(layer);

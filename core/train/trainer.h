@@ -77,6 +77,7 @@ private:
     Accumulation m_accumulation;
 
     std::vector<float> m_master, m_weights, m_grads, m_update;
+    const float* m_forwardWeights = nullptr; // m_weights, or m_master when that is identical
     std::vector<float> m_input;
     std::vector<std::uint8_t> m_labels;
     std::vector<std::vector<float>> m_out, m_dout; // per layer: (B, outSize)

@@ -1,0 +1,152 @@
+// TrainingSession: commands at step boundaries, snapshots and scalars published without the
+// reader blocking the worker, the run directory's files, and divergence stopping the run.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "train/training_session.h"
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+using namespace plab;
+
+class TestSession : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void stepPauseAndScale();
+    void completeRunWritesLogs();
+    void stopKeepsCompletedSteps();
+    void divergenceStopsCleanly();
+
+private:
+    std::shared_ptr<const DataSplit> m_data;
+};
+
+namespace {
+
+TrainConfig smallConfig(std::int64_t steps) {
+    return configFromJson({{"model", {{"hidden", {32}}}},
+                           {"train", {{"steps", steps}, {"batch_size", 32}}}});
+}
+
+template <typename Pred>
+bool waitFor(Pred pred) {
+    for (int i = 0; i < 2000; ++i) {
+        if (pred())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+}
+
+int lineCount(const std::string& path) {
+    std::ifstream f(path);
+    int n = 0;
+    for (std::string line; std::getline(f, line);)
+        ++n;
+    return n;
+}
+
+std::string readAll(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+} // namespace
+
+void TestSession::initTestCase() {
+    m_data = std::make_shared<const DataSplit>(makeSyntheticData(2, 1000, 200));
+}
+
+void TestSession::stepPauseAndScale() {
+    TrainingSession session(smallConfig(1000), m_data);
+    QVERIFY(session.latestSnapshot() == nullptr);
+    session.stepOnce();
+    QVERIFY(waitFor([&] { return session.state() == SessionState::Paused; }));
+    const TrainingSnapshot* snap = session.latestSnapshot();
+    QVERIFY(snap != nullptr);
+    QCOMPARE(snap->scalars.step, std::int64_t{1});
+    QCOMPARE(static_cast<int>(snap->stages.size()), 2);
+    QVERIFY(snap->stages[0].role(TensorRole::ActivationGradients).total() > 0);
+    QCOMPARE(snap->stageNames.size(), std::size_t{2});
+    session.setLossScale(8.0); // takes effect at the next step
+    session.stepOnce();
+    QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step == 2; }));
+    QCOMPARE(session.latestSnapshot()->scalars.scale, 8.0);
+    auto first = session.popScalars(), second = session.popScalars();
+    QVERIFY(first && second);
+    QCOMPARE(first->scale, 1.0);
+    QCOMPARE(second->scale, 8.0);
+    QVERIFY(!session.popScalars());
+    session.start();
+    QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step > 5; }));
+    session.pause();
+    QVERIFY(waitFor([&] { return session.state() == SessionState::Paused; }));
+    const std::int64_t at = session.latestSnapshot()->scalars.step;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    QCOMPARE(session.latestSnapshot()->scalars.step, at); // paused means no more steps
+    session.reset();
+    session.stepOnce();
+    QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step == 1; }));
+}
+
+void TestSession::completeRunWritesLogs() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    {
+        TrainingSession session(smallConfig(12), m_data, run);
+        session.start();
+        session.waitUntilDone();
+        QCOMPARE(session.state(), SessionState::Finished);
+    }
+    QCOMPARE(lineCount(run + "/metrics.csv"), 1 + 12);
+    QCOMPARE(lineCount(run + "/layers.csv"), 1 + 12 * 2 * 6); // steps x stages x roles
+    QVERIFY(lineCount(run + "/histograms.csv") > 12);
+    const auto summary = nlohmann::json::parse(readAll(run + "/summary.json"));
+    QCOMPARE(summary["finished"].get<bool>(), true);
+    QCOMPARE(summary["steps"].get<int>(), 12);
+    QVERIFY(summary["test_accuracy"].get<double>() > 0.0);
+    // config.json replays the run.
+    const TrainConfig replay = configFromJson(nlohmann::json::parse(readAll(run + "/config.json")));
+    QCOMPARE(replay.toJson().dump(), smallConfig(12).toJson().dump());
+}
+
+void TestSession::stopKeepsCompletedSteps() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    std::int64_t steps = 0;
+    {
+        TrainingSession session(smallConfig(100000), m_data, run);
+        session.start();
+        QVERIFY(waitFor([&] { auto* s = session.latestSnapshot(); return s && s->scalars.step >= 5; }));
+        session.stop();
+        session.waitUntilDone();
+        QCOMPARE(session.state(), SessionState::Stopped);
+        steps = session.latestSnapshot()->scalars.step;
+    }
+    QCOMPARE(lineCount(run + "/metrics.csv"), 1 + static_cast<int>(steps));
+    const auto summary = nlohmann::json::parse(readAll(run + "/summary.json"));
+    QCOMPARE(summary["finished"].get<bool>(), false);
+    QVERIFY(summary["stop_reason"].get<std::string>().find("stopped") != std::string::npos);
+}
+
+void TestSession::divergenceStopsCleanly() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    TrainConfig c = smallConfig(100);
+    c.recipe.roles[static_cast<std::size_t>(TensorRole::WeightGradients)] =
+        QuantConfig{parseFormat("fp8-e4m3"), Rounding::NearestEven, Overflow::Inf};
+    c.lossScale = 1e12;
+    TrainingSession session(c, m_data, run);
+    session.start();
+    session.waitUntilDone();
+    QCOMPARE(session.state(), SessionState::Diverged);
+    QVERIFY2(session.stopReason().find("diverged at step 1") != std::string::npos,
+             session.stopReason().c_str());
+    QVERIFY(readAll(run + "/events.jsonl").find("\"divergence\"") != std::string::npos);
+}
+
+QTEST_APPLESS_MAIN(TestSession)
+#include "test_session.moc"

@@ -1,0 +1,156 @@
+// The training engine's claims, asserted on outcomes: an FP32 MLP learns the built-in data;
+// FP16 without scaling flushes most activation gradients of a small-gradient network and a
+// static scale brings them back; FP16 master weights lose updates that FP32 keeps; the same seed
+// gives the same loss curve; a static scale that overflows stops the run cleanly; the CNN trains.
+#include <QTest>
+
+#include "train/trainer.h"
+
+#include <cmath>
+#include <memory>
+
+using namespace plab;
+
+class TestTraining : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void fp32MlpLearns();
+    void fp16UnderflowAndStaticScale();
+    void fp16MasterWeightsLoseUpdates();
+    void sameSeedSameCurve();
+    void overflowAtStaticScaleDiverges();
+    void cnnTrains();
+    void lowPrecisionAccumulationHurts();
+
+private:
+    std::shared_ptr<const DataSplit> m_data;
+};
+
+namespace {
+
+TrainConfig config(const nlohmann::json& patch) {
+    nlohmann::json j = {{"data", {{"train_size", 3000}, {"test_size", 1000}}},
+                        {"train", {{"steps", 100}, {"batch_size", 64}}}};
+    if (patch.is_object())
+        j.merge_patch(patch);
+    return configFromJson(j);
+}
+
+double fraction(const QuantStats& s, QuantClass c) {
+    const std::uint64_t nonzero = s.total() - s.count(QuantClass::Zero);
+    return nonzero == 0 ? 0.0 : static_cast<double>(s.count(c)) / static_cast<double>(nonzero);
+}
+
+// Share of all nonzero activation gradients (every stage pooled) flushed to zero, first step.
+double flushedActivationGradients(const TrainConfig& c, std::shared_ptr<const DataSplit> data) {
+    Trainer t(c, std::move(data));
+    t.step();
+    QuantStats pooled;
+    for (const StageStats& s : t.stageStats())
+        pooled.merge(s.role(TensorRole::ActivationGradients));
+    return fraction(pooled, QuantClass::Underflow);
+}
+
+} // namespace
+
+void TestTraining::initTestCase() {
+    m_data = std::make_shared<const DataSplit>(makeSyntheticData(1, 3000, 1000));
+}
+
+void TestTraining::fp32MlpLearns() {
+    Trainer t(config({{"model", {{"hidden", {128, 128}}}}, {"train", {{"steps", 400}}}}), m_data);
+    const double before = t.evaluate().accuracy;
+    for (int i = 0; i < 400; ++i)
+        t.step();
+    const Evaluation after = t.evaluate();
+    QVERIFY2(after.accuracy > 0.6, qPrintable(QString::number(after.accuracy)));
+    QVERIFY(after.accuracy > before + 0.3);
+}
+
+void TestTraining::fp16UnderflowAndStaticScale() {
+    // Small weights: backpropagated gradients shrink by ~300x per layer (1e-2 at the logits,
+    // 1e-10 three layers down), far below FP16's 2^-24 without scaling.
+    const nlohmann::json net = {
+        {"model", {{"hidden", {64, 64, 64}}, {"init", "small"}, {"init_scale", 0.003}}},
+        {"recipe",
+         {{"weights", "fp16"}, {"activations", "fp16"}, {"activation_gradients", "fp16"},
+          {"weight_gradients", "fp16"}}}};
+    nlohmann::json noScale = net, scaled = net;
+    scaled["scaling"] = {{"policy", "static"}, {"scale", 65536}};
+    const double flushedNoScale = flushedActivationGradients(config(noScale), m_data);
+    const double flushedScaled = flushedActivationGradients(config(scaled), m_data);
+    const double flushedFp32 = flushedActivationGradients(config({{"model", net["model"]}}), m_data);
+    QVERIFY2(flushedNoScale > 0.5, qPrintable(QString::number(flushedNoScale)));
+    QVERIFY2(flushedScaled < 0.01, qPrintable(QString::number(flushedScaled)));
+    QCOMPARE(flushedFp32, 0.0);
+}
+
+void TestTraining::fp16MasterWeightsLoseUpdates() {
+    // Tiny updates (lr 1e-4, no momentum) are below half an FP16 ulp of most weights.
+    const nlohmann::json base = {{"train", {{"lr", 1e-4}, {"momentum", 0.0}}}};
+    nlohmann::json fp16 = base;
+    fp16["recipe"] = {{"master_weights", "fp16"}};
+    Trainer a(config(base), m_data), b(config(fp16), m_data);
+    a.step();
+    b.step();
+    double lostFp32 = 0.0, lostFp16 = 0.0;
+    for (std::size_t s = 0; s < a.stageStats().size(); ++s) {
+        lostFp32 = std::max(lostFp32, a.stageStats()[s].lostUpdateFraction());
+        lostFp16 = std::max(lostFp16, b.stageStats()[s].lostUpdateFraction());
+    }
+    QVERIFY2(lostFp16 > 0.5, qPrintable(QString::number(lostFp16)));
+    QVERIFY2(lostFp32 < 0.05, qPrintable(QString::number(lostFp32)));
+    QVERIFY(b.stageStats()[0].updates > 1000);
+}
+
+void TestTraining::sameSeedSameCurve() {
+    const TrainConfig c = config({{"recipe", {{"activation_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}}}}});
+    Trainer a(c, m_data), b(c, m_data);
+    for (int i = 0; i < 20; ++i) {
+        const double la = a.step().scalars.loss, lb = b.step().scalars.loss;
+        QCOMPARE(la, lb); // bit-identical
+    }
+}
+
+void TestTraining::overflowAtStaticScaleDiverges() {
+    // E4M3 weight gradients at an absurd scale without saturation overflow to NaN at once.
+    Trainer t(config({{"recipe", {{"weight_gradients", {{"format", "fp8-e4m3"}, {"overflow", "inf"}}}}},
+                      {"scaling", {{"scale", 1e12}}}}),
+              m_data);
+    const StepResult r = t.step();
+    QVERIFY(r.scalars.skipped);
+    QVERIFY(r.diverged);
+    QVERIFY(!r.event.empty());
+}
+
+void TestTraining::cnnTrains() {
+    Trainer t(config({{"model", {{"type", "cnn"}, {"conv_channels1", 4}, {"conv_channels2", 8}, {"conv_kernel", 3}}},
+                      {"train", {{"batch_size", 32}}}}),
+              m_data);
+    double first = 0.0, last = 0.0;
+    for (int i = 0; i < 60; ++i) {
+        const double loss = t.step().scalars.loss;
+        if (i < 10)
+            first += loss / 10;
+        if (i >= 50)
+            last += loss / 10;
+    }
+    QVERIFY2(last < first * 0.9, qPrintable(QStringLiteral("%1 -> %2").arg(first).arg(last)));
+    QCOMPARE(static_cast<int>(t.stageStats().size()), 3); // conv, conv, linear
+}
+
+void TestTraining::lowPrecisionAccumulationHurts() {
+    // Rounding the running sum to E5M2 after every product loses most of each dot product.
+    Trainer exact(config(nlohmann::json::object()), m_data);
+    Trainer narrow(config({{"recipe", {{"accumulation", {{"format", "fp8-e5m2"}, {"every", 1}}}}}}), m_data);
+    for (int i = 0; i < 100; ++i) {
+        exact.step();
+        narrow.step();
+    }
+    const double a = exact.evaluate().accuracy, b = narrow.evaluate().accuracy;
+    QVERIFY2(b < a - 0.1, qPrintable(QStringLiteral("fp32 %1, e5m2 accumulation %2").arg(a).arg(b)));
+}
+
+QTEST_APPLESS_MAIN(TestTraining)
+#include "test_training.moc"
