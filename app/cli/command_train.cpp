@@ -73,7 +73,8 @@ std::shared_ptr<const DataSplit> loadData(const TrainConfig& config) {
     if (config.dataSource == "synthetic")
         return std::make_shared<const DataSplit>(
             makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
-    const std::string dir = config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource;
+    const std::string dir =
+        config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource;
     return std::make_shared<const DataSplit>(loadIdxDirectory(dir));
 }
 
@@ -101,15 +102,17 @@ int runTrain(const TrainArgs& args) {
                           state == SessionState::Diverged || state == SessionState::Failed;
         if (now - lastPrint > std::chrono::milliseconds(tty ? 200 : 5000) || done) {
             const double elapsed = std::chrono::duration<double>(now - start).count();
-            const double eta = last.step > 0 ? elapsed / static_cast<double>(last.step) *
-                                                   static_cast<double>(session.plannedSteps() - last.step)
-                                             : 0.0;
-            std::fprintf(stderr,
-                         "%sstep %lld/%lld  epoch %d  loss %.4f  acc %.3f  scale %g  %.0f samples/s  "
-                         "ETA %.0fs%s",
-                         tty ? "\r" : "", static_cast<long long>(last.step),
-                         static_cast<long long>(session.plannedSteps()), last.epoch, last.loss,
-                         last.accuracy, last.scale, last.samplesPerSecond, eta, tty ? "   " : "\n");
+            const double eta = last.step > 0
+                                   ? elapsed / static_cast<double>(last.step) *
+                                         static_cast<double>(session.plannedSteps() - last.step)
+                                   : 0.0;
+            std::fprintf(
+                stderr,
+                "%sstep %lld/%lld  epoch %d  loss %.4f  acc %.3f  scale %g  %.0f samples/s  "
+                "ETA %.0fs%s",
+                tty ? "\r" : "", static_cast<long long>(last.step),
+                static_cast<long long>(session.plannedSteps()), last.epoch, last.loss,
+                last.accuracy, last.scale, last.samplesPerSecond, eta, tty ? "   " : "\n");
             lastPrint = now;
         }
         if (done)

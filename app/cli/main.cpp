@@ -11,10 +11,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.set_version_flag("--version", "precision-lab-cli 0.1.0");
     const std::vector<plab::cli::Command> commands = {
-        plab::cli::addFormatsCommand(app),
-        plab::cli::addQuantizeCommand(app),
-        plab::cli::addBenchCommand(app),
-        plab::cli::addTrainCommand(app),
+        plab::cli::addFormatsCommand(app), plab::cli::addQuantizeCommand(app),
+        plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),
         plab::cli::addPresetsCommand(app),
     };
 

@@ -103,7 +103,8 @@ DataSplit makeSyntheticData(std::uint64_t seed, int trainCount, int testCount) {
         for (int i = 0; i < count; ++i) {
             const int c = static_cast<int>(g() % kClasses);
             const float t = unit(g);
-            const float angle = 2.0f * std::numbers::pi_v<float> * static_cast<float>(c) / kClasses + 5.0f * t;
+            const float angle =
+                2.0f * std::numbers::pi_v<float> * static_cast<float>(c) / kClasses + 5.0f * t;
             const float radius = 0.2f + 2.0f * t;
             const float x = radius * std::cos(angle) + latentNoise(g);
             const float y = radius * std::sin(angle) + latentNoise(g);

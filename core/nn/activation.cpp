@@ -32,7 +32,8 @@ std::string_view toString(ActivationKind kind) {
 
 void Activation::forward(float* out, const float* in, const float*, int batch,
                          const Accumulation&) {
-    const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
+    const std::size_t n =
+        static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
     switch (m_kind) {
     case ActivationKind::ReLU:
         for (std::size_t i = 0; i < n; ++i)
@@ -49,18 +50,20 @@ void Activation::forward(float* out, const float* in, const float*, int batch,
     }
 }
 
-void Activation::backward(float* din, float*, const float* dout, const float* in,
-                          const float* out, const float*, int batch, const Accumulation&) {
+void Activation::backward(float* din, float*, const float* dout, const float* in, const float* out,
+                          const float*, int batch, const Accumulation&) {
     if (din == nullptr)
         return;
-    const std::size_t n = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
+    const std::size_t n =
+        static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
     switch (m_kind) {
     case ActivationKind::ReLU: // out = max(in, 0)
         for (std::size_t i = 0; i < n; ++i)
             din[i] = in[i] > 0.0f ? dout[i] : 0.0f;
         break;
     case ActivationKind::GELU: { // out = in * Phi(in): d/din = Phi(in) + in * phi(in)
-        const float invSqrt2Pi = 0.5f * std::numbers::inv_sqrtpi_v<float> * std::numbers::sqrt2_v<float>;
+        const float invSqrt2Pi =
+            0.5f * std::numbers::inv_sqrtpi_v<float> * std::numbers::sqrt2_v<float>;
         for (std::size_t i = 0; i < n; ++i) {
             const float x = in[i];
             const float cdf = 0.5f * (1.0f + std::erf(x * std::numbers::sqrt2_v<float> * 0.5f));

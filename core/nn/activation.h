@@ -19,9 +19,8 @@ public:
     FeatureShape outputShape() const override { return m_shape; }
     void forward(float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override;
-    void backward(float* din, float* dweights, const float* dout, const float* in,
-                  const float* out, const float* weights, int batch,
-                  const Accumulation& acc) override;
+    void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
+                  const float* weights, int batch, const Accumulation& acc) override;
 
 private:
     ActivationKind m_kind;

@@ -26,12 +26,11 @@ std::size_t Conv2d::parameterCount() const {
            (static_cast<std::size_t>(m_in.channels) * m_kernel * m_kernel + 1);
 }
 
-void Conv2d::initParameters(float* params, std::mt19937_64& rng, InitKind init,
-                            float scale) const {
+void Conv2d::initParameters(float* params, std::mt19937_64& rng, InitKind init, float scale) const {
     const int fanIn = m_in.channels * m_kernel * m_kernel;
     const float variance = (init == InitKind::Xavier ? 1.0f : 2.0f) / static_cast<float>(fanIn);
-    std::normal_distribution<float> normal(
-        0.0f, std::sqrt(variance) * (init == InitKind::Small ? scale : 1.0f));
+    std::normal_distribution<float> normal(0.0f, std::sqrt(variance) *
+                                                     (init == InitKind::Small ? scale : 1.0f));
     const std::size_t weights = static_cast<std::size_t>(m_outChannels) * fanIn;
     for (std::size_t i = 0; i < weights; ++i)
         params[i] = normal(rng);
@@ -83,20 +82,20 @@ void Conv2d::forward(float* out, const float* in, const float* weights, int batc
                      const Accumulation& acc) {
     const int hw = m_in.height * m_in.width;
     const int rows = m_in.channels * m_kernel * m_kernel;
-    ConstMatrixMap wMat(weights, m_outChannels, rows);                  // (OC, C*k*k)
+    ConstMatrixMap wMat(weights, m_outChannels, rows); // (OC, C*k*k)
     Eigen::Map<const Eigen::VectorXf> b(weights + static_cast<std::size_t>(m_outChannels) * rows,
                                         m_outChannels);
     for (int s = 0; s < batch; ++s) {
         im2col(in + static_cast<std::size_t>(s) * m_in.size(), m_cols.data());
-        ConstMatrixMap cols(m_cols.data(), rows, hw);                   // (C*k*k, HW)
+        ConstMatrixMap cols(m_cols.data(), rows, hw); // (C*k*k, HW)
         MatrixMap y(out + static_cast<std::size_t>(s) * m_outChannels * hw, m_outChannels, hw);
-        matmulNN(y, wMat, cols, false, acc);                            // y = W cols
-        y.colwise() += b;                                               // y += b
+        matmulNN(y, wMat, cols, false, acc); // y = W cols
+        y.colwise() += b;                    // y += b
     }
 }
 
-void Conv2d::backward(float* din, float* dweights, const float* dout, const float* in,
-                      const float*, const float* weights, int batch, const Accumulation& acc) {
+void Conv2d::backward(float* din, float* dweights, const float* dout, const float* in, const float*,
+                      const float* weights, int batch, const Accumulation& acc) {
     const int hw = m_in.height * m_in.width;
     const int rows = m_in.channels * m_kernel * m_kernel;
     ConstMatrixMap wMat(weights, m_outChannels, rows);

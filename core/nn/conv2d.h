@@ -20,9 +20,8 @@ public:
                         float scale) const override;
     void forward(float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override;
-    void backward(float* din, float* dweights, const float* dout, const float* in,
-                  const float* out, const float* weights, int batch,
-                  const Accumulation& acc) override;
+    void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
+                  const float* weights, int batch, const Accumulation& acc) override;
 
 private:
     void im2col(const float* x, float* cols) const;

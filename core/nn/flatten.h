@@ -17,8 +17,8 @@ public:
                  const Accumulation&) override {
         std::copy_n(in, static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_size), out);
     }
-    void backward(float* din, float*, const float* dout, const float*, const float*,
-                  const float*, int batch, const Accumulation&) override {
+    void backward(float* din, float*, const float* dout, const float*, const float*, const float*,
+                  int batch, const Accumulation&) override {
         if (din != nullptr)
             std::copy_n(dout, static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_size),
                         din);

@@ -13,8 +13,7 @@ std::size_t Linear::parameterCount() const {
     return static_cast<std::size_t>(m_out) * static_cast<std::size_t>(m_in + 1);
 }
 
-void Linear::initParameters(float* params, std::mt19937_64& rng, InitKind init,
-                            float scale) const {
+void Linear::initParameters(float* params, std::mt19937_64& rng, InitKind init, float scale) const {
     const float variance = (init == InitKind::Xavier ? 1.0f : 2.0f) / static_cast<float>(m_in);
     const float sd = std::sqrt(variance) * (init == InitKind::Small ? scale : 1.0f);
     std::normal_distribution<float> normal(0.0f, sd);
@@ -27,12 +26,12 @@ void Linear::initParameters(float* params, std::mt19937_64& rng, InitKind init,
 
 void Linear::forward(float* out, const float* in, const float* weights, int batch,
                      const Accumulation& acc) {
-    ConstMatrixMap x(in, batch, m_in);       // (B, I)
-    ConstMatrixMap w(weights, m_out, m_in);  // (O, I)
+    ConstMatrixMap x(in, batch, m_in);      // (B, I)
+    ConstMatrixMap w(weights, m_out, m_in); // (O, I)
     Eigen::Map<const Eigen::RowVectorXf> b(weights + static_cast<std::size_t>(m_out) * m_in, m_out);
-    MatrixMap y(out, batch, m_out);          // (B, O)
-    matmulNT(y, x, w, false, acc);           // y = x w^T
-    y.rowwise() += b;                        // y += b
+    MatrixMap y(out, batch, m_out); // (B, O)
+    matmulNT(y, x, w, false, acc);  // y = x w^T
+    y.rowwise() += b;               // y += b
 }
 
 void Linear::backward(float* din, float* dweights, const float* dout, const float* in,
@@ -42,12 +41,12 @@ void Linear::backward(float* din, float* dweights, const float* dout, const floa
     ConstMatrixMap x(in, batch, m_in);     // (B, I)
     MatrixMap dw(dweights, m_out, m_in);   // (O, I)
     Eigen::Map<Eigen::RowVectorXf> db(dweights + static_cast<std::size_t>(m_out) * m_in, m_out);
-    matmulTN(dw, dy, x, true, acc);        // from y = x w^T: dw += dy^T x
-    db += dy.colwise().sum();              // from y += b:    db += sum_B dy
+    matmulTN(dw, dy, x, true, acc); // from y = x w^T: dw += dy^T x
+    db += dy.colwise().sum();       // from y += b:    db += sum_B dy
     if (din != nullptr) {
         ConstMatrixMap w(weights, m_out, m_in);
         MatrixMap dx(din, batch, m_in);
-        matmulNN(dx, dy, w, false, acc);   // from y = x w^T: dx = dy w
+        matmulNN(dx, dy, w, false, acc); // from y = x w^T: dx = dy w
     }
 }
 

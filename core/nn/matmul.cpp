@@ -34,32 +34,35 @@ void chunked(MatrixMap c, bool accumulate, const Accumulation& acc, Eigen::Index
 
 void matmulNT(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
-    chunked(c, accumulate, acc, a.cols(), [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
-        if (add)
-            out.noalias() += a.middleCols(s, n) * b.middleCols(s, n).transpose();
-        else
-            out.noalias() = a.middleCols(s, n) * b.middleCols(s, n).transpose();
-    });
+    chunked(c, accumulate, acc, a.cols(),
+            [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
+                if (add)
+                    out.noalias() += a.middleCols(s, n) * b.middleCols(s, n).transpose();
+                else
+                    out.noalias() = a.middleCols(s, n) * b.middleCols(s, n).transpose();
+            });
 }
 
 void matmulNN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
-    chunked(c, accumulate, acc, a.cols(), [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
-        if (add)
-            out.noalias() += a.middleCols(s, n) * b.middleRows(s, n);
-        else
-            out.noalias() = a.middleCols(s, n) * b.middleRows(s, n);
-    });
+    chunked(c, accumulate, acc, a.cols(),
+            [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
+                if (add)
+                    out.noalias() += a.middleCols(s, n) * b.middleRows(s, n);
+                else
+                    out.noalias() = a.middleCols(s, n) * b.middleRows(s, n);
+            });
 }
 
 void matmulTN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
-    chunked(c, accumulate, acc, a.rows(), [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
-        if (add)
-            out.noalias() += a.middleRows(s, n).transpose() * b.middleRows(s, n);
-        else
-            out.noalias() = a.middleRows(s, n).transpose() * b.middleRows(s, n);
-    });
+    chunked(c, accumulate, acc, a.rows(),
+            [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
+                if (add)
+                    out.noalias() += a.middleRows(s, n).transpose() * b.middleRows(s, n);
+                else
+                    out.noalias() = a.middleRows(s, n).transpose() * b.middleRows(s, n);
+            });
 }
 
 } // namespace plab

@@ -5,8 +5,7 @@
 
 namespace plab {
 
-void MaxPool2d::forward(float* out, const float* in, const float*, int batch,
-                        const Accumulation&) {
+void MaxPool2d::forward(float* out, const float* in, const float*, int batch, const Accumulation&) {
     const FeatureShape o = outputShape();
     const int inSize = m_in.size(), outSize = o.size();
     m_argmax.resize(static_cast<std::size_t>(batch) * static_cast<std::size_t>(outSize));
@@ -20,7 +19,8 @@ void MaxPool2d::forward(float* out, const float* in, const float*, int batch,
                     int best = (c * m_in.height + 2 * i) * m_in.width + 2 * j;
                     for (int di = 0; di < 2; ++di)
                         for (int dj = 0; dj < 2; ++dj) {
-                            const int idx = (c * m_in.height + 2 * i + di) * m_in.width + 2 * j + dj;
+                            const int idx =
+                                (c * m_in.height + 2 * i + di) * m_in.width + 2 * j + dj;
                             if (x[idx] > x[best])
                                 best = idx;
                         }

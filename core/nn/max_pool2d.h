@@ -16,9 +16,8 @@ public:
     }
     void forward(float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override;
-    void backward(float* din, float* dweights, const float* dout, const float* in,
-                  const float* out, const float* weights, int batch,
-                  const Accumulation& acc) override;
+    void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
+                  const float* weights, int batch, const Accumulation& acc) override;
 
 private:
     FeatureShape m_in;

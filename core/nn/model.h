@@ -13,11 +13,11 @@
 namespace plab {
 
 struct ModelSpec {
-    std::string type = "mlp";        // "mlp" or "cnn"
+    std::string type = "mlp";             // "mlp" or "cnn"
     std::vector<int> hidden = {256, 256}; // MLP hidden widths
     ActivationKind activation = ActivationKind::ReLU;
     InitKind init = InitKind::He;
-    float initScale = 1.0f;          // multiplies the He std-dev when init is Small
+    float initScale = 1.0f; // multiplies the He std-dev when init is Small
     int convChannels1 = 8, convChannels2 = 16, convKernel = 5; // CNN
 };
 
@@ -33,7 +33,9 @@ public:
     int stageCount() const { return static_cast<int>(m_stageWeightLayer.size()); }
     int stageOf(std::size_t layer) const { return m_stageOf[layer]; }
     // The stage's weight layer, and whether a layer is the last of its stage.
-    std::size_t stageWeightLayer(int stage) const { return m_stageWeightLayer[static_cast<std::size_t>(stage)]; }
+    std::size_t stageWeightLayer(int stage) const {
+        return m_stageWeightLayer[static_cast<std::size_t>(stage)];
+    }
     bool endsStage(std::size_t layer) const;
     std::string stageName(int stage) const;
     FeatureShape inputShape() const { return m_input; }

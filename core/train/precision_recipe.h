@@ -21,11 +21,10 @@ enum class TensorRole {
     OptimizerState,      // momentum / Adam moments
 };
 inline constexpr std::size_t kRoleCount = 6;
-inline constexpr std::array kAllRoles = {TensorRole::Weights,        TensorRole::Activations,
-                                         TensorRole::ActivationGradients,
-                                         TensorRole::WeightGradients, TensorRole::MasterWeights,
-                                         TensorRole::OptimizerState};
-std::string_view toString(TensorRole role);      // "weights", "activation_gradients", ...
+inline constexpr std::array kAllRoles = {
+    TensorRole::Weights,         TensorRole::Activations,   TensorRole::ActivationGradients,
+    TensorRole::WeightGradients, TensorRole::MasterWeights, TensorRole::OptimizerState};
+std::string_view toString(TensorRole role); // "weights", "activation_gradients", ...
 std::optional<TensorRole> parseRole(std::string_view text);
 
 struct PrecisionRecipe {
@@ -33,7 +32,7 @@ struct PrecisionRecipe {
     // Keyed by stage index; -1 means the last stage.
     std::map<int, std::array<std::optional<QuantConfig>, kRoleCount>> stageOverrides;
     std::optional<QuantConfig> accumulation; // none: FP32 accumulation
-    int accumulateEvery = 0;                  // products between roundings of the running sum
+    int accumulateEvery = 0;                 // products between roundings of the running sum
 
     PrecisionRecipe();
     const QuantConfig& config(int stage, int stageCount, TensorRole role) const;

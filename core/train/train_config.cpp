@@ -56,8 +56,8 @@ public:
                 std::string list;
                 for (const std::string& k : m_known)
                     list += (list.empty() ? "" : ", ") + k;
-                throw ConfigError(m_path + "." + it.key() + ": unknown key (expected one of: " +
-                                  list + ")");
+                throw ConfigError(m_path + "." + it.key() +
+                                  ": unknown key (expected one of: " + list + ")");
             }
     }
 
@@ -111,7 +111,8 @@ json quantJson(const QuantConfig& c) {
             {"overflow", std::string(toString(c.overflow))}};
 }
 
-void readRoles(Reader& r, const std::string& base, std::array<std::optional<QuantConfig>, kRoleCount>& out) {
+void readRoles(Reader& r, const std::string& base,
+               std::array<std::optional<QuantConfig>, kRoleCount>& out) {
     for (TensorRole role : kAllRoles) {
         const std::string key(toString(role));
         if (r.has(key.c_str()))
@@ -142,7 +143,8 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
     if (r.has("overrides")) {
         const json& list = r.at("overrides");
         if (!list.is_array())
-            throw ConfigError("config.recipe.overrides: expected an array of {\"stage\": N, role: format}");
+            throw ConfigError(
+                "config.recipe.overrides: expected an array of {\"stage\": N, role: format}");
         for (std::size_t i = 0; i < list.size(); ++i) {
             const std::string base = "config.recipe.overrides[" + std::to_string(i) + "]";
             Reader o(list[i], base);
@@ -226,7 +228,8 @@ TrainConfig configFromJson(const json& j) {
         else if (optimizer == "adam")
             c.optimizer = OptimizerKind::Adam;
         else
-            throw ConfigError("config.train.optimizer: \"" + optimizer + "\" (expected sgd or adam)");
+            throw ConfigError("config.train.optimizer: \"" + optimizer +
+                              "\" (expected sgd or adam)");
         t.number("momentum", c.momentum, 0, 0.999999);
         t.number("weight_decay", c.weightDecay, 0, 1);
         t.number("beta1", c.beta1, 0, 0.999999);
@@ -270,11 +273,14 @@ json TrainConfig::toJson() const {
         overrides.push_back(o);
     }
     recipeJson["overrides"] = overrides;
-    const char* init = model.init == InitKind::He ? "he" : model.init == InitKind::Xavier ? "xavier" : "small";
+    const char* init = model.init == InitKind::He       ? "he"
+                       : model.init == InitKind::Xavier ? "xavier"
+                                                        : "small";
     return {
         {"seed", seed},
         {"threads", threads},
-        {"data", {{"source", dataSource}, {"train_size", syntheticTrain}, {"test_size", syntheticTest}}},
+        {"data",
+         {{"source", dataSource}, {"train_size", syntheticTrain}, {"test_size", syntheticTest}}},
         {"model",
          {{"type", model.type},
           {"hidden", model.hidden},
@@ -348,7 +354,8 @@ const std::vector<Preset>& presets() {
             {"activation_gradients", "fp16"},
             {"weight_gradients", "fp16"}}},
           {"scaling", {{"policy", "static"}, {"scale", 1024}}}}},
-        {"bf16", "BF16 weights, activations and gradients, FP32 master weights: no scaling needed",
+        {"bf16",
+         "BF16 weights, activations and gradients, FP32 master weights: no scaling needed",
          {{"recipe",
            {{"weights", "bf16"},
             {"activations", "bf16"},

@@ -40,9 +40,9 @@ struct TrainConfig {
     OptimizerKind optimizer = OptimizerKind::Sgd;
     double momentum = 0.9, weightDecay = 0.0;
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-    double clipNorm = 0.0;   // 0: no clipping (of the unscaled global gradient norm)
-    int statsEvery = 1;      // collect per-layer statistics every k steps
-    int evalEvery = 0;       // test-set evaluation every k steps; 0: at the end of each epoch
+    double clipNorm = 0.0; // 0: no clipping (of the unscaled global gradient norm)
+    int statsEvery = 1;    // collect per-layer statistics every k steps
+    int evalEvery = 0;     // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
     std::string scalingPolicy = "static";

@@ -64,7 +64,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
         const std::size_t layer = m_model.stageWeightLayer(s);
         std::span<float> w(m_master.data() + m_model.parameterOffset(layer),
                            m_model.layers()[layer]->parameterCount());
-        quantizer(s, TensorRole::MasterWeights).quantize(w, w, nullptr, options(s, TensorRole::MasterWeights));
+        quantizer(s, TensorRole::MasterWeights)
+            .quantize(w, w, nullptr, options(s, TensorRole::MasterWeights));
     }
 }
 
@@ -137,20 +138,26 @@ void Trainer::nextBatch() {
 }
 
 void Trainer::forward(int batch, bool collect, bool withStats) {
-    std::span<float> input(m_input.data(), static_cast<std::size_t>(batch) * m_model.inputShape().size());
+    std::span<float> input(m_input.data(),
+                           static_cast<std::size_t>(batch) * m_model.inputShape().size());
     // The data enters in stage 0's activation format (not counted: it is the dataset's property).
-    quantizer(0, TensorRole::Activations).quantize(input, input, nullptr, options(0, TensorRole::Activations));
+    quantizer(0, TensorRole::Activations)
+        .quantize(input, input, nullptr, options(0, TensorRole::Activations));
     const auto& layers = m_model.layers();
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
-        layers[i]->forward(m_out[i].data(), in, m_forwardWeights + m_model.parameterOffset(i), batch,
-                           m_accumulation);
+        layers[i]->forward(m_out[i].data(), in, m_forwardWeights + m_model.parameterOffset(i),
+                           batch, m_accumulation);
         if (m_model.endsStage(i)) {
             const int s = m_model.stageOf(i);
             std::span<float> out(m_out[i].data(),
                                  static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            QuantStats* stats = collect && withStats ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Activations) : nullptr;
-            quantizer(s, TensorRole::Activations).quantize(out, out, stats, options(s, TensorRole::Activations));
+            QuantStats* stats =
+                collect && withStats
+                    ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Activations)
+                    : nullptr;
+            quantizer(s, TensorRole::Activations)
+                .quantize(out, out, stats, options(s, TensorRole::Activations));
         }
     }
 }
@@ -164,8 +171,12 @@ void Trainer::backward(int batch, bool collect) {
             const int s = m_model.stageOf(i);
             std::span<float> g(m_dout[i].data(),
                                static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            QuantStats* stats = collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::ActivationGradients) : nullptr;
-            quantizer(s, TensorRole::ActivationGradients).quantize(g, g, stats, options(s, TensorRole::ActivationGradients));
+            QuantStats* stats =
+                collect
+                    ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::ActivationGradients)
+                    : nullptr;
+            quantizer(s, TensorRole::ActivationGradients)
+                .quantize(g, g, stats, options(s, TensorRole::ActivationGradients));
         }
         // Nothing below the first weight layer needs a gradient.
         float* din = i > firstWeight ? m_dout[i - 1].data() : nullptr;
@@ -178,8 +189,11 @@ void Trainer::backward(int batch, bool collect) {
         const std::size_t layer = m_model.stageWeightLayer(s);
         std::span<float> g(m_grads.data() + m_model.parameterOffset(layer),
                            layers[layer]->parameterCount());
-        QuantStats* stats = collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients) : nullptr;
-        quantizer(s, TensorRole::WeightGradients).quantize(g, g, stats, options(s, TensorRole::WeightGradients));
+        QuantStats* stats =
+            collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
+                    : nullptr;
+        quantizer(s, TensorRole::WeightGradients)
+            .quantize(g, g, stats, options(s, TensorRole::WeightGradients));
     }
 }
 
@@ -221,11 +235,15 @@ void Trainer::applyUpdate(bool collect) {
             .quantize(next, next, collect ? &st.role(TensorRole::MasterWeights) : nullptr,
                       options(s, TensorRole::MasterWeights));
         if (collect) {
-            for (std::size_t i = 0; i < n; ++i)
-                if (update[i] != 0.0f) {
-                    ++st.updates;
-                    st.lostUpdates += next[i] == master[i] ? 1u : 0u;
-                }
+            // Branch-free counts: updates are nonzero almost everywhere, lost ones are random.
+            std::uint64_t updates = 0, lost = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint64_t moved = update[i] != 0.0f ? 1u : 0u;
+                updates += moved;
+                lost += moved & (next[i] == master[i] ? 1u : 0u);
+            }
+            st.updates += updates;
+            st.lostUpdates += lost;
         }
         std::copy(next.begin(), next.end(), master.begin());
     }
@@ -309,8 +327,9 @@ Evaluation Trainer::evaluate() {
         const std::size_t n = std::min(maxBatch, test.count() - start);
         std::copy_n(test.sample(start), n * size, m_input.data());
         forward(static_cast<int>(n), false, false);
-        const LossResult r = softmaxCrossEntropy(m_out.back().data(), test.labels.data() + start,
-                                                 static_cast<int>(n), m_model.classes(), nullptr, 1.0f);
+        const LossResult r =
+            softmaxCrossEntropy(m_out.back().data(), test.labels.data() + start,
+                                static_cast<int>(n), m_model.classes(), nullptr, 1.0f);
         lossSum += r.loss * static_cast<double>(n);
         correct += static_cast<std::size_t>(r.correct);
     }

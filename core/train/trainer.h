@@ -22,7 +22,7 @@ namespace plab {
 struct StepResult {
     StepScalars scalars;
     bool statsCollected = false;
-    std::string event;   // e.g. why a step was skipped; empty if nothing happened
+    std::string event;     // e.g. why a step was skipped; empty if nothing happened
     bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
 };
 

@@ -42,7 +42,8 @@ TrainingSession::~TrainingSession() {
     if (m_worker.joinable())
         m_worker.join();
     const SessionState s = m_state.load();
-    if (m_log && (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
+    if (m_log &&
+        (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
         try {
             RunSummary summary;
             summary.stopReason = "stopped before the end (session closed)";
@@ -64,13 +65,27 @@ void TrainingSession::post(Command c) {
     m_wake.notify_all();
 }
 
-void TrainingSession::start() { post({Command::Start, 0.0, nullptr}); }
-void TrainingSession::pause() { post({Command::Pause, 0.0, nullptr}); }
-void TrainingSession::stepOnce() { post({Command::Step, 0.0, nullptr}); }
-void TrainingSession::stop() { post({Command::Stop, 0.0, nullptr}); }
-void TrainingSession::reset() { post({Command::Reset, 0.0, nullptr}); }
-void TrainingSession::setLearningRate(double lr) { post({Command::LearningRate, lr, nullptr}); }
-void TrainingSession::setLossScale(double scale) { post({Command::Scale, scale, nullptr}); }
+void TrainingSession::start() {
+    post({Command::Start, 0.0, nullptr});
+}
+void TrainingSession::pause() {
+    post({Command::Pause, 0.0, nullptr});
+}
+void TrainingSession::stepOnce() {
+    post({Command::Step, 0.0, nullptr});
+}
+void TrainingSession::stop() {
+    post({Command::Stop, 0.0, nullptr});
+}
+void TrainingSession::reset() {
+    post({Command::Reset, 0.0, nullptr});
+}
+void TrainingSession::setLearningRate(double lr) {
+    post({Command::LearningRate, lr, nullptr});
+}
+void TrainingSession::setLossScale(double scale) {
+    post({Command::Scale, scale, nullptr});
+}
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
@@ -82,7 +97,9 @@ const TrainingSnapshot* TrainingSession::latestSnapshot() {
     return &m_snapshots.front();
 }
 
-std::optional<StepScalars> TrainingSession::popScalars() { return m_ring.pop(); }
+std::optional<StepScalars> TrainingSession::popScalars() {
+    return m_ring.pop();
+}
 
 std::string TrainingSession::stopReason() const {
     std::lock_guard lock(m_reasonMutex);
@@ -125,7 +142,8 @@ void TrainingSession::apply(const Command& c) {
     case Command::LearningRate:
         m_trainer->setLearningRate(c.value);
         if (m_log)
-            m_log->logEvent(step, "learning_rate", "learning rate set to " + std::to_string(c.value));
+            m_log->logEvent(step, "learning_rate",
+                            "learning rate set to " + std::to_string(c.value));
         break;
     case Command::Scale:
         m_trainer->setLossScale(c.value);
@@ -201,10 +219,10 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         summary.testAccuracy = m_lastEval.accuracy;
         summary.wallSeconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
-        summary.samplesPerSecond = summary.wallSeconds > 0
-                                       ? static_cast<double>(summary.steps) * m_config.batchSize /
-                                             summary.wallSeconds
-                                       : 0.0;
+        summary.samplesPerSecond =
+            summary.wallSeconds > 0
+                ? static_cast<double>(summary.steps) * m_config.batchSize / summary.wallSeconds
+                : 0.0;
         m_log->logEvent(summary.steps, "end", reason);
         m_log->writeSummary(summary);
     }
@@ -240,9 +258,9 @@ void TrainingSession::run(std::stop_token stop) {
                 apply(c);
             }
             const SessionState s = m_state.load();
-            if (s == SessionState::Running || (m_pendingSteps > 0 && s != SessionState::Stopped &&
-                                               s != SessionState::Finished &&
-                                               s != SessionState::Diverged)) {
+            if (s == SessionState::Running ||
+                (m_pendingSteps > 0 && s != SessionState::Stopped && s != SessionState::Finished &&
+                 s != SessionState::Diverged)) {
                 if (m_pendingSteps > 0 && --m_pendingSteps == 0 && s != SessionState::Running)
                     m_state = SessionState::Paused;
                 doStep();

@@ -34,7 +34,7 @@ public:
     TrainingSession& operator=(const TrainingSession&) = delete;
 
     // Commands, applied by the worker at the next step boundary.
-    void start();    // run until the planned steps are done, or pause/stop
+    void start(); // run until the planned steps are done, or pause/stop
     void pause();
     void stepOnce(); // one step, then paused
     void stop();     // end the run: summary written, worker exits

@@ -1,6 +1,10 @@
-// precision-lab-cli end to end: the formats table, text and binary quantise, and bad input
-// giving a one-line error that names the offending text with a non-zero exit.
+// precision-lab-cli end to end: the formats table, text and binary quantise, training with its
+// run log (also when killed), and bad input giving a one-line error that names the offending text
+// with a non-zero exit.
+#include <QDir>
+#include <QFile>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
@@ -17,6 +21,12 @@ private slots:
     void badInput_data();
     void badInput();
     void benchRuns();
+    void presetsList();
+    void trainRunsAndLogs();
+    void trainBadInput_data();
+    void trainBadInput();
+    void trainKilledMidwayKeepsLogs();
+    void trainDivergenceExitsCleanly();
 };
 
 namespace {
@@ -150,6 +160,116 @@ void TestCli::benchRuns() {
     // One row per format and rounding mode.
     QCOMPARE(r.out.count("fp16 "), 4);
     QCOMPARE(r.out.count("fp4-e2m1 "), 4);
+}
+
+namespace {
+
+const QStringList kTinyRun = {QStringLiteral("--set"), QStringLiteral("data.train_size=600"),
+                              QStringLiteral("--set"), QStringLiteral("data.test_size=100"),
+                              QStringLiteral("--set"), QStringLiteral("model.hidden=[16]"),
+                              QStringLiteral("--set"), QStringLiteral("train.batch_size=32")};
+
+QList<QByteArray> fileLines(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return f.readAll().trimmed().split('\n');
+}
+
+} // namespace
+
+void TestCli::presetsList() {
+    const Result r = runCli({QStringLiteral("presets")});
+    QCOMPARE(r.exitCode, 0);
+    for (const char* name :
+         {"fp32 ", "fp16-noscale", "fp16-static", "bf16 ", "fp8-e5m2", "fp8-e4m3"})
+        QVERIFY2(r.out.contains(name), name);
+}
+
+void TestCli::trainRunsAndLogs() {
+    QTemporaryDir dir;
+    const QString out = dir.path() + QStringLiteral("/run");
+    const Result r = runCli(QStringList{QStringLiteral("train"), QStringLiteral("--preset"),
+                                        QStringLiteral("fp16-static"), QStringLiteral("--steps"),
+                                        QStringLiteral("15"), QStringLiteral("--out"), out} +
+                            kTinyRun);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY(r.out.contains("\"finished\": true"));
+    QVERIFY(r.err.contains("step 15/15")); // the progress line
+    QCOMPARE(fileLines(out + QStringLiteral("/metrics.csv")).size(), 16);
+    QVERIFY(QFile::exists(out + QStringLiteral("/config.json")));
+    QVERIFY(fileLines(out + QStringLiteral("/layers.csv")).size() > 15);
+    QVERIFY(fileLines(out + QStringLiteral("/events.jsonl")).size() >= 2);
+}
+
+void TestCli::trainBadInput_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("mustMention");
+    QTest::newRow("unknown key") << QStringList{QStringLiteral("--set"),
+                                                QStringLiteral("train.lrr=1")}
+                                 << "config.train.lrr: unknown key";
+    QTest::newRow("bad value") << QStringList{QStringLiteral("--set"),
+                                              QStringLiteral("train.batch_size=-4")}
+                               << "config.train.batch_size";
+    QTest::newRow("bad preset") << QStringList{QStringLiteral("--preset"), QStringLiteral("fp7")}
+                                << "preset \"fp7\"";
+    QTest::newRow("missing data") << QStringList{QStringLiteral("--data"),
+                                                 QStringLiteral("/nonexistent/fm")}
+                                  << "/nonexistent/fm";
+    QTest::newRow("missing config")
+        << QStringList{QStringLiteral("--config"), QStringLiteral("/nonexistent.json")}
+        << "/nonexistent.json: cannot open";
+}
+
+void TestCli::trainBadInput() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, mustMention);
+    const Result r = runCli(
+        QStringList{QStringLiteral("train"), QStringLiteral("--steps"), QStringLiteral("5")} +
+        args);
+    QVERIFY(r.exitCode > 0);
+    const QByteArray err = r.err.trimmed();
+    QVERIFY2(!err.contains('\n'), err.constData());
+    QVERIFY2(QString::fromUtf8(err).contains(mustMention), err.constData());
+}
+
+// A run killed with SIGKILL keeps every completed step, whole, and says it did not finish.
+void TestCli::trainKilledMidwayKeepsLogs() {
+    QTemporaryDir dir;
+    const QString out = dir.path() + QStringLiteral("/run");
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH),
+            QStringList{QStringLiteral("train"), QStringLiteral("--steps"),
+                        QStringLiteral("1000000"), QStringLiteral("--out"), out} +
+                kTinyRun);
+    QVERIFY(p.waitForStarted());
+    const QString metrics = out + QStringLiteral("/metrics.csv");
+    for (int i = 0; i < 600 && fileLines(metrics).size() < 30; ++i)
+        QTest::qWait(20);
+    p.kill();
+    QVERIFY(p.waitForFinished());
+    const QList<QByteArray> lines = fileLines(metrics);
+    QVERIFY(lines.size() >= 30);
+    for (qsizetype i = 1; i < lines.size(); ++i) {
+        QCOMPARE(lines[i].count(','), 9); // complete rows only
+        QCOMPARE(lines[i].split(',')[0].toLongLong(), static_cast<long long>(i));
+    }
+    QFile summary(out + QStringLiteral("/summary.json"));
+    QVERIFY(summary.open(QIODevice::ReadOnly));
+    QVERIFY(summary.readAll().contains("\"finished\": false"));
+}
+
+void TestCli::trainDivergenceExitsCleanly() {
+    const Result r = runCli(
+        QStringList{QStringLiteral("train"), QStringLiteral("--steps"), QStringLiteral("50"),
+                    QStringLiteral("--set"),
+                    QStringLiteral(
+                        "recipe.weight_gradients={\"format\":\"fp8-e4m3\",\"overflow\":\"inf\"}"),
+                    QStringLiteral("--set"), QStringLiteral("scaling.scale=1e12"),
+                    QStringLiteral("--out"), QDir::tempPath() + QStringLiteral("/plab-diverge")} +
+        kTinyRun);
+    QCOMPARE(r.exitCode, 3);
+    QVERIFY2(r.err.contains("diverged at step 1"), r.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -46,7 +46,8 @@ std::string write(const QTemporaryDir& dir, const std::string& name,
         gzclose(f);
     } else {
         std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+            .write(reinterpret_cast<const char*>(bytes.data()),
+                   static_cast<std::streamsize>(bytes.size()));
     }
     return path;
 }
@@ -67,7 +68,8 @@ void TestDatasets::badFiles_data() {
     QTest::addColumn<QByteArray>("bytes");
     QTest::addColumn<QString>("mustMention");
     auto bytes = [](const std::vector<unsigned char>& v) {
-        return QByteArray(reinterpret_cast<const char*>(v.data()), static_cast<qsizetype>(v.size()));
+        return QByteArray(reinterpret_cast<const char*>(v.data()),
+                          static_cast<qsizetype>(v.size()));
     };
     std::vector<unsigned char> badMagic = idx({4}, 4);
     badMagic[0] = 0x1f;
@@ -85,7 +87,8 @@ void TestDatasets::badFiles() {
     QFETCH(QByteArray, bytes);
     QFETCH(QString, mustMention);
     QTemporaryDir dir;
-    const std::string path = write(dir, "bad", std::vector<unsigned char>(bytes.begin(), bytes.end()));
+    const std::string path =
+        write(dir, "bad", std::vector<unsigned char>(bytes.begin(), bytes.end()));
     try {
         readIdx(path);
         QFAIL("no error");
@@ -129,7 +132,9 @@ void TestDatasets::directoryErrors() {
         loadIdxDirectory(dir.path().toStdString());
         QFAIL("no error");
     } catch (const DataError& e) {
-        QVERIFY2(QString::fromUtf8(e.what()).contains(QLatin1String("missing t10k-labels-idx1-ubyte")), e.what());
+        QVERIFY2(
+            QString::fromUtf8(e.what()).contains(QLatin1String("missing t10k-labels-idx1-ubyte")),
+            e.what());
     }
     QVERIFY_THROWS_EXCEPTION(DataError, loadIdxDirectory("/nonexistent/dir"));
 }

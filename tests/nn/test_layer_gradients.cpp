@@ -97,16 +97,18 @@ void TestLayerGradients::layers() {
         std::vector<float> plus = in, minus = in;
         plus[i] += h;
         minus[i] -= h;
-        const double numeric = (objective(*layer, plus, w, r, batch) -
-                                objective(*layer, minus, w, r, batch)) / (2.0 * h);
+        const double numeric =
+            (objective(*layer, plus, w, r, batch) - objective(*layer, minus, w, r, batch)) /
+            (2.0 * h);
         worst = std::max(worst, relativeError(numeric, din[i]));
     }
     for (std::size_t i = 0; i < w.size(); i += 2) {
         std::vector<float> plus = w, minus = w;
         plus[i] += h;
         minus[i] -= h;
-        const double numeric = (objective(*layer, in, plus, r, batch) -
-                                objective(*layer, in, minus, r, batch)) / (2.0 * h);
+        const double numeric =
+            (objective(*layer, in, plus, r, batch) - objective(*layer, in, minus, r, batch)) /
+            (2.0 * h);
         worst = std::max(worst, relativeError(numeric, dw[i]));
     }
     QVERIFY2(worst < 2e-2, qPrintable(QStringLiteral("worst relative error %1").arg(worst)));
@@ -121,8 +123,8 @@ void TestLayerGradients::softmaxCrossEntropy() {
         v = normal(rng);
     const std::uint8_t labels[] = {0, 3, 4, 1};
     const float scale = 8.0f; // the loss scale multiplies the gradient, not the loss
-    const LossResult base = plab::softmaxCrossEntropy(logits.data(), labels, batch, classes,
-                                                      grad.data(), scale);
+    const LossResult base =
+        plab::softmaxCrossEntropy(logits.data(), labels, batch, classes, grad.data(), scale);
     QVERIFY(base.loss > 0.0);
     const float h = 1e-3f;
     for (std::size_t i = 0; i < logits.size(); ++i) {
@@ -133,8 +135,10 @@ void TestLayerGradients::softmaxCrossEntropy() {
             (plab::softmaxCrossEntropy(plus.data(), labels, batch, classes, nullptr, 1).loss -
              plab::softmaxCrossEntropy(minus.data(), labels, batch, classes, nullptr, 1).loss) /
             (2.0 * h);
-        QVERIFY2(relativeError(numeric * scale, grad[i]) < 1e-2,
-                 qPrintable(QStringLiteral("logit %1: %2 vs %3").arg(i).arg(numeric * scale).arg(grad[i])));
+        QVERIFY2(
+            relativeError(numeric * scale, grad[i]) < 1e-2,
+            qPrintable(
+                QStringLiteral("logit %1: %2 vs %3").arg(i).arg(numeric * scale).arg(grad[i])));
     }
 }
 

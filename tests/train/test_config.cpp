@@ -25,7 +25,8 @@ void TestConfig::defaultsRoundTrip() {
 }
 
 void TestConfig::presetsParse() {
-    for (const char* name : {"fp32", "fp16-noscale", "fp16-static", "bf16", "fp8-e5m2", "fp8-e4m3"}) {
+    for (const char* name :
+         {"fp32", "fp16-noscale", "fp16-static", "bf16", "fp8-e5m2", "fp8-e4m3"}) {
         const TrainConfig c = configFromJson(findPreset(name).json);
         const json again = c.toJson();
         QCOMPARE(configFromJson(again).toJson().dump(), again.dump());
@@ -58,19 +59,33 @@ void TestConfig::settings() {
 void TestConfig::errors_data() {
     QTest::addColumn<QString>("jsonText");
     QTest::addColumn<QString>("mustMention");
-    QTest::newRow("unknown key") << R"({"train": {"lrr": 1}})" << "config.train.lrr: unknown key";
-    QTest::newRow("wrong type") << R"({"train": {"lr": "fast"}})" << "config.train.lr: expected a number";
-    QTest::newRow("integer expected") << R"({"train": {"batch_size": 1.5}})" << "config.train.batch_size: expected an integer";
-    QTest::newRow("out of range") << R"({"train": {"batch_size": 0}})" << "out of range [1, 65536]";
-    QTest::newRow("negative lr") << R"({"train": {"lr": -1}})" << "config.train.lr: -1 is out of range";
-    QTest::newRow("bad format") << R"({"recipe": {"weights": "fp9"}})" << "config.recipe.weights: format \"fp9\"";
-    QTest::newRow("bad rounding") << R"({"recipe": {"weights": {"format": "fp16", "rounding": "up"}}})" << "rounding \"up\"";
-    QTest::newRow("unknown role") << R"({"recipe": {"gradients": "fp16"}})" << "config.recipe.gradients: unknown key";
-    QTest::newRow("optimizer") << R"({"train": {"optimizer": "rmsprop"}})" << "config.train.optimizer";
-    QTest::newRow("no length") << R"({"train": {"steps": 0, "epochs": 0}})" << "steps and epochs are both 0";
-    QTest::newRow("model type") << R"({"model": {"type": "rnn"}})" << "config.model.type";
-    QTest::newRow("not an object") << R"({"train": 5})" << "config.train: expected an object";
-    QTest::newRow("policy") << R"({"scaling": {"policy": "dynamic"}})" << "config.scaling.policy";
+    QTest::newRow("unknown key") << R"({"train": {"lrr": 1}})"
+                                 << "config.train.lrr: unknown key";
+    QTest::newRow("wrong type") << R"({"train": {"lr": "fast"}})"
+                                << "config.train.lr: expected a number";
+    QTest::newRow("integer expected") << R"({"train": {"batch_size": 1.5}})"
+                                      << "config.train.batch_size: expected an integer";
+    QTest::newRow("out of range") << R"({"train": {"batch_size": 0}})"
+                                  << "out of range [1, 65536]";
+    QTest::newRow("negative lr") << R"({"train": {"lr": -1}})"
+                                 << "config.train.lr: -1 is out of range";
+    QTest::newRow("bad format") << R"({"recipe": {"weights": "fp9"}})"
+                                << "config.recipe.weights: format \"fp9\"";
+    QTest::newRow("bad rounding")
+        << R"({"recipe": {"weights": {"format": "fp16", "rounding": "up"}}})"
+        << "rounding \"up\"";
+    QTest::newRow("unknown role") << R"({"recipe": {"gradients": "fp16"}})"
+                                  << "config.recipe.gradients: unknown key";
+    QTest::newRow("optimizer") << R"({"train": {"optimizer": "rmsprop"}})"
+                               << "config.train.optimizer";
+    QTest::newRow("no length") << R"({"train": {"steps": 0, "epochs": 0}})"
+                               << "steps and epochs are both 0";
+    QTest::newRow("model type") << R"({"model": {"type": "rnn"}})"
+                                << "config.model.type";
+    QTest::newRow("not an object") << R"({"train": 5})"
+                                   << "config.train: expected an object";
+    QTest::newRow("policy") << R"({"scaling": {"policy": "dynamic"}})"
+                            << "config.scaling.policy";
 }
 
 void TestConfig::errors() {

@@ -27,8 +27,8 @@ private:
 namespace {
 
 TrainConfig smallConfig(std::int64_t steps) {
-    return configFromJson({{"model", {{"hidden", {32}}}},
-                           {"train", {{"steps", steps}, {"batch_size", 32}}}});
+    return configFromJson(
+        {{"model", {{"hidden", {32}}}}, {"train", {{"steps", steps}, {"batch_size", 32}}}});
 }
 
 template <typename Pred>
@@ -120,7 +120,10 @@ void TestSession::stopKeepsCompletedSteps() {
     {
         TrainingSession session(smallConfig(100000), m_data, run);
         session.start();
-        QVERIFY(waitFor([&] { auto* s = session.latestSnapshot(); return s && s->scalars.step >= 5; }));
+        QVERIFY(waitFor([&] {
+            auto* s = session.latestSnapshot();
+            return s && s->scalars.step >= 5;
+        }));
         session.stop();
         session.waitUntilDone();
         QCOMPARE(session.state(), SessionState::Stopped);

@@ -74,13 +74,16 @@ void TestTraining::fp16UnderflowAndStaticScale() {
     const nlohmann::json net = {
         {"model", {{"hidden", {64, 64, 64}}, {"init", "small"}, {"init_scale", 0.003}}},
         {"recipe",
-         {{"weights", "fp16"}, {"activations", "fp16"}, {"activation_gradients", "fp16"},
+         {{"weights", "fp16"},
+          {"activations", "fp16"},
+          {"activation_gradients", "fp16"},
           {"weight_gradients", "fp16"}}}};
     nlohmann::json noScale = net, scaled = net;
     scaled["scaling"] = {{"policy", "static"}, {"scale", 65536}};
     const double flushedNoScale = flushedActivationGradients(config(noScale), m_data);
     const double flushedScaled = flushedActivationGradients(config(scaled), m_data);
-    const double flushedFp32 = flushedActivationGradients(config({{"model", net["model"]}}), m_data);
+    const double flushedFp32 =
+        flushedActivationGradients(config({{"model", net["model"]}}), m_data);
     QVERIFY2(flushedNoScale > 0.5, qPrintable(QString::number(flushedNoScale)));
     QVERIFY2(flushedScaled < 0.01, qPrintable(QString::number(flushedScaled)));
     QCOMPARE(flushedFp32, 0.0);
@@ -105,7 +108,9 @@ void TestTraining::fp16MasterWeightsLoseUpdates() {
 }
 
 void TestTraining::sameSeedSameCurve() {
-    const TrainConfig c = config({{"recipe", {{"activation_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}}}}});
+    const TrainConfig c = config(
+        {{"recipe",
+          {{"activation_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}}}}});
     Trainer a(c, m_data), b(c, m_data);
     for (int i = 0; i < 20; ++i) {
         const double la = a.step().scalars.loss, lb = b.step().scalars.loss;
@@ -115,9 +120,10 @@ void TestTraining::sameSeedSameCurve() {
 
 void TestTraining::overflowAtStaticScaleDiverges() {
     // E4M3 weight gradients at an absurd scale without saturation overflow to NaN at once.
-    Trainer t(config({{"recipe", {{"weight_gradients", {{"format", "fp8-e4m3"}, {"overflow", "inf"}}}}},
-                      {"scaling", {{"scale", 1e12}}}}),
-              m_data);
+    Trainer t(
+        config({{"recipe", {{"weight_gradients", {{"format", "fp8-e4m3"}, {"overflow", "inf"}}}}},
+                {"scaling", {{"scale", 1e12}}}}),
+        m_data);
     const StepResult r = t.step();
     QVERIFY(r.scalars.skipped);
     QVERIFY(r.diverged);
@@ -125,9 +131,12 @@ void TestTraining::overflowAtStaticScaleDiverges() {
 }
 
 void TestTraining::cnnTrains() {
-    Trainer t(config({{"model", {{"type", "cnn"}, {"conv_channels1", 4}, {"conv_channels2", 8}, {"conv_kernel", 3}}},
-                      {"train", {{"batch_size", 32}}}}),
-              m_data);
+    Trainer t(
+        config(
+            {{"model",
+              {{"type", "cnn"}, {"conv_channels1", 4}, {"conv_channels2", 8}, {"conv_kernel", 3}}},
+             {"train", {{"batch_size", 32}}}}),
+        m_data);
     double first = 0.0, last = 0.0;
     for (int i = 0; i < 60; ++i) {
         const double loss = t.step().scalars.loss;
@@ -143,13 +152,15 @@ void TestTraining::cnnTrains() {
 void TestTraining::lowPrecisionAccumulationHurts() {
     // Rounding the running sum to E5M2 after every product loses most of each dot product.
     Trainer exact(config(nlohmann::json::object()), m_data);
-    Trainer narrow(config({{"recipe", {{"accumulation", {{"format", "fp8-e5m2"}, {"every", 1}}}}}}), m_data);
+    Trainer narrow(config({{"recipe", {{"accumulation", {{"format", "fp8-e5m2"}, {"every", 1}}}}}}),
+                   m_data);
     for (int i = 0; i < 100; ++i) {
         exact.step();
         narrow.step();
     }
     const double a = exact.evaluate().accuracy, b = narrow.evaluate().accuracy;
-    QVERIFY2(b < a - 0.1, qPrintable(QStringLiteral("fp32 %1, e5m2 accumulation %2").arg(a).arg(b)));
+    QVERIFY2(b < a - 0.1,
+             qPrintable(QStringLiteral("fp32 %1, e5m2 accumulation %2").arg(a).arg(b)));
 }
 
 QTEST_APPLESS_MAIN(TestTraining)
