@@ -8,6 +8,8 @@ packages=(
   build-essential cmake ninja-build
   qt6-base-dev
   libcli11-dev librandom123-dev
+  libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev pkg-config
+  dataset-fashion-mnist
 )
 
 missing=()

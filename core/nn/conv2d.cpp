@@ -28,6 +28,13 @@ std::size_t Conv2d::parameterCount() const {
 
 void Conv2d::initParameters(float* params, std::mt19937_64& rng, InitKind init, float scale) const {
     const int fanIn = m_in.channels * m_kernel * m_kernel;
+    if (init == InitKind::Uniform) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(fanIn));
+        std::uniform_real_distribution<float> uniform(-bound, bound);
+        for (std::size_t i = 0; i < parameterCount(); ++i)
+            params[i] = uniform(rng);
+        return;
+    }
     const float variance = (init == InitKind::Xavier ? 1.0f : 2.0f) / static_cast<float>(fanIn);
     std::normal_distribution<float> normal(0.0f, std::sqrt(variance) *
                                                      (init == InitKind::Small ? scale : 1.0f));

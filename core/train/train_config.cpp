@@ -204,8 +204,11 @@ TrainConfig configFromJson(const json& j) {
             c.model.init = InitKind::Xavier;
         else if (init == "small")
             c.model.init = InitKind::Small;
+        else if (init == "uniform")
+            c.model.init = InitKind::Uniform;
         else
-            throw ConfigError("config.model.init: \"" + init + "\" (expected he, xavier or small)");
+            throw ConfigError("config.model.init: \"" + init +
+                              "\" (expected he, xavier, small or uniform)");
         m.number("init_scale", c.model.initScale, 1e-12, 1e6);
         m.number("conv_channels1", c.model.convChannels1, 1, 1024);
         m.number("conv_channels2", c.model.convChannels2, 1, 1024);
