@@ -18,7 +18,11 @@ if [[ "$mode" == test ]]; then
 fi
 
 cli=build/default/app/precision-lab-cli
-echo "Precision Lab: the desktop app is not built yet; showing the format engine through the CLI."
+echo "Precision Lab: the desktop app is not built yet, so this is the headless demo (CLI)."
 "$cli" formats
 echo
-echo "464 465 1e-3 6e-8 0.1" | "$cli" quantize --format fp8-e4m3 --overflow inf
+echo "== FP16 with a static loss scale of 2^10 on the built-in data (run log in runs/demo) =="
+"$cli" train --preset fp16-static --steps 400 --out runs/demo
+echo
+echo "Per-layer counters of flushed (underflow) activation gradients, last logged step:"
+tail -n 24 runs/demo/layers.csv | grep activation_gradients | cut -d, -f3,4,5,8,14
