@@ -24,5 +24,6 @@ echo
 echo "== FP16 with a static loss scale of 2^10 on the built-in data (run log in runs/demo) =="
 "$cli" train --preset fp16-static --steps 400 --out runs/demo
 echo
-echo "Per-layer counters of flushed (underflow) activation gradients, last logged step:"
-tail -n 24 runs/demo/layers.csv | grep activation_gradients | cut -d, -f3,4,5,8,14
+echo "Activation gradients at the last step, per layer (stage, format, flushed count, flushed share):"
+last=$(tail -n 1 runs/demo/layers.csv | cut -d, -f1)
+awk -F, -v s="$last" '$1 == s && $4 == "activation_gradients" {print "  " $3 ": " $5 ", " $8 " flushed (" $14 ")"}' runs/demo/layers.csv
