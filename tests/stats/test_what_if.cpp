@@ -1,0 +1,66 @@
+// The slider's what-if: shifting a recorded histogram must predict the classes the quantiser
+// gives the scaled values (exactly, for values away from the thresholds).
+#include <QTest>
+
+#include "numerics/quantizer.h"
+#include "stats/what_if.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace plab;
+
+class TestWhatIf : public QObject {
+    Q_OBJECT
+private slots:
+    void predictsQuantizerClasses_data();
+    void predictsQuantizerClasses();
+};
+
+void TestWhatIf::predictsQuantizerClasses_data() {
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<double>("log2Factor");
+    for (const char* f : {"fp16", "bf16", "fp8-e5m2", "fp8-e4m3", "e5m10:nosub"})
+        for (double k : {0.0, 10.0, 20.0, 30.0, 45.0, 7.25})
+            QTest::addRow("%s x2^%g", f, k) << QString::fromLatin1(f) << k;
+}
+
+void TestWhatIf::predictsQuantizerClasses() {
+    QFETCH(QString, format);
+    QFETCH(double, log2Factor);
+    const FormatSpec spec = parseFormat(format.toStdString());
+    // Gradient-like values over 30 binades, placed at bin centres so no bin straddles a threshold
+    // by more than half a bin; plus true zeros.
+    std::mt19937 rng(4);
+    std::uniform_int_distribution<int> bin(-4 * 40, -4 * 10);
+    std::vector<float> values;
+    for (int i = 0; i < 20000; ++i)
+        values.push_back(static_cast<float>(std::exp2((bin(rng) + 0.5) / 4.0)));
+    for (int i = 0; i < 1000; ++i)
+        values.push_back(0.0f);
+    QuantStats recorded;
+    std::vector<float> out(values.size());
+    Quantizer(QuantConfig::forFormat(parseFormat("fp32"))).quantize(values, out, &recorded);
+
+    const double factor = std::exp2(log2Factor);
+    std::vector<float> scaled(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+        scaled[i] = static_cast<float>(values[i] * factor);
+    QuantStats actual;
+    Quantizer(QuantConfig::forFormat(spec, Rounding::NearestEven)).quantize(scaled, out, &actual);
+
+    const WhatIfFractions predicted = whatIf(recorded, spec, factor);
+    // Thresholds fall inside bins at most once each: allow a few bins' worth of disagreement.
+    const double tolerance = 3.0 / 120.0;
+    QVERIFY(std::fabs(predicted.zero - actual.fraction(QuantClass::Zero)) < 1e-12);
+    QVERIFY2(std::fabs(predicted.flushed - actual.fraction(QuantClass::Underflow)) < tolerance,
+             qPrintable(QStringLiteral("flushed %1 vs %2").arg(predicted.flushed).arg(actual.fraction(QuantClass::Underflow))));
+    QVERIFY2(std::fabs(predicted.subnormal - actual.fraction(QuantClass::Subnormal)) < tolerance,
+             qPrintable(QStringLiteral("subnormal %1 vs %2").arg(predicted.subnormal).arg(actual.fraction(QuantClass::Subnormal))));
+    QVERIFY2(std::fabs(predicted.overflow - actual.fraction(QuantClass::Overflow)) < tolerance,
+             qPrintable(QStringLiteral("overflow %1 vs %2").arg(predicted.overflow).arg(actual.fraction(QuantClass::Overflow))));
+}
+
+QTEST_APPLESS_MAIN(TestWhatIf)
+#include "test_what_if.moc"
