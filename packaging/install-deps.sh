@@ -6,7 +6,7 @@ set -euo pipefail
 # What the build uses today; README.md says why each library is here.
 packages=(
   build-essential cmake ninja-build
-  qt6-base-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libcli11-dev librandom123-dev
   libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev pkg-config
   dataset-fashion-mnist

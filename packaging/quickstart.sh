@@ -17,8 +17,12 @@ if [[ "$mode" == test ]]; then
   exec ctest --preset default
 fi
 
+if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+  exec build/default/app/precision-lab # the desktop app, with the demo network ready to train
+fi
+
 cli=build/default/app/precision-lab-cli
-echo "Precision Lab: the desktop app is not built yet, so this is the headless demo (CLI)."
+echo "Precision Lab: no display (DISPLAY/WAYLAND_DISPLAY unset), so this is the headless demo (CLI)."
 "$cli" formats
 echo
 echo "== FP16 with a static loss scale of 2^10 on the built-in data (run log in runs/demo) =="

@@ -12,9 +12,9 @@
 namespace plab {
 
 enum class InitKind {
-    He,     // N(0, 2/fan_in): the default for ReLU networks
-    Xavier, // N(0, 1/fan_in)
-    Small,  // He scaled by the model's initScale: small weights that provoke gradient underflow
+    He,      // N(0, 2/fan_in): the default for ReLU networks
+    Xavier,  // N(0, 1/fan_in)
+    Small,   // He scaled by the model's initScale: small weights that provoke gradient underflow
     Uniform, // PyTorch's nn.Linear / nn.Conv2d default: weights and biases U(+-1/sqrt(fan_in))
 };
 

@@ -31,7 +31,6 @@ WhatIfFractions whatIf(const QuantStats& recorded, const FormatSpec& format, dou
             f.subnormal += n;
         else // without subnormals the top half below min normal rounds up to it
             f.normal += n;
-            f.normal += n;
     }
     f.zero = static_cast<double>(recorded.histogram[kHistZeroBin]);
     f.overflow += static_cast<double>(recorded.histogram[kHistInfBin]);

@@ -10,11 +10,11 @@
 namespace plab {
 
 struct WhatIfFractions {
-    double zero = 0.0;      // true zeros (unchanged by scaling)
-    double flushed = 0.0;   // would round to zero
+    double zero = 0.0;    // true zeros (unchanged by scaling)
+    double flushed = 0.0; // would round to zero
     double subnormal = 0.0;
     double normal = 0.0;
-    double overflow = 0.0;  // past max finite, or Inf
+    double overflow = 0.0; // past max finite, or Inf
     double nan = 0.0;
 };
 

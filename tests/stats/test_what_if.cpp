@@ -21,9 +21,11 @@ private slots:
 void TestWhatIf::predictsQuantizerClasses_data() {
     QTest::addColumn<QString>("format");
     QTest::addColumn<double>("log2Factor");
-    for (const char* f : {"fp16", "bf16", "fp8-e5m2", "fp8-e4m3", "e5m10:nosub"})
+    for (const QString& f :
+         {QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp8-e5m2"),
+          QStringLiteral("fp8-e4m3"), QStringLiteral("e5m10:nosub")})
         for (double k : {0.0, 10.0, 20.0, 30.0, 45.0, 7.25})
-            QTest::addRow("%s x2^%g", f, k) << QString::fromLatin1(f) << k;
+            QTest::newRow(qPrintable(QStringLiteral("%1 x2^%2").arg(f).arg(k))) << f << k;
 }
 
 void TestWhatIf::predictsQuantizerClasses() {
@@ -55,11 +57,24 @@ void TestWhatIf::predictsQuantizerClasses() {
     const double tolerance = 3.0 / 120.0;
     QVERIFY(std::fabs(predicted.zero - actual.fraction(QuantClass::Zero)) < 1e-12);
     QVERIFY2(std::fabs(predicted.flushed - actual.fraction(QuantClass::Underflow)) < tolerance,
-             qPrintable(QStringLiteral("flushed %1 vs %2").arg(predicted.flushed).arg(actual.fraction(QuantClass::Underflow))));
+             qPrintable(QStringLiteral("flushed %1 vs %2")
+                            .arg(predicted.flushed)
+                            .arg(actual.fraction(QuantClass::Underflow))));
     QVERIFY2(std::fabs(predicted.subnormal - actual.fraction(QuantClass::Subnormal)) < tolerance,
-             qPrintable(QStringLiteral("subnormal %1 vs %2").arg(predicted.subnormal).arg(actual.fraction(QuantClass::Subnormal))));
+             qPrintable(QStringLiteral("subnormal %1 vs %2")
+                            .arg(predicted.subnormal)
+                            .arg(actual.fraction(QuantClass::Subnormal))));
+    QVERIFY2(std::fabs(predicted.normal - actual.fraction(QuantClass::Normal)) < tolerance,
+             qPrintable(QStringLiteral("normal %1 vs %2")
+                            .arg(predicted.normal)
+                            .arg(actual.fraction(QuantClass::Normal))));
+    const double sum = predicted.zero + predicted.flushed + predicted.subnormal + predicted.normal +
+                       predicted.overflow + predicted.nan;
+    QVERIFY(std::fabs(sum - 1.0) < 1e-12);
     QVERIFY2(std::fabs(predicted.overflow - actual.fraction(QuantClass::Overflow)) < tolerance,
-             qPrintable(QStringLiteral("overflow %1 vs %2").arg(predicted.overflow).arg(actual.fraction(QuantClass::Overflow))));
+             qPrintable(QStringLiteral("overflow %1 vs %2")
+                            .arg(predicted.overflow)
+                            .arg(actual.fraction(QuantClass::Overflow))));
 }
 
 QTEST_APPLESS_MAIN(TestWhatIf)

@@ -1,0 +1,226 @@
+// GradientView drawing: QCustomPlot bars on a log2 axis, item rectangles for the format bands.
+#include "gradient_view.h"
+
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace plab {
+namespace {
+
+const char* roleTitle(TensorRole r) {
+    switch (r) {
+    case TensorRole::Weights:
+        return "weights";
+    case TensorRole::Activations:
+        return "activations";
+    case TensorRole::ActivationGradients:
+        return "activation gradients";
+    case TensorRole::WeightGradients:
+        return "weight gradients";
+    case TensorRole::MasterWeights:
+        return "master weights (updated)";
+    case TensorRole::OptimizerState:
+        return "optimiser state";
+    }
+    return "?";
+}
+
+bool isScaledRole(TensorRole r) {
+    return r == TensorRole::ActivationGradients || r == TensorRole::WeightGradients;
+}
+
+// Light fills: the data (bars) stays the strongest colour on the plot, in light and dark themes.
+const QColor kFlush(220, 60, 60, 70), kSub(240, 170, 40, 70), kNormal(60, 170, 90, 45),
+    kOverflow(150, 60, 200, 70);
+
+} // namespace
+
+GradientView::GradientView(QWidget* parent) : QWidget(parent) {
+    m_stage = new QComboBox(this);
+    m_stage->setToolTip(tr("Layer (a weight layer with the activation after it)"));
+    m_role = new QComboBox(this);
+    for (TensorRole r : kAllRoles)
+        m_role->addItem(tr(roleTitle(r)), static_cast<int>(r));
+    m_role->setCurrentIndex(static_cast<int>(TensorRole::ActivationGradients));
+    m_role->setToolTip(tr("Which tensor's values to show"));
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Layer"), this));
+    top->addWidget(m_stage);
+    top->addWidget(new QLabel(tr("Tensor"), this));
+    top->addWidget(m_role);
+    top->addStretch(1);
+    top->addWidget(new QLabel(tr("Also show ranges of"), this));
+    for (const char* name : {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2"}) {
+        auto* box = new QCheckBox(QString::fromLatin1(name), this);
+        const FormatSpec f = parseFormat(name);
+        box->setToolTip(tr("%1: smallest subnormal 2^%2, min normal 2^%3, max %4")
+                            .arg(QString::fromLatin1(name))
+                            .arg(std::log2(f.minPositive()))
+                            .arg(std::log2(f.minNormal()))
+                            .arg(f.maxFinite()));
+        connect(box, &QCheckBox::toggled, this, &GradientView::refresh);
+        top->addWidget(box);
+        m_overlayBoxes[name] = box;
+    }
+
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumHeight(260);
+    m_plot->xAxis->setLabel(tr("log2 |x|  (after the loss scale for gradients)"));
+    m_plot->yAxis->setLabel(tr("share of values"));
+    m_plot->setNotAntialiasedElements(QCP::aeAll); // fast repaints while dragging
+    m_bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
+    m_bars->setWidth(0.25);
+    m_bars->setPen(Qt::NoPen);
+    m_bars->setBrush(palette().color(QPalette::Highlight));
+
+    m_counters = new QLabel(this);
+    m_counters->setTextFormat(Qt::RichText);
+    m_counters->setToolTip(tr("Shares of all values of this tensor. True zeros were zero before "
+                              "the cast (e.g. after ReLU); flushed values were nonzero and became "
+                              "zero. While the slider moves these are previews from the last "
+                              "step's histogram; the next step counts them exactly."));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(m_plot, 1);
+    layout->addWidget(m_counters);
+
+    connect(m_stage, &QComboBox::currentIndexChanged, this, &GradientView::refresh);
+    connect(m_role, &QComboBox::currentIndexChanged, this, &GradientView::refresh);
+}
+
+TensorRole GradientView::role() const {
+    return static_cast<TensorRole>(m_role->currentData().toInt());
+}
+
+void GradientView::setSnapshot(const TrainingSnapshot& snapshot, const TrainConfig& config) {
+    m_snapshot = snapshot;
+    m_config = config;
+    m_hasSnapshot = !snapshot.stages.empty();
+    if (m_stage->count() != static_cast<int>(snapshot.stageNames.size())) {
+        const QSignalBlocker block(m_stage);
+        const int keep = m_stage->currentIndex();
+        m_stage->clear();
+        for (const std::string& name : snapshot.stageNames)
+            m_stage->addItem(QString::fromStdString(name));
+        m_stage->setCurrentIndex(keep >= 0 && keep < m_stage->count() ? keep : 0);
+    }
+    refresh();
+}
+
+void GradientView::setWhatIfScale(double scale) {
+    m_whatIfScale = scale;
+    refresh();
+}
+
+void GradientView::drawBands(const FormatSpec& f) {
+    const double lo = -200.0, hi = 200.0;
+    const double flushBelow = std::log2(f.minPositive()) - 1.0;
+    const double normalFrom = std::log2(f.minNormal());
+    const double overflowAbove = std::log2(f.maxFinite());
+    auto band = [&](double x0, double x1, const QColor& color, const QString& tip) {
+        auto* rect = new QCPItemRect(m_plot);
+        rect->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);
+        rect->topLeft->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->bottomRight->setTypeX(QCPItemPosition::ptPlotCoords);
+        rect->bottomRight->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        rect->topLeft->setCoords(x0, 0.0);
+        rect->bottomRight->setCoords(x1, 1.0);
+        rect->setPen(Qt::NoPen);
+        rect->setBrush(color);
+        rect->setClipToAxisRect(true);
+        rect->setLayer(QStringLiteral("background"));
+        Q_UNUSED(tip);
+    };
+    band(lo, flushBelow, kFlush, tr("flushed to zero"));
+    if (normalFrom > flushBelow)
+        band(flushBelow, normalFrom, kSub, tr("subnormal"));
+    band(normalFrom, overflowAbove, kNormal, tr("normal"));
+    band(overflowAbove, hi, kOverflow, tr("overflow"));
+}
+
+void GradientView::drawOverlays() {
+    const QColor colors[] = {QColor(30, 100, 220), QColor(200, 80, 20), QColor(20, 150, 150),
+                             QColor(150, 40, 150)};
+    int i = 0;
+    for (const auto& [name, box] : m_overlayBoxes) {
+        const QColor color = colors[i++ % 4];
+        if (!box->isChecked())
+            continue;
+        const FormatSpec f = parseFormat(name);
+        for (double x : {std::log2(f.minPositive()) - 1.0, std::log2(f.minNormal()),
+                         std::log2(f.maxFinite())}) {
+            auto* line = new QCPItemStraightLine(m_plot);
+            line->point1->setCoords(x, 0);
+            line->point2->setCoords(x, 1);
+            line->setPen(QPen(color, 1, Qt::DashLine));
+        }
+        auto* label = new QCPItemText(m_plot);
+        label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+        label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        label->position->setCoords(std::log2(f.minNormal()), 0.05 + 0.06 * (i - 1));
+        label->setText(QString::fromStdString(name));
+        label->setColor(color);
+        label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    }
+}
+
+void GradientView::refresh() {
+    m_plot->clearItems();
+    const int stage = m_stage->currentIndex();
+    if (!m_hasSnapshot || stage < 0 || stage >= static_cast<int>(m_snapshot.stages.size())) {
+        m_bars->data()->clear();
+        m_counters->setText(tr("Press Train or Step to see the values of each layer."));
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    const TensorRole r = role();
+    const QuantStats& stats = m_snapshot.stages[static_cast<std::size_t>(stage)].role(r);
+    const FormatSpec& format =
+        m_config.recipe.config(stage, static_cast<int>(m_snapshot.stages.size()), r).format;
+    const double factor = isScaledRole(r) ? m_whatIfScale / m_snapshot.scalars.scale : 1.0;
+
+    drawBands(format);
+    drawOverlays();
+    QVector<double> keys, values;
+    const double total = std::max<double>(1.0, static_cast<double>(stats.total()));
+    double xmin = std::log2(format.minPositive()) - 6, xmax = std::log2(format.maxFinite()) + 4;
+    for (int b = 1; b <= kHistLogBins; ++b) {
+        const auto n = stats.histogram[static_cast<std::size_t>(b)];
+        if (n == 0)
+            continue;
+        const double x = shiftedBinCentreLog2(b, factor);
+        keys.push_back(x);
+        values.push_back(static_cast<double>(n) / total);
+        xmin = std::min(xmin, x - 2);
+        xmax = std::max(xmax, x + 2);
+    }
+    m_bars->setData(keys, values, true);
+    m_plot->xAxis->setRange(std::max(xmin, -160.0), std::min(xmax, 140.0));
+    double ymax = 0.0;
+    for (double v : values)
+        ymax = std::max(ymax, v);
+    m_plot->yAxis->setRange(0.0, std::max(ymax * 1.15, 1e-3));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+
+    m_fractions = whatIf(stats, format, factor);
+    const auto pct = [](double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); };
+    m_counters->setText(
+        tr("<b>%1</b> in <b>%2</b> at scale 2^%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
+           "<span style='color:#c03030'>flushed %5</span> &nbsp;·&nbsp; subnormal %6 &nbsp;·&nbsp; "
+           "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9 &nbsp; (step %10)")
+            .arg(tr(roleTitle(r)), QString::fromStdString(format.name))
+            .arg(std::log2(isScaledRole(r) ? m_whatIfScale : 1.0))
+            .arg(pct(m_fractions.zero), pct(m_fractions.flushed), pct(m_fractions.subnormal),
+                 pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan))
+            .arg(m_snapshot.statsStep));
+}
+
+} // namespace plab

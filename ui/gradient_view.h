@@ -1,0 +1,59 @@
+// GradientView: the centre of the app. For the chosen stage and tensor role, the log2|x|
+// histogram as bars over shaded bands of the active format (flushed to zero, subnormal, normal,
+// overflow), optional range markers of other formats, and the share of values in each band.
+// A what-if scale re-shades the recorded histogram at once, without waiting for training.
+#pragma once
+
+#include "stats/training_snapshot.h"
+#include "stats/what_if.h"
+#include "train/train_config.h"
+
+#include <QWidget>
+
+#include <map>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QCustomPlot;
+class QCPBars;
+class QCPItemRect;
+
+namespace plab {
+
+class GradientView : public QWidget {
+    Q_OBJECT
+public:
+    explicit GradientView(QWidget* parent = nullptr);
+
+    // A new snapshot and the recipe it was trained with.
+    void setSnapshot(const TrainingSnapshot& snapshot, const TrainConfig& config);
+    // The scale the user is looking at (the slider); gradient roles are re-shaded for it.
+    void setWhatIfScale(double scale);
+
+    WhatIfFractions currentFractions() const { return m_fractions; }
+    QCustomPlot* plot() const { return m_plot; }
+    QComboBox* stageBox() const { return m_stage; }
+    QComboBox* roleBox() const { return m_role; }
+    TensorRole role() const;
+
+private:
+    void refresh();
+    void drawBands(const FormatSpec& format);
+    void drawOverlays();
+
+    QComboBox* m_stage;
+    QComboBox* m_role;
+    std::map<std::string, QCheckBox*> m_overlayBoxes;
+    QCustomPlot* m_plot;
+    QCPBars* m_bars = nullptr;
+    QLabel* m_counters;
+
+    TrainingSnapshot m_snapshot; // only the parts this view needs are read
+    TrainConfig m_config;
+    bool m_hasSnapshot = false;
+    double m_whatIfScale = 1.0;
+    WhatIfFractions m_fractions;
+};
+
+} // namespace plab

@@ -1,0 +1,290 @@
+// MainWindow layout and wiring.
+#include "main_window.h"
+
+#include "gradient_view.h"
+#include "loss_scale_slider.h"
+#include "time_view.h"
+#include "training_controller.h"
+
+#include <qcustomplot.h>
+
+#include <QAction>
+#include <QCloseEvent>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QSvgGenerator>
+#include <QThread>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace plab {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(tr("Precision Lab"));
+    setMinimumSize(900, 620);
+    m_controller = new TrainingController(this);
+    m_gradientView = new GradientView(this);
+    m_timeView = new TimeView(this);
+    m_slider = new LossScaleSlider(this);
+
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(m_gradientView);
+    splitter->addWidget(m_timeView);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->addWidget(m_slider);
+    layout->addWidget(splitter, 1);
+    setCentralWidget(central);
+
+    buildControls();
+    buildActions();
+
+    m_status = new QLabel(this);
+    m_progress = new QProgressBar(this);
+    m_progress->setMaximumWidth(220);
+    statusBar()->addWidget(m_status, 1);
+    m_backend = new QLabel(this);
+    m_backend->setToolTip(tr("Where training runs. The GPU backend is not built yet."));
+    statusBar()->addPermanentWidget(m_backend);
+    statusBar()->addPermanentWidget(m_progress);
+
+    connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
+        m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
+        m_controller->setLossScale(scale);     // training takes it at the next step
+    });
+    connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
+        if (const TrainingSnapshot* s = m_controller->latest())
+            m_gradientView->setSnapshot(*s, m_controller->config());
+        updateStatus();
+    });
+    connect(m_controller, &TrainingController::historyChanged, this,
+            [this] { m_timeView->setHistory(m_controller->history()); });
+    connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::updateStatus);
+    connect(m_controller, &TrainingController::errorOccurred, this, [this](const QString& msg) {
+        showError(tr("Training stopped"),
+                  msg + tr("\n\nLower the loss scale, choose a saturating overflow mode, or "
+                           "press Reset to start again."));
+    });
+
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    applySettings();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildActions() {
+    auto* toolbar = addToolBar(tr("Run"));
+    toolbar->setObjectName(QStringLiteral("runToolbar"));
+    m_trainAction = toolbar->addAction(tr("Train"));
+    m_trainAction->setShortcut(Qt::Key_Space);
+    m_trainAction->setToolTip(tr("Train / pause (Space)"));
+    connect(m_trainAction, &QAction::triggered, this, [this] {
+        m_controller->toggleTraining();
+        updateStatus();
+    });
+    m_stepAction = toolbar->addAction(tr("Step"));
+    m_stepAction->setShortcut(Qt::Key_S);
+    m_stepAction->setToolTip(tr("One training step, then pause (S)"));
+    connect(m_stepAction, &QAction::triggered, m_controller, &TrainingController::step);
+    m_resetAction = toolbar->addAction(tr("Reset"));
+    m_resetAction->setToolTip(tr("Fresh weights from the seed, step 0"));
+    connect(m_resetAction, &QAction::triggered, m_controller, &TrainingController::reset);
+    toolbar->addSeparator();
+    for (QWidget* w : {static_cast<QWidget*>(m_preset), static_cast<QWidget*>(m_model),
+                       static_cast<QWidget*>(m_data)})
+        toolbar->addWidget(w);
+    toolbar->addWidget(new QLabel(tr(" seed "), this));
+    toolbar->addWidget(m_seed);
+    toolbar->addWidget(new QLabel(tr(" lr "), this));
+    toolbar->addWidget(m_lr);
+    toolbar->addWidget(new QLabel(tr(" steps "), this));
+    toolbar->addWidget(m_steps);
+    m_applyAction = toolbar->addAction(tr("Apply"));
+    m_applyAction->setToolTip(tr("Start a new run with these settings (Ctrl+Return)"));
+    m_applyAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+    connect(m_applyAction, &QAction::triggered, this, [this] { applySettings(); });
+
+    auto* file = menuBar()->addMenu(tr("&File"));
+    m_exportAction = file->addAction(tr("&Export plots…"));
+    m_exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    connect(m_exportAction, &QAction::triggered, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Export plots to"));
+        if (dir.isEmpty())
+            return;
+        if (const QString err = exportPlots(dir); !err.isEmpty())
+            showError(tr("Export failed"), err);
+        else
+            statusBar()->showMessage(tr("Plots written to %1").arg(dir), 5000);
+    });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    auto* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Precision Lab"), this, [this] {
+        QMessageBox::about(this, tr("About Precision Lab"),
+                           tr("<b>Precision Lab</b> 0.1<br>Watch what low-precision number formats "
+                              "do to training, live.<br><br>Implements mixed precision training "
+                              "(Micikevicius et al., ICLR 2018), 8-bit floating-point training "
+                              "(Mellempudi et al., 2019) and per-layer gradient scaling (Zhao et "
+                              "al., IJCAI 2020)."));
+    });
+}
+
+void MainWindow::buildControls() {
+    m_preset = new QComboBox(this);
+    for (const Preset& p : presets())
+        m_preset->addItem(QString::fromStdString(p.name));
+    m_preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    m_preset->setToolTip(tr("Precision recipe preset"));
+    for (int i = 0; i < m_preset->count(); ++i)
+        m_preset->setItemData(
+            i, QString::fromStdString(presets()[static_cast<std::size_t>(i)].description),
+            Qt::ToolTipRole);
+    m_model = new QComboBox(this);
+    m_model->addItem(tr("MLP 256-256"), QStringLiteral("mlp"));
+    m_model->addItem(tr("Small CNN"), QStringLiteral("cnn"));
+    m_model->setToolTip(tr("Network"));
+    m_data = new QComboBox(this);
+    m_data->addItem(tr("Built-in data"), QStringLiteral("synthetic"));
+    m_data->addItem(tr("Fashion-MNIST"), QStringLiteral("fashion-mnist"));
+    if (!QFileInfo::exists(QString::fromLatin1(kFashionMnistDir)))
+        m_data->setItemData(1, false, Qt::UserRole - 1); // disabled: not installed
+    m_data->setItemData(1, tr("Debian package dataset-fashion-mnist"), Qt::ToolTipRole);
+    m_data->addItem(tr("Directory…"), QStringLiteral("dir"));
+    connect(m_data, &QComboBox::activated, this, [this](int index) {
+        if (m_data->itemData(index).toString() == QLatin1String("dir"))
+            chooseDataDirectory();
+    });
+    m_seed = new QSpinBox(this);
+    m_seed->setRange(0, 1 << 30);
+    m_seed->setValue(1);
+    m_lr = new QDoubleSpinBox(this);
+    m_lr->setDecimals(4);
+    m_lr->setRange(0.0001, 10.0);
+    m_lr->setSingleStep(0.01);
+    m_lr->setValue(0.05);
+    connect(m_lr, &QDoubleSpinBox::valueChanged, m_controller,
+            &TrainingController::setLearningRate);
+    m_steps = new QSpinBox(this);
+    m_steps->setRange(1, 10000000);
+    m_steps->setValue(5000);
+}
+
+void MainWindow::chooseDataDirectory() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Directory with IDX files"));
+    if (!dir.isEmpty())
+        m_dataDir = dir;
+}
+
+TrainConfig MainWindow::configFromControls(QString* error) const {
+    nlohmann::json j = findPreset(m_preset->currentText().toStdString()).json;
+    j["seed"] = m_seed->value();
+    j["threads"] = 1;
+    j["model"]["type"] = m_model->currentData().toString().toStdString();
+    QString source = m_data->currentData().toString();
+    if (source == QLatin1String("dir"))
+        source = m_dataDir;
+    j["data"]["source"] = source.toStdString();
+    j["train"]["lr"] = m_lr->value();
+    j["train"]["steps"] = m_steps->value();
+    try {
+        return configFromJson(j);
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return {};
+    }
+}
+
+QString MainWindow::applySettings() {
+    QString error;
+    const TrainConfig config = configFromControls(&error);
+    if (error.isEmpty())
+        error = m_controller->configure(config);
+    if (!error.isEmpty()) {
+        showError(tr("Cannot start this run"), error);
+        return error;
+    }
+    const QSignalBlocker block(m_slider);
+    m_slider->setLog2Scale(std::log2(config.lossScale));
+    m_gradientView->setWhatIfScale(m_slider->scale());
+    updateStatus();
+    return {};
+}
+
+QString MainWindow::exportPlots(const QString& dir) {
+    if (!QDir(dir).exists() && !QDir().mkpath(dir))
+        return tr("%1: cannot create the folder").arg(dir);
+    const std::pair<QCustomPlot*, QString> plots[] = {
+        {m_gradientView->plot(), QStringLiteral("gradients")},
+        {m_timeView->plot(), QStringLiteral("training")}};
+    for (const auto& [plot, name] : plots) {
+        const QString base = dir + QLatin1Char('/') + name;
+        const int w = std::max(plot->width(), 800), h = std::max(plot->height(), 400);
+        if (!plot->savePng(base + QStringLiteral(".png"), w, h, 2.0))
+            return tr("%1.png: cannot write").arg(base);
+        if (!plot->savePdf(base + QStringLiteral(".pdf"), w, h))
+            return tr("%1.pdf: cannot write").arg(base);
+        QSvgGenerator svg;
+        svg.setFileName(base + QStringLiteral(".svg"));
+        svg.setSize(QSize(w, h));
+        svg.setViewBox(QRect(0, 0, w, h));
+        QCPPainter painter;
+        if (!painter.begin(&svg))
+            return tr("%1.svg: cannot write").arg(base);
+        plot->toPainter(&painter, w, h);
+        painter.end();
+    }
+    return {};
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    if (m_errorSink) {
+        *m_errorSink = message;
+        return;
+    }
+    QMessageBox::warning(this, title, message);
+}
+
+void MainWindow::updateStatus() {
+    const SessionState state = m_controller->state();
+    m_backend->setText(tr("CPU, %1 thread(s)").arg(std::max(1u, m_controller->config().threads)));
+    m_trainAction->setText(m_controller->wantsRunning() ? tr("Pause") : tr("Train"));
+    const TrainingSnapshot* s = m_controller->latest();
+    const std::int64_t planned = m_controller->plannedSteps();
+    m_progress->setRange(0, static_cast<int>(std::min<std::int64_t>(planned, 1 << 30)));
+    m_progress->setValue(s ? static_cast<int>(s->scalars.step) : 0);
+    if (!s) {
+        m_status->setText(tr("Ready: press Train (Space) or Step."));
+        return;
+    }
+    m_status->setText(tr("%1 · step %2 · epoch %3 · loss %4 · %5 samples/s")
+                          .arg(QString::fromLatin1(toString(state)))
+                          .arg(s->scalars.step)
+                          .arg(s->scalars.epoch)
+                          .arg(s->scalars.loss, 0, 'f', 4)
+                          .arg(s->scalars.samplesPerSecond, 0, 'f', 0));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    QMainWindow::closeEvent(event);
+}
+
+} // namespace plab

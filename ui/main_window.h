@@ -1,0 +1,70 @@
+// MainWindow: run controls, the loss-scale slider, the gradient view and the time view around
+// one TrainingController.
+#pragma once
+
+#include "train/train_config.h"
+
+#include <QMainWindow>
+
+class QAction;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QProgressBar;
+class QSpinBox;
+
+namespace plab {
+
+class GradientView;
+class LossScaleSlider;
+class TimeView;
+class TrainingController;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    TrainingController* controller() const { return m_controller; }
+    GradientView* gradientView() const { return m_gradientView; }
+    LossScaleSlider* scaleSlider() const { return m_slider; }
+    TimeView* timeView() const { return m_timeView; }
+    QAction* trainAction() const { return m_trainAction; }
+    QAction* stepAction() const { return m_stepAction; }
+
+    // Builds the config from the controls and starts a fresh, paused session. Returns the error
+    // shown to the user, or an empty string.
+    QString applySettings();
+    // Exports the plots as PNG, PDF and SVG into dir; returns the error, or an empty string.
+    QString exportPlots(const QString& dir);
+    // Test hook: errors go to this string instead of a modal dialog when set.
+    void setErrorSink(QString* sink) { m_errorSink = sink; }
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildActions();
+    void buildControls();
+    void showError(const QString& title, const QString& message);
+    void updateStatus();
+    void chooseDataDirectory();
+    TrainConfig configFromControls(QString* error) const;
+
+    TrainingController* m_controller;
+    GradientView* m_gradientView;
+    TimeView* m_timeView;
+    LossScaleSlider* m_slider;
+    QAction *m_trainAction, *m_stepAction, *m_resetAction, *m_applyAction, *m_exportAction;
+    QComboBox *m_preset, *m_model, *m_data;
+    QSpinBox *m_seed, *m_steps;
+    QDoubleSpinBox* m_lr;
+    QLabel* m_status;
+    QLabel* m_backend;
+    QProgressBar* m_progress;
+    QString m_dataDir;
+    QString* m_errorSink = nullptr;
+};
+
+} // namespace plab

@@ -1,0 +1,81 @@
+// TimeView: thin pens, no fills, data already sorted by step (QCustomPlot's fast path).
+#include "time_view.h"
+
+#include <qcustomplot.h>
+
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace plab {
+
+TimeView::TimeView(QWidget* parent) : QWidget(parent) {
+    m_plot = new QCustomPlot(this);
+    m_plot->setMinimumHeight(180);
+    m_plot->setNotAntialiasedElements(QCP::aeAll);
+    m_plot->xAxis->setLabel(tr("step"));
+    m_plot->yAxis->setLabel(tr("loss / accuracy"));
+    m_plot->yAxis2->setVisible(true);
+    m_plot->yAxis2->setLabel(tr("log2 loss scale"));
+    m_plot->legend->setVisible(true);
+    m_plot->legend->setFont(font());
+    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+
+    m_trainLoss = m_plot->addGraph();
+    m_trainLoss->setName(tr("train loss"));
+    m_trainLoss->setPen(QPen(QColor(30, 100, 220), 1));
+    m_testLoss = m_plot->addGraph();
+    m_testLoss->setName(tr("test loss"));
+    m_testLoss->setPen(QPen(QColor(220, 120, 20), 2));
+    m_testLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+    m_testAccuracy = m_plot->addGraph();
+    m_testAccuracy->setName(tr("test accuracy"));
+    m_testAccuracy->setPen(QPen(QColor(40, 160, 70), 2));
+    m_testAccuracy->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDiamond, 6));
+    m_scale = m_plot->addGraph(m_plot->xAxis, m_plot->yAxis2);
+    m_scale->setName(tr("log2 scale"));
+    m_scale->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
+    m_skipped = m_plot->addGraph(m_plot->xAxis, m_plot->yAxis2);
+    m_skipped->setName(tr("skipped step"));
+    m_skipped->setLineStyle(QCPGraph::lsNone);
+    m_skipped->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QColor(200, 40, 40), 7));
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_plot);
+}
+
+void TimeView::setHistory(const std::vector<StepScalars>& history) {
+    QVector<double> steps, loss, tSteps, tLoss, tAcc, scale, skipSteps, skipScale;
+    double maxLoss = 1.0;
+    for (const StepScalars& s : history) {
+        const auto x = static_cast<double>(s.step);
+        steps.push_back(x);
+        loss.push_back(s.loss);
+        if (std::isfinite(s.loss))
+            maxLoss = std::max(maxLoss, s.loss);
+        scale.push_back(std::log2(s.scale));
+        if (!std::isnan(s.testLoss)) {
+            tSteps.push_back(x);
+            tLoss.push_back(s.testLoss);
+            tAcc.push_back(s.testAccuracy);
+        }
+        if (s.skipped) {
+            skipSteps.push_back(x);
+            skipScale.push_back(std::log2(s.scale));
+        }
+    }
+    m_trainLoss->setData(steps, loss, true);
+    m_testLoss->setData(tSteps, tLoss, true);
+    m_testAccuracy->setData(tSteps, tAcc, true);
+    m_scale->setData(steps, scale, true);
+    m_skipped->setData(skipSteps, skipScale, true);
+    m_plot->xAxis->setRange(0.0, std::max(10.0, steps.isEmpty() ? 10.0 : steps.back()));
+    m_plot->yAxis->setRange(0.0, std::min(maxLoss * 1.05, 10.0));
+    bool found = false;
+    const QCPRange sr = m_scale->data()->valueRange(found);
+    m_plot->yAxis2->setRange(found ? sr.lower - 2 : -1, found ? sr.upper + 2 : 1);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+} // namespace plab

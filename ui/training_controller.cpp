@@ -1,0 +1,141 @@
+// TrainingController: session lifetime, the poll timer and the decimated history.
+#include "training_controller.h"
+
+#include "data/dataset.h"
+
+#include <cmath>
+
+namespace plab {
+
+TrainingController::TrainingController(QObject* parent) : QObject(parent) {
+    m_timer.setInterval(33); // ~30 Hz: the views never need more
+    connect(&m_timer, &QTimer::timeout, this, &TrainingController::poll);
+}
+
+TrainingController::~TrainingController() = default;
+
+QString TrainingController::configure(const TrainConfig& config, const QString& runDir) {
+    try {
+        std::shared_ptr<const DataSplit> data;
+        if (config.dataSource == "synthetic")
+            data = std::make_shared<const DataSplit>(
+                makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
+        else
+            data = std::make_shared<const DataSplit>(loadIdxDirectory(
+                config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource));
+        auto session = std::make_unique<TrainingSession>(config, data, runDir.toStdString());
+        m_timer.stop();
+        m_session = std::move(session);
+        m_data = std::move(data);
+        m_config = config;
+        m_latest = nullptr;
+        m_wantRunning = false;
+        m_history.clear();
+        m_decimation = 1;
+        m_timer.start();
+        emit historyChanged();
+        emit snapshotChanged();
+        emit stateChanged();
+        return {};
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+SessionState TrainingController::state() const {
+    return m_session ? m_session->state() : SessionState::Idle;
+}
+
+std::int64_t TrainingController::plannedSteps() const {
+    return m_session ? m_session->plannedSteps() : 0;
+}
+
+void TrainingController::train() {
+    if (!m_session)
+        return;
+    m_wantRunning = true;
+    m_session->start();
+}
+void TrainingController::pause() {
+    if (!m_session)
+        return;
+    m_wantRunning = false;
+    m_session->pause();
+}
+void TrainingController::toggleTraining() {
+    // Decide on what was asked for, not on the session's state, which lags the command queue:
+    // two quick presses must mean start, then pause.
+    if (m_wantRunning)
+        pause();
+    else
+        train();
+}
+void TrainingController::step() {
+    if (m_session)
+        m_session->stepOnce();
+}
+void TrainingController::reset() {
+    if (!m_session)
+        return;
+    m_session->reset();
+    m_history.clear();
+    m_decimation = 1;
+    emit historyChanged();
+}
+void TrainingController::setLossScale(double scale) {
+    if (m_session)
+        m_session->setLossScale(scale);
+}
+void TrainingController::setLearningRate(double lr) {
+    if (m_session)
+        m_session->setLearningRate(lr);
+}
+
+void TrainingController::append(const StepScalars& s) {
+    if (s.step % m_decimation != 0 && s.step != 1)
+        return;
+    m_history.push_back(s);
+    if (m_history.size() >= kHistoryCapacity) {
+        std::vector<StepScalars> kept;
+        kept.reserve(kHistoryCapacity / 2 + 1);
+        for (std::size_t i = 0; i < m_history.size(); i += 2)
+            kept.push_back(m_history[i]);
+        m_history = std::move(kept);
+        m_decimation *= 2;
+    }
+}
+
+void TrainingController::poll() {
+    if (!m_session)
+        return;
+    bool newScalars = false;
+    while (auto s = m_session->popScalars()) {
+        // Test-set evaluations are rare: never decimate them away.
+        if (!std::isnan(s->testAccuracy) && !m_history.empty() &&
+            m_history.back().step != s->step && s->step % m_decimation != 0)
+            m_history.push_back(*s);
+        else
+            append(*s);
+        newScalars = true;
+    }
+    if (newScalars)
+        emit historyChanged();
+    if (const TrainingSnapshot* snap = m_session->latestSnapshot(); snap != nullptr) {
+        const bool changed = m_latest == nullptr || snap->scalars.step != m_latestStep;
+        m_latest = snap; // valid until the next poll; views read it on the GUI thread only
+        m_latestStep = snap->scalars.step;
+        if (changed)
+            emit snapshotChanged();
+    }
+    const SessionState now = m_session->state();
+    if (now != m_lastState) {
+        m_lastState = now;
+        if (now != SessionState::Running && now != SessionState::Paused)
+            m_wantRunning = false; // finished, stopped, diverged or failed
+        emit stateChanged();
+        if (now == SessionState::Diverged || now == SessionState::Failed)
+            emit errorOccurred(QString::fromStdString(m_session->stopReason()));
+    }
+}
+
+} // namespace plab

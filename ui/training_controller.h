@@ -1,0 +1,71 @@
+// TrainingController: the GUI's side of a TrainingSession. It owns the session, polls it from one
+// QTimer at ~30 Hz (the worker never waits for the GUI), keeps a bounded, decimated history of
+// step scalars for the time views, and turns failures into messages for the window.
+#pragma once
+
+#include "stats/training_snapshot.h"
+#include "train/training_session.h"
+
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <memory>
+#include <vector>
+
+namespace plab {
+
+class TrainingController : public QObject {
+    Q_OBJECT
+public:
+    explicit TrainingController(QObject* parent = nullptr);
+    ~TrainingController() override;
+
+    // Loads the data and creates a paused session. Returns an empty string, or a one-line error
+    // (bad config, missing data set) for a dialog; the previous session is kept on error.
+    QString configure(const TrainConfig& config, const QString& runDir = {});
+
+    bool hasSession() const { return m_session != nullptr; }
+    const TrainConfig& config() const { return m_config; }
+    SessionState state() const;
+    bool wantsRunning() const { return m_wantRunning; }
+    std::int64_t plannedSteps() const;
+    // The newest snapshot taken by the poll timer, or null before the first step.
+    const TrainingSnapshot* latest() const { return m_latest; }
+    // Bounded history: when it reaches kHistoryCapacity every other point is dropped, so memory
+    // stays flat over long runs while the whole run remains visible.
+    const std::vector<StepScalars>& history() const { return m_history; }
+    static constexpr std::size_t kHistoryCapacity = 4096;
+
+public slots:
+    void train();
+    void pause();
+    void toggleTraining();
+    void step();
+    void reset();
+    void setLossScale(double scale);
+    void setLearningRate(double lr);
+    void poll(); // also called by tests to take the newest snapshot at once
+
+signals:
+    void snapshotChanged();
+    void historyChanged();
+    void stateChanged();
+    void errorOccurred(const QString& message);
+
+private:
+    void append(const StepScalars& s);
+
+    TrainConfig m_config;
+    std::shared_ptr<const DataSplit> m_data;
+    std::unique_ptr<TrainingSession> m_session;
+    const TrainingSnapshot* m_latest = nullptr;
+    std::int64_t m_latestStep = -1;
+    std::vector<StepScalars> m_history;
+    std::int64_t m_decimation = 1; // keep every m_decimation-th step
+    SessionState m_lastState = SessionState::Idle;
+    bool m_wantRunning = false; // what the user last asked for
+    QTimer m_timer;
+};
+
+} // namespace plab
