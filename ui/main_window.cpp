@@ -1,8 +1,11 @@
 // MainWindow layout and wiring.
 #include "main_window.h"
 
+#include "flush_heatmap_view.h"
+#include "format_inspector.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
+#include "recipe_editor.h"
 #include "time_view.h"
 #include "training_controller.h"
 
@@ -11,7 +14,10 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDateTime>
+#include <QDesktopServices>
 #include <QDir>
+#include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -23,10 +29,13 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QSvgGenerator>
+#include <QTabWidget>
 #include <QThread>
 #include <QToolBar>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -40,10 +49,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_gradientView = new GradientView(this);
     m_timeView = new TimeView(this);
     m_slider = new LossScaleSlider(this);
+    m_heatmap = new FlushHeatmapView(this);
+    m_recipeEditor = new RecipeEditor(this);
 
+    auto* timeTabs = new QTabWidget(this);
+    timeTabs->addTab(m_timeView, tr("Loss and scale"));
+    timeTabs->addTab(m_heatmap, tr("Flushed per layer"));
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(m_gradientView);
-    splitter->addWidget(m_timeView);
+    splitter->addWidget(timeTabs);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     auto* central = new QWidget(this);
@@ -51,6 +65,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     layout->addWidget(m_slider);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
+
+    auto* recipeDock = new QDockWidget(tr("Precision recipe"), this);
+    recipeDock->setObjectName(QStringLiteral("recipeDock"));
+    recipeDock->setWidget(m_recipeEditor);
+    addDockWidget(Qt::RightDockWidgetArea, recipeDock);
+    connect(m_recipeEditor, &RecipeEditor::recipeChanged, this, [this](const PrecisionRecipe& r) {
+        m_controller->setRecipe(r); // at the next step
+        if (const TrainingSnapshot* s = m_controller->latest())
+            m_gradientView->setSnapshot(*s, m_controller->config());
+    });
 
     buildControls();
     buildActions();
@@ -73,8 +97,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             m_gradientView->setSnapshot(*s, m_controller->config());
         updateStatus();
     });
-    connect(m_controller, &TrainingController::historyChanged, this,
-            [this] { m_timeView->setHistory(m_controller->history()); });
+    connect(m_controller, &TrainingController::historyChanged, this, [this] {
+        m_timeView->setHistory(m_controller->history());
+        if (const TrainingSnapshot* s = m_controller->latest())
+            m_heatmap->setColumns(m_controller->flushHistory(), s->stageNames);
+    });
     connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::updateStatus);
     connect(m_controller, &TrainingController::errorOccurred, this, [this](const QString& msg) {
         showError(tr("Training stopped"),
@@ -84,6 +111,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     applySettings();
 }
 
@@ -122,6 +150,25 @@ void MainWindow::buildActions() {
     connect(m_applyAction, &QAction::triggered, this, [this] { applySettings(); });
 
     auto* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open session…"), QKeySequence::Open, this, [this] {
+        const QString path =
+            QFileDialog::getOpenFileName(this, tr("Open session"), {}, tr("Session (*.json)"));
+        if (path.isEmpty())
+            return;
+        if (const QString err = loadSession(path); !err.isEmpty())
+            showError(tr("Cannot open the session"), err);
+    });
+    m_recentMenu = file->addMenu(tr("Open &recent"));
+    rebuildRecentMenu();
+    file->addAction(tr("&Save session…"), QKeySequence::Save, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Save session"), QStringLiteral("session.json"), tr("Session (*.json)"));
+        if (path.isEmpty())
+            return;
+        if (const QString err = saveSession(path); !err.isEmpty())
+            showError(tr("Cannot save the session"), err);
+    });
+    file->addSeparator();
     m_exportAction = file->addAction(tr("&Export plots…"));
     m_exportAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     connect(m_exportAction, &QAction::triggered, this, [this] {
@@ -133,8 +180,23 @@ void MainWindow::buildActions() {
         else
             statusBar()->showMessage(tr("Plots written to %1").arg(dir), 5000);
     });
+    file->addAction(tr("Export &report…"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Write the report into"));
+        if (dir.isEmpty())
+            return;
+        if (const QString err = exportReport(dir); !err.isEmpty())
+            showError(tr("Export failed"), err);
+        else
+            statusBar()->showMessage(tr("Report written to %1").arg(dir), 5000);
+    });
+    file->addAction(tr("Open run &folder"), this, [this] {
+        QDesktopServices::openUrl(QUrl::fromLocalFile(m_controller->runDir()));
+    });
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+    auto* tools = menuBar()->addMenu(tr("&Tools"));
+    tools->addAction(tr("&Format inspector…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
+                     [this] { formatInspector()->show(); });
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Precision Lab"), this, [this] {
         QMessageBox::about(this, tr("About Precision Lab"),
@@ -215,15 +277,134 @@ QString MainWindow::applySettings() {
     QString error;
     const TrainConfig config = configFromControls(&error);
     if (error.isEmpty())
-        error = m_controller->configure(config);
-    if (!error.isEmpty()) {
+        error = startRun(config);
+    if (!error.isEmpty())
         showError(tr("Cannot start this run"), error);
+    return error;
+}
+
+QString MainWindow::startRun(const TrainConfig& config) {
+    // Every GUI run logs like a CLI run, under the user's data folder.
+    const QString runDir =
+        QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+        QStringLiteral("/runs/") +
+        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
+    if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
-    }
+    m_recipeEditor->setRecipe(config.recipe);
     const QSignalBlocker block(m_slider);
     m_slider->setLog2Scale(std::log2(config.lossScale));
     m_gradientView->setWhatIfScale(m_slider->scale());
     updateStatus();
+    return {};
+}
+
+void MainWindow::showConfigInControls(const TrainConfig& config) {
+    const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model);
+    m_seed->setValue(static_cast<int>(config.seed));
+    m_lr->setValue(config.learningRate);
+    if (config.steps > 0)
+        m_steps->setValue(
+            static_cast<int>(std::min<std::int64_t>(config.steps, m_steps->maximum())));
+    m_model->setCurrentIndex(config.model.type == "cnn" ? 1 : 0);
+}
+
+QString MainWindow::saveSession(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return tr("%1: cannot write (%2)").arg(path, f.errorString());
+    TrainConfig config = m_controller->config();
+    config.lossScale = m_slider->scale();
+    const std::string text = config.toJson().dump(2) + "\n";
+    if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()))
+        return tr("%1: write failed (%2)").arg(path, f.errorString());
+    rememberRecentFile(path);
+    return {};
+}
+
+QString MainWindow::loadSession(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return tr("%1: cannot open (%2)").arg(path, f.errorString());
+    const QByteArray bytes = f.readAll();
+    TrainConfig config;
+    try {
+        config = configFromJson(nlohmann::json::parse(bytes.toStdString()));
+    } catch (const std::exception& e) {
+        return path + QStringLiteral(": ") + QString::fromUtf8(e.what());
+    }
+    if (const QString error = startRun(config); !error.isEmpty())
+        return error;
+    showConfigInControls(config);
+    rememberRecentFile(path);
+    return {};
+}
+
+void MainWindow::rememberRecentFile(const QString& path) {
+    QSettings settings;
+    QStringList recent = settings.value(QStringLiteral("recentSessions")).toStringList();
+    recent.removeAll(path);
+    recent.prepend(path);
+    while (recent.size() > 8)
+        recent.removeLast();
+    settings.setValue(QStringLiteral("recentSessions"), recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    if (!m_recentMenu)
+        return;
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(QStringLiteral("recentSessions")).toStringList();
+    for (const QString& path : recent)
+        m_recentMenu->addAction(path, this, [this, path] {
+            if (const QString err = loadSession(path); !err.isEmpty())
+                showError(tr("Cannot open the session"), err);
+        });
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+FormatInspector* MainWindow::formatInspector() {
+    if (!m_inspector)
+        m_inspector = new FormatInspector(this);
+    return m_inspector;
+}
+
+QString MainWindow::exportReport(const QString& dir) {
+    if (const QString error = exportPlots(dir); !error.isEmpty())
+        return error;
+    if (const QString error = saveSession(dir + QStringLiteral("/config.json")); !error.isEmpty())
+        return error;
+    const TrainingSnapshot* s = m_controller->latest();
+    nlohmann::json summary = {{"run_directory", m_controller->runDir().toStdString()},
+                              {"state", toString(m_controller->state())}};
+    if (s) {
+        summary["step"] = s->scalars.step;
+        summary["epoch"] = s->scalars.epoch;
+        summary["loss"] = s->scalars.loss;
+        summary["loss_scale"] = s->scalars.scale;
+        nlohmann::json layers = nlohmann::json::array();
+        for (std::size_t i = 0; i < s->stages.size(); ++i) {
+            nlohmann::json roles;
+            for (TensorRole r : kAllRoles) {
+                const QuantStats& q = s->stages[i].role(r);
+                roles[std::string(toString(r))] = {{"zero", q.fraction(QuantClass::Zero)},
+                                                   {"flushed", q.fraction(QuantClass::Underflow)},
+                                                   {"subnormal", q.fraction(QuantClass::Subnormal)},
+                                                   {"overflow", q.fraction(QuantClass::Overflow)},
+                                                   {"amax", q.amax}};
+            }
+            layers.push_back({{"name", s->stageNames[i]},
+                              {"lost_updates", s->stages[i].lostUpdateFraction()},
+                              {"roles", roles}});
+        }
+        summary["layers"] = layers;
+    }
+    QFile f(dir + QStringLiteral("/summary.json"));
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return tr("%1: cannot write").arg(f.fileName());
+    const std::string text = summary.dump(2) + "\n";
+    f.write(text.data(), static_cast<qint64>(text.size()));
     return {};
 }
 
@@ -232,7 +413,8 @@ QString MainWindow::exportPlots(const QString& dir) {
         return tr("%1: cannot create the folder").arg(dir);
     const std::pair<QCustomPlot*, QString> plots[] = {
         {m_gradientView->plot(), QStringLiteral("gradients")},
-        {m_timeView->plot(), QStringLiteral("training")}};
+        {m_timeView->plot(), QStringLiteral("training")},
+        {m_heatmap->plot(), QStringLiteral("flushed_per_layer")}};
     for (const auto& [plot, name] : plots) {
         const QString base = dir + QLatin1Char('/') + name;
         const int w = std::max(plot->width(), 800), h = std::max(plot->height(), 400);
@@ -284,6 +466,7 @@ void MainWindow::updateStatus() {
 void MainWindow::closeEvent(QCloseEvent* event) {
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
     QMainWindow::closeEvent(event);
 }
 

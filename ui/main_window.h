@@ -7,6 +7,7 @@
 #include <QMainWindow>
 
 class QAction;
+class QMenu;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -15,8 +16,11 @@ class QSpinBox;
 
 namespace plab {
 
+class FlushHeatmapView;
+class FormatInspector;
 class GradientView;
 class LossScaleSlider;
+class RecipeEditor;
 class TimeView;
 class TrainingController;
 
@@ -38,6 +42,14 @@ public:
     QString applySettings();
     // Exports the plots as PNG, PDF and SVG into dir; returns the error, or an empty string.
     QString exportPlots(const QString& dir);
+    // Plots plus config.json and summary.json of the current run, into one folder.
+    QString exportReport(const QString& dir);
+    // The session file is the CLI's JSON config: a GUI run replays headless.
+    QString saveSession(const QString& path);
+    QString loadSession(const QString& path);
+    RecipeEditor* recipeEditor() const { return m_recipeEditor; }
+    FlushHeatmapView* heatmapView() const { return m_heatmap; }
+    FormatInspector* formatInspector();
     // Test hook: errors go to this string instead of a modal dialog when set.
     void setErrorSink(QString* sink) { m_errorSink = sink; }
 
@@ -51,10 +63,18 @@ private:
     void updateStatus();
     void chooseDataDirectory();
     TrainConfig configFromControls(QString* error) const;
+    QString startRun(const TrainConfig& config);
+    void showConfigInControls(const TrainConfig& config);
+    void rememberRecentFile(const QString& path);
+    void rebuildRecentMenu();
 
     TrainingController* m_controller;
     GradientView* m_gradientView;
     TimeView* m_timeView;
+    FlushHeatmapView* m_heatmap;
+    RecipeEditor* m_recipeEditor;
+    FormatInspector* m_inspector = nullptr;
+    QMenu* m_recentMenu = nullptr;
     LossScaleSlider* m_slider;
     QAction *m_trainAction, *m_stepAction, *m_resetAction, *m_applyAction, *m_exportAction;
     QComboBox *m_preset, *m_model, *m_data;

@@ -30,6 +30,9 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_config = config;
         m_latest = nullptr;
         m_wantRunning = false;
+        m_runDir = runDir;
+        m_flushHistory.clear();
+        m_lastFlushStep = -1;
         m_history.clear();
         m_decimation = 1;
         m_timer.start();
@@ -79,6 +82,8 @@ void TrainingController::reset() {
         return;
     m_session->reset();
     m_history.clear();
+    m_flushHistory.clear();
+    m_lastFlushStep = -1;
     m_decimation = 1;
     emit historyChanged();
 }
@@ -89,6 +94,11 @@ void TrainingController::setLossScale(double scale) {
 void TrainingController::setLearningRate(double lr) {
     if (m_session)
         m_session->setLearningRate(lr);
+}
+void TrainingController::setRecipe(const PrecisionRecipe& recipe) {
+    m_config.recipe = recipe; // the views read formats from here
+    if (m_session)
+        m_session->setRecipe(recipe);
 }
 
 void TrainingController::append(const StepScalars& s) {
@@ -124,6 +134,24 @@ void TrainingController::poll() {
         const bool changed = m_latest == nullptr || snap->scalars.step != m_latestStep;
         m_latest = snap; // valid until the next poll; views read it on the GUI thread only
         m_latestStep = snap->scalars.step;
+        if (snap->statsStep != m_lastFlushStep && !snap->stages.empty()) {
+            m_lastFlushStep = snap->statsStep;
+            FlushColumn column{snap->statsStep, {}};
+            for (const StageStats& st : snap->stages) {
+                const QuantStats& g = st.role(TensorRole::ActivationGradients);
+                const auto nonzero = static_cast<double>(g.total() - g.count(QuantClass::Zero));
+                column.flushed.push_back(
+                    nonzero > 0 ? static_cast<double>(g.count(QuantClass::Underflow)) / nonzero
+                                : 0.0);
+            }
+            m_flushHistory.push_back(std::move(column));
+            if (m_flushHistory.size() >= kHistoryCapacity) {
+                std::vector<FlushColumn> kept;
+                for (std::size_t i = 0; i < m_flushHistory.size(); i += 2)
+                    kept.push_back(std::move(m_flushHistory[i]));
+                m_flushHistory = std::move(kept);
+            }
+        }
         if (changed)
             emit snapshotChanged();
     }

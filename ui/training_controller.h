@@ -36,6 +36,14 @@ public:
     // stays flat over long runs while the whole run remains visible.
     const std::vector<StepScalars>& history() const { return m_history; }
     static constexpr std::size_t kHistoryCapacity = 4096;
+    // Per statistics step: the share of nonzero activation gradients flushed, per stage (the
+    // heat map's columns); bounded and decimated like history().
+    struct FlushColumn {
+        std::int64_t step;
+        std::vector<double> flushed;
+    };
+    const std::vector<FlushColumn>& flushHistory() const { return m_flushHistory; }
+    QString runDir() const { return m_runDir; }
 
 public slots:
     void train();
@@ -45,6 +53,7 @@ public slots:
     void reset();
     void setLossScale(double scale);
     void setLearningRate(double lr);
+    void setRecipe(const PrecisionRecipe& recipe);
     void poll(); // also called by tests to take the newest snapshot at once
 
 signals:
@@ -62,6 +71,9 @@ private:
     const TrainingSnapshot* m_latest = nullptr;
     std::int64_t m_latestStep = -1;
     std::vector<StepScalars> m_history;
+    std::vector<FlushColumn> m_flushHistory;
+    std::int64_t m_lastFlushStep = -1;
+    QString m_runDir;
     std::int64_t m_decimation = 1; // keep every m_decimation-th step
     SessionState m_lastState = SessionState::Idle;
     bool m_wantRunning = false; // what the user last asked for

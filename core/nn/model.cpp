@@ -60,7 +60,11 @@ bool Model::endsStage(std::size_t layer) const {
 }
 
 std::string Model::stageName(int stage) const {
-    return "L" + std::to_string(stage) + " " + m_layers[stageWeightLayer(stage)]->describe();
+    std::string name = "L"; // appends: GCC 12 warns falsely (-Wrestrict) on "L" + std::string
+    name += std::to_string(stage);
+    name += ' ';
+    name += m_layers[stageWeightLayer(stage)]->describe();
+    return name;
 }
 
 void Model::initParameters(float* params, std::uint64_t seed, InitKind init, float scale) const {

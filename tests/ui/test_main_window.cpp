@@ -6,14 +6,20 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "format_inspector.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "main_window.h"
+#include "recipe_editor.h"
 #include "training_controller.h"
 
 #include <QAction>
+#include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
+#include <QLineEdit>
+#include <QTableWidget>
 
 using namespace plab;
 
@@ -25,6 +31,10 @@ private slots:
     void sliderReshadesBeforeNextStep();
     void exportWritesFiles();
     void errorsBecomeMessages();
+    void recipeEditsApplyAtNextStep();
+    void sessionSaveLoadRoundTrip();
+    void formatInspectorShowsEveryFormat();
+    void reportAndHeatmap();
     void screenshotAfterTraining();
 
 private:
@@ -109,6 +119,82 @@ void TestMainWindow::errorsBecomeMessages() {
     const QString error = m_window->controller()->configure(bad);
     QVERIFY2(error.contains(QLatin1String("/nonexistent/fashion")), qPrintable(error));
     QVERIFY(m_window->controller()->hasSession()); // the previous run survives
+}
+
+void TestMainWindow::recipeEditsApplyAtNextStep() {
+    QComboBox* box = m_window->recipeEditor()->formatBox(TensorRole::ActivationGradients);
+    box->setEditText(QStringLiteral("e9m2")); // impossible: marked, not applied
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    QVERIFY(m_window->recipeEditor()->lastError().contains(QLatin1String("exponent bits")));
+    box->setEditText(QStringLiteral("bf16"));
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    QVERIFY(m_window->recipeEditor()->lastError().isEmpty());
+    QVERIFY(m_window->controller()->config().recipe.roles[2].format.name == "bf16");
+    const std::int64_t step = m_window->controller()->latest()->scalars.step;
+    m_window->controller()->step();
+    QTRY_VERIFY(m_window->controller()->latest()->scalars.step == step + 1);
+    // BF16's range reaches 2^-133: nothing of the classifier's gradient flushes any more.
+    m_window->gradientView()->stageBox()->setCurrentIndex(2);
+    QCOMPARE(m_window->gradientView()->currentFractions().flushed, 0.0);
+    box->setEditText(QStringLiteral("fp16"));
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+}
+
+void TestMainWindow::sessionSaveLoadRoundTrip() {
+    QTemporaryDir dir;
+    const QString path = dir.path() + QStringLiteral("/session.json");
+    m_window->scaleSlider()->setLog2Scale(5.0);
+    QCOMPARE(m_window->saveSession(path), QString());
+    QCOMPARE(m_window->loadSession(path), QString());
+    QCOMPARE(m_window->controller()->config().lossScale, 32.0);
+    QCOMPARE(m_window->scaleSlider()->log2Scale(), 5.0);
+    // The session file is what the CLI takes.
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const TrainConfig replay = configFromJson(nlohmann::json::parse(f.readAll().toStdString()));
+    QCOMPARE(replay.toJson().dump(), m_window->controller()->config().toJson().dump());
+    QVERIFY(!m_window->loadSession(dir.path() + QStringLiteral("/missing.json")).isEmpty());
+    QFile bad(dir.path() + QStringLiteral("/bad.json"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write(R"({"train": {"lr": "fast"}})");
+    bad.close();
+    QVERIFY(m_window->loadSession(bad.fileName()).contains(QLatin1String("config.train.lr")));
+    m_window->scaleSlider()->setLog2Scale(0.0);
+}
+
+void TestMainWindow::formatInspectorShowsEveryFormat() {
+    FormatInspector* inspector = m_window->formatInspector();
+    inspector->setValueText(QStringLiteral("464"));
+    QTableWidget* table = inspector->table();
+    QCOMPARE(table->rowCount(), static_cast<int>(namedFormats().size()));
+    bool sawE4m3 = false;
+    for (int r = 0; r < table->rowCount(); ++r)
+        if (table->item(r, 0)->text() == QLatin1String("fp8-e4m3")) {
+            sawE4m3 = true;
+            QCOMPARE(table->item(r, 1)->text(), QStringLiteral("448"));
+            QCOMPARE(table->item(r, 2)->text(), QStringLiteral("0x7e"));
+        }
+    QVERIFY(sawE4m3);
+}
+
+void TestMainWindow::reportAndHeatmap() {
+    // The loaded session started a fresh run: take a few steps first.
+    for (int i = 0; i < 3; ++i)
+        m_window->controller()->step();
+    QTRY_VERIFY(m_window->controller()->latest() &&
+                m_window->controller()->latest()->scalars.step == 3);
+    QTRY_VERIFY(!m_window->controller()->flushHistory().empty()); // sampled at <= 30 Hz
+    QTemporaryDir dir;
+    QCOMPARE(m_window->exportReport(dir.path()), QString());
+    for (const char* name :
+         {"gradients.png", "training.svg", "flushed_per_layer.pdf", "config.json", "summary.json"})
+        QVERIFY2(
+            QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size() > 100,
+            qPrintable(
+                QStringLiteral("%1: %2 bytes")
+                    .arg(QLatin1String(name))
+                    .arg(QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size())));
+    QVERIFY(QFileInfo::exists(m_window->controller()->runDir() + QStringLiteral("/metrics.csv")));
 }
 
 void TestMainWindow::screenshotAfterTraining() {

@@ -1,0 +1,27 @@
+// FlushHeatmapView: share of activation gradients flushed to zero, per layer (rows) over steps
+// (columns), as a colour map: where and when underflow sets in.
+#pragma once
+
+#include "training_controller.h"
+
+#include <QWidget>
+
+class QCustomPlot;
+class QCPColorMap;
+
+namespace plab {
+
+class FlushHeatmapView : public QWidget {
+    Q_OBJECT
+public:
+    explicit FlushHeatmapView(QWidget* parent = nullptr);
+    void setColumns(const std::vector<TrainingController::FlushColumn>& columns,
+                    const std::vector<std::string>& stageNames);
+    QCustomPlot* plot() const { return m_plot; }
+
+private:
+    QCustomPlot* m_plot;
+    QCPColorMap* m_map;
+};
+
+} // namespace plab

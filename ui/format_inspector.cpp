@@ -1,0 +1,152 @@
+// FormatInspector: the reference quantiser and the codec, one row per named format.
+#include "format_inspector.h"
+
+#include "numerics/codec.h"
+#include "numerics/reference_quantize.h"
+#include "recipe_editor.h"
+
+#include <qcustomplot.h>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace plab {
+
+FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
+    setWindowTitle(tr("Format inspector"));
+    resize(980, 640);
+    m_value = new QLineEdit(QStringLiteral("0.1"), this);
+    m_value->setToolTip(tr("Any float32 value: 0.1, -3e-5, 65519, inf, nan"));
+    m_rounding = new QComboBox(this);
+    for (Rounding r : {Rounding::NearestEven, Rounding::NearestAway, Rounding::TowardZero})
+        m_rounding->addItem(QString::fromLatin1(toString(r).data()));
+    auto* top = new QHBoxLayout;
+    top->addWidget(new QLabel(tr("Value"), this));
+    top->addWidget(m_value, 1);
+    top->addWidget(new QLabel(tr("Rounding"), this));
+    top->addWidget(m_rounding);
+
+    m_table = new QTableWidget(this);
+    m_table->setColumnCount(7);
+    m_table->setHorizontalHeaderLabels({tr("Format"), tr("Value"), tr("Bits"), tr("Class"),
+                                        tr("Relative error"), tr("Next below"), tr("Next above")});
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    m_table->verticalHeader()->setVisible(false);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+
+    m_lineFormat = new QComboBox(this);
+    for (const FormatSpec& f : namedFormats())
+        if (f.totalBits() <= 8)
+            m_lineFormat->addItem(QString::fromStdString(f.name));
+    m_line = new QCustomPlot(this);
+    m_line->setMinimumHeight(150);
+    m_line->xAxis->setLabel(tr("log2 of the representable positive values"));
+    m_line->yAxis->setVisible(false);
+    auto* lineRow = new QHBoxLayout;
+    lineRow->addWidget(new QLabel(tr("Number line of"), this));
+    lineRow->addWidget(m_lineFormat);
+    lineRow->addStretch(1);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(top);
+    layout->addWidget(m_table, 2);
+    layout->addLayout(lineRow);
+    layout->addWidget(m_line, 1);
+
+    connect(m_value, &QLineEdit::textChanged, this, &FormatInspector::refresh);
+    connect(m_rounding, &QComboBox::currentIndexChanged, this, &FormatInspector::refresh);
+    connect(m_lineFormat, &QComboBox::currentIndexChanged, this, &FormatInspector::drawNumberLine);
+    refresh();
+    drawNumberLine();
+}
+
+void FormatInspector::setValueText(const QString& text) {
+    m_value->setText(text);
+}
+
+void FormatInspector::refresh() {
+    bool ok = false;
+    const QString text = m_value->text().trimmed();
+    float x = text.toFloat(&ok);
+    if (!ok) {
+        if (text.compare(QLatin1String("nan"), Qt::CaseInsensitive) == 0) {
+            x = std::nanf("");
+            ok = true;
+        } else if (text.endsWith(QLatin1String("inf"), Qt::CaseInsensitive)) {
+            x = text.startsWith(QLatin1Char('-')) ? -INFINITY : INFINITY;
+            ok = true;
+        }
+    }
+    m_value->setStyleSheet(ok ? QString()
+                              : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));
+    m_value->setToolTip(ok ? tr("Any float32 value") : tr("\"%1\" is not a number").arg(text));
+    if (!ok)
+        return;
+    const auto& formats = namedFormats();
+    m_table->setRowCount(static_cast<int>(formats.size()));
+    const Rounding rounding = parseRounding(m_rounding->currentText().toStdString());
+    for (int row = 0; row < static_cast<int>(formats.size()); ++row) {
+        const FormatSpec& f = formats[static_cast<std::size_t>(row)];
+        const QuantConfig config = QuantConfig::forFormat(f, rounding);
+        QuantClass cls;
+        const float q = quantizeReference(config, x, 0, &cls);
+        const std::uint32_t code = encode(config, x);
+        const double err = (std::isfinite(x) && std::isfinite(q) && x != 0.0f)
+                               ? std::fabs((static_cast<double>(q) - x) / x)
+                               : 0.0;
+        auto neighbour = [&](int direction) -> QString {
+            if (!std::isfinite(q) || f.totalBits() > 16)
+                return QStringLiteral("-");
+            const std::uint32_t mask = f.totalBits() >= 32 ? ~0u : (1u << f.totalBits()) - 1u;
+            const bool negative = std::signbit(q) && f.isSigned;
+            // Codes grow with magnitude on each side of the sign bit.
+            const int step = (negative ? -direction : direction);
+            const std::uint32_t next = (code + static_cast<std::uint32_t>(step)) & mask;
+            const float v = decode(f, next);
+            return std::isnan(v) ? QStringLiteral("-")
+                                 : QString::number(static_cast<double>(v), 'g', 8);
+        };
+        const QStringList cells = {QString::fromStdString(f.name),
+                                   QString::number(static_cast<double>(q), 'g', 9),
+                                   QString::fromStdString(codeToHex(f, code)),
+                                   QString::fromLatin1(toString(cls)),
+                                   QString::number(err, 'e', 3),
+                                   neighbour(-1),
+                                   neighbour(+1)};
+        for (int c = 0; c < cells.size(); ++c) {
+            auto* item = new QTableWidgetItem(cells[c]);
+            item->setToolTip(formatSummary(f));
+            m_table->setItem(row, c, item);
+        }
+    }
+}
+
+void FormatInspector::drawNumberLine() {
+    m_line->clearGraphs();
+    const FormatSpec f = parseFormat(m_lineFormat->currentText().toStdString());
+    QVector<double> xs, ys;
+    const std::uint32_t positiveCodes = 1u << (f.exponentBits + f.mantissaBits);
+    for (std::uint32_t code = 1; code < positiveCodes; ++code) {
+        const float v = decode(f, code);
+        if (std::isfinite(v) && v > 0.0f) {
+            xs.push_back(std::log2(static_cast<double>(v)));
+            ys.push_back(0.0);
+        }
+    }
+    QCPGraph* g = m_line->addGraph();
+    g->setLineStyle(QCPGraph::lsNone);
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssPlus, 8));
+    g->setData(xs, ys);
+    m_line->xAxis->setRange(xs.isEmpty() ? -1 : xs.front() - 1, xs.isEmpty() ? 1 : xs.back() + 1);
+    m_line->yAxis->setRange(-1, 1);
+    m_line->replot();
+}
+
+} // namespace plab

@@ -1,0 +1,126 @@
+// RecipeEditor rows: one per tensor role.
+#include "recipe_editor.h"
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QLabel>
+#include <QLineEdit>
+
+#include <cmath>
+
+namespace plab {
+
+QString formatSummary(const FormatSpec& f) {
+    return QObject::tr("%1: values from 2^%2 to %3 (min normal 2^%4), %5 mantissa bits "
+                       "(epsilon 2^-%5), %6 finite values")
+        .arg(QString::fromStdString(f.name))
+        .arg(std::log2(f.minPositive()))
+        .arg(f.maxFinite(), 0, 'g', 6)
+        .arg(std::log2(f.minNormal()))
+        .arg(f.mantissaBits)
+        .arg(static_cast<qulonglong>(f.finiteValueCount()));
+}
+
+RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
+    auto* grid = new QGridLayout(this);
+    grid->addWidget(new QLabel(tr("<b>Tensor</b>"), this), 0, 0);
+    grid->addWidget(new QLabel(tr("<b>Format</b>"), this), 0, 1);
+    grid->addWidget(new QLabel(tr("<b>Rounding</b>"), this), 0, 2);
+    grid->addWidget(new QLabel(tr("<b>Overflow</b>"), this), 0, 3);
+    const char* tips[] = {
+        "Weights as the forward pass reads them (rounded from the master copy each step)",
+        "Each layer's output as the next layer reads it",
+        "The loss-scaled gradient arriving at each layer from above",
+        "Loss-scaled weight gradients",
+        "The copy of the weights the optimiser updates: new = round(master - update)",
+        "Momentum / Adam moments"};
+    int row = 1;
+    for (TensorRole role : kAllRoles) {
+        const auto r = static_cast<std::size_t>(role);
+        auto* label = new QLabel(
+            QString::fromLatin1(toString(role).data()).replace(QLatin1Char('_'), QLatin1Char(' ')),
+            this);
+        label->setToolTip(tr(tips[r]));
+        Row& w = m_rows[r];
+        w.format = new QComboBox(this);
+        w.format->setEditable(true);
+        w.format->setInsertPolicy(QComboBox::NoInsert);
+        for (const FormatSpec& f : namedFormats()) {
+            w.format->addItem(QString::fromStdString(f.name));
+            w.format->setItemData(w.format->count() - 1, formatSummary(f), Qt::ToolTipRole);
+        }
+        w.format->setToolTip(
+            tr("A named format or a custom eXmY[:bias=B][:nosub][:fn|:fnuz|:finite]"));
+        w.rounding = new QComboBox(this);
+        for (Rounding rr : kAllRoundings)
+            w.rounding->addItem(QString::fromLatin1(toString(rr).data()));
+        w.rounding->setToolTip(tr("Stochastic rounding rounds up with probability equal to the "
+                                  "dropped fraction: unbiased, reproducible from the seed"));
+        w.overflow = new QComboBox(this);
+        w.overflow->addItem(QStringLiteral("saturate"));
+        w.overflow->addItem(QStringLiteral("inf"));
+        w.overflow->setToolTip(tr("saturate: past the largest value becomes +-max; inf: Inf where "
+                                  "the format has it, NaN where it has only NaN"));
+        grid->addWidget(label, row, 0);
+        grid->addWidget(w.format, row, 1);
+        grid->addWidget(w.rounding, row, 2);
+        grid->addWidget(w.overflow, row, 3);
+        ++row;
+        connect(w.format->lineEdit(), &QLineEdit::editingFinished, this,
+                [this, role] { onEdited(role); });
+        connect(w.format, &QComboBox::activated, this, [this, role] { onEdited(role); });
+        connect(w.rounding, &QComboBox::activated, this, [this, role] { onEdited(role); });
+        connect(w.overflow, &QComboBox::activated, this, [this, role] { onEdited(role); });
+    }
+    m_error = new QLabel(this);
+    m_error->setWordWrap(true);
+    m_error->setStyleSheet(QStringLiteral("color: #c03030"));
+    grid->addWidget(m_error, row, 0, 1, 4);
+    grid->setRowStretch(row + 1, 1);
+}
+
+QString RecipeEditor::lastError() const {
+    return m_error->text();
+}
+
+void RecipeEditor::setRecipe(const PrecisionRecipe& recipe) {
+    m_loading = true;
+    m_recipe = recipe;
+    for (TensorRole role : kAllRoles) {
+        const auto r = static_cast<std::size_t>(role);
+        const QuantConfig& q = recipe.roles[r];
+        m_rows[r].format->setEditText(QString::fromStdString(q.format.name));
+        m_rows[r].format->setToolTip(formatSummary(q.format));
+        m_rows[r].rounding->setCurrentText(QString::fromLatin1(toString(q.rounding).data()));
+        m_rows[r].overflow->setCurrentText(QString::fromLatin1(toString(q.overflow).data()));
+    }
+    m_error->clear();
+    m_loading = false;
+}
+
+void RecipeEditor::onEdited(TensorRole role) {
+    if (m_loading)
+        return;
+    const auto r = static_cast<std::size_t>(role);
+    const Row& w = m_rows[r];
+    try {
+        QuantConfig q;
+        q.format = parseFormat(w.format->currentText().trimmed().toStdString());
+        q.rounding = parseRounding(w.rounding->currentText().toStdString());
+        q.overflow = parseOverflow(w.overflow->currentText().toStdString());
+        const QuantConfig& old = m_recipe.roles[r];
+        if (q.format.sameParameters(old.format) && q.rounding == old.rounding &&
+            q.overflow == old.overflow)
+            return;
+        m_recipe.roles[r] = q;
+        w.format->setToolTip(formatSummary(q.format));
+        w.format->setStyleSheet({});
+        m_error->clear();
+        emit recipeChanged(m_recipe);
+    } catch (const std::exception& e) {
+        w.format->setStyleSheet(QStringLiteral("QComboBox { border: 1px solid #c03030; }"));
+        m_error->setText(QString::fromUtf8(e.what()));
+    }
+}
+
+} // namespace plab
