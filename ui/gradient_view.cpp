@@ -82,6 +82,7 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
 
     m_counters = new QLabel(this);
     m_counters->setTextFormat(Qt::RichText);
+    m_counters->setWordWrap(true);
     m_counters->setToolTip(tr("Shares of all values of this tensor. True zeros were zero before "
                               "the cast (e.g. after ReLU); flushed values were nonzero and became "
                               "zero. While the slider moves these are previews from the last "
