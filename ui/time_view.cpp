@@ -24,6 +24,9 @@ TimeView::TimeView(QWidget* parent) : QWidget(parent) {
     m_trainLoss = m_plot->addGraph();
     m_trainLoss->setName(tr("train loss"));
     m_trainLoss->setPen(QPen(QColor(30, 100, 220), 1));
+    m_trainAccuracy = m_plot->addGraph();
+    m_trainAccuracy->setName(tr("train accuracy (batch)"));
+    m_trainAccuracy->setPen(QPen(QColor(40, 160, 70, 140), 1));
     m_testLoss = m_plot->addGraph();
     m_testLoss->setName(tr("test loss"));
     m_testLoss->setPen(QPen(QColor(220, 120, 20), 2));
@@ -46,12 +49,13 @@ TimeView::TimeView(QWidget* parent) : QWidget(parent) {
 }
 
 void TimeView::setHistory(const std::vector<StepScalars>& history) {
-    QVector<double> steps, loss, tSteps, tLoss, tAcc, scale, skipSteps, skipScale;
+    QVector<double> steps, loss, accuracy, tSteps, tLoss, tAcc, scale, skipSteps, skipScale;
     double maxLoss = 1.0;
     for (const StepScalars& s : history) {
         const auto x = static_cast<double>(s.step);
         steps.push_back(x);
         loss.push_back(s.loss);
+        accuracy.push_back(s.accuracy);
         if (std::isfinite(s.loss))
             maxLoss = std::max(maxLoss, s.loss);
         scale.push_back(std::log2(s.scale));
@@ -66,6 +70,7 @@ void TimeView::setHistory(const std::vector<StepScalars>& history) {
         }
     }
     m_trainLoss->setData(steps, loss, true);
+    m_trainAccuracy->setData(steps, accuracy, true);
     m_testLoss->setData(tSteps, tLoss, true);
     m_testAccuracy->setData(tSteps, tAcc, true);
     m_scale->setData(steps, scale, true);

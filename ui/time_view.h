@@ -22,7 +22,7 @@ public:
 
 private:
     QCustomPlot* m_plot;
-    QCPGraph *m_trainLoss, *m_testLoss, *m_testAccuracy, *m_scale, *m_skipped;
+    QCPGraph *m_trainLoss, *m_trainAccuracy, *m_testLoss, *m_testAccuracy, *m_scale, *m_skipped;
 };
 
 } // namespace plab
