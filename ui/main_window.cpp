@@ -93,8 +93,18 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         m_controller->setLossScale(scale);     // training takes it at the next step
     });
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
-        if (const TrainingSnapshot* s = m_controller->latest())
+        if (const TrainingSnapshot* s = m_controller->latest()) {
+            // A dynamic policy moves the scale itself: the slider follows it (without sending
+            // it back), so the axis always shows the scale training uses.
+            const std::string& policy = m_controller->config().scalingPolicy;
+            if ((policy == "dynamic" || policy == "enhanced") && s->scalars.scale > 0 &&
+                std::fabs(std::log2(s->scalars.scale) - m_slider->log2Scale()) >= 0.25) {
+                const QSignalBlocker block(m_slider);
+                m_slider->setLog2Scale(std::log2(s->scalars.scale));
+                m_gradientView->setWhatIfScale(m_slider->scale());
+            }
             m_gradientView->setSnapshot(*s, m_controller->config());
+        }
         updateStatus();
     });
     connect(m_controller, &TrainingController::historyChanged, this, [this] {
@@ -455,12 +465,14 @@ void MainWindow::updateStatus() {
         m_status->setText(tr("Ready: press Train (Space) or Step."));
         return;
     }
-    m_status->setText(tr("%1 · step %2 · epoch %3 · loss %4 · %5 samples/s")
+    m_status->setText(tr("%1 · step %2 · epoch %3 · loss %4 · %5 samples/s · %6 scale 2^%7")
                           .arg(QString::fromLatin1(toString(state)))
                           .arg(s->scalars.step)
                           .arg(s->scalars.epoch)
                           .arg(s->scalars.loss, 0, 'f', 4)
-                          .arg(s->scalars.samplesPerSecond, 0, 'f', 0));
+                          .arg(s->scalars.samplesPerSecond, 0, 'f', 0)
+                          .arg(QString::fromStdString(m_controller->config().scalingPolicy))
+                          .arg(std::log2(s->scalars.scale)));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -250,10 +250,24 @@ TrainConfig configFromJson(const json& j) {
     if (top.has("scaling")) {
         Reader s(top.at("scaling"), "config.scaling");
         s.text("policy", c.scalingPolicy);
-        if (c.scalingPolicy != "static")
+        if (c.scalingPolicy != "none" && c.scalingPolicy != "static" &&
+            c.scalingPolicy != "dynamic" && c.scalingPolicy != "enhanced")
             throw ConfigError("config.scaling.policy: \"" + c.scalingPolicy +
-                              "\" (expected static; other policies are not built yet)");
+                              "\" (expected none, static, dynamic or enhanced)");
+        if (c.scalingPolicy == "dynamic" || c.scalingPolicy == "enhanced")
+            c.lossScale = 65536.0; // GradScaler's initial scale unless given
         s.number("scale", c.lossScale, 1.0 / (1ull << 40), 1e30);
+        DynamicScalerSettings& d = c.dynamic;
+        s.number("growth_factor", d.growthFactor, 1.0, 1e6);
+        s.number("backoff_factor", d.backoffFactor, 1e-6, 1.0);
+        s.number("growth_interval", d.growthInterval, 1, 1e12);
+        s.number("min_scale", d.minScale, 0.0, 1e30);
+        s.number("max_scale", d.maxScale, 0.0, 1e30);
+        s.number("hysteresis", d.hysteresis, 1, 1e6);
+        s.number("floor", d.floorInitial, 0.0, 1e30);
+        s.number("floor_growth", d.floorGrowth, 1.0, 1e6);
+        s.number("floor_interval", d.floorInterval, 1, 1e12);
+        s.number("floor_max", d.floorMax, 0.0, 1e30);
         s.finish();
     }
     top.finish();
@@ -308,7 +322,19 @@ json TrainConfig::toJson() const {
           {"stats_every", statsEvery},
           {"eval_every", evalEvery}}},
         {"recipe", recipeJson},
-        {"scaling", {{"policy", scalingPolicy}, {"scale", lossScale}}},
+        {"scaling",
+         {{"policy", scalingPolicy},
+          {"scale", lossScale},
+          {"growth_factor", dynamic.growthFactor},
+          {"backoff_factor", dynamic.backoffFactor},
+          {"growth_interval", dynamic.growthInterval},
+          {"min_scale", dynamic.minScale},
+          {"max_scale", dynamic.maxScale},
+          {"hysteresis", dynamic.hysteresis},
+          {"floor", dynamic.floorInitial},
+          {"floor_growth", dynamic.floorGrowth},
+          {"floor_interval", dynamic.floorInterval},
+          {"floor_max", dynamic.floorMax}}},
     };
 }
 
@@ -375,6 +401,45 @@ const std::vector<Preset>& presets() {
             {"master_weights", {{"format", "fp16"}, {"rounding", "stochastic"}}},
             {"optimizer_state", "fp16"}}},
           {"scaling", {{"policy", "static"}, {"scale", 256}}}}},
+        {"fp16-amp",
+         "FP16 weights, activations and gradients, FP32 master weights, dynamic loss scaling with "
+         "PyTorch GradScaler's defaults (2^16, x2 after 2000 clean steps, x0.5 and skip on "
+         "Inf/NaN)",
+         {{"recipe",
+           {{"weights", "fp16"},
+            {"activations", "fp16"},
+            {"activation_gradients", "fp16"},
+            {"weight_gradients", "fp16"}}},
+          {"scaling", {{"policy", "dynamic"}}}}},
+        {"fp8-e5m2-mellempudi",
+         "Mellempudi et al. 2019: E5M2 everywhere, nearest-even forward, stochastic rounding on "
+         "gradients and on the FP16 master-weight update, enhanced loss scaling, first and last "
+         "layer in FP16",
+         {{"recipe",
+           {{"weights", "fp8-e5m2"},
+            {"activations", "fp8-e5m2"},
+            {"activation_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}},
+            {"weight_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}},
+            {"master_weights", {{"format", "fp16"}, {"rounding", "stochastic"}}},
+            {"optimizer_state", "fp16"},
+            {"overrides",
+             {{{"stage", 0},
+               {"weights", "fp16"},
+               {"activations", "fp16"},
+               {"activation_gradients", "fp16"},
+               {"weight_gradients", "fp16"}},
+              {{"stage", -1},
+               {"weights", "fp16"},
+               {"activations", "fp16"},
+               {"activation_gradients", "fp16"},
+               {"weight_gradients", "fp16"}}}}}},
+          {"scaling",
+           {{"policy", "enhanced"},
+            {"scale", 8192},
+            {"floor", 256},
+            {"floor_growth", 2},
+            {"floor_interval", 500},
+            {"floor_max", 8192}}}}},
         {"fp8-e4m3",
          "E4M3 for weights, activations and gradients (saturating), FP32 master weights, loss "
          "scale 2^8",

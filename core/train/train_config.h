@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nn/model.h"
+#include "train/dynamic_scaler.h"
 #include "train/precision_recipe.h"
 
 #include <nlohmann/json.hpp>
@@ -45,8 +46,9 @@ struct TrainConfig {
     int evalEvery = 0;     // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
-    std::string scalingPolicy = "static";
-    double lossScale = 1.0;
+    std::string scalingPolicy = "static"; // none, static, dynamic, enhanced
+    double lossScale = 1.0;               // static scale, or the dynamic policies' initial one
+    DynamicScalerSettings dynamic;        // dynamic / enhanced parameters (initialScale unused)
 
     nlohmann::json toJson() const;
 };

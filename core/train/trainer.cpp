@@ -13,6 +13,16 @@
 #endif
 
 namespace plab {
+std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
+    if (config.scalingPolicy == "dynamic" || config.scalingPolicy == "enhanced") {
+        DynamicScalerSettings d = config.dynamic;
+        d.initialScale = config.lossScale;
+        d.enhanced = config.scalingPolicy == "enhanced";
+        return std::make_unique<DynamicScaler>(d);
+    }
+    return std::make_unique<StaticScaler>(config.scalingPolicy == "none" ? 1.0 : config.lossScale);
+}
+
 namespace {
 
 bool allFinite(std::span<const float> v) {
@@ -28,7 +38,7 @@ bool allFinite(std::span<const float> v) {
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
     : m_config(config), m_data(std::move(data)),
       m_model(config.model, m_data->train.shape, m_data->train.classes), m_pool(config.threads),
-      m_scaler(std::make_unique<StaticScaler>(config.lossScale)),
+      m_scaler(makeLossScaler(config)),
       m_optimizer({config.optimizer, config.momentum, config.weightDecay, config.beta1,
                    config.beta2, config.epsilon},
                   m_model.parameterCount()),
@@ -288,12 +298,25 @@ StepResult Trainer::step() {
     sc.skipped = decision.skipStep;
     sc.samplesPerSecond = m_samplesPerSecond;
     sc.learningRate = m_config.learningRate;
-    if (decision.skipStep) {
+    if (!decision.reason.empty())
         result.event = decision.reason;
-        // A static scale cannot react, so Inf/NaN means the run has diverged.
-        result.diverged = overflow && m_scaler->name() == "static";
-    }
+    if (overflow)
+        result.event += "; first Inf/NaN: " + locateOverflow(loss.loss);
+    // A static scale cannot react, so Inf/NaN means the run has diverged.
+    result.diverged = overflow && m_scaler->name() == "static";
     return result;
+}
+
+std::string Trainer::locateOverflow(double loss) const {
+    if (!std::isfinite(loss))
+        return "the loss (forward pass)";
+    for (int s = m_model.stageCount() - 1; s >= 0; --s) { // backward order: where it started
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        if (!allFinite({m_grads.data() + m_model.parameterOffset(layer),
+                        m_model.layers()[layer]->parameterCount()}))
+            return "weight_gradients of " + m_model.stageName(s);
+    }
+    return "unknown";
 }
 
 void Trainer::refreshWeights(bool collect) {

@@ -26,6 +26,9 @@ struct StepResult {
     bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
 };
 
+// The scaling policy a config asks for.
+std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config);
+
 struct Evaluation {
     double loss = 0.0;
     double accuracy = 0.0;
@@ -60,7 +63,9 @@ private:
     void buildQuantizers();
     const Quantizer& quantizer(int stage, TensorRole role) const;
     QuantizeOptions options(int stage, TensorRole role) const;
-    void refreshWeights(bool collect); // weights used in forward = Q(master)
+    void refreshWeights(bool collect);
+    std::string locateOverflow(
+        double loss) const; // first stage/role with Inf/NaN // weights used in forward = Q(master)
     void forward(int batch, bool collect, bool withStats);
     void backward(int batch, bool collect);
     void applyUpdate(bool collect);

@@ -191,7 +191,8 @@ void TrainingSession::doStep() {
         if (r.statsCollected)
             m_log->logStats(s.step, m_trainer->stageStats());
         if (!r.event.empty())
-            m_log->logEvent(s.step, r.diverged ? "divergence" : "skip", r.event);
+            m_log->logEvent(s.step, r.diverged ? "divergence" : (s.skipped ? "skip" : "scale"),
+                            r.event);
     }
     publish(s);
     if (r.diverged)

@@ -36,6 +36,15 @@ void TestConfig::presetsParse() {
     QVERIFY(e5m2.recipe.config(0, 3, TensorRole::MasterWeights).rounding == Rounding::Stochastic);
     QCOMPARE(configFromJson(findPreset("fp16-static").json).lossScale, 1024.0);
     QVERIFY_THROWS_EXCEPTION(ConfigError, findPreset("fp7"));
+    const TrainConfig amp = configFromJson(findPreset("fp16-amp").json);
+    QVERIFY(amp.scalingPolicy == "dynamic");
+    QCOMPARE(amp.lossScale, 65536.0);
+    QCOMPARE(amp.dynamic.growthInterval, std::int64_t{2000});
+    const TrainConfig mel = configFromJson(findPreset("fp8-e5m2-mellempudi").json);
+    QVERIFY(mel.recipe.config(0, 3, TensorRole::Weights).format.name == "fp16"); // first layer
+    QVERIFY(mel.recipe.config(2, 3, TensorRole::Weights).format.name == "fp16"); // last layer
+    QVERIFY(mel.recipe.config(1, 3, TensorRole::Weights).format.name == "fp8-e5m2");
+    QVERIFY(mel.recipe.config(1, 3, TensorRole::WeightGradients).rounding == Rounding::Stochastic);
 }
 
 void TestConfig::settings() {
@@ -84,8 +93,10 @@ void TestConfig::errors_data() {
                                 << "config.model.type";
     QTest::newRow("not an object") << R"({"train": 5})"
                                    << "config.train: expected an object";
-    QTest::newRow("policy") << R"({"scaling": {"policy": "dynamic"}})"
+    QTest::newRow("policy") << R"({"scaling": {"policy": "zhao"}})"
                             << "config.scaling.policy";
+    QTest::newRow("backoff") << R"({"scaling": {"policy": "dynamic", "backoff_factor": 2}})"
+                             << "config.scaling.backoff_factor";
 }
 
 void TestConfig::errors() {

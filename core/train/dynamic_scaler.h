@@ -1,0 +1,46 @@
+// Dynamic loss scaling: PyTorch GradScaler's rule (back off and skip on Inf/NaN, grow after a run
+// of clean steps), Megatron's additions (a minimum scale, and hysteresis: back off only after k
+// overflows), and Mellempudi et al.'s enhanced loss scaling (a floor under the scale that rises
+// on a schedule, so spurious overflows cannot drive gradients into underflow).
+#pragma once
+
+#include "train/loss_scaler.h"
+
+#include <cstdint>
+
+namespace plab {
+
+struct DynamicScalerSettings {
+    double initialScale = 65536.0; // 2^16, GradScaler's default
+    double growthFactor = 2.0;
+    double backoffFactor = 0.5;
+    std::int64_t growthInterval = 2000; // clean steps before growing
+    double minScale = 0.0;              // Megatron's min_loss_scale; 0: none (GradScaler)
+    double maxScale = 0.0;              // 0: none
+    int hysteresis = 1;                 // overflows tolerated before backing off (GradScaler: 1)
+    // Enhanced scaling: floor = min(floorMax, floorInitial * floorGrowth^(step / floorInterval)).
+    bool enhanced = false;
+    double floorInitial = 1.0, floorGrowth = 2.0, floorMax = 65536.0;
+    std::int64_t floorInterval = 1000;
+};
+
+class DynamicScaler final : public LossScaler {
+public:
+    explicit DynamicScaler(const DynamicScalerSettings& settings);
+    std::string name() const override { return m_settings.enhanced ? "enhanced" : "dynamic"; }
+    double scale() const override { return m_scale; }
+    void setScale(double scale) override;
+    ScaleDecision update(bool overflow) override;
+    double floor() const; // the enhanced floor at the current step (0 when not enhanced)
+
+private:
+    double clamp(double scale) const;
+
+    DynamicScalerSettings m_settings;
+    double m_scale;
+    std::int64_t m_steps = 0;      // updates seen
+    std::int64_t m_cleanSteps = 0; // since the last overflow or growth
+    int m_hysteresisLeft;
+};
+
+} // namespace plab
