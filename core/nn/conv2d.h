@@ -16,6 +16,12 @@ public:
     FeatureShape outputShape() const override { return {m_outChannels, m_in.height, m_in.width}; }
     bool hasWeights() const override { return true; }
     std::size_t parameterCount() const override;
+    std::size_t weightCount() const override {
+        return static_cast<std::size_t>(m_outChannels) * m_in.channels * m_kernel * m_kernel;
+    }
+    std::size_t backwardFanIn() const override {
+        return static_cast<std::size_t>(m_outChannels) * m_kernel * m_kernel;
+    }
     void initParameters(float* params, std::mt19937_64& rng, InitKind init,
                         float scale) const override;
     void forward(float* out, const float* in, const float* weights, int batch,

@@ -26,6 +26,10 @@ public:
     virtual FeatureShape outputShape() const = 0;
     virtual bool hasWeights() const { return false; }
     virtual std::size_t parameterCount() const { return 0; }
+    // For weight layers: the weights proper (before the bias), and the number of products
+    // summed per input-gradient element in backward (the output features, times k*k for a conv).
+    virtual std::size_t weightCount() const { return 0; }
+    virtual std::size_t backwardFanIn() const { return 0; }
     virtual void initParameters(float* /*params*/, std::mt19937_64& /*rng*/, InitKind /*init*/,
                                 float /*scale*/) const {}
 

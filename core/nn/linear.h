@@ -12,6 +12,10 @@ public:
     FeatureShape outputShape() const override { return {m_out, 1, 1}; }
     bool hasWeights() const override { return true; }
     std::size_t parameterCount() const override;
+    std::size_t weightCount() const override {
+        return static_cast<std::size_t>(m_out) * static_cast<std::size_t>(m_in);
+    }
+    std::size_t backwardFanIn() const override { return static_cast<std::size_t>(m_out); }
     void initParameters(float* params, std::mt19937_64& rng, InitKind init,
                         float scale) const override;
     void forward(float* out, const float* in, const float* weights, int batch,

@@ -31,6 +31,7 @@ struct StageStats {
     std::array<QuantStats, kRoleCount> roles;
     std::uint64_t updates = 0;     // weight updates attempted (nonzero update values)
     std::uint64_t lostUpdates = 0; // of those, how many left the master weight unchanged
+    double gradientScale = 1.0;    // the scale this stage's gradients carried (per-layer policy)
     double lostUpdateFraction() const {
         return updates == 0 ? 0.0 : static_cast<double>(lostUpdates) / static_cast<double>(updates);
     }

@@ -28,18 +28,20 @@ public:
 // divergence rule decides whether the run goes on.
 class StaticScaler final : public LossScaler {
 public:
-    explicit StaticScaler(double scale) : m_scale(scale) {}
-    std::string name() const override { return "static"; }
+    explicit StaticScaler(double scale, std::string name = "static")
+        : m_scale(scale), m_name(std::move(name)) {}
+    std::string name() const override { return m_name; }
     double scale() const override { return m_scale; }
     void setScale(double scale) override { m_scale = scale; }
     ScaleDecision update(bool overflow) override {
         if (!overflow)
             return {};
-        return {true, "Inf/NaN in gradients at static scale"};
+        return {true, "Inf/NaN in gradients at " + m_name + " scale"};
     }
 
 private:
     double m_scale;
+    std::string m_name;
 };
 
 } // namespace plab

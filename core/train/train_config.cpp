@@ -251,9 +251,10 @@ TrainConfig configFromJson(const json& j) {
         Reader s(top.at("scaling"), "config.scaling");
         s.text("policy", c.scalingPolicy);
         if (c.scalingPolicy != "none" && c.scalingPolicy != "static" &&
-            c.scalingPolicy != "dynamic" && c.scalingPolicy != "enhanced")
+            c.scalingPolicy != "dynamic" && c.scalingPolicy != "enhanced" &&
+            c.scalingPolicy != "per-layer")
             throw ConfigError("config.scaling.policy: \"" + c.scalingPolicy +
-                              "\" (expected none, static, dynamic or enhanced)");
+                              "\" (expected none, static, dynamic, enhanced or per-layer)");
         if (c.scalingPolicy == "dynamic" || c.scalingPolicy == "enhanced")
             c.lossScale = 65536.0; // GradScaler's initial scale unless given
         s.number("scale", c.lossScale, 1.0 / (1ull << 40), 1e30);
@@ -268,6 +269,8 @@ TrainConfig configFromJson(const json& j) {
         s.number("floor_growth", d.floorGrowth, 1.0, 1e6);
         s.number("floor_interval", d.floorInterval, 1, 1e12);
         s.number("floor_max", d.floorMax, 0.0, 1e30);
+        s.number("per_layer_cap", c.perLayerCap, 1.0, 1e30);
+        s.number("cumulative_cap", c.cumulativeCap, 1.0, 1e30);
         s.finish();
     }
     top.finish();
@@ -334,7 +337,9 @@ json TrainConfig::toJson() const {
           {"floor", dynamic.floorInitial},
           {"floor_growth", dynamic.floorGrowth},
           {"floor_interval", dynamic.floorInterval},
-          {"floor_max", dynamic.floorMax}}},
+          {"floor_max", dynamic.floorMax},
+          {"per_layer_cap", perLayerCap},
+          {"cumulative_cap", cumulativeCap}}},
     };
 }
 
@@ -440,6 +445,15 @@ const std::vector<Preset>& presets() {
             {"floor_growth", 2},
             {"floor_interval", 500},
             {"floor_max", 8192}}}}},
+        {"fp16-zhao",
+         "FP16 weights, activations and gradients with per-layer analytic gradient scaling "
+         "(Zhao et al. 2020): each layer scales the gradient it passes down from its statistics",
+         {{"recipe",
+           {{"weights", "fp16"},
+            {"activations", "fp16"},
+            {"activation_gradients", "fp16"},
+            {"weight_gradients", "fp16"}}},
+          {"scaling", {{"policy", "per-layer"}}}}},
         {"fp8-e4m3",
          "E4M3 for weights, activations and gradients (saturating), FP32 master weights, loss "
          "scale 2^8",

@@ -46,9 +46,10 @@ struct TrainConfig {
     int evalEvery = 0;     // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
-    std::string scalingPolicy = "static"; // none, static, dynamic, enhanced
+    std::string scalingPolicy = "static"; // none, static, dynamic, enhanced, per-layer
     double lossScale = 1.0;               // static scale, or the dynamic policies' initial one
     DynamicScalerSettings dynamic;        // dynamic / enhanced parameters (initialScale unused)
+    double perLayerCap = 16.0, cumulativeCap = 1024.0; // per-layer (Zhao et al.)
 
     nlohmann::json toJson() const;
 };

@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include "nn/softmax_cross_entropy.h"
+#include "train/per_layer_scaling.h"
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,8 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
         d.enhanced = config.scalingPolicy == "enhanced";
         return std::make_unique<DynamicScaler>(d);
     }
+    if (config.scalingPolicy == "per-layer") // the loss scale at the top; layers scale below it
+        return std::make_unique<StaticScaler>(config.lossScale, "per-layer");
     return std::make_unique<StaticScaler>(config.scalingPolicy == "none" ? 1.0 : config.lossScale);
 }
 
@@ -65,6 +68,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
         m_dout.emplace_back(size);
     }
     m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
+    m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
+    m_perLayer = config.scalingPolicy == "per-layer";
     m_order.resize(m_data->train.count());
     std::iota(m_order.begin(), m_order.end(), 0u);
     std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
@@ -194,6 +199,27 @@ void Trainer::backward(int batch, bool collect) {
         const std::size_t offset = m_model.parameterOffset(i);
         layers[i]->backward(din, m_grads.data() + offset, m_dout[i].data(), in, m_out[i].data(),
                             m_forwardWeights + offset, batch, m_accumulation);
+        if (m_perLayer && din != nullptr && layers[i]->hasWeights()) {
+            // Zhao et al.: this layer picks the scale of the gradient it passes down.
+            const int s = m_model.stageOf(i);
+            const auto outSize = static_cast<std::size_t>(layers[i]->outputShape().size());
+            const TensorMoments g =
+                moments({m_dout[i].data(), static_cast<std::size_t>(batch) * outSize});
+            const TensorMoments w = moments({m_forwardWeights + offset, layers[i]->weightCount()});
+            const FormatSpec& below =
+                quantizer(s - 1, TensorRole::ActivationGradients).config().format;
+            const double top = m_stageScale.back();
+            const double k = perLayerScale(g, w, layers[i]->backwardFanIn(), below,
+                                           m_stageScale[static_cast<std::size_t>(s)] / top,
+                                           {m_config.perLayerCap, m_config.cumulativeCap});
+            const std::size_t n = static_cast<std::size_t>(batch) *
+                                  static_cast<std::size_t>(layers[i - 1]->outputShape().size());
+            const auto kf = static_cast<float>(k);
+            for (std::size_t j = 0; j < n; ++j)
+                din[j] *= kf;
+            m_stageScale[static_cast<std::size_t>(s - 1)] =
+                m_stageScale[static_cast<std::size_t>(s)] * k;
+        }
     }
     for (int s = 0; s < m_model.stageCount(); ++s) {
         const std::size_t layer = m_model.stageWeightLayer(s);
@@ -209,10 +235,15 @@ void Trainer::backward(int batch, bool collect) {
 
 void Trainer::applyUpdate(bool collect) {
     // Unscale first: clipping, weight decay and the optimiser all see true gradients.
-    if (m_scaler->scale() != 1.0) {
-        const float inverse = static_cast<float>(1.0 / m_scaler->scale());
-        for (float& g : m_grads)
-            g *= inverse;
+    for (int s = 0; s < m_model.stageCount(); ++s) { // each stage carries its own scale
+        const double scale = m_stageScale[static_cast<std::size_t>(s)];
+        if (scale == 1.0)
+            continue;
+        const std::size_t layer = m_model.stageWeightLayer(s);
+        const auto inverse = static_cast<float>(1.0 / scale);
+        float* g = m_grads.data() + m_model.parameterOffset(layer);
+        for (std::size_t i = 0; i < m_model.layers()[layer]->parameterCount(); ++i)
+            g[i] *= inverse;
     }
     if (m_config.clipNorm > 0.0) {
         double sq = 0.0;
@@ -271,10 +302,14 @@ StepResult Trainer::step() {
     forward(batch, collect, true);
 
     const double scale = m_scaler->scale();
+    std::fill(m_stageScale.begin(), m_stageScale.end(), scale);
     const float* logits = m_out.back().data();
     const LossResult loss = softmaxCrossEntropy(logits, m_labels.data(), batch, m_model.classes(),
                                                 m_dout.back().data(), static_cast<float>(scale));
     backward(batch, collect);
+    if (collect)
+        for (std::size_t s = 0; s < m_stats.size(); ++s)
+            m_stats[s].gradientScale = m_stageScale[s];
 
     const bool overflow = !std::isfinite(loss.loss) || !allFinite(m_grads);
     const ScaleDecision decision = m_scaler->update(overflow);

@@ -45,6 +45,7 @@ public:
     const Model& model() const { return m_model; }
     std::vector<std::string> stageNames() const;
     const std::vector<StageStats>& stageStats() const { return m_stats; }
+    const std::vector<float>& masterWeights() const { return m_master; }
     std::int64_t stepsTaken() const { return m_step; }
     int epoch() const { return m_epoch; }
     std::int64_t stepsPerEpoch() const;
@@ -87,6 +88,8 @@ private:
     std::vector<std::uint8_t> m_labels;
     std::vector<std::vector<float>> m_out, m_dout; // per layer: (B, outSize)
     std::vector<StageStats> m_stats;
+    std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
+    bool m_perLayer = false;
 
     std::vector<std::uint32_t> m_order;
     std::size_t m_cursor = 0;

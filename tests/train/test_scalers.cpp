@@ -4,6 +4,7 @@
 #include <QTest>
 
 #include "train/dynamic_scaler.h"
+#include "train/per_layer_scaling.h"
 #include "train/trainer.h"
 
 #include <cmath>
@@ -18,6 +19,9 @@ private slots:
     void enhancedFloorNeverUndercut();
     void userSetScaleIsClamped();
     void dynamicPolicyRecoversInTraining();
+    void perLayerScaleFormula();
+    void perLayerWeightGradientsComeOutUnscaled();
+    void perLayerBeatsBestStaticScale();
 };
 
 void TestScalers::gradScalerSequence() {
@@ -128,6 +132,89 @@ void TestScalers::dynamicPolicyRecoversInTraining() {
     QVERIFY(t.scaler().scale() < 65536.0);
     QVERIFY2(firstEvent.find("first Inf/NaN:") != std::string::npos, firstEvent.c_str());
     QVERIFY(t.evaluate().accuracy > 0.3);
+}
+
+void TestScalers::perLayerScaleFormula() {
+    const FormatSpec fp16 = parseFormat("fp16");
+    // sigma_o = 1e-6 * 0.05 = 5e-8; T = sqrt(2) erfinv(1e-3) = 1.2533e-3;
+    // s_uf = 2^-24 / (T sigma_o) = 951.3; s_of = (65504 / 256) / (1e-5 * 0.2) = 1.28e8.
+    const TensorMoments g{0.0, 1e-6, 1e-5}, w{0.0, 0.05, 0.2};
+    const PerLayerScaleLimits open{1e30, 1e30};
+    QCOMPARE(perLayerScale(g, w, 256, fp16, 1.0, open), 512.0); // 2^floor(log2 951.3)
+    QCOMPARE(perLayerScale(g, w, 256, fp16, 1.0), 16.0);        // the per-layer cap
+    QCOMPARE(perLayerScale(g, w, 256, fp16, 256.0), 4.0);       // the cumulative cap: 1024 / 256
+    // An outlier makes the overflow bound win: s_of = 255.875 / (1 * 1) -> 2^7.
+    const TensorMoments gOutlier{0.0, 1e-6, 1.0}, wOutlier{0.0, 0.05, 1.0};
+    QCOMPARE(perLayerScale(gOutlier, wOutlier, 256, fp16, 1.0, open), 128.0);
+    // Large gradients: no scaling up (s_uf is at least 1), but the overflow bound can scale down.
+    const TensorMoments big{0.0, 10.0, 300.0}, wide{0.0, 1.0, 4.0};
+    QCOMPARE(perLayerScale(big, wide, 256, fp16, 1.0, open), 0.125); // 255.875 / 1200 -> 2^-3
+    const TensorMoments m = moments(std::vector<float>{1.0f, -3.0f, 2.0f});
+    QCOMPARE(m.mean, 0.0);
+    QCOMPARE(m.maxAbs, 3.0);
+    QVERIFY(std::fabs(m.stdDev - std::sqrt(14.0 / 3.0)) < 1e-12);
+}
+
+void TestScalers::perLayerWeightGradientsComeOutUnscaled() {
+    // FP16 activation gradients in a small-weight network: per-layer scales of 16 and more are
+    // applied on the way down and must be undone before the update, so one step moves the
+    // weights as the FP32 reference does (to FP16 precision), not 16x or 1024x as far.
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(3, 1000, 200));
+    nlohmann::json base = {
+        {"data", {{"train_size", 1000}, {"test_size", 200}}},
+        {"model", {{"hidden", {32, 32, 32}}, {"init", "small"}, {"init_scale", 0.05}}},
+        {"train", {{"steps", 1}, {"batch_size", 32}, {"momentum", 0.0}}}};
+    nlohmann::json perLayer = base;
+    perLayer["recipe"] = {{"activation_gradients", "fp16"}};
+    perLayer["scaling"] = {{"policy", "per-layer"}};
+    Trainer ref(configFromJson(base), data), pl(configFromJson(perLayer), data);
+    const std::vector<float> before = ref.masterWeights();
+    ref.step();
+    pl.step();
+    double maxScale = 1.0;
+    for (const StageStats& s : pl.stageStats())
+        maxScale = std::max(maxScale, s.gradientScale);
+    QVERIFY2(maxScale >= 16.0, qPrintable(QString::number(maxScale))); // it did scale
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        const double u = static_cast<double>(ref.masterWeights()[i]) - before[i];
+        const double v = static_cast<double>(pl.masterWeights()[i]) - before[i];
+        diff += (u - v) * (u - v);
+        norm += u * u;
+    }
+    QVERIFY2(std::sqrt(diff / norm) < 0.01, qPrintable(QString::number(std::sqrt(diff / norm))));
+}
+
+void TestScalers::perLayerBeatsBestStaticScale() {
+    // E5M2 activation gradients in a small-weight network whose gradients span ~30 binades:
+    // one global scale cannot fit them all in E5M2's range; per-layer scales can.
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 1000, 200));
+    const nlohmann::json base = {
+        {"data", {{"train_size", 1000}, {"test_size", 200}}},
+        {"model", {{"hidden", {64, 64, 64}}, {"init", "small"}, {"init_scale", 0.003}}},
+        {"train", {{"steps", 1}, {"batch_size", 64}}},
+        {"recipe", {{"activation_gradients", "fp8-e5m2"}}}};
+    auto flushed = [&](const nlohmann::json& scaling) {
+        nlohmann::json j = base;
+        j["scaling"] = scaling;
+        Trainer t(configFromJson(j), data);
+        t.step();
+        QuantStats pooled;
+        for (const StageStats& s : t.stageStats())
+            pooled.merge(s.role(TensorRole::ActivationGradients));
+        const auto nonzero = static_cast<double>(pooled.total() - pooled.count(QuantClass::Zero));
+        return static_cast<double>(pooled.count(QuantClass::Underflow) +
+                                   pooled.count(QuantClass::Overflow)) /
+               nonzero;
+    };
+    double bestStatic = 1.0;
+    for (int k = 0; k <= 30; k += 2)
+        bestStatic = std::min(bestStatic, flushed({{"policy", "static"}, {"scale", std::exp2(k)}}));
+    const double perLayer =
+        flushed({{"policy", "per-layer"}, {"cumulative_cap", 1e12}, {"per_layer_cap", 1e6}});
+    QVERIFY2(
+        perLayer < bestStatic,
+        qPrintable(QStringLiteral("per-layer %1 vs best static %2").arg(perLayer).arg(bestStatic)));
 }
 
 QTEST_APPLESS_MAIN(TestScalers)
