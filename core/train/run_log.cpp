@@ -46,7 +46,8 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
               << std::flush;
     m_layers = open("layers.csv");
     m_layers << "step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
-                "nan,amax,flushed_fraction,updates,lost_updates,grad_scale\n"
+                "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
+                "mx_saturated_blocks\n"
              << std::flush;
     m_histograms = open("histograms.csv");
     m_histograms << "step,stage,role,bin,count\n" << std::flush;
@@ -75,7 +76,9 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
             m_layers << ',' << number(q.amax) << ',' << number(q.fraction(QuantClass::Underflow))
                      << ',' << (master ? stages[s].updates : 0) << ','
                      << (master ? stages[s].lostUpdates : 0) << ','
-                     << number(stages[s].gradientScale) << '\n';
+                     << number(stages[s].gradientScale) << ',' << number(stages[s].tensorScale[r])
+                     << ',' << stages[s].mxBlocks[r] << ',' << stages[s].mxSaturatedBlocks[r]
+                     << '\n';
             for (int b = 0; b < kHistBinCount; ++b)
                 if (const std::uint64_t n = q.histogram[static_cast<std::size_t>(b)])
                     m_histograms << step << ',' << s << ',' << toString(role) << ',' << b << ','

@@ -252,9 +252,11 @@ TrainConfig configFromJson(const json& j) {
         s.text("policy", c.scalingPolicy);
         if (c.scalingPolicy != "none" && c.scalingPolicy != "static" &&
             c.scalingPolicy != "dynamic" && c.scalingPolicy != "enhanced" &&
-            c.scalingPolicy != "per-layer")
+            c.scalingPolicy != "per-layer" && c.scalingPolicy != "amax-current" &&
+            c.scalingPolicy != "amax-delayed" && c.scalingPolicy != "mx")
             throw ConfigError("config.scaling.policy: \"" + c.scalingPolicy +
-                              "\" (expected none, static, dynamic, enhanced or per-layer)");
+                              "\" (expected none, static, dynamic, enhanced, per-layer, "
+                              "amax-current, amax-delayed or mx)");
         if (c.scalingPolicy == "dynamic" || c.scalingPolicy == "enhanced")
             c.lossScale = 65536.0; // GradScaler's initial scale unless given
         s.number("scale", c.lossScale, 1.0 / (1ull << 40), 1e30);
@@ -271,6 +273,14 @@ TrainConfig configFromJson(const json& j) {
         s.number("floor_max", d.floorMax, 0.0, 1e30);
         s.number("per_layer_cap", c.perLayerCap, 1.0, 1e30);
         s.number("cumulative_cap", c.cumulativeCap, 1.0, 1e30);
+        s.number("margin", c.amaxMargin, -64, 64);
+        s.number("amax_history", c.amaxHistory, 1, 1 << 20);
+        std::string algorithm = "max";
+        s.text("amax_algorithm", algorithm);
+        if (algorithm != "max" && algorithm != "most_recent")
+            throw ConfigError("config.scaling.amax_algorithm: \"" + algorithm +
+                              "\" (expected max or most_recent)");
+        c.amaxMostRecent = algorithm == "most_recent";
         s.finish();
     }
     top.finish();
@@ -339,7 +349,10 @@ json TrainConfig::toJson() const {
           {"floor_interval", dynamic.floorInterval},
           {"floor_max", dynamic.floorMax},
           {"per_layer_cap", perLayerCap},
-          {"cumulative_cap", cumulativeCap}}},
+          {"cumulative_cap", cumulativeCap},
+          {"margin", amaxMargin},
+          {"amax_history", amaxHistory},
+          {"amax_algorithm", amaxMostRecent ? "most_recent" : "max"}}},
     };
 }
 
@@ -454,6 +467,46 @@ const std::vector<Preset>& presets() {
             {"activation_gradients", "fp16"},
             {"weight_gradients", "fp16"}}},
           {"scaling", {{"policy", "per-layer"}}}}},
+        {"fp8-hybrid-delayed",
+         "Transformer Engine's hybrid recipe: E4M3 weights and activations, E5M2 gradients, "
+         "per-tensor scales from the max of the last 1024 amaxes (delayed scaling)",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e5m2"}}},
+          {"scaling", {{"policy", "amax-delayed"}, {"amax_history", 1024}}}}},
+        {"fp8-hybrid-current",
+         "as fp8-hybrid-delayed with each tensor's scale from its own amax (current scaling)",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e5m2"}}},
+          {"scaling", {{"policy", "amax-current"}}}}},
+        {"mxfp8-e4m3",
+         "OCP MX: E4M3 elements in blocks of 32 sharing an E8M0 scale, for weights, activations "
+         "and activation gradients",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e4m3"}}},
+          {"scaling", {{"policy", "mx"}}}}},
+        {"mxfp6",
+         "OCP MX FP6: E2M3 weights and activations, E3M2 activation gradients, blocks of 32",
+         {{"recipe",
+           {{"weights", "fp6-e2m3"},
+            {"activations", "fp6-e2m3"},
+            {"activation_gradients", "fp6-e3m2"}}},
+          {"scaling", {{"policy", "mx"}}}}},
+        {"mxfp4",
+         "OCP MX FP4: E2M1 weights and activations with MXFP8 (E5M2) activation gradients, "
+         "blocks of 32; the classifier's weights in MXFP8 and its logits in FP16 (E2M1 logits "
+         "would tie)",
+         {{"recipe",
+           {{"weights", "fp4-e2m1"},
+            {"activations", "fp4-e2m1"},
+            {"activation_gradients", "fp8-e5m2"},
+            {"overrides", {{{"stage", -1}, {"weights", "fp8-e4m3"}, {"activations", "fp16"}}}}}},
+          {"scaling", {{"policy", "mx"}}}}},
         {"fp8-e4m3",
          "E4M3 for weights, activations and gradients (saturating), FP32 master weights, loss "
          "scale 2^8",

@@ -46,10 +46,14 @@ struct TrainConfig {
     int evalEvery = 0;     // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
-    std::string scalingPolicy = "static"; // none, static, dynamic, enhanced, per-layer
-    double lossScale = 1.0;               // static scale, or the dynamic policies' initial one
-    DynamicScalerSettings dynamic;        // dynamic / enhanced parameters (initialScale unused)
+    // none, static, dynamic, enhanced, per-layer, amax-current, amax-delayed, mx
+    std::string scalingPolicy = "static";
+    double lossScale = 1.0;        // static scale, or the dynamic policies' initial one
+    DynamicScalerSettings dynamic; // dynamic / enhanced parameters (initialScale unused)
     double perLayerCap = 16.0, cumulativeCap = 1024.0; // per-layer (Zhao et al.)
+    int amaxMargin = 0;                                // amax scaling (Transformer Engine)
+    int amaxHistory = 1024;
+    bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
 
     nlohmann::json toJson() const;
 };

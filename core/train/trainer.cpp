@@ -21,8 +21,8 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
         d.enhanced = config.scalingPolicy == "enhanced";
         return std::make_unique<DynamicScaler>(d);
     }
-    if (config.scalingPolicy == "per-layer") // the loss scale at the top; layers scale below it
-        return std::make_unique<StaticScaler>(config.lossScale, "per-layer");
+    if (config.scalingPolicy != "static" && config.scalingPolicy != "none") // per-layer, amax, mx
+        return std::make_unique<StaticScaler>(config.lossScale, config.scalingPolicy);
     return std::make_unique<StaticScaler>(config.scalingPolicy == "none" ? 1.0 : config.lossScale);
 }
 
@@ -70,6 +70,15 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
     m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
     m_perLayer = config.scalingPolicy == "per-layer";
+    if (config.scalingPolicy == "amax-current")
+        m_tensorScaling = TensorScalingKind::AmaxCurrent;
+    else if (config.scalingPolicy == "amax-delayed")
+        m_tensorScaling = TensorScalingKind::AmaxDelayed;
+    else if (config.scalingPolicy == "mx")
+        m_tensorScaling = TensorScalingKind::Mx;
+    const AmaxHistory emptyHistory(static_cast<std::size_t>(config.amaxHistory));
+    m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
+                         {emptyHistory, emptyHistory, emptyHistory});
     m_order.resize(m_data->train.count());
     std::iota(m_order.begin(), m_order.end(), 0u);
     std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
@@ -88,8 +97,17 @@ void Trainer::buildQuantizers() {
     m_quantizers.clear();
     for (int s = 0; s < m_model.stageCount(); ++s) {
         StageQuantizers q;
-        for (TensorRole r : kAllRoles)
-            q.roles.emplace_back(m_config.recipe.config(s, m_model.stageCount(), r));
+        for (TensorRole r : kAllRoles) {
+            QuantConfig c = m_config.recipe.config(s, m_model.stageCount(), r);
+            // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
+            // block or tensor scale is chosen to fill the range, and a stale (delayed) amax or
+            // a block's largest element past the element max must clip, not become Inf.
+            const bool scaledRole = r == TensorRole::Weights || r == TensorRole::Activations ||
+                                    r == TensorRole::ActivationGradients;
+            if (scaledRole && m_tensorScaling != TensorScalingKind::None)
+                c.overflow = Overflow::Saturate;
+            q.roles.emplace_back(c);
+        }
         m_quantizers.push_back(std::move(q));
     }
     m_accumulationQuantizer.reset();
@@ -167,12 +185,7 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
             const int s = m_model.stageOf(i);
             std::span<float> out(m_out[i].data(),
                                  static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            QuantStats* stats =
-                collect && withStats
-                    ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Activations)
-                    : nullptr;
-            quantizer(s, TensorRole::Activations)
-                .quantize(out, out, stats, options(s, TensorRole::Activations));
+            quantizeRole(s, TensorRole::Activations, out, collect && withStats, withStats);
         }
     }
 }
@@ -186,12 +199,7 @@ void Trainer::backward(int batch, bool collect) {
             const int s = m_model.stageOf(i);
             std::span<float> g(m_dout[i].data(),
                                static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            QuantStats* stats =
-                collect
-                    ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::ActivationGradients)
-                    : nullptr;
-            quantizer(s, TensorRole::ActivationGradients)
-                .quantize(g, g, stats, options(s, TensorRole::ActivationGradients));
+            quantizeRole(s, TensorRole::ActivationGradients, g, collect, true);
         }
         // Nothing below the first weight layer needs a gradient.
         float* din = i > firstWeight ? m_dout[i - 1].data() : nullptr;
@@ -298,7 +306,7 @@ StepResult Trainer::step() {
             s = StageStats{};
     nextBatch();
     const int batch = m_config.batchSize;
-    refreshWeights(collect);
+    refreshWeights(collect, true);
     forward(batch, collect, true);
 
     const double scale = m_scaler->scale();
@@ -342,6 +350,44 @@ StepResult Trainer::step() {
     return result;
 }
 
+void Trainer::quantizeRole(int stage, TensorRole role, std::span<float> values, bool collect,
+                           bool training) {
+    StageStats& st = m_stats[static_cast<std::size_t>(stage)];
+    const auto r = static_cast<std::size_t>(role);
+    QuantStats* stats = collect ? &st.roles[r] : nullptr;
+    const Quantizer& q = quantizer(stage, role);
+    const QuantizeOptions opts = options(stage, role);
+    const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
+                            role == TensorRole::ActivationGradients;
+    if (m_tensorScaling == TensorScalingKind::None || !scaledRole) {
+        q.quantize(values, values, stats, opts);
+        return;
+    }
+    if (m_tensorScaling == TensorScalingKind::Mx) {
+        const MxResult mx = quantizeMx(q, values, stats, opts, m_mxScratch);
+        if (collect) {
+            st.mxBlocks[r] += mx.blocks;
+            st.mxSaturatedBlocks[r] += mx.saturatedBlocks;
+        }
+        return;
+    }
+    const double current = amaxOf(values);
+    double amax = current;
+    if (m_tensorScaling == TensorScalingKind::AmaxDelayed) {
+        AmaxHistory& h = m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
+                                                                        : r == 1 ? 1
+                                                                                 : 2];
+        if (!h.empty())
+            amax = m_config.amaxMostRecent ? h.mostRecent() : h.max();
+        if (training)        // evaluation must not change what training sees
+            h.push(current); // this tensor's amax serves the steps after it
+    }
+    const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
+    if (collect)
+        st.tensorScale[r] = scale;
+    quantizeScaled(q, values, scale, stats, opts);
+}
+
 std::string Trainer::locateOverflow(double loss) const {
     if (!std::isfinite(loss))
         return "the loss (forward pass)";
@@ -354,7 +400,7 @@ std::string Trainer::locateOverflow(double loss) const {
     return "unknown";
 }
 
-void Trainer::refreshWeights(bool collect) {
+void Trainer::refreshWeights(bool collect, bool training) {
     // FP32 weights without statistics: forward reads the master copy itself, no copy needed.
     bool identity = !collect;
     for (int s = 0; s < m_model.stageCount() && identity; ++s)
@@ -366,16 +412,13 @@ void Trainer::refreshWeights(bool collect) {
         const std::size_t layer = m_model.stageWeightLayer(s);
         const std::size_t offset = m_model.parameterOffset(layer);
         const std::size_t n = m_model.layers()[layer]->parameterCount();
-        QuantStats* stats =
-            collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::Weights) : nullptr;
-        quantizer(s, TensorRole::Weights)
-            .quantize({m_master.data() + offset, n}, {m_weights.data() + offset, n}, stats,
-                      options(s, TensorRole::Weights));
+        std::copy_n(m_master.data() + offset, n, m_weights.data() + offset);
+        quantizeRole(s, TensorRole::Weights, {m_weights.data() + offset, n}, collect, training);
     }
 }
 
 Evaluation Trainer::evaluate() {
-    refreshWeights(false); // the weights as the next step would use them
+    refreshWeights(false, false); // the weights as the next step would use them
     const Dataset& test = m_data->test;
     const auto size = static_cast<std::size_t>(test.shape.size());
     const auto maxBatch = static_cast<std::size_t>(m_config.batchSize);

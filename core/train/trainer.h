@@ -9,6 +9,7 @@
 #include "stats/training_snapshot.h"
 #include "train/loss_scaler.h"
 #include "train/optimizer.h"
+#include "train/tensor_scaling.h"
 #include "train/train_config.h"
 #include "util/thread_pool.h"
 
@@ -64,9 +65,12 @@ private:
     void buildQuantizers();
     const Quantizer& quantizer(int stage, TensorRole role) const;
     QuantizeOptions options(int stage, TensorRole role) const;
-    void refreshWeights(bool collect);
-    std::string locateOverflow(
-        double loss) const; // first stage/role with Inf/NaN // weights used in forward = Q(master)
+    void refreshWeights(bool collect, bool training); // weights used in forward = Q(master)
+    // Quantises one tensor of a role, through amax or MX scaling where the policy asks for it;
+    // `training` false (evaluation) leaves the amax history alone.
+    void quantizeRole(int stage, TensorRole role, std::span<float> values, bool collect,
+                      bool training);
+    std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
     void forward(int batch, bool collect, bool withStats);
     void backward(int batch, bool collect);
     void applyUpdate(bool collect);
@@ -90,6 +94,9 @@ private:
     std::vector<StageStats> m_stats;
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
+    enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Mx } m_tensorScaling{};
+    std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
+    std::vector<float> m_mxScratch;
 
     std::vector<std::uint32_t> m_order;
     std::size_t m_cursor = 0;

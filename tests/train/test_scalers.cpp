@@ -5,6 +5,7 @@
 
 #include "train/dynamic_scaler.h"
 #include "train/per_layer_scaling.h"
+#include "train/tensor_scaling.h"
 #include "train/trainer.h"
 
 #include <cmath>
@@ -22,6 +23,12 @@ private slots:
     void perLayerScaleFormula();
     void perLayerWeightGradientsComeOutUnscaled();
     void perLayerBeatsBestStaticScale();
+    void amaxHistoryWindow();
+    void amaxScaling();
+    void mxBlocks();
+    void policiesTrain_data();
+    void policiesTrain();
+    void stochasticMasterUpdateKeepsLearning();
 };
 
 void TestScalers::gradScalerSequence() {
@@ -215,6 +222,110 @@ void TestScalers::perLayerBeatsBestStaticScale() {
     QVERIFY2(
         perLayer < bestStatic,
         qPrintable(QStringLiteral("per-layer %1 vs best static %2").arg(perLayer).arg(bestStatic)));
+}
+
+void TestScalers::amaxHistoryWindow() {
+    AmaxHistory h(3);
+    QVERIFY(h.empty());
+    for (double v : {1.0, 2.0, 3.0, 4.0, 5.0})
+        h.push(v);
+    QCOMPARE(h.size(), std::size_t{3});
+    QCOMPARE(h.max(), 5.0);
+    h.push(0.5);
+    QCOMPARE(h.max(), 5.0); // [4, 5, 0.5]
+    QCOMPARE(h.mostRecent(), 0.5);
+    h.push(0.1);
+    h.push(0.2);
+    QCOMPARE(h.max(), 0.5); // the spike has left the window: [0.5, 0.1, 0.2]
+}
+
+void TestScalers::amaxScaling() {
+    const FormatSpec e4m3 = parseFormat("fp8-e4m3");
+    QCOMPARE(amaxScale(224.0, e4m3, 0), 2.0);
+    QCOMPARE(amaxScale(224.0, e4m3, 1), 1.0);
+    QCOMPARE(amaxScale(0.0, e4m3, 0), 1.0);
+    QCOMPARE(amaxOf(std::vector<float>{1.0f, -7.0f, INFINITY, 3.0f}), 7.0);
+    // Tiny values that E4M3 flushes come through with their scale.
+    std::vector<float> tiny(64, 1e-4f), plain = tiny;
+    const Quantizer q(QuantConfig::forFormat(e4m3));
+    QuantStats scaledStats, plainStats;
+    quantizeScaled(q, tiny, amaxScale(1e-4, e4m3, 0), &scaledStats, {});
+    q.quantize(plain, plain, &plainStats, {});
+    QCOMPARE(plainStats.count(QuantClass::Underflow), 64ull);
+    QCOMPARE(scaledStats.count(QuantClass::Underflow), 0ull);
+    QVERIFY(std::fabs(tiny[0] - 1e-4f) < 1e-4f * 0.07f); // within E4M3's half step
+}
+
+void TestScalers::mxBlocks() {
+    const FormatSpec e4m3 = parseFormat("fp8-e4m3");
+    QCOMPARE(mxScaleExponent(1.0, e4m3), -8); // emax_elem(E4M3) = 8
+    QCOMPARE(mxScaleExponent(300.0, e4m3), 0);
+    QCOMPARE(mxScaleExponent(0.0, e4m3), -127);
+    QCOMPARE(mxScaleExponent(1e-45, e4m3), -127);               // clamped to E8M0's range
+    QCOMPARE(mxScaleExponent(6.0, parseFormat("fp4-e2m1")), 0); // emax_elem(E2M1) = 2
+    // Three blocks: the first's largest element is 1.9 * 2^8, above 1.75 * 2^8 = 448 after
+    // scaling by 2^0, so it saturates; the second's (1.5 * 2^8) does not; the third is short.
+    std::vector<float> v(70, 0.25f);
+    v[3] = 1.9f * 256.0f;
+    v[40] = 1.5f * 256.0f;
+    std::vector<float> scratch;
+    const Quantizer q(QuantConfig::forFormat(e4m3));
+    QuantStats stats;
+    const MxResult r = quantizeMx(q, v, &stats, {}, scratch);
+    QCOMPARE(r.blocks, 3ull);
+    QCOMPARE(r.saturatedBlocks, 1ull);
+    QCOMPARE(v[3], 448.0f);         // clipped to the element max times the block scale
+    QCOMPARE(v[40], 384.0f);        // exact
+    QCOMPARE(v[0], 0.25f);          // 0.25 / 2^0 = 2^-2: a normal E4M3 value
+    QCOMPARE(stats.total(), 70ull); // one counted pass over all blocks
+}
+
+void TestScalers::policiesTrain_data() {
+    QTest::addColumn<QString>("preset");
+    for (const char* p : {"fp16-amp", "fp16-zhao", "fp8-e5m2-mellempudi", "fp8-hybrid-delayed",
+                          "fp8-hybrid-current", "mxfp8-e4m3", "mxfp6", "mxfp4"})
+        QTest::newRow(p) << QString::fromLatin1(p);
+}
+
+// Every paper preset trains on the built-in data and logs its scales.
+void TestScalers::policiesTrain() {
+    QFETCH(QString, preset);
+    nlohmann::json j = findPreset(preset.toStdString()).json;
+    j["data"] = {{"train_size", 2000}, {"test_size", 500}};
+    j["model"] = {{"hidden", {64, 64}}};
+    j["train"] = {{"steps", 150}, {"batch_size", 64}};
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 2000, 500));
+    Trainer t(configFromJson(j), data);
+    const double before = t.evaluate().accuracy;
+    for (int i = 0; i < 150; ++i)
+        QVERIFY(!t.step().diverged);
+    const double after = t.evaluate().accuracy;
+    QVERIFY2(after > before + 0.1, qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(after)));
+    if (preset.startsWith(QLatin1String("mx")))
+        QVERIFY(t.stageStats()[1].mxBlocks[static_cast<std::size_t>(TensorRole::Activations)] > 0);
+    if (preset.startsWith(QLatin1String("fp8-hybrid")))
+        QVERIFY(t.stageStats()[1].tensorScale[static_cast<std::size_t>(TensorRole::Weights)] !=
+                1.0);
+}
+
+void TestScalers::stochasticMasterUpdateKeepsLearning() {
+    // E5M2 master weights: nearest-even drops nearly every small update (training stalls);
+    // stochastic rounding keeps them in expectation (Mellempudi et al.).
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 3000, 1000));
+    auto run = [&](const char* rounding) {
+        nlohmann::json j = {
+            {"data", {{"train_size", 3000}, {"test_size", 1000}}},
+            {"model", {{"hidden", {64}}}},
+            {"train", {{"steps", 300}, {"batch_size", 64}, {"lr", 0.01}, {"momentum", 0.0}}},
+            {"recipe", {{"master_weights", {{"format", "fp8-e5m2"}, {"rounding", rounding}}}}}};
+        Trainer t(configFromJson(j), data);
+        for (int i = 0; i < 300; ++i)
+            t.step();
+        return t.evaluate().accuracy;
+    };
+    const double nearest = run("nearest-even"), stochastic = run("stochastic");
+    QVERIFY2(stochastic > nearest + 0.15,
+             qPrintable(QStringLiteral("nearest %1, stochastic %2").arg(nearest).arg(stochastic)));
 }
 
 QTEST_APPLESS_MAIN(TestScalers)

@@ -1,0 +1,86 @@
+// Amax and MX scaling around the fused quantiser.
+#include "train/tensor_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab {
+
+void AmaxHistory::push(double amax) {
+    m_values.push_back(amax);
+    while (m_values.size() > m_length)
+        m_values.pop_front();
+}
+
+double AmaxHistory::max() const {
+    double m = 0.0;
+    for (double v : m_values)
+        m = std::max(m, v);
+    return m;
+}
+
+double amaxOf(std::span<const float> values) {
+    float m = 0.0f;
+    for (float v : values) {
+        const float a = std::fabs(v);
+        m = (a > m && std::isfinite(a)) ? a : m;
+    }
+    return m;
+}
+
+double amaxScale(double amax, const FormatSpec& format, int margin) {
+    if (!(amax > 0.0) || !std::isfinite(amax))
+        return 1.0;
+    return format.maxFinite() / amax / std::ldexp(1.0, margin);
+}
+
+void quantizeScaled(const Quantizer& q, std::span<float> values, double scale, QuantStats* stats,
+                    const QuantizeOptions& options) {
+    const auto s = static_cast<float>(scale);
+    const auto inverse = static_cast<float>(1.0 / scale);
+    if (s != 1.0f)
+        for (float& v : values)
+            v *= s;
+    q.quantize(values, values, stats, options);
+    if (s != 1.0f)
+        for (float& v : values)
+            v *= inverse;
+}
+
+int mxScaleExponent(double blockAmax, const FormatSpec& element) {
+    if (!(blockAmax > 0.0) || !std::isfinite(blockAmax))
+        return -127;
+    const int emaxElem = static_cast<int>(std::floor(std::log2(element.maxFinite())));
+    const int e = static_cast<int>(std::floor(std::log2(blockAmax))) - emaxElem;
+    return std::clamp(e, -127, 127);
+}
+
+MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,
+                    const QuantizeOptions& options, std::vector<float>& scratch) {
+    MxResult r;
+    const FormatSpec& f = element.config().format;
+    const double maxElem = f.maxFinite();
+    const std::size_t n = values.size();
+    const std::size_t blocks = (n + kMxBlock - 1) / kMxBlock;
+    scratch.resize(blocks);
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t begin = b * kMxBlock, end = std::min(n, begin + kMxBlock);
+        const double amax = amaxOf(values.subspan(begin, end - begin));
+        const int e = mxScaleExponent(amax, f);
+        scratch[b] = std::ldexp(1.0f, e);
+        r.saturatedBlocks += amax / std::ldexp(1.0, e) > maxElem ? 1u : 0u;
+        const float inverse = std::ldexp(1.0f, -e);
+        for (std::size_t i = begin; i < end; ++i)
+            values[i] *= inverse; // exact: a power of two
+    }
+    r.blocks = blocks;
+    element.quantize(values, values, stats, options); // one fused pass over all blocks
+    for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t begin = b * kMxBlock, end = std::min(n, begin + kMxBlock);
+        for (std::size_t i = begin; i < end; ++i)
+            values[i] *= scratch[b];
+    }
+    return r;
+}
+
+} // namespace plab

@@ -1,0 +1,52 @@
+// Per-tensor and per-block scaling of the tensors an FP8 GEMM reads (weights, activations,
+// activation gradients): NVIDIA Transformer Engine's amax scaling, scale = (format max / amax) /
+// 2^margin with amax of the current tensor or the max (or most recent) of a history of past
+// amaxes; and OCP MX block scaling, 32 elements sharing an E8M0 scale 2^(floor(log2 amax) -
+// emax_elem). The tensor is scaled, quantised (counted as the format sees it) and unscaled.
+#pragma once
+
+#include "numerics/quantizer.h"
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+namespace plab {
+
+// Past amaxes of one tensor, newest last, at most `length` of them.
+class AmaxHistory {
+public:
+    explicit AmaxHistory(std::size_t length = 1024) : m_length(length) {}
+    void push(double amax);
+    bool empty() const { return m_values.empty(); }
+    double max() const;
+    double mostRecent() const { return m_values.empty() ? 0.0 : m_values.back(); }
+    std::size_t size() const { return m_values.size(); }
+
+private:
+    std::size_t m_length;
+    std::deque<double> m_values;
+};
+
+double amaxOf(std::span<const float> values); // largest finite |x|
+
+// (format max / amax) / 2^margin; 1 when amax is 0 or not finite.
+double amaxScale(double amax, const FormatSpec& format, int margin);
+
+// values <- Q(values * scale) / scale, counting what the format sees.
+void quantizeScaled(const Quantizer& q, std::span<float> values, double scale, QuantStats* stats,
+                    const QuantizeOptions& options);
+
+struct MxResult {
+    std::uint64_t blocks = 0;
+    std::uint64_t saturatedBlocks = 0; // blocks whose largest element exceeded the element max
+};
+inline constexpr std::size_t kMxBlock = 32;
+// The E8M0 exponent of a block: floor(log2 amax) - emax_elem, clamped to E8M0's [-127, 127].
+int mxScaleExponent(double blockAmax, const FormatSpec& element);
+// values <- per block of 32: Q(values / X) * X with X = 2^mxScaleExponent. scratch is reused.
+MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,
+                    const QuantizeOptions& options, std::vector<float>& scratch);
+
+} // namespace plab
