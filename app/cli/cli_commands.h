@@ -19,5 +19,6 @@ Command addQuantizeCommand(CLI::App& app);
 Command addBenchCommand(CLI::App& app);
 Command addTrainCommand(CLI::App& app);
 Command addPresetsCommand(CLI::App& app);
+Command addCompareCommand(CLI::App& app);
 
 } // namespace plab::cli

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
     const std::vector<plab::cli::Command> commands = {
         plab::cli::addFormatsCommand(app), plab::cli::addQuantizeCommand(app),
         plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),
-        plab::cli::addPresetsCommand(app),
+        plab::cli::addPresetsCommand(app), plab::cli::addCompareCommand(app),
     };
 
     try {

@@ -216,9 +216,8 @@ void Trainer::backward(int batch, bool collect) {
             const TensorMoments w = moments({m_forwardWeights + offset, layers[i]->weightCount()});
             const FormatSpec& below =
                 quantizer(s - 1, TensorRole::ActivationGradients).config().format;
-            const double top = m_stageScale.back();
             const double k = perLayerScale(g, w, layers[i]->backwardFanIn(), below,
-                                           m_stageScale[static_cast<std::size_t>(s)] / top,
+                                           m_stageScale[static_cast<std::size_t>(s)] / m_lossScale,
                                            {m_config.perLayerCap, m_config.cumulativeCap});
             const std::size_t n = static_cast<std::size_t>(batch) *
                                   static_cast<std::size_t>(layers[i - 1]->outputShape().size());
@@ -310,10 +309,26 @@ StepResult Trainer::step() {
     forward(batch, collect, true);
 
     const double scale = m_scaler->scale();
+    m_lossScale = scale;
     std::fill(m_stageScale.begin(), m_stageScale.end(), scale);
     const float* logits = m_out.back().data();
     const LossResult loss = softmaxCrossEntropy(logits, m_labels.data(), batch, m_model.classes(),
                                                 m_dout.back().data(), static_cast<float>(scale));
+    if (m_perLayer) {
+        // The loss layer picks the logits gradient's scale by the same rule, its "weights" the
+        // identity (sigma^2 + mu^2 = 1, max 1, one product per element).
+        const int last = m_model.stageCount() - 1;
+        std::span<float> g(m_dout.back().data(), static_cast<std::size_t>(batch) *
+                                                     static_cast<std::size_t>(m_model.classes()));
+        const double k =
+            perLayerScale(moments(g), {0.0, 1.0, 1.0}, 1,
+                          quantizer(last, TensorRole::ActivationGradients).config().format, 1.0,
+                          {m_config.perLayerCap, m_config.cumulativeCap});
+        const auto kf = static_cast<float>(k);
+        for (float& v : g)
+            v *= kf;
+        m_stageScale.back() = scale * k;
+    }
     backward(batch, collect);
     if (collect)
         for (std::size_t s = 0; s < m_stats.size(); ++s)

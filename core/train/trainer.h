@@ -94,6 +94,7 @@ private:
     std::vector<StageStats> m_stats;
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
+    double m_lossScale = 1.0; // the policy's scale for the current step
     enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Mx } m_tensorScaling{};
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
     std::vector<float> m_mxScratch;

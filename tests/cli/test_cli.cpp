@@ -27,6 +27,7 @@ private slots:
     void trainBadInput();
     void trainKilledMidwayKeepsLogs();
     void trainDivergenceExitsCleanly();
+    void compareWritesTableAndPlots();
 };
 
 namespace {
@@ -270,6 +271,32 @@ void TestCli::trainDivergenceExitsCleanly() {
         kTinyRun);
     QCOMPARE(r.exitCode, 3);
     QVERIFY2(r.err.contains("diverged at step 1"), r.err.constData());
+}
+
+void TestCli::compareWritesTableAndPlots() {
+    QTemporaryDir dir;
+    const Result r =
+        runCli(QStringList{QStringLiteral("compare"), QStringLiteral("--presets"),
+                           QStringLiteral("fp32,fp16-noscale,fp16-amp"), QStringLiteral("--steps"),
+                           QStringLiteral("20"), QStringLiteral("--out"), dir.path()} +
+               kTinyRun);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> rows = fileLines(dir.path() + QStringLiteral("/compare.csv"));
+    QCOMPARE(rows.size(), 4); // header + three presets
+    QVERIFY(rows[1].startsWith("fp32,yes,"));
+    QVERIFY(rows[3].startsWith("fp16-amp,yes,"));
+    QVERIFY(r.out.contains("| fp16-noscale | yes |"));
+    for (const char* svg : {"/loss.svg", "/flushed.svg"}) {
+        QFile f(dir.path() + QLatin1String(svg));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray text = f.readAll();
+        QVERIFY(text.startsWith("<svg"));
+        QCOMPARE(text.count("<polyline"), 3);
+    }
+    const Result bad = runCli(
+        {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp7")});
+    QVERIFY(bad.exitCode > 0);
+    QVERIFY(bad.err.contains("preset \"fp7\""));
 }
 
 QTEST_GUILESS_MAIN(TestCli)
