@@ -22,6 +22,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -62,7 +63,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     splitter->setStretchFactor(1, 2);
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
-    layout->addWidget(m_slider);
+    m_policy = new QComboBox(this);
+    for (const char* p : {"none", "static", "dynamic", "enhanced", "per-layer", "amax-current",
+                          "amax-delayed", "mx"})
+        m_policy->addItem(QString::fromLatin1(p));
+    m_policy->setToolTip(tr("Scaling policy, switched at the next step: static (the slider), "
+                            "dynamic (GradScaler), enhanced (dynamic with a rising floor), "
+                            "per-layer (Zhao et al.), amax-current / amax-delayed (Transformer "
+                            "Engine per-tensor scales), mx (blocks of 32 with an E8M0 scale)"));
+    connect(m_policy, &QComboBox::activated, this,
+            [this] { m_controller->setScalingPolicy(m_policy->currentText(), m_slider->scale()); });
+    auto* sliderRow = new QHBoxLayout;
+    sliderRow->addWidget(m_slider, 1);
+    sliderRow->addWidget(m_policy);
+    layout->addLayout(sliderRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
 
@@ -302,6 +316,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
     m_recipeEditor->setRecipe(config.recipe);
+    m_policy->setCurrentText(QString::fromStdString(config.scalingPolicy));
     const QSignalBlocker block(m_slider);
     m_slider->setLog2Scale(std::log2(config.lossScale));
     m_gradientView->setWhatIfScale(m_slider->scale());

@@ -36,6 +36,7 @@ public:
     TimeView* timeView() const { return m_timeView; }
     QAction* trainAction() const { return m_trainAction; }
     QAction* stepAction() const { return m_stepAction; }
+    QComboBox* policyBox() const { return m_policy; }
 
     // Builds the config from the controls and starts a fresh, paused session. Returns the error
     // shown to the user, or an empty string.
@@ -77,7 +78,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     LossScaleSlider* m_slider;
     QAction *m_trainAction, *m_stepAction, *m_resetAction, *m_applyAction, *m_exportAction;
-    QComboBox *m_preset, *m_model, *m_data;
+    QComboBox *m_preset, *m_model, *m_data, *m_policy;
     QSpinBox *m_seed, *m_steps;
     QDoubleSpinBox* m_lr;
     QLabel* m_status;

@@ -95,6 +95,13 @@ void TrainingController::setLearningRate(double lr) {
     if (m_session)
         m_session->setLearningRate(lr);
 }
+void TrainingController::setScalingPolicy(const QString& policy, double scale) {
+    m_config.scalingPolicy = policy.toStdString();
+    m_config.lossScale = scale;
+    if (m_session)
+        m_session->setScaling(m_config);
+}
+
 void TrainingController::setRecipe(const PrecisionRecipe& recipe) {
     m_config.recipe = recipe; // the views read formats from here
     if (m_session)

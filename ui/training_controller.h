@@ -54,6 +54,8 @@ public slots:
     void setLossScale(double scale);
     void setLearningRate(double lr);
     void setRecipe(const PrecisionRecipe& recipe);
+    // Switches the scaling policy at the next step, starting from `scale`.
+    void setScalingPolicy(const QString& policy, double scale);
     void poll(); // also called by tests to take the newest snapshot at once
 
 signals:

@@ -69,16 +69,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     }
     m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
     m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
-    m_perLayer = config.scalingPolicy == "per-layer";
-    if (config.scalingPolicy == "amax-current")
-        m_tensorScaling = TensorScalingKind::AmaxCurrent;
-    else if (config.scalingPolicy == "amax-delayed")
-        m_tensorScaling = TensorScalingKind::AmaxDelayed;
-    else if (config.scalingPolicy == "mx")
-        m_tensorScaling = TensorScalingKind::Mx;
-    const AmaxHistory emptyHistory(static_cast<std::size_t>(config.amaxHistory));
-    m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
-                         {emptyHistory, emptyHistory, emptyHistory});
+    applyScalingPolicy();
     m_order.resize(m_data->train.count());
     std::iota(m_order.begin(), m_order.end(), 0u);
     std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
@@ -116,6 +107,33 @@ void Trainer::buildQuantizers() {
         m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
         m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery};
     }
+}
+
+void Trainer::applyScalingPolicy() {
+    const std::string& policy = m_config.scalingPolicy;
+    m_perLayer = policy == "per-layer";
+    m_tensorScaling = policy == "amax-current"   ? TensorScalingKind::AmaxCurrent
+                      : policy == "amax-delayed" ? TensorScalingKind::AmaxDelayed
+                      : policy == "mx"           ? TensorScalingKind::Mx
+                                                 : TensorScalingKind::None;
+    const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
+    m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
+                         {emptyHistory, emptyHistory, emptyHistory});
+    std::fill(m_stageScale.begin(), m_stageScale.end(), m_config.lossScale);
+}
+
+void Trainer::setScaling(const TrainConfig& scaling) {
+    m_config.scalingPolicy = scaling.scalingPolicy;
+    m_config.lossScale = scaling.lossScale;
+    m_config.dynamic = scaling.dynamic;
+    m_config.perLayerCap = scaling.perLayerCap;
+    m_config.cumulativeCap = scaling.cumulativeCap;
+    m_config.amaxMargin = scaling.amaxMargin;
+    m_config.amaxHistory = scaling.amaxHistory;
+    m_config.amaxMostRecent = scaling.amaxMostRecent;
+    m_scaler = makeLossScaler(m_config);
+    applyScalingPolicy();
+    buildQuantizers(); // scaled tensors saturate
 }
 
 void Trainer::setRecipe(const PrecisionRecipe& recipe) {

@@ -57,12 +57,15 @@ public:
     void setLearningRate(double lr) { m_config.learningRate = lr; }
     void setLossScale(double scale) { m_scaler->setScale(scale); }
     void setRecipe(const PrecisionRecipe& recipe);
+    // Switches the scaling policy (scaling.* of the config) at the next step.
+    void setScaling(const TrainConfig& scaling);
 
 private:
     struct StageQuantizers {
         std::vector<Quantizer> roles; // indexed by TensorRole
     };
     void buildQuantizers();
+    void applyScalingPolicy(); // flags and histories for m_config.scalingPolicy
     const Quantizer& quantizer(int stage, TensorRole role) const;
     QuantizeOptions options(int stage, TensorRole role) const;
     void refreshWeights(bool collect, bool training); // weights used in forward = Q(master)

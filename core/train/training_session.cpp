@@ -86,6 +86,9 @@ void TrainingSession::setLearningRate(double lr) {
 void TrainingSession::setLossScale(double scale) {
     post({Command::Scale, scale, nullptr});
 }
+void TrainingSession::setScaling(const TrainConfig& scaling) {
+    post({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(scaling)});
+}
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
@@ -149,6 +152,22 @@ void TrainingSession::apply(const Command& c) {
         m_trainer->setLossScale(c.value);
         if (m_log)
             m_log->logEvent(step, "scale", "loss scale set to " + std::to_string(c.value));
+        break;
+    case Command::Scaling:
+        m_trainer->setScaling(*c.scaling);
+        { // a reset keeps the user's choice
+            const TrainConfig& n = *c.scaling;
+            m_config.scalingPolicy = n.scalingPolicy;
+            m_config.lossScale = n.lossScale;
+            m_config.dynamic = n.dynamic;
+            m_config.perLayerCap = n.perLayerCap;
+            m_config.cumulativeCap = n.cumulativeCap;
+            m_config.amaxMargin = n.amaxMargin;
+            m_config.amaxHistory = n.amaxHistory;
+            m_config.amaxMostRecent = n.amaxMostRecent;
+        }
+        if (m_log)
+            m_log->logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
         break;
     case Command::Recipe:
         m_trainer->setRecipe(*c.recipe);

@@ -42,6 +42,7 @@ public:
     void setLearningRate(double lr);
     void setLossScale(double scale);
     void setRecipe(const PrecisionRecipe& recipe);
+    void setScaling(const TrainConfig& scaling); // the scaling.* part is used
 
     // Reader side (one reader thread).
     const TrainingSnapshot* latestSnapshot(); // newest published, or null before the first
@@ -56,9 +57,10 @@ public:
 
 private:
     struct Command {
-        enum Kind { Start, Pause, Step, Stop, Reset, LearningRate, Scale, Recipe } kind;
+        enum Kind { Start, Pause, Step, Stop, Reset, LearningRate, Scale, Recipe, Scaling } kind;
         double value = 0.0;
         std::shared_ptr<const PrecisionRecipe> recipe;
+        std::shared_ptr<const TrainConfig> scaling = nullptr;
     };
     void post(Command c);
     void run(std::stop_token stop);

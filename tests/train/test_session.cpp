@@ -19,6 +19,7 @@ private slots:
     void completeRunWritesLogs();
     void stopKeepsCompletedSteps();
     void divergenceStopsCleanly();
+    void policySwitchesMidRun();
 
 private:
     std::shared_ptr<const DataSplit> m_data;
@@ -149,6 +150,33 @@ void TestSession::divergenceStopsCleanly() {
     QVERIFY2(session.stopReason().find("diverged at step 1") != std::string::npos,
              session.stopReason().c_str());
     QVERIFY(readAll(run + "/events.jsonl").find("\"divergence\"") != std::string::npos);
+}
+
+void TestSession::policySwitchesMidRun() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    TrainingSession session(smallConfig(1000), m_data, run);
+    session.stepOnce();
+    QVERIFY(waitFor([&] {
+        auto* s = session.latestSnapshot();
+        return s && s->scalars.step == 1;
+    }));
+    QCOMPARE(session.latestSnapshot()->scalars.scale, 1.0);
+    TrainConfig dynamic = smallConfig(1000);
+    dynamic.scalingPolicy = "dynamic";
+    dynamic.lossScale = 1024.0;
+    dynamic.dynamic.growthInterval = 2;
+    session.setScaling(dynamic);
+    for (int i = 0; i < 3; ++i)
+        session.stepOnce();
+    QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step == 4; }));
+    // Steps 2 and 3 at 2^10, then two clean steps grew it: step 4 ran at 2^11.
+    QCOMPARE(session.latestSnapshot()->scalars.scale, 2048.0);
+    session.stop();
+    session.waitUntilDone();
+    const std::string events = readAll(run + "/events.jsonl");
+    QVERIFY(events.find("scaling policy set to dynamic") != std::string::npos);
+    QVERIFY(events.find("2 clean steps: scale 2^10 -> 2^11") != std::string::npos);
 }
 
 QTEST_APPLESS_MAIN(TestSession)
