@@ -356,6 +356,17 @@ json TrainConfig::toJson() const {
     };
 }
 
+void TrainConfig::setScalingFrom(const TrainConfig& o) {
+    scalingPolicy = o.scalingPolicy;
+    lossScale = o.lossScale;
+    dynamic = o.dynamic;
+    perLayerCap = o.perLayerCap;
+    cumulativeCap = o.cumulativeCap;
+    amaxMargin = o.amaxMargin;
+    amaxHistory = o.amaxHistory;
+    amaxMostRecent = o.amaxMostRecent;
+}
+
 void applySetting(json& j, const std::string& assignment) {
     const std::size_t eq = assignment.find('=');
     if (eq == std::string::npos || eq == 0)

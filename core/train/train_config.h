@@ -56,6 +56,8 @@ struct TrainConfig {
     bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
 
     nlohmann::json toJson() const;
+    // Takes the scaling.* settings (policy, scale and every policy parameter) from another config.
+    void setScalingFrom(const TrainConfig& other);
 };
 
 // Defaults, then the given JSON on top. Throws ConfigError("config.train.lr: ...").

@@ -123,14 +123,7 @@ void Trainer::applyScalingPolicy() {
 }
 
 void Trainer::setScaling(const TrainConfig& scaling) {
-    m_config.scalingPolicy = scaling.scalingPolicy;
-    m_config.lossScale = scaling.lossScale;
-    m_config.dynamic = scaling.dynamic;
-    m_config.perLayerCap = scaling.perLayerCap;
-    m_config.cumulativeCap = scaling.cumulativeCap;
-    m_config.amaxMargin = scaling.amaxMargin;
-    m_config.amaxHistory = scaling.amaxHistory;
-    m_config.amaxMostRecent = scaling.amaxMostRecent;
+    m_config.setScalingFrom(scaling);
     m_scaler = makeLossScaler(m_config);
     applyScalingPolicy();
     buildQuantizers(); // scaled tensors saturate

@@ -155,17 +155,7 @@ void TrainingSession::apply(const Command& c) {
         break;
     case Command::Scaling:
         m_trainer->setScaling(*c.scaling);
-        { // a reset keeps the user's choice
-            const TrainConfig& n = *c.scaling;
-            m_config.scalingPolicy = n.scalingPolicy;
-            m_config.lossScale = n.lossScale;
-            m_config.dynamic = n.dynamic;
-            m_config.perLayerCap = n.perLayerCap;
-            m_config.cumulativeCap = n.cumulativeCap;
-            m_config.amaxMargin = n.amaxMargin;
-            m_config.amaxHistory = n.amaxHistory;
-            m_config.amaxMostRecent = n.amaxMostRecent;
-        }
+        m_config.setScalingFrom(*c.scaling); // a reset keeps the user's choice
         if (m_log)
             m_log->logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
         break;
