@@ -1,6 +1,7 @@
 // MainWindow layout and wiring.
 #include "main_window.h"
 
+#include "compare_dialog.h"
 #include "flush_heatmap_view.h"
 #include "format_inspector.h"
 #include "gradient_view.h"
@@ -221,6 +222,11 @@ void MainWindow::buildActions() {
     auto* tools = menuBar()->addMenu(tr("&Tools"));
     tools->addAction(tr("&Format inspector…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
                      [this] { formatInspector()->show(); });
+    tools->addAction(tr("&Compare presets…"), this, [this] {
+        auto* dialog = new CompareDialog(m_controller->config(), this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        dialog->show();
+    });
     auto* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About Precision Lab"), this, [this] {
         QMessageBox::about(this, tr("About Precision Lab"),

@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "compare_dialog.h"
 #include "format_inspector.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
@@ -20,6 +21,7 @@
 #include <QImage>
 #include <QLineEdit>
 #include <QTableWidget>
+#include <qcustomplot.h>
 
 using namespace plab;
 
@@ -35,6 +37,7 @@ private slots:
     void sessionSaveLoadRoundTrip();
     void formatInspectorShowsEveryFormat();
     void reportAndHeatmap();
+    void compareOverlaysCurves();
     void screenshotAfterTraining();
 
 private:
@@ -195,6 +198,25 @@ void TestMainWindow::reportAndHeatmap() {
                     .arg(QLatin1String(name))
                     .arg(QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size())));
     QVERIFY(QFileInfo::exists(m_window->controller()->runDir() + QStringLiteral("/metrics.csv")));
+}
+
+void TestMainWindow::compareOverlaysCurves() {
+    TrainConfig base = m_window->controller()->config();
+    base.syntheticTrain = 600;
+    base.syntheticTest = 100;
+    base.batchSize = 32;
+    CompareDialog dialog(base);
+    dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 20);
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.isRunning(), 30000);
+    QTest::qWait(250); // the refresh timer's last pass
+    QCOMPARE(dialog.lossPlot()->graphCount(), 2);
+    QCOMPARE(dialog.lossPlot()->graph(0)->data()->size(), 20);
+    QCOMPARE(dialog.lossPlot()->graph(1)->data()->size(), 20);
+    QCOMPARE(dialog.flushedPlot()->graph(1)->data()->size(), 20);
+    QTemporaryDir dir;
+    QCOMPARE(dialog.exportPng(dir.path()), QString());
+    QVERIFY(!QImage(dir.path() + QStringLiteral("/loss.png")).isNull());
+    QVERIFY(!QImage(dir.path() + QStringLiteral("/flushed.png")).isNull());
 }
 
 void TestMainWindow::screenshotAfterTraining() {
