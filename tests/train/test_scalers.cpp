@@ -29,6 +29,7 @@ private slots:
     void policiesTrain_data();
     void policiesTrain();
     void stochasticMasterUpdateKeepsLearning();
+    void fp16WithoutScalingLearnsWorse();
 };
 
 void TestScalers::gradScalerSequence() {
@@ -326,6 +327,54 @@ void TestScalers::stochasticMasterUpdateKeepsLearning() {
     const double nearest = run("nearest-even"), stochastic = run("stochastic");
     QVERIFY2(stochastic > nearest + 0.15,
              qPrintable(QStringLiteral("nearest %1, stochastic %2").arg(nearest).arg(stochastic)));
+}
+
+void TestScalers::fp16WithoutScalingLearnsWorse() {
+    // Micikevicius et al.'s claim on a small-weight deep narrow MLP trained with Adam (which
+    // learns from tiny gradients in FP32): FP16 without scaling flushes most of the first
+    // layer's activation gradients and learns worse; a static or dynamic scale recovers FP32.
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 3000, 1000));
+    auto train = [&](const nlohmann::json& recipe, const nlohmann::json& scaling,
+                     double* flushedFirst) {
+        nlohmann::json j = {
+            {"data", {{"train_size", 3000}, {"test_size", 1000}}},
+            {"model", {{"hidden", {64, 64, 64, 64}}, {"init", "small"}, {"init_scale", 0.05}}},
+            {"train", {{"steps", 400}, {"batch_size", 64}, {"optimizer", "adam"}, {"lr", 0.002}}},
+            {"recipe", recipe},
+            {"scaling", scaling}};
+        Trainer t(configFromJson(j), data);
+        for (int i = 0; i < 400; ++i) {
+            const StepResult r = t.step();
+            if (i == 0 && flushedFirst) {
+                const QuantStats& g = t.stageStats()[0].role(TensorRole::ActivationGradients);
+                *flushedFirst = static_cast<double>(g.count(QuantClass::Underflow)) /
+                                static_cast<double>(g.total() - g.count(QuantClass::Zero));
+            }
+            if (r.diverged)
+                break;
+        }
+        return t.evaluate().accuracy;
+    };
+    const nlohmann::json fp16 = {{"weights", "fp16"},
+                                 {"activations", "fp16"},
+                                 {"activation_gradients", "fp16"},
+                                 {"weight_gradients", "fp16"}};
+    double flushed = 0.0;
+    const double fp32 = train(nlohmann::json::object(), {{"policy", "static"}}, nullptr);
+    const double noScale = train(fp16, {{"policy", "static"}}, &flushed);
+    const double scaled = train(fp16, {{"policy", "static"}, {"scale", 1024}}, nullptr);
+    const double dynamic = train(fp16, {{"policy", "dynamic"}}, nullptr);
+    const QString report =
+        QStringLiteral("fp32 %1, fp16 %2 (first layer %3 flushed), static %4, dynamic %5")
+            .arg(fp32)
+            .arg(noScale)
+            .arg(flushed)
+            .arg(scaled)
+            .arg(dynamic);
+    QVERIFY2(flushed > 0.8, qPrintable(report));
+    QVERIFY2(noScale < fp32 - 0.08, qPrintable(report));
+    QVERIFY2(scaled > fp32 - 0.03, qPrintable(report));
+    QVERIFY2(dynamic > fp32 - 0.03, qPrintable(report));
 }
 
 QTEST_APPLESS_MAIN(TestScalers)
