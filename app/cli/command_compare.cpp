@@ -2,6 +2,7 @@
 // there are cores) and writes one table (CSV and Markdown) plus loss-curve and flushed-fraction
 // plots (SVG) from their run directories.
 #include "cli_commands.h"
+#include "png_chart.h"
 
 #include "train/train_config.h"
 
@@ -276,6 +277,14 @@ int runCompare(const CompareArgs& args) {
     writeSvg(args.out + "/loss.svg", "Training loss", "loss", loss, true);
     writeSvg(args.out + "/flushed.svg", "Activation gradients flushed to zero (mean over layers)",
              "share flushed", flushed, false);
+    std::vector<ChartSeries> lossSeries, flushedSeries;
+    for (const RunResult& r : results) {
+        lossSeries.push_back({r.preset, r.loss});
+        flushedSeries.push_back({r.preset, r.flushedActGrads});
+    }
+    writeLineChartPng(args.out + "/loss.png", "Training loss", "loss", lossSeries, true);
+    writeLineChartPng(args.out + "/flushed.png", "Activation gradients flushed", "share flushed",
+                      flushedSeries, false);
     std::ifstream table(args.out + "/compare.md");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(table), {}).c_str());
     std::fprintf(stderr, "compare: table and plots in %s\n", args.out.c_str());
