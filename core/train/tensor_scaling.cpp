@@ -2,6 +2,7 @@
 #include "train/tensor_scaling.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace plab {
@@ -20,12 +21,15 @@ double AmaxHistory::max() const {
 }
 
 double amaxOf(std::span<const float> values) {
-    float m = 0.0f;
+    // On the bits: |x| orders like its bit pattern, and an integer max vectorises where a float
+    // max with NaN rules does not. Inf and NaN (bits >= 0x7F800000) are skipped.
+    std::uint32_t m = 0;
     for (float v : values) {
-        const float a = std::fabs(v);
-        m = (a > m && std::isfinite(a)) ? a : m;
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
+        const std::uint32_t finite = a < 0x7F800000u ? a : 0u;
+        m = finite > m ? finite : m;
     }
-    return m;
+    return std::bit_cast<float>(m);
 }
 
 double amaxScale(double amax, const FormatSpec& format, int margin) {

@@ -260,7 +260,8 @@ void Trainer::applyUpdate(bool collect) {
         const std::size_t layer = m_model.stageWeightLayer(s);
         const auto inverse = static_cast<float>(1.0 / scale);
         float* g = m_grads.data() + m_model.parameterOffset(layer);
-        for (std::size_t i = 0; i < m_model.layers()[layer]->parameterCount(); ++i)
+        const std::size_t n = m_model.layers()[layer]->parameterCount(); // hoisted: a virtual call
+        for (std::size_t i = 0; i < n; ++i)
             g[i] *= inverse;
     }
     if (m_config.clipNorm > 0.0) {
