@@ -1,8 +1,8 @@
 // `compare`: runs presets on the same seed and data (as child processes, as many at once as
 // there are cores) and writes one table (CSV and Markdown) plus loss-curve and flushed-fraction
-// plots (SVG) from their run directories.
+// plots (PNG and SVG) from their run directories.
 #include "cli_commands.h"
-#include "png_chart.h"
+#include "line_chart.h"
 
 #include "train/train_config.h"
 
@@ -103,78 +103,6 @@ RunResult readRun(const std::string& preset, const std::string& dir) {
     return r;
 }
 
-// A line chart as SVG: one polyline per run, axes with min/max labels and a legend.
-void writeSvg(
-    const std::string& path, const std::string& title, const std::string& yLabel,
-    const std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>>& series,
-    bool logY) {
-    constexpr double W = 800, H = 480, L = 70, R = 180, T = 40, B = 50;
-    double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
-    auto fy = [&](double v) { return logY ? std::log10(std::max(v, 1e-6)) : v; };
-    for (const auto& [name, pts] : series)
-        for (const auto& [x, y] : pts)
-            if (std::isfinite(y)) {
-                x0 = std::min(x0, x);
-                x1 = std::max(x1, x);
-                y0 = std::min(y0, fy(y));
-                y1 = std::max(y1, fy(y));
-            }
-    if (x0 > x1) {
-        x0 = 0;
-        x1 = 1;
-        y0 = 0;
-        y1 = 1;
-    }
-    if (y1 - y0 < 1e-9)
-        y1 = y0 + 1;
-    if (x1 - x0 < 1e-9)
-        x1 = x0 + 1;
-    auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-    auto py = [&](double y) { return H - B - (fy(y) - y0) / (y1 - y0) * (H - T - B); };
-    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                            "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
-    std::ofstream f(path);
-    if (!f)
-        throw std::runtime_error(path + ": cannot write");
-    f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
-      << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
-         "fill='white'/>\n"
-      << "<text x='" << W / 2 << "' y='22' text-anchor='middle' font-size='15'>" << title
-      << "</text>\n"
-      << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B
-      << "' stroke='black'/>\n"
-      << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B
-      << "' stroke='black'/>\n"
-      << "<text x='" << (L + W - R) / 2 << "' y='" << H - 12
-      << "' text-anchor='middle'>step</text>\n"
-      << "<text x='16' y='" << (T + H - B) / 2 << "' transform='rotate(-90 16 " << (T + H - B) / 2
-      << ")' text-anchor='middle'>" << yLabel << (logY ? " (log scale)" : "") << "</text>\n";
-    auto label = [&](double v) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.3g", logY ? std::pow(10.0, v) : v);
-        return std::string(buf);
-    };
-    f << "<text x='" << L - 6 << "' y='" << H - B << "' text-anchor='end'>" << label(y0)
-      << "</text>\n"
-      << "<text x='" << L - 6 << "' y='" << T + 10 << "' text-anchor='end'>" << label(y1)
-      << "</text>\n"
-      << "<text x='" << L << "' y='" << H - B + 16 << "' text-anchor='middle'>" << x0 << "</text>\n"
-      << "<text x='" << W - R << "' y='" << H - B + 16 << "' text-anchor='middle'>" << x1
-      << "</text>\n";
-    int i = 0;
-    for (const auto& [name, pts] : series) {
-        const char* color = colors[i % 10];
-        f << "<polyline fill='none' stroke='" << color << "' stroke-width='1.5' points='";
-        for (const auto& [x, y] : pts)
-            if (std::isfinite(y))
-                f << px(x) << ',' << py(y) << ' ';
-        f << "'/>\n<text x='" << W - R + 10 << "' y='" << T + 16 * i + 10 << "' fill='" << color
-          << "'>" << name << "</text>\n";
-        ++i;
-    }
-    f << "</svg>\n";
-}
-
 int runCompare(const CompareArgs& args) {
     if (args.presets.empty())
         throw std::invalid_argument("compare: --presets needs at least one preset name");
@@ -269,22 +197,17 @@ int runCompare(const CompareArgs& args) {
     }
     csv.close();
     md.close();
-    std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> loss, flushed;
+    std::vector<ChartSeries> loss, flushed;
     for (const RunResult& r : results) {
-        loss.emplace_back(r.preset, r.loss);
-        flushed.emplace_back(r.preset, r.flushedActGrads);
+        loss.push_back({r.preset, r.loss});
+        flushed.push_back({r.preset, r.flushedActGrads});
     }
-    writeSvg(args.out + "/loss.svg", "Training loss", "loss", loss, true);
-    writeSvg(args.out + "/flushed.svg", "Activation gradients flushed to zero (mean over layers)",
-             "share flushed", flushed, false);
-    std::vector<ChartSeries> lossSeries, flushedSeries;
-    for (const RunResult& r : results) {
-        lossSeries.push_back({r.preset, r.loss});
-        flushedSeries.push_back({r.preset, r.flushedActGrads});
-    }
-    writeLineChartPng(args.out + "/loss.png", "Training loss", "loss", lossSeries, true);
+    const std::string flushedTitle = "Activation gradients flushed (mean over layers)";
+    writeLineChartSvg(args.out + "/loss.svg", "Training loss", "loss", loss, true);
+    writeLineChartSvg(args.out + "/flushed.svg", flushedTitle, "share flushed", flushed, false);
+    writeLineChartPng(args.out + "/loss.png", "Training loss", "loss", loss, true);
     writeLineChartPng(args.out + "/flushed.png", "Activation gradients flushed", "share flushed",
-                      flushedSeries, false);
+                      flushed, false);
     std::ifstream table(args.out + "/compare.md");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(table), {}).c_str());
     std::fprintf(stderr, "compare: table and plots in %s\n", args.out.c_str());

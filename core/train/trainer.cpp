@@ -196,7 +196,7 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
             const int s = m_model.stageOf(i);
             std::span<float> out(m_out[i].data(),
                                  static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            quantizeRole(s, TensorRole::Activations, out, collect && withStats, withStats);
+            quantizeRole(s, TensorRole::Activations, out, out, collect && withStats, withStats);
         }
     }
 }
@@ -210,7 +210,7 @@ void Trainer::backward(int batch, bool collect) {
             const int s = m_model.stageOf(i);
             std::span<float> g(m_dout[i].data(),
                                static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            quantizeRole(s, TensorRole::ActivationGradients, g, collect, true);
+            quantizeRole(s, TensorRole::ActivationGradients, g, g, collect, true);
         }
         // Nothing below the first weight layer needs a gradient.
         float* din = i > firstWeight ? m_dout[i - 1].data() : nullptr;
@@ -377,8 +377,8 @@ StepResult Trainer::step() {
     return result;
 }
 
-void Trainer::quantizeRole(int stage, TensorRole role, std::span<float> values, bool collect,
-                           bool training) {
+void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in,
+                           std::span<float> values, bool collect, bool training) {
     StageStats& st = m_stats[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
@@ -387,9 +387,11 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<float> values, 
     const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
                             role == TensorRole::ActivationGradients;
     if (m_tensorScaling == TensorScalingKind::None || !scaledRole) {
-        q.quantize(values, values, stats, opts);
+        q.quantize(in, values, stats, opts);
         return;
     }
+    if (in.data() != values.data()) // the scaled paths work in place
+        std::copy(in.begin(), in.end(), values.begin());
     if (m_tensorScaling == TensorScalingKind::Mx) {
         const MxResult mx = quantizeMx(q, values, stats, opts, m_mxScratch);
         if (collect) {
@@ -439,8 +441,8 @@ void Trainer::refreshWeights(bool collect, bool training) {
         const std::size_t layer = m_model.stageWeightLayer(s);
         const std::size_t offset = m_model.parameterOffset(layer);
         const std::size_t n = m_model.layers()[layer]->parameterCount();
-        std::copy_n(m_master.data() + offset, n, m_weights.data() + offset);
-        quantizeRole(s, TensorRole::Weights, {m_weights.data() + offset, n}, collect, training);
+        quantizeRole(s, TensorRole::Weights, {m_master.data() + offset, n},
+                     {m_weights.data() + offset, n}, collect, training);
     }
 }
 

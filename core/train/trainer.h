@@ -69,10 +69,11 @@ private:
     const Quantizer& quantizer(int stage, TensorRole role) const;
     QuantizeOptions options(int stage, TensorRole role) const;
     void refreshWeights(bool collect, bool training); // weights used in forward = Q(master)
-    // Quantises one tensor of a role, through amax or MX scaling where the policy asks for it;
-    // `training` false (evaluation) leaves the amax history alone.
-    void quantizeRole(int stage, TensorRole role, std::span<float> values, bool collect,
-                      bool training);
+    // Quantises one tensor of a role (in -> values; they may be the same), through amax or MX
+    // scaling where the policy asks for it; `training` false (evaluation) leaves the amax
+    // history alone.
+    void quantizeRole(int stage, TensorRole role, std::span<const float> in,
+                      std::span<float> values, bool collect, bool training);
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
     void forward(int batch, bool collect, bool withStats);
     void backward(int batch, bool collect);

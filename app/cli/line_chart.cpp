@@ -1,6 +1,6 @@
-// PNG line charts: an RGB canvas, Bresenham lines, a 5x7 bitmap font, and PNG chunks with
-// zlib's deflate and CRC-32.
-#include "png_chart.h"
+// Line charts: the shared data range; SVG as text; PNG through an RGB canvas, simple lines, a
+// 5x7 bitmap font, and PNG chunks with zlib's deflate and CRC-32.
+#include "line_chart.h"
 
 #include <zlib.h>
 
@@ -166,28 +166,92 @@ std::string number(double v) {
 
 } // namespace
 
-void writeLineChartPng(const std::string& path, const std::string& title, const std::string& yLabel,
-                       const std::vector<ChartSeries>& series, bool logY) {
-    constexpr int W = 1080, H = 560, L = 90, R = 300, T = 50, B = 60;
-    double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
-    auto fy = [&](double v) { return logY ? std::log10(std::max(v, 1e-6)) : v; };
+double ChartRange::y(double value) const {
+    return logY ? std::log10(std::max(value, 1e-6)) : value;
+}
+
+double ChartRange::yLabel(double axisValue) const {
+    return logY ? std::pow(10.0, axisValue) : axisValue;
+}
+
+ChartRange chartRange(const std::vector<ChartSeries>& series, bool logY) {
+    ChartRange r{1e300, -1e300, 1e300, -1e300, logY};
     for (const ChartSeries& s : series)
         for (const auto& [x, y] : s.points)
             if (std::isfinite(y)) {
-                x0 = std::min(x0, x);
-                x1 = std::max(x1, x);
-                y0 = std::min(y0, fy(y));
-                y1 = std::max(y1, fy(y));
+                r.x0 = std::min(r.x0, x);
+                r.x1 = std::max(r.x1, x);
+                r.y0 = std::min(r.y0, r.y(y));
+                r.y1 = std::max(r.y1, r.y(y));
             }
-    if (x0 > x1) {
-        x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-    }
-    if (y1 - y0 < 1e-9)
-        y1 = y0 + 1;
-    if (x1 - x0 < 1e-9)
-        x1 = x0 + 1;
+    if (r.x0 > r.x1)
+        r = {0.0, 1.0, 0.0, 1.0, logY};
+    if (r.y1 - r.y0 < 1e-9)
+        r.y1 = r.y0 + 1;
+    if (r.x1 - r.x0 < 1e-9)
+        r.x1 = r.x0 + 1;
+    return r;
+}
+
+// A line chart as SVG: one polyline per run, axes with min/max labels and a legend.
+void writeLineChartSvg(const std::string& path, const std::string& title, const std::string& yLabel,
+                       const std::vector<ChartSeries>& series, bool logY) {
+    constexpr double W = 800, H = 480, L = 70, R = 180, T = 40, B = 50;
+    const ChartRange range = chartRange(series, logY);
+    const double x0 = range.x0, x1 = range.x1, y0 = range.y0, y1 = range.y1;
     auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-    auto py = [&](double y) { return H - B - (fy(y) - y0) / (y1 - y0) * (H - T - B); };
+    auto py = [&](double y) { return H - B - (range.y(y) - y0) / (y1 - y0) * (H - T - B); };
+    const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                            "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
+    std::ofstream f(path);
+    if (!f)
+        throw std::runtime_error(path + ": cannot write");
+    f << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
+      << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' "
+         "fill='white'/>\n"
+      << "<text x='" << W / 2 << "' y='22' text-anchor='middle' font-size='15'>" << title
+      << "</text>\n"
+      << "<line x1='" << L << "' y1='" << H - B << "' x2='" << W - R << "' y2='" << H - B
+      << "' stroke='black'/>\n"
+      << "<line x1='" << L << "' y1='" << T << "' x2='" << L << "' y2='" << H - B
+      << "' stroke='black'/>\n"
+      << "<text x='" << (L + W - R) / 2 << "' y='" << H - 12
+      << "' text-anchor='middle'>step</text>\n"
+      << "<text x='16' y='" << (T + H - B) / 2 << "' transform='rotate(-90 16 " << (T + H - B) / 2
+      << ")' text-anchor='middle'>" << yLabel << (logY ? " (log scale)" : "") << "</text>\n";
+    auto label = [&](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", range.yLabel(v));
+        return std::string(buf);
+    };
+    f << "<text x='" << L - 6 << "' y='" << H - B << "' text-anchor='end'>" << label(y0)
+      << "</text>\n"
+      << "<text x='" << L - 6 << "' y='" << T + 10 << "' text-anchor='end'>" << label(y1)
+      << "</text>\n"
+      << "<text x='" << L << "' y='" << H - B + 16 << "' text-anchor='middle'>" << x0 << "</text>\n"
+      << "<text x='" << W - R << "' y='" << H - B + 16 << "' text-anchor='middle'>" << x1
+      << "</text>\n";
+    int i = 0;
+    for (const ChartSeries& s : series) {
+        const char* color = colors[i % 10];
+        f << "<polyline fill='none' stroke='" << color << "' stroke-width='1.5' points='";
+        for (const auto& [x, y] : s.points)
+            if (std::isfinite(y))
+                f << px(x) << ',' << py(y) << ' ';
+        f << "'/>\n<text x='" << W - R + 10 << "' y='" << T + 16 * i + 10 << "' fill='" << color
+          << "'>" << s.name << "</text>\n";
+        ++i;
+    }
+    f << "</svg>\n";
+}
+
+void writeLineChartPng(const std::string& path, const std::string& title, const std::string& yLabel,
+                       const std::vector<ChartSeries>& series, bool logY) {
+    constexpr int W = 1080, H = 560, L = 90, R = 300, T = 50, B = 60;
+    const ChartRange range = chartRange(series, logY);
+    const double x0 = range.x0, x1 = range.x1, y0 = range.y0, y1 = range.y1;
+    auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+    auto py = [&](double y) { return H - B - (range.y(y) - y0) / (y1 - y0) * (H - T - B); };
     const Rgb kColors[] = {{31, 119, 180},  {214, 39, 40}, {44, 160, 44},   {255, 127, 14},
                            {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {23, 190, 207},
                            {127, 127, 127}, {188, 189, 34}};
@@ -204,7 +268,7 @@ void writeLineChartPng(const std::string& path, const std::string& title, const 
     c.text((W - R + L - Canvas::textWidth("step")) / 2, H - 24, "step", black);
     const std::string yText = yLabel + (logY ? " (log)" : "");
     c.text(8, T - 30, yText, black);
-    auto yTick = [&](double v) { return number(logY ? std::pow(10.0, v) : v); };
+    auto yTick = [&](double v) { return number(range.yLabel(v)); };
     c.text(L - 8 - Canvas::textWidth(yTick(y0)), H - B - 7, yTick(y0), black);
     c.text(L - 8 - Canvas::textWidth(yTick(y1)), T - 7, yTick(y1), black);
     c.text(L - 6, H - B + 8, number(x0), black);
