@@ -5,6 +5,7 @@
 
 #include <zlib.h>
 
+#include <cstdio>
 #include <memory>
 
 namespace plab {
@@ -43,9 +44,12 @@ IdxArray readIdx(const std::string& path, std::uint64_t maxBytes) {
     readExactly(f.get(), magic, 4, path, "header");
     if (magic[0] != 0 || magic[1] != 0)
         fail(path, "not an IDX file (magic must start with two zero bytes)");
-    if (magic[2] != 0x08)
-        fail(path, "unsupported IDX element type 0x" + std::to_string(magic[2]) +
+    if (magic[2] != 0x08) {
+        char code[8];
+        std::snprintf(code, sizeof code, "0x%02x", magic[2]);
+        fail(path, std::string("unsupported IDX element type ") + code +
                        " (expected 0x08, unsigned bytes)");
+    }
     const int rank = magic[3];
     if (rank < 1 || rank > 4)
         fail(path, "IDX rank " + std::to_string(rank) + " (expected 1..4)");

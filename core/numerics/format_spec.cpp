@@ -102,6 +102,11 @@ void validate(const FormatSpec& f, std::string_view text) {
                    "with a zero");
     if (f.maxFinite() <= 0.0)
         fail(text, "has no finite nonzero values");
+    // e1mY with Inf/NaN: the only nonzero exponent field is taken by the specials. Such a format
+    // is a fixed-point grid, and the statistics (subnormal vs normal) would be meaningless.
+    if (f.maxExponent() < f.minNormalExponent())
+        fail(text, "has no normal values (its one nonzero exponent field holds Inf/NaN); use more "
+                   "exponent bits, or :fn or :finite");
     if (f.maxFinite() > std::numeric_limits<float>::max())
         fail(text, "bias " + std::to_string(f.bias) +
                        " too small: its largest value exceeds float32's range (~3.4e38)");

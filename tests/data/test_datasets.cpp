@@ -74,7 +74,7 @@ void TestDatasets::badFiles_data() {
     std::vector<unsigned char> badMagic = idx({4}, 4);
     badMagic[0] = 0x1f;
     QTest::newRow("wrong magic") << bytes(badMagic) << "not an IDX file";
-    QTest::newRow("float type") << bytes(idx({4}, 16, 0x0D)) << "unsupported IDX element type";
+    QTest::newRow("float type") << bytes(idx({4}, 16, 0x0D)) << "unsupported IDX element type 0x0d";
     QTest::newRow("truncated data") << bytes(idx({10, 28, 28}, 500)) << "truncated";
     QTest::newRow("truncated header") << bytes({0, 0, 8, 3, 0, 0}) << "truncated";
     QTest::newRow("too long") << bytes(idx({4}, 5)) << "longer than its header";
