@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
     CLI::App app{"Precision Lab: emulate low-precision number formats and training, headless",
                  "precision-lab-cli"};
     app.require_subcommand(1);
-    app.set_version_flag("--version", "precision-lab-cli 0.1.0");
+    app.set_version_flag("--version", "precision-lab-cli " PLAB_VERSION);
     const std::vector<plab::cli::Command> commands = {
         plab::cli::addFormatsCommand(app), plab::cli::addQuantizeCommand(app),
         plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),

@@ -2,11 +2,16 @@
 #include "main_window.h"
 
 #include <QApplication>
+#include <QIcon>
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("PrecisionLab"));
     QApplication::setApplicationName(QStringLiteral("Precision Lab"));
+    QApplication::setApplicationVersion(QStringLiteral(PLAB_VERSION));
+    // Matches the installed .desktop file, so Wayland compositors pair the window with its entry.
+    QGuiApplication::setDesktopFileName(QStringLiteral("io.github.precisionlab.PrecisionLab"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
     plab::MainWindow window;
     window.resize(1280, 820);
     window.show();
