@@ -15,9 +15,32 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <vector>
 
 namespace plab {
+
+namespace {
+
+// Every finite value of a format of at most 16 bits, ascending, with one zero; cached per name.
+const std::vector<float>& sortedFiniteValues(const FormatSpec& f) {
+    static std::map<std::string, std::vector<float>> cache;
+    auto [it, inserted] = cache.try_emplace(f.name);
+    if (inserted) {
+        for (std::uint32_t code = 0; code < (1u << f.totalBits()); ++code) {
+            const float v = decode(f, code);
+            if (std::isfinite(v))
+                it->second.push_back(v == 0.0f ? 0.0f : v);
+        }
+        std::sort(it->second.begin(), it->second.end());
+        it->second.erase(std::unique(it->second.begin(), it->second.end()), it->second.end());
+    }
+    return it->second;
+}
+
+} // namespace
 
 FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Format inspector"));
@@ -104,14 +127,17 @@ void FormatInspector::refresh() {
         auto neighbour = [&](int direction) -> QString {
             if (!std::isfinite(q) || f.totalBits() > 16)
                 return QStringLiteral("-");
-            const std::uint32_t mask = f.totalBits() >= 32 ? ~0u : (1u << f.totalBits()) - 1u;
-            const bool negative = std::signbit(q) && f.isSigned;
-            // Codes grow with magnitude on each side of the sign bit.
-            const int step = (negative ? -direction : direction);
-            const std::uint32_t next = (code + static_cast<std::uint32_t>(step)) & mask;
-            const float v = decode(f, next);
-            return std::isnan(v) ? QStringLiteral("-")
-                                 : QString::number(static_cast<double>(v), 'g', 8);
+            const std::vector<float>& values = sortedFiniteValues(f);
+            // Value order, not code order: codes wrap around zero and the sign bit.
+            if (direction > 0) {
+                const auto it = std::upper_bound(values.begin(), values.end(), q);
+                return it == values.end() ? QStringLiteral("-")
+                                          : QString::number(static_cast<double>(*it), 'g', 8);
+            }
+            const auto it = std::lower_bound(values.begin(), values.end(), q);
+            return it == values.begin()
+                       ? QStringLiteral("-")
+                       : QString::number(static_cast<double>(*std::prev(it)), 'g', 8);
         };
         const QStringList cells = {QString::fromStdString(f.name),
                                    QString::number(static_cast<double>(q), 'g', 9),

@@ -19,6 +19,11 @@ TimeView::TimeView(QWidget* parent) : QWidget(parent) {
     m_plot->yAxis2->setLabel(tr("log2 loss scale"));
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(font());
+    // Three columns across the top: a tall one-column legend hid the newest steps.
+    m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    m_plot->legend->setWrap(3);
+    m_plot->legend->setBrush(QColor(255, 255, 255, 210));
+    m_plot->legend->setRowSpacing(0);
     m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
 
     m_trainLoss = m_plot->addGraph();

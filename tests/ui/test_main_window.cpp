@@ -176,8 +176,22 @@ void TestMainWindow::formatInspectorShowsEveryFormat() {
             sawE4m3 = true;
             QCOMPARE(table->item(r, 1)->text(), QStringLiteral("448"));
             QCOMPARE(table->item(r, 2)->text(), QStringLiteral("0x7e"));
+            QCOMPARE(table->item(r, 5)->text(), QStringLiteral("416")); // next below
+            QCOMPARE(table->item(r, 6)->text(), QStringLiteral("-"));   // 448 is the max
         }
     QVERIFY(sawE4m3);
+
+    // Neighbours follow value order across zero (codes wrap there): below 0 is -min subnormal.
+    inspector->setValueText(QStringLiteral("1e-9"));
+    for (int r = 0; r < table->rowCount(); ++r) {
+        const QString name = table->item(r, 0)->text();
+        if (name == QLatin1String("fp8-e4m3fnuz") || name == QLatin1String("fp6-e3m2")) {
+            const double minPositive = parseFormat(name.toStdString()).minPositive();
+            QCOMPARE(table->item(r, 1)->text(), QStringLiteral("0"));
+            QCOMPARE(table->item(r, 5)->text().toDouble(), -minPositive);
+            QCOMPARE(table->item(r, 6)->text().toDouble(), minPositive);
+        }
+    }
 }
 
 void TestMainWindow::reportAndHeatmap() {
