@@ -11,6 +11,10 @@ packages=(
   libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev pkg-config
   dataset-fashion-mnist
 )
+if [[ "${1:-}" == --test ]]; then
+  # Fuzzing (clang's libFuzzer and sanitizer runtimes) and the package test's validators.
+  packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,21 +1,40 @@
 #!/usr/bin/env bash
 # The README's two Quick start commands:
 #   packaging/quickstart.sh run    install what is missing, build, run the main job
-#   packaging/quickstart.sh test   install what is missing, build, run the whole test suite
+#   packaging/quickstart.sh test   install what is missing, build, run the whole test suite:
+#                                  plain, ASan+UBSan, TSan and bounded fuzzing (README: Tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-run}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
+stage() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
+
+if [[ "$mode" == test ]]; then
+  packaging/install-deps.sh --test
+  stage "plain build and tests"
+  cmake --preset default >/dev/null
+  cmake --build --preset default
+  # `exhaustive` (2^32-input sweeps) and `longrun` stay out of the default run; see README.
+  ctest --preset default
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan
+  ctest --preset asan
+  stage "ThreadSanitizer build and threaded tests"
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan
+  ctest --preset tsan
+  stage "fuzzing, 60 s per target"
+  tests/fuzz/run-fuzzers.sh 60
+  stage "all stages passed"
+  exit 0
+fi
+
 packaging/install-deps.sh
 cmake --preset default >/dev/null
 cmake --build --preset default
-
-if [[ "$mode" == test ]]; then
-  # `exhaustive` (2^32-input sweeps) stays out of the default run; see README.
-  exec ctest --preset default
-fi
 
 if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
   exec build/default/app/precision-lab # the desktop app, with the demo network ready to train

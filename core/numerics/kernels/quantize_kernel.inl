@@ -246,15 +246,18 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
         // Normal range: drop `dropped` bits of the float32 encoding; a carry moves into the
         // exponent by itself, and for formats without mantissa bits the last kept bit is the
         // exponent's, so ties go to the even code either way.
+        // The sums are unsigned: for NaN and huge inputs they pass 2^31 (the lanes are replaced
+        // below), which as int32 arithmetic would be undefined behaviour.
+        const VU au = toU(a);
         VI rn;
         if constexpr (kRounding == kNearestEven)
-            rn = (a + halfMinusOne + ((a >> dropped) & lsbMask)) & keep;
+            rn = toI(au + toU(halfMinusOne) + toU((a >> dropped) & lsbMask)) & keep;
         else if constexpr (kRounding == kNearestAway)
-            rn = (a + half) & keep;
+            rn = toI(au + toU(half)) & keep;
         else if constexpr (kRounding == kTowardZero)
             rn = a & keep;
         else // add `dropped` uniform random bits, then truncate: P(up) = dropped fraction
-            rn = (a + toI((rw >> 1) >> (31 - dropped))) & keep;
+            rn = toI(au + ((rw >> 1) >> (31 - dropped))) & keep;
 
         VI r = rn;
         if constexpr (kSubRange) {
