@@ -3,6 +3,7 @@
 #pragma once
 
 #include "numerics/quant_stats.h"
+#include "numerics/quantize_element.h"
 #include "numerics/rounding.h"
 
 #include <cstdint>
@@ -14,6 +15,9 @@ namespace plab {
 // randomWord + floor(2^32 * dropped fraction) >= 2^32.
 // NaN inputs give NaN for every format, including FP6/FP4 whose hardware conversions turn NaN
 // into +max: an emulator that hid NaN would hide divergence.
+// The flattened rule quantizeElement() and the CUDA kernel take.
+ElementRule makeElementRule(const QuantConfig& config);
+
 float quantizeReference(const QuantConfig& config, float x, std::uint32_t randomWord = 0,
                         QuantClass* cls = nullptr);
 

@@ -2,10 +2,12 @@
 // bin edges and its exact shift under power-of-two scaling, and thread-count independence.
 #include <QTest>
 
+#include "numerics/quantize_element.h"
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -20,6 +22,7 @@ private slots:
     void noSubnormalsFlush();
     void unsignedAndNoZeroFormats();
     void histogramEdges();
+    void bitsHistogramBinMatchesDefinition();
     void histogramShiftsUnderScaling();
     void threadCountIndependent();
 };
@@ -100,6 +103,26 @@ void TestQuantStats::unsignedAndNoZeroFormats() {
     QCOMPARE(out[0], std::ldexp(1.0f, -127));
     QCOMPARE(out[1], std::ldexp(1.0f, -127));
     QCOMPARE(out[2], 2.0f);
+}
+
+// histogramBinOfBits (shared with the CUDA kernel) against histogramBin on every float32 with
+// a 16-bit stride through all codes, plus each quarter edge's neighbours in every binade.
+void TestQuantStats::bitsHistogramBinMatchesDefinition() {
+    for (std::uint64_t u = 0; u <= 0xFFFFFFFFu; u += 0x10001u) {
+        const auto bits = static_cast<std::uint32_t>(u);
+        float x;
+        std::memcpy(&x, &bits, 4);
+        QCOMPARE(histogramBinOfBits(bits), histogramBin(x));
+    }
+    for (int e = -149; e <= 127; ++e)
+        for (double q : {0.25, 0.5, 0.75})
+            if (const float edge = static_cast<float>(std::ldexp(std::exp2(q), e));
+                std::isfinite(edge) && edge != 0.0f)
+                for (float v : {std::nextafter(edge, 0.0f), edge, std::nextafter(edge, std::numeric_limits<float>::infinity())}) {
+                    std::uint32_t bits;
+                    std::memcpy(&bits, &v, 4);
+                    QCOMPARE(histogramBinOfBits(bits), histogramBin(v));
+                }
 }
 
 void TestQuantStats::histogramEdges() {
