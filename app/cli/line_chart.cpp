@@ -2,7 +2,9 @@
 // 5x7 bitmap font, and PNG chunks with zlib's deflate and CRC-32.
 #include "line_chart.h"
 
+#if PLAB_HAVE_ZLIB
 #include <zlib.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +15,57 @@
 
 namespace plab::cli {
 namespace {
+
+// The PNG's zlib stream: zlib's deflate where the build has zlib; otherwise stored (uncompressed)
+// deflate blocks, still a valid PNG, so that the CLI builds on machines with only a compiler.
+std::vector<std::uint8_t> zlibStream(const std::vector<std::uint8_t>& raw, const std::string& path) {
+#if PLAB_HAVE_ZLIB
+    uLongf size = compressBound(static_cast<uLong>(raw.size()));
+    std::vector<std::uint8_t> z(size);
+    if (compress2(z.data(), &size, raw.data(), static_cast<uLong>(raw.size()), 9) != Z_OK)
+        throw std::runtime_error(path + ": compression failed");
+    z.resize(size);
+    return z;
+#else
+    (void)path;
+    std::vector<std::uint8_t> z = {0x78, 0x01};
+    std::uint32_t a = 1, b = 0; // Adler-32
+    for (std::size_t at = 0; at < raw.size() || at == 0; at += 65535) {
+        const std::size_t len = std::min<std::size_t>(65535, raw.size() - at);
+        const bool last = at + len >= raw.size();
+        z.insert(z.end(), {static_cast<std::uint8_t>(last ? 1 : 0), static_cast<std::uint8_t>(len),
+                           static_cast<std::uint8_t>(len >> 8), static_cast<std::uint8_t>(~len),
+                           static_cast<std::uint8_t>(~len >> 8)});
+        z.insert(z.end(), raw.begin() + static_cast<std::ptrdiff_t>(at),
+                 raw.begin() + static_cast<std::ptrdiff_t>(at + len));
+        for (std::size_t i = at; i < at + len; ++i) {
+            a = (a + raw[i]) % 65521;
+            b = (b + a) % 65521;
+        }
+        if (last)
+            break;
+    }
+    const std::uint32_t adler = (b << 16) | a;
+    z.insert(z.end(), {static_cast<std::uint8_t>(adler >> 24), static_cast<std::uint8_t>(adler >> 16),
+                       static_cast<std::uint8_t>(adler >> 8), static_cast<std::uint8_t>(adler)});
+    return z;
+#endif
+}
+
+std::uint32_t crc32Of(const std::uint8_t* data, std::size_t n) {
+#if PLAB_HAVE_ZLIB
+    return static_cast<std::uint32_t>(
+        crc32(crc32(0L, nullptr, 0), data, static_cast<uInt>(n)));
+#else
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = 0; i < n; ++i) {
+        crc ^= data[i];
+        for (int k = 0; k < 8; ++k)
+            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+#endif
+}
 
 struct Rgb {
     std::uint8_t r, g, b;
@@ -116,11 +169,7 @@ public:
                 raw.insert(raw.end(), {p.r, p.g, p.b});
             }
         }
-        uLongf size = compressBound(static_cast<uLong>(raw.size()));
-        std::vector<std::uint8_t> z(size);
-        if (compress2(z.data(), &size, raw.data(), static_cast<uLong>(raw.size()), 9) != Z_OK)
-            throw std::runtime_error(path + ": compression failed");
-        z.resize(size);
+        const std::vector<std::uint8_t> z = zlibStream(raw, path);
         std::ofstream f(path, std::ios::binary);
         if (!f)
             throw std::runtime_error(path + ": cannot write");
@@ -136,9 +185,7 @@ public:
             be32(out, static_cast<std::uint32_t>(data.size()));
             out.insert(out.end(), type, type + 4);
             out.insert(out.end(), data.begin(), data.end());
-            const uLong crc =
-                crc32(crc32(0L, nullptr, 0), out.data() + 4, static_cast<uInt>(out.size() - 4));
-            be32(out, static_cast<std::uint32_t>(crc));
+            be32(out, crc32Of(out.data() + 4, out.size() - 4));
             f.write(reinterpret_cast<const char*>(out.data()),
                     static_cast<std::streamsize>(out.size()));
         };

@@ -271,9 +271,14 @@ void TrainingSession::run(std::stop_token stop) {
             if (s == SessionState::Running ||
                 (m_pendingSteps > 0 && s != SessionState::Stopped && s != SessionState::Finished &&
                  s != SessionState::Diverged)) {
-                if (m_pendingSteps > 0 && --m_pendingSteps == 0 && s != SessionState::Running)
-                    m_state = SessionState::Paused;
+                const bool single = s != SessionState::Running && m_pendingSteps > 0;
+                if (single)
+                    --m_pendingSteps;
                 doStep();
+                // Paused only once the step's snapshot is published: a reader that waits for
+                // Paused must find the step it asked for (TSan timing exposed the old order).
+                if (single && m_pendingSteps == 0 && m_state.load() == s)
+                    m_state = SessionState::Paused;
             }
         }
     } catch (const std::exception& e) {
