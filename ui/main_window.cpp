@@ -1,6 +1,8 @@
 // MainWindow layout and wiring.
 #include "main_window.h"
 
+#include "device/compute_backend.h"
+
 #include "compare_dialog.h"
 #include "flush_heatmap_view.h"
 #include "format_inspector.h"
@@ -99,7 +101,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_progress->setMaximumWidth(220);
     statusBar()->addWidget(m_status, 1);
     m_backend = new QLabel(this);
-    m_backend->setToolTip(tr("Where training runs. The GPU backend is not built yet."));
+    {
+        // What the machine offers; training itself runs on the CPU in this version.
+        QString devices;
+        for (const DeviceReport& r : deviceReports())
+            devices += QStringLiteral("%1: %2\n").arg(QString::fromStdString(r.backend),
+                                                      QString::fromStdString(r.summary));
+        m_backend->setToolTip(tr("Where training runs: the CPU in this version.\n%1")
+                                  .arg(devices.trimmed()));
+    }
     statusBar()->addPermanentWidget(m_backend);
     statusBar()->addPermanentWidget(m_progress);
 

@@ -20,5 +20,6 @@ Command addBenchCommand(CLI::App& app);
 Command addTrainCommand(CLI::App& app);
 Command addPresetsCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
+Command addDevicesCommand(CLI::App& app);
 
 } // namespace plab::cli

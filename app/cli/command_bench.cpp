@@ -2,6 +2,7 @@
 // a plain copy of the same buffers in the same run (the ratio is the figure to quote).
 #include "cli_commands.h"
 
+#include "device/compute_backend.h"
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
 
@@ -23,6 +24,7 @@ struct BenchArgs {
     std::string kernel = "auto";
     int repeat = 5;
     bool noStats = false;
+    std::string device = "cpu";
     std::vector<std::string> formats = {"fp16",     "bf16",     "fp8-e4m3", "fp8-e5m2",
                                         "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"};
 };
@@ -59,9 +61,40 @@ double bestSeconds(int repeat, Fn&& fn) {
     return best;
 }
 
+// The same table on a GPU: device-resident buffers, the kernel timed with CUDA events against a
+// device-to-device copy of the same bytes in the same run.
+int runDeviceQuantizeBench(const BenchArgs& args, const DeviceChoice& device) {
+    const ComputeBackend* cuda = findBackend("cuda");
+    const std::vector<float> in = makeData(args.size);
+    std::printf("bench quantize: %zu float32 elements on %s, %s, %d timed passes\n", args.size,
+                device.label.c_str(),
+                args.noStats ? "values only" : "with counters and histogram", args.repeat);
+    std::printf("%-14s %-14s %12s %12s %14s\n", "format", "rounding", "G elem/s", "x copy",
+                "copy GB/s");
+    for (const std::string& name : args.formats) {
+        for (Rounding rounding : kAllRoundings) {
+            const DeviceTiming t =
+                cuda->timeQuantize(device.index, QuantConfig::forFormat(parseFormat(name), rounding),
+                                   in, args.repeat, !args.noStats);
+            const double elements = static_cast<double>(t.elements) * t.repeat;
+            const double copyBytesPerSecond = 2.0 * 4.0 * elements / t.copySeconds; // read + write
+            std::printf("%-14s %-14s %12.3f %12.3f %14.1f\n", name.c_str(),
+                        std::string(toString(rounding)).c_str(), elements / t.quantizeSeconds / 1e9,
+                        t.copySeconds / t.quantizeSeconds, copyBytesPerSecond / 1e9);
+        }
+    }
+    return 0;
+}
+
 int runQuantizeBench(const BenchArgs& args) {
     if (args.size == 0 || args.repeat < 1)
         throw std::invalid_argument("bench quantize: --size and --repeat must be positive");
+    if (const DeviceChoice device = resolveDevice(parseDeviceSpec(args.device)); device.cuda) {
+        std::fprintf(stderr, "%s\n", device.notice.c_str());
+        return runDeviceQuantizeBench(args, device);
+    } else if (!device.notice.empty()) {
+        std::fprintf(stderr, "%s\n", device.notice.c_str());
+    }
     const CpuKernel kernel = parseKernel(args.kernel);
     ThreadPool pool(args.threads);
     const std::vector<float> in = makeData(args.size);
@@ -120,6 +153,8 @@ Command addBenchCommand(CLI::App& app) {
     quantize->add_option("--repeat", args->repeat, "Timed passes; the best is reported")
         ->capture_default_str();
     quantize->add_option("--formats", args->formats, "Formats to measure")->delimiter(',');
+    quantize->add_option("--device", args->device, "cpu | auto | cuda | cuda:N")
+        ->capture_default_str();
     quantize->add_flag("--no-stats", args->noStats,
                        "Quantise only, without counters and histogram (what counting costs)");
     return {cmd, [args] { return runQuantizeBench(*args); }};

@@ -123,7 +123,7 @@ DeviceChoice resolveDevice(const DeviceSpec& spec) {
         why = "no " + toString(spec) + " (" + std::to_string(report.devices.size()) +
               " device(s) found)";
     else
-        why = "cuda " + report.summary;
+        why = "no usable GPU (" + report.summary + ")";
     cpu.notice = asked + ": " + why + "; using the CPU";
     return cpu;
 }

@@ -1,6 +1,8 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
+#include "device/compute_backend.h"
+
 #include <cmath>
 #include <limits>
 #include <set>
@@ -166,6 +168,12 @@ TrainConfig configFromJson(const json& j) {
     Reader top(j, "config");
     top.number("seed", c.seed, 0, 1.8e19);
     top.number("threads", c.threads, 0, 256);
+    top.text("device", c.device);
+    try {
+        c.device = toString(parseDeviceSpec(c.device));
+    } catch (const DeviceError& e) {
+        throw ConfigError(std::string("config.device: ") + e.what());
+    }
     if (top.has("data")) {
         Reader d(top.at("data"), "config.data");
         d.text("source", c.dataSource);
@@ -309,6 +317,7 @@ json TrainConfig::toJson() const {
     return {
         {"seed", seed},
         {"threads", threads},
+        {"device", device},
         {"data",
          {{"source", dataSource}, {"train_size", syntheticTrain}, {"test_size", syntheticTest}}},
         {"model",

@@ -26,6 +26,7 @@ enum class OptimizerKind { Sgd, Adam };
 struct TrainConfig {
     std::uint64_t seed = 1;
     unsigned threads = 1;
+    std::string device = "auto"; // auto | cpu | cuda | cuda:N (device/compute_backend.h)
 
     // data
     std::string dataSource = "synthetic"; // "synthetic", "fashion-mnist" or a directory

@@ -28,6 +28,7 @@ private slots:
     void trainKilledMidwayKeepsLogs();
     void trainDivergenceExitsCleanly();
     void compareWritesTableAndPlots();
+    void devicesListsCpuAndSaysWhyNoGpu();
 };
 
 namespace {
@@ -138,6 +139,14 @@ void TestCli::badInput_data() {
         << QStringList{QStringLiteral("formats"), QStringLiteral("--format"),
                        QStringLiteral("e4m3:wat")}
         << QByteArray() << "unknown option \"wat\"";
+    QTest::newRow("bad device for bench")
+        << QStringList{QStringLiteral("bench"), QStringLiteral("quantize"),
+                       QStringLiteral("--device"), QStringLiteral("gpu0")}
+        << QByteArray() << "device \"gpu0\": expected auto, cpu, cuda or cuda:N";
+    QTest::newRow("bad device for train")
+        << QStringList{QStringLiteral("train"), QStringLiteral("--device"),
+                       QStringLiteral("cuda:x"), QStringLiteral("--steps"), QStringLiteral("1")}
+        << QByteArray() << "config.device: device \"cuda:x\"";
 }
 
 void TestCli::badInput() {
@@ -297,6 +306,29 @@ void TestCli::compareWritesTableAndPlots() {
         {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp7")});
     QVERIFY(bad.exitCode > 0);
     QVERIFY(bad.err.contains("preset \"fp7\""));
+}
+
+// `devices` always lists the CPU and a line for CUDA: usable devices, or the reason there are
+// none (no driver, no device, or a build without nvcc), and what --device auto would pick.
+void TestCli::devicesListsCpuAndSaysWhyNoGpu() {
+    const Result r = runCli({QStringLiteral("devices")});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.out.contains("cpu   usable:"), r.out.constData());
+    QVERIFY2(r.out.contains("cuda "), r.out.constData());
+    QVERIFY2(r.out.contains("--device auto would use: "), r.out.constData());
+    if (!r.out.contains("cuda  usable")) {
+        // No usable GPU: the reason is given, and auto falls back to the CPU saying so.
+        QVERIFY2(r.out.contains("--device auto would use: cpu"), r.out.constData());
+        QVERIFY2(r.out.contains("using the CPU"), r.out.constData());
+        // An explicit cuda request still trains, on the CPU, after a one-line notice.
+        QTemporaryDir dir;
+        const Result t = runCli({QStringLiteral("train"), QStringLiteral("--device"),
+                                 QStringLiteral("cuda:0"), QStringLiteral("--steps"),
+                                 QStringLiteral("2"), QStringLiteral("--out"), dir.path()});
+        QCOMPARE(t.exitCode, 0);
+        QVERIFY2(t.err.startsWith("cuda:0: "), t.err.constData());
+        QVERIFY2(t.err.split('\n').first().contains("; using the CPU"), t.err.constData());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,0 +1,124 @@
+// Device selection without a GPU: parsing "auto|cpu|cuda[:N]", and resolveDevice against a fake
+// CUDA backend that reports usable and unusable devices, so every fallback rule is exercised on
+// any machine. (The real backend's kernels are tested by tests/gpu on a GPU machine.)
+#include <QTest>
+
+#include "device/compute_backend.h"
+#include "train/train_config.h"
+
+using namespace plab;
+
+class TestDeviceSelection : public QObject {
+    Q_OBJECT
+private slots:
+    void parsesDeviceStrings();
+    void rejectsBadDeviceStrings();
+    void withoutCudaBackendEverythingIsCpu();
+    void withFakeBackend();
+    void configKeyIsChecked();
+};
+
+namespace {
+
+class FakeCuda final : public ComputeBackend {
+public:
+    std::string name() const override { return "cuda"; }
+    DeviceReport probe() const override {
+        DeviceReport r;
+        r.backend = "cuda";
+        r.available = true;
+        r.summary = "2 device(s)";
+        DeviceInfo old{0, "Old GPU", 6, 1, 8ull << 30, false, "compute capability 6.1 is older"};
+        DeviceInfo good{1, "Good GPU", 9, 0, 80ull << 30, true, ""};
+        r.devices = {old, good};
+        return r;
+    }
+    void quantize(int, const QuantConfig&, std::span<const float>, std::span<float>, QuantStats*,
+                  const QuantizeOptions&) const override {}
+    DeviceTiming timeQuantize(int, const QuantConfig&, std::span<const float>, int,
+                              bool) const override {
+        return {};
+    }
+};
+
+} // namespace
+
+void TestDeviceSelection::parsesDeviceStrings() {
+    QVERIFY(parseDeviceSpec("auto").kind == DeviceKind::Auto);
+    QVERIFY(parseDeviceSpec("cpu").kind == DeviceKind::Cpu);
+    const DeviceSpec cuda = parseDeviceSpec("cuda");
+    QVERIFY(cuda.kind == DeviceKind::Cuda);
+    QCOMPARE(cuda.index, 0);
+    QCOMPARE(parseDeviceSpec("cuda:3").index, 3);
+    QCOMPARE(toString(parseDeviceSpec("cuda")), std::string("cuda:0"));
+}
+
+void TestDeviceSelection::rejectsBadDeviceStrings() {
+    for (const char* bad : {"", "gpu", "cuda:", "cuda:-1", "cuda:1x", "cuda:64", "CPU", "cuda0"}) {
+        try {
+            parseDeviceSpec(bad);
+            QFAIL(bad);
+        } catch (const DeviceError& e) {
+            const std::string message = e.what();
+            QVERIFY2(message.find(std::string("\"") + bad + "\"") != std::string::npos, e.what());
+            QVERIFY2(message.find("expected auto, cpu, cuda or cuda:N") != std::string::npos,
+                     e.what());
+        }
+    }
+}
+
+void TestDeviceSelection::withoutCudaBackendEverythingIsCpu() {
+    QVERIFY(findBackend("cuda") == nullptr); // this test links no plab_cuda
+    const std::vector<DeviceReport> reports = deviceReports();
+    QCOMPARE(reports.size(), std::size_t{2});
+    QCOMPARE(reports[0].backend, std::string("cpu"));
+    QVERIFY(reports[0].available);
+    QVERIFY(!reports[1].available);
+    QVERIFY2(reports[1].summary.find("not in this build") != std::string::npos,
+             reports[1].summary.c_str());
+    const DeviceChoice autoChoice = resolveDevice(parseDeviceSpec("auto"));
+    QVERIFY(!autoChoice.cuda);
+    QVERIFY2(autoChoice.notice.find("auto: no usable GPU (not in this build") == 0,
+             autoChoice.notice.c_str());
+    const DeviceChoice asked = resolveDevice(parseDeviceSpec("cuda:1"));
+    QVERIFY(!asked.cuda);
+    QVERIFY2(asked.notice.find("cuda:1: ") == 0 &&
+                 asked.notice.find("; using the CPU") != std::string::npos,
+             asked.notice.c_str());
+    QVERIFY(resolveDevice(parseDeviceSpec("cpu")).notice.empty());
+}
+
+void TestDeviceSelection::withFakeBackend() {
+    registerBackend(std::make_unique<FakeCuda>());
+    // auto skips the unusable device 0 and says which GPU it took.
+    const DeviceChoice autoChoice = resolveDevice(parseDeviceSpec("auto"));
+    QVERIFY(autoChoice.cuda);
+    QCOMPARE(autoChoice.index, 1);
+    QCOMPARE(autoChoice.notice, std::string("auto: using cuda:1 (Good GPU)"));
+    // An explicit unusable device falls back to the CPU with its reason.
+    const DeviceChoice old = resolveDevice(parseDeviceSpec("cuda:0"));
+    QVERIFY(!old.cuda);
+    QCOMPARE(old.notice, std::string("cuda:0: cuda:0 (Old GPU) is not usable: compute capability "
+                                     "6.1 is older; using the CPU"));
+    // A device that is not there.
+    const DeviceChoice missing = resolveDevice(parseDeviceSpec("cuda:5"));
+    QVERIFY(!missing.cuda);
+    QVERIFY2(missing.notice.find("no cuda:5 (2 device(s) found)") != std::string::npos,
+             missing.notice.c_str());
+    QVERIFY(resolveDevice(parseDeviceSpec("cuda:1")).cuda);
+    QVERIFY(!resolveDevice(parseDeviceSpec("cpu")).cuda);
+}
+
+void TestDeviceSelection::configKeyIsChecked() {
+    QCOMPARE(configFromJson({{"device", "cuda"}}).device, std::string("cuda:0"));
+    QCOMPARE(configFromJson(nlohmann::json::object()).device, std::string("auto"));
+    try {
+        configFromJson({{"device", "tpu"}});
+        QFAIL("no error");
+    } catch (const ConfigError& e) {
+        QVERIFY2(std::string(e.what()).find("config.device: device \"tpu\"") == 0, e.what());
+    }
+}
+
+QTEST_APPLESS_MAIN(TestDeviceSelection)
+#include "test_device_selection.moc"
