@@ -105,10 +105,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         // What the machine offers; training itself runs on the CPU in this version.
         QString devices;
         for (const DeviceReport& r : deviceReports())
-            devices += QStringLiteral("%1: %2\n").arg(QString::fromStdString(r.backend),
-                                                      QString::fromStdString(r.summary));
-        m_backend->setToolTip(tr("Where training runs: the CPU in this version.\n%1")
-                                  .arg(devices.trimmed()));
+            devices +=
+                QStringLiteral("%1: %2\n")
+                    .arg(QString::fromStdString(r.backend), QString::fromStdString(r.summary));
+        m_backend->setToolTip(
+            tr("Where training runs: the CPU in this version.\n%1").arg(devices.trimmed()));
     }
     statusBar()->addPermanentWidget(m_backend);
     statusBar()->addPermanentWidget(m_progress);

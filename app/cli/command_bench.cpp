@@ -67,15 +67,15 @@ int runDeviceQuantizeBench(const BenchArgs& args, const DeviceChoice& device) {
     const ComputeBackend* cuda = findBackend("cuda");
     const std::vector<float> in = makeData(args.size);
     std::printf("bench quantize: %zu float32 elements on %s, %s, %d timed passes\n", args.size,
-                device.label.c_str(),
-                args.noStats ? "values only" : "with counters and histogram", args.repeat);
+                device.label.c_str(), args.noStats ? "values only" : "with counters and histogram",
+                args.repeat);
     std::printf("%-14s %-14s %12s %12s %14s\n", "format", "rounding", "G elem/s", "x copy",
                 "copy GB/s");
     for (const std::string& name : args.formats) {
         for (Rounding rounding : kAllRoundings) {
-            const DeviceTiming t =
-                cuda->timeQuantize(device.index, QuantConfig::forFormat(parseFormat(name), rounding),
-                                   in, args.repeat, !args.noStats);
+            const DeviceTiming t = cuda->timeQuantize(
+                device.index, QuantConfig::forFormat(parseFormat(name), rounding), in, args.repeat,
+                !args.noStats);
             const double elements = static_cast<double>(t.elements) * t.repeat;
             const double copyBytesPerSecond = 2.0 * 4.0 * elements / t.copySeconds; // read + write
             std::printf("%-14s %-14s %12.3f %12.3f %14.1f\n", name.c_str(),

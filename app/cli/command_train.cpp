@@ -92,8 +92,9 @@ int runTrain(const TrainArgs& args) {
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());
     if (device.cuda) // said plainly: the GPU training engine (issue 7) has not landed yet
-        std::fprintf(stderr, "note: training runs on the CPU in this version; the GPU runs "
-                             "`bench quantize --device %s`\n",
+        std::fprintf(stderr,
+                     "note: training runs on the CPU in this version; the GPU runs "
+                     "`bench quantize --device %s`\n",
                      toString(parseDeviceSpec(config.device)).c_str());
     const std::string out = args.out.empty() ? std::string("runs/latest") : args.out;
     TrainingSession session(config, data, out);
@@ -158,7 +159,8 @@ Command addTrainCommand(CLI::App& app) {
     cmd->add_option("--data", args->data, "synthetic, fashion-mnist, or a directory of IDX files");
     cmd->add_option("--out", args->out, "Run directory (default runs/latest)");
     cmd->add_option("--threads", args->threads, "Threads (0: all cores)");
-    cmd->add_option("--device", args->device, "auto | cpu | cuda | cuda:N (default: config's, auto)");
+    cmd->add_option("--device", args->device,
+                    "auto | cpu | cuda | cuda:N (default: config's, auto)");
     return {cmd, [args] { return runTrain(*args); }};
 }
 

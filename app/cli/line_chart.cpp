@@ -18,7 +18,8 @@ namespace {
 
 // The PNG's zlib stream: zlib's deflate where the build has zlib; otherwise stored (uncompressed)
 // deflate blocks, still a valid PNG, so that the CLI builds on machines with only a compiler.
-std::vector<std::uint8_t> zlibStream(const std::vector<std::uint8_t>& raw, const std::string& path) {
+std::vector<std::uint8_t> zlibStream(const std::vector<std::uint8_t>& raw,
+                                     const std::string& path) {
 #if PLAB_HAVE_ZLIB
     uLongf size = compressBound(static_cast<uLong>(raw.size()));
     std::vector<std::uint8_t> z(size);
@@ -46,16 +47,16 @@ std::vector<std::uint8_t> zlibStream(const std::vector<std::uint8_t>& raw, const
             break;
     }
     const std::uint32_t adler = (b << 16) | a;
-    z.insert(z.end(), {static_cast<std::uint8_t>(adler >> 24), static_cast<std::uint8_t>(adler >> 16),
-                       static_cast<std::uint8_t>(adler >> 8), static_cast<std::uint8_t>(adler)});
+    z.insert(z.end(),
+             {static_cast<std::uint8_t>(adler >> 24), static_cast<std::uint8_t>(adler >> 16),
+              static_cast<std::uint8_t>(adler >> 8), static_cast<std::uint8_t>(adler)});
     return z;
 #endif
 }
 
 std::uint32_t crc32Of(const std::uint8_t* data, std::size_t n) {
 #if PLAB_HAVE_ZLIB
-    return static_cast<std::uint32_t>(
-        crc32(crc32(0L, nullptr, 0), data, static_cast<uInt>(n)));
+    return static_cast<std::uint32_t>(crc32(crc32(0L, nullptr, 0), data, static_cast<uInt>(n)));
 #else
     std::uint32_t crc = 0xFFFFFFFFu;
     for (std::size_t i = 0; i < n; ++i) {

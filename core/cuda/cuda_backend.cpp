@@ -32,8 +32,8 @@ template <typename T>
 struct DeviceBuffer {
     T* ptr = nullptr;
     DeviceBuffer(std::size_t count, int device) {
-        check(cudaMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T) + (count == 0)),
-              device, "cudaMalloc");
+        check(cudaMalloc(reinterpret_cast<void**>(&ptr), count * sizeof(T) + (count == 0)), device,
+              "cudaMalloc");
     }
     ~DeviceBuffer() { cudaFree(ptr); }
     DeviceBuffer(const DeviceBuffer&) = delete;
@@ -68,12 +68,12 @@ public:
         int runtime = 0, driver = 0;
         cudaRuntimeGetVersion(&runtime);
         cudaDriverGetVersion(&driver);
-        const std::string versions = "runtime " + version(runtime) +
-                                     (driver > 0 ? ", driver " + version(driver) : "");
+        const std::string versions =
+            "runtime " + version(runtime) + (driver > 0 ? ", driver " + version(driver) : "");
         if (e == cudaErrorInsufficientDriver) {
-            r.summary = driver == 0 ? "no NVIDIA driver found (" + versions + ")"
-                                    : "the NVIDIA driver is too old for this build (" +
-                                          versions + ")";
+            r.summary = driver == 0
+                            ? "no NVIDIA driver found (" + versions + ")"
+                            : "the NVIDIA driver is too old for this build (" + versions + ")";
             return r;
         }
         if (e == cudaErrorNoDevice || (e == cudaSuccess && count == 0)) {
@@ -124,8 +124,7 @@ public:
         check(cudaMemcpy(dIn.ptr, in.data(), n * sizeof(float), cudaMemcpyHostToDevice), device,
               "copy to the device");
         if (stats != nullptr)
-            check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device,
-                  "cudaMemset");
+            check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
         cuda::QuantizeLaunch l;
         l.rule = makeElementRule(config);
         l.stochastic = config.rounding == Rounding::Stochastic;
@@ -154,8 +153,8 @@ public:
         const std::size_t n = sample.size();
         DeviceBuffer<float> dIn(n, device), dOut(n, device);
         DeviceBuffer<cuda::DeviceCounters> dCounters(1, device);
-        check(cudaMemcpy(dIn.ptr, sample.data(), n * sizeof(float), cudaMemcpyHostToDevice),
-              device, "copy to the device");
+        check(cudaMemcpy(dIn.ptr, sample.data(), n * sizeof(float), cudaMemcpyHostToDevice), device,
+              "copy to the device");
         check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
         cuda::QuantizeLaunch l;
         l.rule = makeElementRule(config);

@@ -44,9 +44,9 @@ struct DeviceInfo {
 };
 
 struct DeviceReport {
-    std::string backend;   // "cpu", "cuda"
+    std::string backend; // "cpu", "cuda"
     bool available = false;
-    std::string summary;   // one line: what is there, or why nothing is usable
+    std::string summary; // one line: what is there, or why nothing is usable
     std::vector<DeviceInfo> devices;
 };
 

@@ -73,9 +73,9 @@ int main(int argc, char** argv) {
         },
         120000);
     window.controller()->pause();
-    if (!trained || !waitUntil([&] { return window.controller()->state() ==
-                                            plab::SessionState::Paused; },
-                               10000)) {
+    if (!trained ||
+        !waitUntil([&] { return window.controller()->state() == plab::SessionState::Paused; },
+                   10000)) {
         std::fprintf(stderr, "make_screenshots: training did not reach step 300\n");
         return 1;
     }

@@ -67,9 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     plab::QuantConfig config;
     config.format = spec;
-    constexpr plab::Rounding kDeterministic[] = {plab::Rounding::NearestEven,
-                                                 plab::Rounding::NearestAway,
-                                                 plab::Rounding::TowardZero};
+    constexpr plab::Rounding kDeterministic[] = {
+        plab::Rounding::NearestEven, plab::Rounding::NearestAway, plab::Rounding::TowardZero};
     config.rounding = kDeterministic[mode % 3];
     config.overflow = (mode & 4) ? plab::Overflow::Saturate : plab::Overflow::Inf;
 

@@ -23,12 +23,28 @@ namespace {
 std::vector<float> makeInputs(std::size_t n) {
     std::vector<float> v;
     v.reserve(n);
-    const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              std::numeric_limits<float>::infinity(),
                               -std::numeric_limits<float>::infinity(),
                               std::numeric_limits<float>::quiet_NaN(),
-                              std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
-                              1e-40f, -3e-39f, 65504.0f, 65520.0f, 448.0f, 464.0f, 57344.0f, 6.0f, 7.0f,
-                              28.0f, 30.0f, 7.5f, 0.25f, 0.0625f, 0.375f};
+                              std::numeric_limits<float>::max(),
+                              std::numeric_limits<float>::denorm_min(),
+                              1e-40f,
+                              -3e-39f,
+                              65504.0f,
+                              65520.0f,
+                              448.0f,
+                              464.0f,
+                              57344.0f,
+                              6.0f,
+                              7.0f,
+                              28.0f,
+                              30.0f,
+                              7.5f,
+                              0.25f,
+                              0.0625f,
+                              0.375f};
     for (float s : specials)
         v.push_back(s);
     std::mt19937 rng(2026);

@@ -118,7 +118,8 @@ void TestQuantStats::bitsHistogramBinMatchesDefinition() {
         for (double q : {0.25, 0.5, 0.75})
             if (const float edge = static_cast<float>(std::ldexp(std::exp2(q), e));
                 std::isfinite(edge) && edge != 0.0f)
-                for (float v : {std::nextafter(edge, 0.0f), edge, std::nextafter(edge, std::numeric_limits<float>::infinity())}) {
+                for (float v : {std::nextafter(edge, 0.0f), edge,
+                                std::nextafter(edge, std::numeric_limits<float>::infinity())}) {
                     std::uint32_t bits;
                     std::memcpy(&bits, &v, 4);
                     QCOMPARE(histogramBinOfBits(bits), histogramBin(v));
