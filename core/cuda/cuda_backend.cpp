@@ -56,6 +56,19 @@ void mergeCounters(const cuda::DeviceCounters& c, QuantStats& stats) {
     stats.merge(s);
 }
 
+cuda::QuantizeLaunch makeLaunch(const QuantConfig& config, const float* in, float* out,
+                                std::size_t n, cuda::DeviceCounters* counters, int device) {
+    cuda::QuantizeLaunch l;
+    l.rule = makeElementRule(config);
+    l.stochastic = config.rounding == Rounding::Stochastic;
+    l.in = in;
+    l.out = out;
+    l.n = n;
+    l.counters = counters;
+    l.multiprocessors = multiprocessors(device);
+    return l;
+}
+
 class CudaBackend final : public ComputeBackend {
 public:
     std::string name() const override { return "cuda"; }
@@ -125,17 +138,11 @@ public:
               "copy to the device");
         if (stats != nullptr)
             check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
-        cuda::QuantizeLaunch l;
-        l.rule = makeElementRule(config);
-        l.stochastic = config.rounding == Rounding::Stochastic;
+        cuda::QuantizeLaunch l = makeLaunch(config, dIn.ptr, dOut.ptr, n,
+                                            stats != nullptr ? dCounters.ptr : nullptr, device);
         l.seed = options.seed;
         l.stream = options.stream;
         l.firstIndex = options.firstIndex;
-        l.in = dIn.ptr;
-        l.out = dOut.ptr;
-        l.n = n;
-        l.counters = stats != nullptr ? dCounters.ptr : nullptr;
-        l.multiprocessors = multiprocessors(device);
         check(static_cast<cudaError_t>(cuda::launchQuantize(l)), device, "kernel launch");
         check(cudaMemcpy(out.data(), dOut.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), device,
               "copy from the device");
@@ -156,14 +163,8 @@ public:
         check(cudaMemcpy(dIn.ptr, sample.data(), n * sizeof(float), cudaMemcpyHostToDevice), device,
               "copy to the device");
         check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
-        cuda::QuantizeLaunch l;
-        l.rule = makeElementRule(config);
-        l.stochastic = config.rounding == Rounding::Stochastic;
-        l.in = dIn.ptr;
-        l.out = dOut.ptr;
-        l.n = n;
-        l.counters = stats ? dCounters.ptr : nullptr;
-        l.multiprocessors = multiprocessors(device);
+        const cuda::QuantizeLaunch l =
+            makeLaunch(config, dIn.ptr, dOut.ptr, n, stats ? dCounters.ptr : nullptr, device);
         cudaEvent_t start, mid, end;
         check(cudaEventCreate(&start), device, "cudaEventCreate");
         check(cudaEventCreate(&mid), device, "cudaEventCreate");
