@@ -101,16 +101,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_progress->setMaximumWidth(220);
     statusBar()->addWidget(m_status, 1);
     m_backend = new QLabel(this);
-    {
-        // What the machine offers; training itself runs on the CPU in this version.
-        QString devices;
-        for (const DeviceReport& r : deviceReports())
-            devices +=
-                QStringLiteral("%1: %2\n")
-                    .arg(QString::fromStdString(r.backend), QString::fromStdString(r.summary));
-        m_backend->setToolTip(
-            tr("Where training runs: the CPU in this version.\n%1").arg(devices.trimmed()));
-    }
     statusBar()->addPermanentWidget(m_backend);
     statusBar()->addPermanentWidget(m_progress);
 
@@ -180,6 +170,7 @@ void MainWindow::buildActions() {
     toolbar->addWidget(m_lr);
     toolbar->addWidget(new QLabel(tr(" steps "), this));
     toolbar->addWidget(m_steps);
+    toolbar->addWidget(m_device);
     m_applyAction = toolbar->addAction(tr("Apply"));
     m_applyAction->setToolTip(tr("Start a new run with these settings (Ctrl+Return)"));
     m_applyAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
@@ -284,6 +275,17 @@ void MainWindow::buildControls() {
     m_lr->setValue(0.05);
     connect(m_lr, &QDoubleSpinBox::valueChanged, m_controller,
             &TrainingController::setLearningRate);
+    // Devices: auto, cpu, and each GPU the backend reports (usable or not: choosing an unusable
+    // one shows why in the status bar, as the CLI does).
+    m_device = new QComboBox(this);
+    m_device->addItem(tr("auto"), QStringLiteral("auto"));
+    m_device->addItem(tr("CPU"), QStringLiteral("cpu"));
+    for (const DeviceReport& r : deviceReports())
+        for (const DeviceInfo& d : r.devices)
+            m_device->addItem(
+                QStringLiteral("cuda:%1 %2").arg(d.index).arg(QString::fromStdString(d.name)),
+                QStringLiteral("cuda:%1").arg(d.index));
+    m_device->setToolTip(tr("Where to train: auto takes a usable GPU when there is one"));
     m_steps = new QSpinBox(this);
     m_steps->setRange(1, 10000000);
     m_steps->setValue(5000);
@@ -306,6 +308,7 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     j["data"]["source"] = source.toStdString();
     j["train"]["lr"] = m_lr->value();
     j["train"]["steps"] = m_steps->value();
+    j["device"] = m_device->currentData().toString().toStdString();
     try {
         return configFromJson(j);
     } catch (const std::exception& e) {
@@ -332,6 +335,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
         QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
+    showDeviceChoice(config);
     m_recipeEditor->setRecipe(config.recipe);
     m_policy->setCurrentText(QString::fromStdString(config.scalingPolicy));
     const QSignalBlocker block(m_slider);
@@ -339,6 +343,26 @@ QString MainWindow::startRun(const TrainConfig& config) {
     m_gradientView->setWhatIfScale(m_slider->scale());
     updateStatus();
     return {};
+}
+
+void MainWindow::showDeviceChoice(const TrainConfig& config) {
+    // Training runs on the CPU in this version whatever is chosen; the status label's tooltip says
+    // what the choice resolved to, why (the fallback notice) and what the machine offers, like
+    // `precision-lab-cli devices`.
+    const DeviceChoice choice = resolveDevice(parseDeviceSpec(config.device));
+    QString devices;
+    for (const DeviceReport& r : deviceReports())
+        devices += QStringLiteral("%1: %2\n")
+                       .arg(QString::fromStdString(r.backend), QString::fromStdString(r.summary));
+    QString text =
+        tr("Device %1: %2")
+            .arg(QString::fromStdString(config.device), QString::fromStdString(choice.label));
+    if (choice.cuda)
+        text += tr(" (training runs on the CPU in this version)");
+    m_deviceNotice = QString::fromStdString(choice.notice);
+    m_backend->setToolTip(
+        (m_deviceNotice.isEmpty() ? text : text + QLatin1Char('\n') + m_deviceNotice) +
+        QLatin1Char('\n') + devices.trimmed());
 }
 
 void MainWindow::showConfigInControls(const TrainConfig& config) {
@@ -349,6 +373,9 @@ void MainWindow::showConfigInControls(const TrainConfig& config) {
         m_steps->setValue(
             static_cast<int>(std::min<std::int64_t>(config.steps, m_steps->maximum())));
     m_model->setCurrentIndex(config.model.type == "cnn" ? 1 : 0);
+    const int device = m_device->findData(QString::fromStdString(config.device));
+    if (device >= 0)
+        m_device->setCurrentIndex(device);
 }
 
 QString MainWindow::saveSession(const QString& path) {

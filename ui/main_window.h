@@ -37,6 +37,9 @@ public:
     QAction* trainAction() const { return m_trainAction; }
     QAction* stepAction() const { return m_stepAction; }
     QComboBox* policyBox() const { return m_policy; }
+    QComboBox* deviceBox() const { return m_device; }
+    QLabel* backendLabel() const { return m_backend; }
+    QString deviceNotice() const { return m_deviceNotice; }
 
     // Builds the config from the controls and starts a fresh, paused session. Returns the error
     // shown to the user, or an empty string.
@@ -66,6 +69,7 @@ private:
     TrainConfig configFromControls(QString* error) const;
     QString startRun(const TrainConfig& config);
     void showConfigInControls(const TrainConfig& config);
+    void showDeviceChoice(const TrainConfig& config);
     void rememberRecentFile(const QString& path);
     void rebuildRecentMenu();
 
@@ -78,11 +82,12 @@ private:
     QMenu* m_recentMenu = nullptr;
     LossScaleSlider* m_slider;
     QAction *m_trainAction, *m_stepAction, *m_resetAction, *m_applyAction, *m_exportAction;
-    QComboBox *m_preset, *m_model, *m_data, *m_policy;
+    QComboBox *m_preset, *m_model, *m_data, *m_policy, *m_device;
     QSpinBox *m_seed, *m_steps;
     QDoubleSpinBox* m_lr;
     QLabel* m_status;
     QLabel* m_backend;
+    QString m_deviceNotice; // the last device fallback notice, for the tooltip and tests
     QProgressBar* m_progress;
     QString m_dataDir;
     QString* m_errorSink = nullptr;

@@ -7,6 +7,7 @@
 #include <QTest>
 
 #include "compare_dialog.h"
+#include "device/compute_backend.h"
 #include "format_inspector.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
@@ -36,6 +37,7 @@ private slots:
     void recipeEditsApplyAtNextStep();
     void sessionSaveLoadRoundTrip();
     void formatInspectorShowsEveryFormat();
+    void deviceBoxFeedsConfigAndSaysWhereItRuns();
     void reportAndHeatmap();
     void compareOverlaysCurves();
     void screenshotAfterTraining();
@@ -192,6 +194,25 @@ void TestMainWindow::formatInspectorShowsEveryFormat() {
             QCOMPARE(table->item(r, 6)->text().toDouble(), minPositive);
         }
     }
+}
+
+void TestMainWindow::deviceBoxFeedsConfigAndSaysWhereItRuns() {
+    QComboBox* box = m_window->deviceBox();
+    QVERIFY(box->findData(QStringLiteral("auto")) >= 0);
+    QVERIFY(box->findData(QStringLiteral("cpu")) >= 0);
+    box->setCurrentIndex(box->findData(QStringLiteral("cpu")));
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(m_window->controller()->config().device, std::string("cpu"));
+    QVERIFY(m_window->deviceNotice().isEmpty()); // the CPU needs no explanation
+    box->setCurrentIndex(box->findData(QStringLiteral("auto")));
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(m_window->controller()->config().device, std::string("auto"));
+    const DeviceChoice choice = resolveDevice(parseDeviceSpec("auto"));
+    QCOMPARE(m_window->deviceNotice(), QString::fromStdString(choice.notice));
+    QVERIFY(m_window->backendLabel()->toolTip().contains(QStringLiteral("cpu: ")));
+    if (!choice.cuda)
+        QVERIFY2(m_window->deviceNotice().contains(QStringLiteral("using the CPU")),
+                 qPrintable(m_window->deviceNotice()));
 }
 
 void TestMainWindow::reportAndHeatmap() {
