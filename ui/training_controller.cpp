@@ -16,8 +16,17 @@ TrainingController::~TrainingController() = default;
 
 QString TrainingController::configure(const TrainConfig& config, const QString& runDir) {
     try {
+        // Same data as the current run (a new preset, scale or seed for real data): reuse it
+        // rather than reading and decoding Fashion-MNIST again (~1 s) on the GUI thread.
+        const std::string dataKey = config.dataSource == "synthetic"
+                                        ? "synthetic/" + std::to_string(config.seed) + "/" +
+                                              std::to_string(config.syntheticTrain) + "/" +
+                                              std::to_string(config.syntheticTest)
+                                        : config.dataSource;
         std::shared_ptr<const DataSplit> data;
-        if (config.dataSource == "synthetic")
+        if (m_data && dataKey == m_dataKey)
+            data = m_data;
+        else if (config.dataSource == "synthetic")
             data = std::make_shared<const DataSplit>(
                 makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
         else
@@ -27,6 +36,7 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_timer.stop();
         m_session = std::move(session);
         m_data = std::move(data);
+        m_dataKey = dataKey;
         m_config = config;
         m_latest = nullptr;
         m_wantRunning = false;

@@ -26,6 +26,8 @@ public:
     QString configure(const TrainConfig& config, const QString& runDir = {});
 
     bool hasSession() const { return m_session != nullptr; }
+    // The data of the current run (shared with the session).
+    std::shared_ptr<const DataSplit> data() const { return m_data; }
     const TrainConfig& config() const { return m_config; }
     SessionState state() const;
     bool wantsRunning() const { return m_wantRunning; }
@@ -69,6 +71,7 @@ private:
 
     TrainConfig m_config;
     std::shared_ptr<const DataSplit> m_data;
+    std::string m_dataKey; // what m_data was made from, to reuse it on the next run
     std::unique_ptr<TrainingSession> m_session;
     const TrainingSnapshot* m_latest = nullptr;
     std::int64_t m_latestStep = -1;

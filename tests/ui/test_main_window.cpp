@@ -197,6 +197,11 @@ void TestMainWindow::formatInspectorShowsEveryFormat() {
 }
 
 void TestMainWindow::deviceBoxFeedsConfigAndSaysWhereItRuns() {
+    // Re-applying with the same data reuses the loaded split (no reload on the GUI thread).
+    const auto before = m_window->controller()->data();
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(m_window->controller()->data().get(), before.get());
+
     QComboBox* box = m_window->deviceBox();
     QVERIFY(box->findData(QStringLiteral("auto")) >= 0);
     QVERIFY(box->findData(QStringLiteral("cpu")) >= 0);
