@@ -1,9 +1,12 @@
 // Amax and MX scaling around the fused quantiser.
 #include "train/tensor_scaling.h"
 
+#include "util/thread_pool.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 namespace plab {
 
@@ -38,16 +41,33 @@ double amaxScale(double amax, const FormatSpec& format, int margin) {
     return format.maxFinite() / amax / std::ldexp(1.0, margin);
 }
 
-void quantizeScaled(const Quantizer& q, std::span<float> values, double scale, QuantStats* stats,
-                    const QuantizeOptions& options) {
+void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<float> out,
+                    double scale, QuantStats* stats, const QuantizeOptions& options,
+                    double* inputAmax) {
+    if (in.size() != out.size())
+        throw std::invalid_argument("quantizeScaled: input and output sizes differ");
     const auto s = static_cast<float>(scale);
     const auto inverse = static_cast<float>(1.0 / scale);
+    const std::size_t n = in.size();
+    // Scale straight from the input (no copy first), taking the input's amax on the way when
+    // asked; then one quantise pass and one unscale pass.
+    if (inputAmax != nullptr) {
+        std::uint32_t amaxBits = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint32_t a = std::bit_cast<std::uint32_t>(in[i]) & 0x7FFFFFFFu;
+            amaxBits = std::max(amaxBits, a < 0x7F800000u ? a : 0u);
+            out[i] = in[i] * s;
+        }
+        *inputAmax = std::bit_cast<float>(amaxBits);
+    } else if (s != 1.0f) {
+        for (std::size_t i = 0; i < n; ++i)
+            out[i] = in[i] * s;
+    } else if (in.data() != out.data()) {
+        std::copy(in.begin(), in.end(), out.begin());
+    }
+    q.quantize(out, out, stats, options);
     if (s != 1.0f)
-        for (float& v : values)
-            v *= s;
-    q.quantize(values, values, stats, options);
-    if (s != 1.0f)
-        for (float& v : values)
+        for (float& v : out)
             v *= inverse;
 }
 

@@ -34,9 +34,11 @@ double amaxOf(std::span<const float> values); // largest finite |x|
 // (format max / amax) / 2^margin; 1 when amax is 0 or not finite.
 double amaxScale(double amax, const FormatSpec& format, int margin);
 
-// values <- Q(values * scale) / scale, counting what the format sees.
-void quantizeScaled(const Quantizer& q, std::span<float> values, double scale, QuantStats* stats,
-                    const QuantizeOptions& options);
+// out <- Q(in * scale) / scale, counting what the format sees (in may be out). When inputAmax
+// is given it receives amaxOf(in), taken in the scaling pass.
+void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<float> out,
+                    double scale, QuantStats* stats, const QuantizeOptions& options,
+                    double* inputAmax = nullptr);
 
 struct MxResult {
     std::uint64_t blocks = 0;

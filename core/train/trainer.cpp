@@ -390,9 +390,9 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in
         q.quantize(in, values, stats, opts);
         return;
     }
-    if (in.data() != values.data()) // the scaled paths work in place
-        std::copy(in.begin(), in.end(), values.begin());
     if (m_tensorScaling == TensorScalingKind::Mx) {
+        if (in.data() != values.data()) // MX scales in place, block by block
+            std::copy(in.begin(), in.end(), values.begin());
         const MxResult mx = quantizeMx(q, values, stats, opts, m_mxScratch);
         if (collect) {
             st.mxBlocks[r] += mx.blocks;
@@ -400,21 +400,26 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in
         }
         return;
     }
-    const double current = amaxOf(values);
-    double amax = current;
-    if (m_tensorScaling == TensorScalingKind::AmaxDelayed) {
-        AmaxHistory& h = m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
-                                                                        : r == 1 ? 1
-                                                                                 : 2];
-        if (!h.empty())
-            amax = m_config.amaxMostRecent ? h.mostRecent() : h.max();
-        if (training)        // evaluation must not change what training sees
-            h.push(current); // this tensor's amax serves the steps after it
-    }
+    AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
+                               ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
+                                                                                 : r == 1 ? 1
+                                                                                          : 2]
+                               : nullptr;
+    // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
+    // history's and records this tensor's amax during the pass (one read of the data).
+    const bool fromHistory = history != nullptr && !history->empty();
+    double amax = 0.0;
+    if (fromHistory)
+        amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
+    else
+        amax = amaxOf(in);
     const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
     if (collect)
         st.tensorScale[r] = scale;
-    quantizeScaled(q, values, scale, stats, opts);
+    double current = amax;
+    quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
+    if (history != nullptr && training) // evaluation must not change what training sees
+        history->push(current);         // this tensor's amax serves the steps after it
 }
 
 std::string Trainer::locateOverflow(double loss) const {

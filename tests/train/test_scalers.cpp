@@ -7,14 +7,18 @@
 #include "train/per_layer_scaling.h"
 #include "train/tensor_scaling.h"
 #include "train/trainer.h"
+#include "util/thread_pool.h"
 
 #include <cmath>
+#include <cstring>
+#include <random>
 
 using namespace plab;
 
 class TestScalers : public QObject {
     Q_OBJECT
 private slots:
+    void scaledPassEqualsThreePasses();
     void gradScalerSequence();
     void megatronHysteresisAndMinimum();
     void enhancedFloorNeverUndercut();
@@ -250,11 +254,51 @@ void TestScalers::amaxScaling() {
     std::vector<float> tiny(64, 1e-4f), plain = tiny;
     const Quantizer q(QuantConfig::forFormat(e4m3));
     QuantStats scaledStats, plainStats;
-    quantizeScaled(q, tiny, amaxScale(1e-4, e4m3, 0), &scaledStats, {});
+    quantizeScaled(q, tiny, tiny, amaxScale(1e-4, e4m3, 0), &scaledStats, {});
     q.quantize(plain, plain, &plainStats, {});
     QCOMPARE(plainStats.count(QuantClass::Underflow), 64ull);
     QCOMPARE(scaledStats.count(QuantClass::Underflow), 0ull);
     QVERIFY(std::fabs(tiny[0] - 1e-4f) < 1e-4f * 0.07f); // within E4M3's half step
+}
+
+// The one-pass chunked quantizeScaled against the plain definition (copy, scale, quantise the
+// whole array, unscale): same values bit for bit, same statistics, same stochastic-rounding bits,
+// with and without a thread pool, on a size that ends mid-chunk.
+void TestScalers::scaledPassEqualsThreePasses() {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> in(300007);
+    for (float& v : in)
+        v = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(rng() % 40)) - 30.0f);
+    in[17] = INFINITY;
+    in[18] = NAN;
+    ThreadPool pool(2);
+    for (Rounding rounding : {Rounding::NearestEven, Rounding::Stochastic})
+        for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+            const Quantizer q(QuantConfig::forFormat(parseFormat("fp8-e5m2"), rounding));
+            QuantizeOptions options;
+            options.seed = 9;
+            options.stream = 4;
+            options.firstIndex = 123;
+            options.pool = p;
+            const double scale = 1536.0; // not a power of two: rounding in the scale multiply
+            std::vector<float> expected = in;
+            QuantStats expectedStats;
+            for (float& v : expected)
+                v *= static_cast<float>(scale);
+            q.quantize(expected, expected, &expectedStats, options);
+            for (float& v : expected)
+                v *= static_cast<float>(1.0 / scale);
+            std::vector<float> out(in.size());
+            QuantStats stats;
+            double inputAmax = -1.0;
+            quantizeScaled(q, in, out, scale, &stats, options, &inputAmax);
+            QVERIFY(std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)) == 0);
+            QVERIFY(stats.counts == expectedStats.counts);
+            QVERIFY(stats.histogram == expectedStats.histogram);
+            QCOMPARE(stats.amax, expectedStats.amax);
+            QCOMPARE(inputAmax, amaxOf(in));
+        }
 }
 
 void TestScalers::mxBlocks() {
