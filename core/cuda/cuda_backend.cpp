@@ -40,6 +40,23 @@ struct DeviceBuffer {
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
+// What one quantise call needs on the device: the input uploaded, an output, zeroed counters.
+struct DeviceWork {
+    DeviceBuffer<float> in, out;
+    DeviceBuffer<cuda::DeviceCounters> counters;
+    DeviceWork(int device, std::span<const float> host)
+        : in(select(device, host.size()), device), out(host.size(), device), counters(1, device) {
+        check(cudaMemcpy(in.ptr, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+              device, "copy to the device");
+        check(cudaMemset(counters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
+    }
+    // Makes `device` current before the first allocation; passes the count through.
+    static std::size_t select(int device, std::size_t count) {
+        check(cudaSetDevice(device), device, "cudaSetDevice");
+        return count;
+    }
+};
+
 int multiprocessors(int device) {
     int sms = 1;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -130,25 +147,19 @@ public:
                   const QuantizeOptions& options) const override {
         if (in.size() != out.size())
             throw std::invalid_argument("quantize: input and output sizes differ");
-        check(cudaSetDevice(device), device, "cudaSetDevice");
         const std::size_t n = in.size();
-        DeviceBuffer<float> dIn(n, device), dOut(n, device);
-        DeviceBuffer<cuda::DeviceCounters> dCounters(1, device);
-        check(cudaMemcpy(dIn.ptr, in.data(), n * sizeof(float), cudaMemcpyHostToDevice), device,
-              "copy to the device");
-        if (stats != nullptr)
-            check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
-        cuda::QuantizeLaunch l = makeLaunch(config, dIn.ptr, dOut.ptr, n,
-                                            stats != nullptr ? dCounters.ptr : nullptr, device);
+        const DeviceWork work(device, in);
+        cuda::QuantizeLaunch l = makeLaunch(config, work.in.ptr, work.out.ptr, n,
+                                            stats != nullptr ? work.counters.ptr : nullptr, device);
         l.seed = options.seed;
         l.stream = options.stream;
         l.firstIndex = options.firstIndex;
         check(static_cast<cudaError_t>(cuda::launchQuantize(l)), device, "kernel launch");
-        check(cudaMemcpy(out.data(), dOut.ptr, n * sizeof(float), cudaMemcpyDeviceToHost), device,
-              "copy from the device");
+        check(cudaMemcpy(out.data(), work.out.ptr, n * sizeof(float), cudaMemcpyDeviceToHost),
+              device, "copy from the device");
         if (stats != nullptr) {
             cuda::DeviceCounters host{};
-            check(cudaMemcpy(&host, dCounters.ptr, sizeof host, cudaMemcpyDeviceToHost), device,
+            check(cudaMemcpy(&host, work.counters.ptr, sizeof host, cudaMemcpyDeviceToHost), device,
                   "copy of the statistics");
             mergeCounters(host, *stats);
         }
@@ -156,29 +167,26 @@ public:
 
     DeviceTiming timeQuantize(int device, const QuantConfig& config, std::span<const float> sample,
                               int repeat, bool stats) const override {
-        check(cudaSetDevice(device), device, "cudaSetDevice");
         const std::size_t n = sample.size();
-        DeviceBuffer<float> dIn(n, device), dOut(n, device);
-        DeviceBuffer<cuda::DeviceCounters> dCounters(1, device);
-        check(cudaMemcpy(dIn.ptr, sample.data(), n * sizeof(float), cudaMemcpyHostToDevice), device,
-              "copy to the device");
-        check(cudaMemset(dCounters.ptr, 0, sizeof(cuda::DeviceCounters)), device, "cudaMemset");
-        const cuda::QuantizeLaunch l =
-            makeLaunch(config, dIn.ptr, dOut.ptr, n, stats ? dCounters.ptr : nullptr, device);
+        const DeviceWork work(device, sample);
+        const cuda::QuantizeLaunch l = makeLaunch(config, work.in.ptr, work.out.ptr, n,
+                                                  stats ? work.counters.ptr : nullptr, device);
         cudaEvent_t start, mid, end;
         check(cudaEventCreate(&start), device, "cudaEventCreate");
         check(cudaEventCreate(&mid), device, "cudaEventCreate");
         check(cudaEventCreate(&end), device, "cudaEventCreate");
         // Warm-up of both, then the timed passes, in one stream.
         check(static_cast<cudaError_t>(cuda::launchQuantize(l)), device, "kernel launch");
-        check(cudaMemcpyAsync(dOut.ptr, dIn.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice),
-              device, "device copy");
+        check(
+            cudaMemcpyAsync(work.out.ptr, work.in.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice),
+            device, "device copy");
         cudaEventRecord(start);
         for (int r = 0; r < repeat; ++r)
             check(static_cast<cudaError_t>(cuda::launchQuantize(l)), device, "kernel launch");
         cudaEventRecord(mid);
         for (int r = 0; r < repeat; ++r)
-            check(cudaMemcpyAsync(dOut.ptr, dIn.ptr, n * sizeof(float), cudaMemcpyDeviceToDevice),
+            check(cudaMemcpyAsync(work.out.ptr, work.in.ptr, n * sizeof(float),
+                                  cudaMemcpyDeviceToDevice),
                   device, "device copy");
         cudaEventRecord(end);
         check(cudaEventSynchronize(end), device, "the timed passes");
