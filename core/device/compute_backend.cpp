@@ -1,11 +1,18 @@
 // The backend registry, device-string parsing and the auto/fallback rules.
 #include "device/compute_backend.h"
 
+#include "engine/tensor_ops.h"
+
 #include <charconv>
 #include <mutex>
 #include <thread>
 
 namespace plab {
+
+std::unique_ptr<TensorOps> ComputeBackend::makeTensorOps(int /*device*/) const {
+    return nullptr;
+}
+
 namespace {
 
 struct Registry {

@@ -59,6 +59,8 @@ struct DeviceTiming {
     int repeat = 0;
 };
 
+class TensorOps;
+
 class ComputeBackend {
 public:
     virtual ~ComputeBackend() = default;
@@ -73,6 +75,9 @@ public:
     virtual DeviceTiming timeQuantize(int device, const QuantConfig& config,
                                       std::span<const float> sample, int repeat,
                                       bool stats) const = 0;
+    // The training engine's operations on that device; null when this backend has none or the
+    // device cannot be used (the caller then trains on the CPU).
+    virtual std::unique_ptr<TensorOps> makeTensorOps(int device) const;
 };
 
 // Called once by an executable's main() for each backend it was built with.

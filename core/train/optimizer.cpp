@@ -7,19 +7,15 @@
 
 namespace plab {
 
-Optimizer::Optimizer(const OptimizerSettings& settings, std::size_t parameterCount)
-    : m_settings(settings), m_first(parameterCount, 0.0f),
-      m_second(settings.kind == OptimizerKind::Adam ? parameterCount : 0, 0.0f) {}
-
-void Optimizer::computeUpdate(std::int64_t step, std::size_t offset, std::span<const float> grad,
-                              std::span<const float> master, std::span<float> update, double lr,
-                              const Quantizer& stateFormat, QuantStats* stateStats,
-                              const QuantizeOptions& options) {
+void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step,
+                            std::span<const float> grad, std::span<const float> master,
+                            std::span<float> update, std::span<float> first,
+                            std::span<float> second, double lr, const Quantizer& stateFormat,
+                            QuantStats* stateStats, const QuantizeOptions& options) {
     const std::size_t n = grad.size();
-    const auto wd = static_cast<float>(m_settings.weightDecay);
-    std::span<float> first(m_first.data() + offset, n);
-    if (m_settings.kind == OptimizerKind::Sgd) {
-        const auto mu = static_cast<float>(m_settings.momentum);
+    const auto wd = static_cast<float>(settings.weightDecay);
+    if (settings.kind == OptimizerKind::Sgd) {
+        const auto mu = static_cast<float>(settings.momentum);
         for (std::size_t i = 0; i < n; ++i)
             first[i] = mu * first[i] + (grad[i] + wd * master[i]);
         stateFormat.quantize(first, first, stateStats, options);
@@ -28,9 +24,8 @@ void Optimizer::computeUpdate(std::int64_t step, std::size_t offset, std::span<c
             update[i] = rate * first[i];
         return;
     }
-    std::span<float> second(m_second.data() + offset, n);
-    const auto b1 = static_cast<float>(m_settings.beta1);
-    const auto b2 = static_cast<float>(m_settings.beta2);
+    const auto b1 = static_cast<float>(settings.beta1);
+    const auto b2 = static_cast<float>(settings.beta2);
     for (std::size_t i = 0; i < n; ++i) {
         const float g = grad[i] + wd * master[i];
         first[i] = b1 * first[i] + (1.0f - b1) * g;
@@ -40,10 +35,10 @@ void Optimizer::computeUpdate(std::int64_t step, std::size_t offset, std::span<c
     QuantizeOptions secondOptions = options;
     secondOptions.stream ^= 0x5bd1e995u; // independent random bits for the second moment
     stateFormat.quantize(second, second, stateStats, secondOptions);
-    const double c1 = 1.0 - std::pow(m_settings.beta1, static_cast<double>(step));
-    const double c2 = 1.0 - std::pow(m_settings.beta2, static_cast<double>(step));
+    const double c1 = 1.0 - std::pow(settings.beta1, static_cast<double>(step));
+    const double c2 = 1.0 - std::pow(settings.beta2, static_cast<double>(step));
     const auto rate = static_cast<float>(lr * std::sqrt(c2) / c1);
-    const auto eps = static_cast<float>(m_settings.epsilon * std::sqrt(c2));
+    const auto eps = static_cast<float>(settings.epsilon * std::sqrt(c2));
     for (std::size_t i = 0; i < n; ++i)
         update[i] = rate * first[i] / (std::sqrt(second[i]) + eps);
 }

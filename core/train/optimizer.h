@@ -4,8 +4,8 @@
 
 #include "numerics/quantizer.h"
 
+#include <cstdint>
 #include <span>
-#include <vector>
 
 namespace plab {
 
@@ -17,20 +17,13 @@ struct OptimizerSettings {
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
 };
 
-class Optimizer {
-public:
-    Optimizer(const OptimizerSettings& settings, std::size_t parameterCount);
-
-    // For the parameters at [offset, offset + grad.size()): update = lr * direction, to be
-    // subtracted from the master weights. step is 1-based (Adam's bias correction).
-    void computeUpdate(std::int64_t step, std::size_t offset, std::span<const float> grad,
-                       std::span<const float> master, std::span<float> update, double lr,
-                       const Quantizer& stateFormat, QuantStats* stateStats,
-                       const QuantizeOptions& options);
-
-private:
-    OptimizerSettings m_settings;
-    std::vector<float> m_first, m_second;
-};
+// For one range of parameters: update = lr * direction, to be subtracted from the master
+// weights; first (and second, Adam only) are the optimiser's state for the same range, kept in
+// stateFormat. step is 1-based (Adam's bias correction).
+void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step,
+                            std::span<const float> grad, std::span<const float> master,
+                            std::span<float> update, std::span<float> first,
+                            std::span<float> second, double lr, const Quantizer& stateFormat,
+                            QuantStats* stateStats, const QuantizeOptions& options);
 
 } // namespace plab

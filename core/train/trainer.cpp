@@ -1,6 +1,8 @@
 // Trainer: forward, loss, backward, update, with the format engine at every rounding point.
 #include "train/trainer.h"
 
+#include "device/compute_backend.h"
+#include "engine/cpu_ops.h"
 #include "nn/softmax_cross_entropy.h"
 #include "train/per_layer_scaling.h"
 
@@ -28,44 +30,67 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
 
 namespace {
 
-bool allFinite(std::span<const float> v) {
-    // Sum of x*0 is NaN iff some x is Inf or NaN; one branch-free pass.
-    float probe = 0.0f;
-    for (float x : v)
-        probe += x * 0.0f;
-    return probe == 0.0f;
+// The engine config.device resolves to, and the notice when it is not the one asked for.
+std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& config) {
+    const DeviceSpec spec = parseDeviceSpec(config.device);
+    if (spec.kind == DeviceKind::Cpu)
+        return {std::make_unique<CpuOps>(), std::string()};
+    const DeviceChoice choice = resolveDevice(spec);
+    if (choice.cuda)
+        if (const ComputeBackend* cuda = findBackend("cuda"))
+            if (std::unique_ptr<TensorOps> ops = cuda->makeTensorOps(choice.index))
+                return {std::move(ops), std::string()};
+    // auto with no GPU is not worth a notice; an explicit request that fell back is.
+    return {std::make_unique<CpuOps>(),
+            spec.kind == DeviceKind::Auto ? std::string() : choice.notice};
 }
 
 } // namespace
 
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
+    : Trainer(config, data, nullptr) {}
+
+Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+                 std::unique_ptr<TensorOps> ops, std::string deviceNotice)
     : m_config(config), m_data(std::move(data)),
       m_model(config.model, m_data->train.shape, m_data->train.classes), m_pool(config.threads),
       m_scaler(makeLossScaler(config)),
-      m_optimizer({config.optimizer, config.momentum, config.weightDecay, config.beta1,
-                   config.beta2, config.epsilon},
-                  m_model.parameterCount()),
+      m_optimizerSettings({config.optimizer, config.momentum, config.weightDecay, config.beta1,
+                           config.beta2, config.epsilon}),
+      m_ops(std::move(ops)), m_deviceNotice(std::move(deviceNotice)),
       m_shuffle(config.seed ^ 0xD1B54A32D192ED03ull) {
     if (m_data->train.count() < static_cast<std::size_t>(config.batchSize))
         throw ConfigError("config.train.batch_size: " + std::to_string(config.batchSize) +
                           " is larger than the training set (" +
                           std::to_string(m_data->train.count()) + " samples)");
+    if (!m_ops)
+        std::tie(m_ops, m_deviceNotice) = opsFor(config);
 #if defined(PLAB_HAVE_OPENBLAS)
     openblas_set_num_threads(static_cast<int>(m_pool.threadCount()));
 #endif
     const std::size_t params = m_model.parameterCount();
-    m_master.resize(params);
-    m_model.initParameters(m_master.data(), config.seed, config.model.init, config.model.initScale);
-    m_weights.resize(params);
-    m_grads.resize(params);
-    m_update.resize(params);
+    {
+        std::vector<float> initial(params);
+        m_model.initParameters(initial.data(), config.seed, config.model.init,
+                               config.model.initScale);
+        m_master = m_ops->allocate(params);
+        m_ops->upload(m_master, initial.data());
+    }
+    m_weights = m_ops->allocate(params);
+    m_grads = m_ops->allocate(params);
+    m_update = m_ops->allocate(params);
+    m_optimizerState.first = m_ops->allocate(params);
+    if (config.optimizer == OptimizerKind::Adam)
+        m_optimizerState.second = m_ops->allocate(params);
     const auto batch = static_cast<std::size_t>(config.batchSize);
-    m_input.resize(batch * static_cast<std::size_t>(m_model.inputShape().size()));
-    m_labels.resize(batch);
+    m_inputHost.resize(batch * static_cast<std::size_t>(m_model.inputShape().size()));
+    m_input = m_ops->allocate(m_inputHost.size());
+    m_labelsHost.resize(batch);
+    m_labels = m_ops->allocateLabels(batch);
     for (const auto& layer : m_model.layers()) {
         const std::size_t size = batch * static_cast<std::size_t>(layer->outputShape().size());
-        m_out.emplace_back(size);
-        m_dout.emplace_back(size);
+        m_out.push_back(m_ops->allocate(size));
+        m_dout.push_back(m_ops->allocate(size));
     }
     m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
     m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
@@ -76,12 +101,27 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     buildQuantizers();
     // The master copy starts out in its own format.
     for (int s = 0; s < m_model.stageCount(); ++s) {
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        std::span<float> w(m_master.data() + m_model.parameterOffset(layer),
-                           m_model.layers()[layer]->parameterCount());
-        quantizer(s, TensorRole::MasterWeights)
-            .quantize(w, w, nullptr, options(s, TensorRole::MasterWeights));
+        const Tensor w = stageParameters(m_master, s);
+        m_ops->quantize(quantizer(s, TensorRole::MasterWeights), w, w, nullptr,
+                        options(s, TensorRole::MasterWeights));
     }
+}
+
+Tensor Trainer::stageParameters(const Tensor& all, int stage) const {
+    const std::size_t layer = m_model.stageWeightLayer(stage);
+    return all.slice(m_model.parameterOffset(layer), m_model.layers()[layer]->parameterCount());
+}
+
+Tensor Trainer::activation(const std::vector<Tensor>& perLayer, std::size_t layer,
+                           int batch) const {
+    return perLayer[layer].slice(0, static_cast<std::size_t>(batch) *
+                                        m_model.layers()[layer]->outputShape().size());
+}
+
+std::vector<float> Trainer::masterWeights() const {
+    std::vector<float> host(m_master.size);
+    m_ops->download(host.data(), m_master);
+    return host;
 }
 
 void Trainer::buildQuantizers() {
@@ -175,79 +215,71 @@ void Trainer::nextBatch() {
     const auto size = static_cast<std::size_t>(train.shape.size());
     for (std::size_t b = 0; b < batch; ++b) {
         const std::uint32_t idx = m_order[m_cursor + b];
-        std::copy_n(train.sample(idx), size, m_input.data() + b * size);
-        m_labels[b] = train.labels[idx];
+        std::copy_n(train.sample(idx), size, m_inputHost.data() + b * size);
+        m_labelsHost[b] = train.labels[idx];
     }
     m_cursor += batch;
+    m_ops->upload(m_input, m_inputHost.data());
+    m_ops->uploadLabels(m_labels, m_labelsHost.data(), batch);
 }
 
 void Trainer::forward(int batch, bool collect, bool withStats) {
-    std::span<float> input(m_input.data(),
-                           static_cast<std::size_t>(batch) * m_model.inputShape().size());
+    const Tensor input = m_input.slice(0, static_cast<std::size_t>(batch) *
+                                              m_model.inputShape().size());
     // The data enters in stage 0's activation format (not counted: it is the dataset's property).
-    quantizer(0, TensorRole::Activations)
-        .quantize(input, input, nullptr, options(0, TensorRole::Activations));
+    m_ops->quantize(quantizer(0, TensorRole::Activations), input, input, nullptr,
+                    options(0, TensorRole::Activations));
     const auto& layers = m_model.layers();
     for (std::size_t i = 0; i < layers.size(); ++i) {
-        const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
-        layers[i]->forward(m_out[i].data(), in, m_forwardWeights + m_model.parameterOffset(i),
-                           batch, m_accumulation);
+        const float* in = i == 0 ? m_input.data : m_out[i - 1].data;
+        m_ops->forward(*layers[i], m_out[i].data, in,
+                       m_forwardWeights + m_model.parameterOffset(i), batch, m_accumulation);
         if (m_model.endsStage(i)) {
-            const int s = m_model.stageOf(i);
-            std::span<float> out(m_out[i].data(),
-                                 static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            quantizeRole(s, TensorRole::Activations, out, out, collect && withStats, withStats);
+            const Tensor out = activation(m_out, i, batch);
+            quantizeRole(m_model.stageOf(i), TensorRole::Activations, out, out,
+                         collect && withStats, withStats);
         }
     }
 }
 
 void Trainer::backward(int batch, bool collect) {
-    std::fill(m_grads.begin(), m_grads.end(), 0.0f);
+    m_ops->fill(m_grads, 0.0f);
     const auto& layers = m_model.layers();
     const std::size_t firstWeight = m_model.stageWeightLayer(0);
     for (std::size_t i = layers.size(); i-- > 0;) {
         if (m_model.endsStage(i)) {
-            const int s = m_model.stageOf(i);
-            std::span<float> g(m_dout[i].data(),
-                               static_cast<std::size_t>(batch) * layers[i]->outputShape().size());
-            quantizeRole(s, TensorRole::ActivationGradients, g, g, collect, true);
+            const Tensor g = activation(m_dout, i, batch);
+            quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, g, g, collect, true);
         }
         // Nothing below the first weight layer needs a gradient.
-        float* din = i > firstWeight ? m_dout[i - 1].data() : nullptr;
-        const float* in = i == 0 ? m_input.data() : m_out[i - 1].data();
+        float* din = i > firstWeight ? m_dout[i - 1].data : nullptr;
+        const float* in = i == 0 ? m_input.data : m_out[i - 1].data;
         const std::size_t offset = m_model.parameterOffset(i);
-        layers[i]->backward(din, m_grads.data() + offset, m_dout[i].data(), in, m_out[i].data(),
-                            m_forwardWeights + offset, batch, m_accumulation);
+        m_ops->backward(*layers[i], din, m_grads.data + offset, m_dout[i].data, in, m_out[i].data,
+                        m_forwardWeights + offset, batch, m_accumulation);
         if (m_perLayer && din != nullptr && layers[i]->hasWeights()) {
             // Zhao et al.: this layer picks the scale of the gradient it passes down.
             const int s = m_model.stageOf(i);
-            const auto outSize = static_cast<std::size_t>(layers[i]->outputShape().size());
-            const TensorMoments g =
-                moments({m_dout[i].data(), static_cast<std::size_t>(batch) * outSize});
-            const TensorMoments w = moments({m_forwardWeights + offset, layers[i]->weightCount()});
+            const TensorMoments g = m_ops->moments(activation(m_dout, i, batch));
+            const TensorMoments w = m_ops->moments(
+                {const_cast<float*>(m_forwardWeights) + offset, layers[i]->weightCount()});
             const FormatSpec& below =
                 quantizer(s - 1, TensorRole::ActivationGradients).config().format;
             const double k = perLayerScale(g, w, layers[i]->backwardFanIn(), below,
                                            m_stageScale[static_cast<std::size_t>(s)] / m_lossScale,
                                            {m_config.perLayerCap, m_config.cumulativeCap});
-            const std::size_t n = static_cast<std::size_t>(batch) *
-                                  static_cast<std::size_t>(layers[i - 1]->outputShape().size());
-            const auto kf = static_cast<float>(k);
-            for (std::size_t j = 0; j < n; ++j)
-                din[j] *= kf;
+            m_ops->scale(activation(m_dout, i - 1, batch), static_cast<float>(k));
             m_stageScale[static_cast<std::size_t>(s - 1)] =
                 m_stageScale[static_cast<std::size_t>(s)] * k;
         }
     }
     for (int s = 0; s < m_model.stageCount(); ++s) {
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        std::span<float> g(m_grads.data() + m_model.parameterOffset(layer),
-                           layers[layer]->parameterCount());
+        const Tensor g = stageParameters(m_grads, s);
         QuantStats* stats =
             collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
                     : nullptr;
-        quantizer(s, TensorRole::WeightGradients)
-            .quantize(g, g, stats, options(s, TensorRole::WeightGradients));
+        m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, stats,
+                        options(s, TensorRole::WeightGradients));
     }
 }
 
@@ -255,57 +287,36 @@ void Trainer::applyUpdate(bool collect) {
     // Unscale first: clipping, weight decay and the optimiser all see true gradients.
     for (int s = 0; s < m_model.stageCount(); ++s) { // each stage carries its own scale
         const double scale = m_stageScale[static_cast<std::size_t>(s)];
-        if (scale == 1.0)
-            continue;
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        const auto inverse = static_cast<float>(1.0 / scale);
-        float* g = m_grads.data() + m_model.parameterOffset(layer);
-        const std::size_t n = m_model.layers()[layer]->parameterCount(); // hoisted: a virtual call
-        for (std::size_t i = 0; i < n; ++i)
-            g[i] *= inverse;
+        if (scale != 1.0)
+            m_ops->scale(stageParameters(m_grads, s), static_cast<float>(1.0 / scale));
     }
     if (m_config.clipNorm > 0.0) {
-        double sq = 0.0;
-        for (float g : m_grads)
-            sq += static_cast<double>(g) * g;
-        const double norm = std::sqrt(sq);
-        if (norm > m_config.clipNorm) {
-            const auto factor = static_cast<float>(m_config.clipNorm / norm);
-            for (float& g : m_grads)
-                g *= factor;
-        }
+        const double norm = std::sqrt(m_ops->sumOfSquares(m_grads));
+        if (norm > m_config.clipNorm)
+            m_ops->scale(m_grads, static_cast<float>(m_config.clipNorm / norm));
     }
-    const auto& layers = m_model.layers();
     for (int s = 0; s < m_model.stageCount(); ++s) {
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        const std::size_t offset = m_model.parameterOffset(layer);
-        const std::size_t n = layers[layer]->parameterCount();
         StageStats& st = m_stats[static_cast<std::size_t>(s)];
-        std::span<float> master(m_master.data() + offset, n);
-        std::span<float> update(m_update.data() + offset, n);
-        m_optimizer.computeUpdate(m_step + 1, offset, {m_grads.data() + offset, n}, master, update,
-                                  m_config.learningRate, quantizer(s, TensorRole::OptimizerState),
-                                  collect ? &st.role(TensorRole::OptimizerState) : nullptr,
-                                  options(s, TensorRole::OptimizerState));
-        // New master = Q(master - update); an update that leaves it unchanged was lost.
-        std::span<float> next(m_grads.data() + offset, n); // the gradient is spent: reuse it
-        for (std::size_t i = 0; i < n; ++i)
-            next[i] = master[i] - update[i];
-        quantizer(s, TensorRole::MasterWeights)
-            .quantize(next, next, collect ? &st.role(TensorRole::MasterWeights) : nullptr,
-                      options(s, TensorRole::MasterWeights));
-        if (collect) {
-            // Branch-free counts: updates are nonzero almost everywhere, lost ones are random.
-            std::uint64_t updates = 0, lost = 0;
-            for (std::size_t i = 0; i < n; ++i) {
-                const std::uint64_t moved = update[i] != 0.0f ? 1u : 0u;
-                updates += moved;
-                lost += moved & (next[i] == master[i] ? 1u : 0u);
-            }
-            st.updates += updates;
-            st.lostUpdates += lost;
-        }
-        std::copy(next.begin(), next.end(), master.begin());
+        const Tensor master = stageParameters(m_master, s);
+        const std::size_t offset = static_cast<std::size_t>(master.data - m_master.data);
+        const OptimizerState state{
+            stageParameters(m_optimizerState.first, s),
+            m_optimizerState.second.data != nullptr ? stageParameters(m_optimizerState.second, s)
+                                                    : Tensor{}};
+        const Tensor update = stageParameters(m_update, s);
+        m_ops->optimizerUpdate(m_optimizerSettings, state, m_step + 1, m_grads.slice(offset, master.size),
+                               master, update, m_config.learningRate,
+                               quantizer(s, TensorRole::OptimizerState),
+                               collect ? &st.role(TensorRole::OptimizerState) : nullptr,
+                               options(s, TensorRole::OptimizerState));
+        // New master = Q(master - update); an update that leaves it unchanged was lost. The
+        // gradient is spent: its memory is the work space.
+        const TensorOps::UpdateCounts counts = m_ops->applyMasterUpdate(
+            master, update, stageParameters(m_grads, s), quantizer(s, TensorRole::MasterWeights),
+            collect ? &st.role(TensorRole::MasterWeights) : nullptr,
+            options(s, TensorRole::MasterWeights), collect);
+        st.updates += counts.updates;
+        st.lostUpdates += counts.lost;
     }
 }
 
@@ -323,22 +334,19 @@ StepResult Trainer::step() {
     const double scale = m_scaler->scale();
     m_lossScale = scale;
     std::fill(m_stageScale.begin(), m_stageScale.end(), scale);
-    const float* logits = m_out.back().data();
-    const LossResult loss = softmaxCrossEntropy(logits, m_labels.data(), batch, m_model.classes(),
-                                                m_dout.back().data(), static_cast<float>(scale));
+    const LossResult loss =
+        m_ops->softmaxCrossEntropy(m_out.back().data, m_labels, batch, m_model.classes(),
+                                   m_dout.back().data, static_cast<float>(scale));
     if (m_perLayer) {
         // The loss layer picks the logits gradient's scale by the same rule, its "weights" the
         // identity (sigma^2 + mu^2 = 1, max 1, one product per element).
         const int last = m_model.stageCount() - 1;
-        std::span<float> g(m_dout.back().data(), static_cast<std::size_t>(batch) *
-                                                     static_cast<std::size_t>(m_model.classes()));
+        const Tensor g = activation(m_dout, m_dout.size() - 1, batch);
         const double k =
-            perLayerScale(moments(g), {0.0, 1.0, 1.0}, 1,
+            perLayerScale(m_ops->moments(g), {0.0, 1.0, 1.0}, 1,
                           quantizer(last, TensorRole::ActivationGradients).config().format, 1.0,
                           {m_config.perLayerCap, m_config.cumulativeCap});
-        const auto kf = static_cast<float>(k);
-        for (float& v : g)
-            v *= kf;
+        m_ops->scale(g, static_cast<float>(k));
         m_stageScale.back() = scale * k;
     }
     backward(batch, collect);
@@ -346,12 +354,14 @@ StepResult Trainer::step() {
         for (std::size_t s = 0; s < m_stats.size(); ++s)
             m_stats[s].gradientScale = m_stageScale[s];
 
-    const bool overflow = !std::isfinite(loss.loss) || !allFinite(m_grads);
+    const bool overflow = !std::isfinite(loss.loss) || !m_ops->allFinite(m_grads);
     const ScaleDecision decision = m_scaler->update(overflow);
     StepResult result;
     result.statsCollected = collect;
     if (!decision.skipStep)
         applyUpdate(collect);
+    if (collect)
+        m_ops->finishStatistics();
     ++m_step;
 
     const double seconds =
@@ -377,8 +387,8 @@ StepResult Trainer::step() {
     return result;
 }
 
-void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in,
-                           std::span<float> values, bool collect, bool training) {
+void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values, bool collect,
+                           bool training) {
     StageStats& st = m_stats[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
@@ -387,13 +397,13 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in
     const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
                             role == TensorRole::ActivationGradients;
     if (m_tensorScaling == TensorScalingKind::None || !scaledRole) {
-        q.quantize(in, values, stats, opts);
+        m_ops->quantize(q, in, values, stats, opts);
         return;
     }
     if (m_tensorScaling == TensorScalingKind::Mx) {
-        if (in.data() != values.data()) // MX scales in place, block by block
-            std::copy(in.begin(), in.end(), values.begin());
-        const MxResult mx = quantizeMx(q, values, stats, opts, m_mxScratch);
+        if (in.data != values.data) // MX scales in place, block by block
+            m_ops->copy(values, in);
+        const MxResult mx = m_ops->quantizeMx(q, values, stats, opts);
         if (collect) {
             st.mxBlocks[r] += mx.blocks;
             st.mxSaturatedBlocks[r] += mx.saturatedBlocks;
@@ -412,12 +422,12 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in
     if (fromHistory)
         amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
     else
-        amax = amaxOf(in);
+        amax = m_ops->amax(in);
     const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
     if (collect)
         st.tensorScale[r] = scale;
     double current = amax;
-    quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
+    m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
     if (history != nullptr && training) // evaluation must not change what training sees
         history->push(current);         // this tensor's amax serves the steps after it
 }
@@ -425,12 +435,9 @@ void Trainer::quantizeRole(int stage, TensorRole role, std::span<const float> in
 std::string Trainer::locateOverflow(double loss) const {
     if (!std::isfinite(loss))
         return "the loss (forward pass)";
-    for (int s = m_model.stageCount() - 1; s >= 0; --s) { // backward order: where it started
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        if (!allFinite({m_grads.data() + m_model.parameterOffset(layer),
-                        m_model.layers()[layer]->parameterCount()}))
+    for (int s = m_model.stageCount() - 1; s >= 0; --s) // backward order: where it started
+        if (!m_ops->allFinite(stageParameters(m_grads, s)))
             return "weight_gradients of " + m_model.stageName(s);
-    }
     return "unknown";
 }
 
@@ -439,16 +446,12 @@ void Trainer::refreshWeights(bool collect, bool training) {
     bool identity = !collect;
     for (int s = 0; s < m_model.stageCount() && identity; ++s)
         identity = quantizer(s, TensorRole::Weights).isIdentity();
-    m_forwardWeights = identity ? m_master.data() : m_weights.data();
+    m_forwardWeights = identity ? m_master.data : m_weights.data;
     if (identity)
         return;
-    for (int s = 0; s < m_model.stageCount(); ++s) {
-        const std::size_t layer = m_model.stageWeightLayer(s);
-        const std::size_t offset = m_model.parameterOffset(layer);
-        const std::size_t n = m_model.layers()[layer]->parameterCount();
-        quantizeRole(s, TensorRole::Weights, {m_master.data() + offset, n},
-                     {m_weights.data() + offset, n}, collect, training);
-    }
+    for (int s = 0; s < m_model.stageCount(); ++s)
+        quantizeRole(s, TensorRole::Weights, stageParameters(m_master, s),
+                     stageParameters(m_weights, s), collect, training);
 }
 
 Evaluation Trainer::evaluate() {
@@ -460,11 +463,12 @@ Evaluation Trainer::evaluate() {
     std::size_t correct = 0;
     for (std::size_t start = 0; start < test.count(); start += maxBatch) {
         const std::size_t n = std::min(maxBatch, test.count() - start);
-        std::copy_n(test.sample(start), n * size, m_input.data());
+        m_ops->upload(m_input.slice(0, n * size), test.sample(start));
+        m_ops->uploadLabels(m_labels, test.labels.data() + start, n);
         forward(static_cast<int>(n), false, false);
-        const LossResult r =
-            softmaxCrossEntropy(m_out.back().data(), test.labels.data() + start,
-                                static_cast<int>(n), m_model.classes(), nullptr, 1.0f);
+        const LossResult r = m_ops->softmaxCrossEntropy(m_out.back().data, m_labels,
+                                                        static_cast<int>(n), m_model.classes(),
+                                                        nullptr, 1.0f);
         lossSum += r.loss * static_cast<double>(n);
         correct += static_cast<std::size_t>(r.correct);
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "engine/tensor_ops.h"
 #include "nn/model.h"
 #include "stats/training_snapshot.h"
 #include "train/loss_scaler.h"
@@ -37,7 +38,12 @@ struct Evaluation {
 
 class Trainer {
 public:
+    // Runs on the device config.device resolves to (see resolveDevice): a GPU's TensorOps when
+    // one is usable, else the CPU's.
     Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data);
+    // Runs on the given engine (tests: the GPU engine's kernels emulated on the host).
+    Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+            std::unique_ptr<TensorOps> ops, std::string deviceNotice = {});
 
     StepResult step();
     Evaluation evaluate(); // the whole test set, forward in the recipe's formats
@@ -46,7 +52,10 @@ public:
     const Model& model() const { return m_model; }
     std::vector<std::string> stageNames() const;
     const std::vector<StageStats>& stageStats() const { return m_stats; }
-    const std::vector<float>& masterWeights() const { return m_master; }
+    std::vector<float> masterWeights() const; // a host copy
+    std::string deviceName() const { return m_ops->name(); } // "cpu", "cuda:0 (...)"
+    // Why the engine is not the one asked for (e.g. no usable GPU); empty when it is.
+    const std::string& deviceNotice() const { return m_deviceNotice; }
     std::int64_t stepsTaken() const { return m_step; }
     int epoch() const { return m_epoch; }
     std::int64_t stepsPerEpoch() const;
@@ -72,36 +81,43 @@ private:
     // Quantises one tensor of a role (in -> values; they may be the same), through amax or MX
     // scaling where the policy asks for it; `training` false (evaluation) leaves the amax
     // history alone.
-    void quantizeRole(int stage, TensorRole role, std::span<const float> in,
-                      std::span<float> values, bool collect, bool training);
+    void quantizeRole(int stage, TensorRole role, Tensor in, Tensor values, bool collect,
+                      bool training);
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
     void forward(int batch, bool collect, bool withStats);
     void backward(int batch, bool collect);
     void applyUpdate(bool collect);
     void nextBatch();
+    Tensor stageParameters(const Tensor& all, int stage) const; // the stage's weight layer's
+    Tensor activation(const std::vector<Tensor>& perLayer, std::size_t layer, int batch) const;
 
     TrainConfig m_config;
     std::shared_ptr<const DataSplit> m_data;
     Model m_model;
     ThreadPool m_pool;
     std::unique_ptr<LossScaler> m_scaler;
-    Optimizer m_optimizer;
+    OptimizerSettings m_optimizerSettings;
     std::vector<StageQuantizers> m_quantizers;
     std::unique_ptr<Quantizer> m_accumulationQuantizer;
     Accumulation m_accumulation;
 
-    std::vector<float> m_master, m_weights, m_grads, m_update;
+    // Tensors live in the engine's memory; the host keeps only the batch it assembles.
+    std::unique_ptr<TensorOps> m_ops;
+    std::string m_deviceNotice;
+    Tensor m_master, m_weights, m_grads, m_update;
+    OptimizerState m_optimizerState;
     const float* m_forwardWeights = nullptr; // m_weights, or m_master when that is identical
-    std::vector<float> m_input;
-    std::vector<std::uint8_t> m_labels;
-    std::vector<std::vector<float>> m_out, m_dout; // per layer: (B, outSize)
+    Tensor m_input;
+    std::uint8_t* m_labels = nullptr;
+    std::vector<float> m_inputHost;
+    std::vector<std::uint8_t> m_labelsHost;
+    std::vector<Tensor> m_out, m_dout; // per layer: (B, outSize)
     std::vector<StageStats> m_stats;
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
     double m_lossScale = 1.0; // the policy's scale for the current step
     enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Mx } m_tensorScaling{};
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
-    std::vector<float> m_mxScratch;
 
     std::vector<std::uint32_t> m_order;
     std::size_t m_cursor = 0;

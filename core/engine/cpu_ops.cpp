@@ -1,0 +1,142 @@
+// CpuOps: the CPU engine's functions behind TensorOps; host memory, so spans are direct.
+#include "engine/cpu_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace plab {
+namespace {
+
+std::span<float> span(Tensor t) {
+    return {t.data, t.size};
+}
+
+} // namespace
+
+Tensor CpuOps::allocate(std::size_t n) {
+    m_buffers.push_back(std::make_unique<float[]>(n)); // value-initialised: zeros
+    return {m_buffers.back().get(), n};
+}
+
+std::uint8_t* CpuOps::allocateLabels(std::size_t n) {
+    m_labels.push_back(std::make_unique<std::uint8_t[]>(n));
+    return m_labels.back().get();
+}
+
+void CpuOps::upload(Tensor dst, const float* host) {
+    std::copy_n(host, dst.size, dst.data);
+}
+
+void CpuOps::uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) {
+    std::copy_n(host, n, dst);
+}
+
+void CpuOps::download(float* host, Tensor src) {
+    std::copy_n(src.data, src.size, host);
+}
+
+void CpuOps::copy(Tensor dst, Tensor src) {
+    std::copy_n(src.data, std::min(dst.size, src.size), dst.data);
+}
+
+void CpuOps::fill(Tensor t, float value) {
+    std::fill_n(t.data, t.size, value);
+}
+
+void CpuOps::scale(Tensor t, float factor) {
+    for (float& v : span(t))
+        v *= factor;
+}
+
+TensorMoments CpuOps::moments(Tensor t) {
+    return plab::moments(span(t));
+}
+
+bool CpuOps::allFinite(Tensor t) {
+    // Sum of x*0 is NaN iff some x is Inf or NaN; one branch-free pass.
+    float probe = 0.0f;
+    for (float x : span(t))
+        probe += x * 0.0f;
+    return probe == 0.0f;
+}
+
+double CpuOps::sumOfSquares(Tensor t) {
+    double sq = 0.0;
+    for (float g : span(t))
+        sq += static_cast<double>(g) * g;
+    return sq;
+}
+
+double CpuOps::amax(Tensor t) {
+    return amaxOf(span(t));
+}
+
+void CpuOps::quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
+                      const QuantizeOptions& options) {
+    q.quantize(span(in), span(out), stats, options);
+}
+
+void CpuOps::quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
+                            QuantStats* stats, const QuantizeOptions& options,
+                            double* inputAmax) {
+    plab::quantizeScaled(q, span(in), span(out), scale, stats, options, inputAmax);
+}
+
+MxResult CpuOps::quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
+                            const QuantizeOptions& options) {
+    return plab::quantizeMx(element, span(values), stats, options, m_mxScratch);
+}
+
+void CpuOps::forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
+                     const Accumulation& acc) {
+    layer.forward(out, in, weights, batch, acc);
+}
+
+void CpuOps::backward(Layer& layer, float* din, float* dweights, const float* dout,
+                      const float* in, const float* out, const float* weights, int batch,
+                      const Accumulation& acc) {
+    layer.backward(din, dweights, dout, in, out, weights, batch, acc);
+}
+
+LossResult CpuOps::softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
+                                       int classes, float* dlogits, float gradScale) {
+    return plab::softmaxCrossEntropy(logits, labels, batch, classes, dlogits, gradScale);
+}
+
+void CpuOps::optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
+                             std::int64_t step, Tensor grad, Tensor master, Tensor update,
+                             double lr, const Quantizer& stateFormat, QuantStats* stateStats,
+                             const QuantizeOptions& options) {
+    computeOptimizerUpdate(settings, step, span(grad), span(master), span(update),
+                           span(state.first), span(state.second), lr, stateFormat, stateStats,
+                           options);
+}
+
+TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
+                                                  const Quantizer& masterFormat,
+                                                  QuantStats* stats,
+                                                  const QuantizeOptions& options, bool count) {
+    const std::size_t n = master.size;
+    const float* m = master.data;
+    const float* u = update.data;
+    float* next = scratch.data;
+    for (std::size_t i = 0; i < n; ++i)
+        next[i] = m[i] - u[i];
+    masterFormat.quantize(span(scratch), span(scratch), stats, options);
+    UpdateCounts c;
+    if (count) {
+        // Branch-free counts: updates are nonzero almost everywhere, lost ones are random.
+        std::uint64_t updates = 0, lost = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::uint64_t moved = u[i] != 0.0f ? 1u : 0u;
+            updates += moved;
+            lost += moved & (next[i] == m[i] ? 1u : 0u);
+        }
+        c = {updates, lost};
+    }
+    std::copy_n(next, n, master.data);
+    return c;
+}
+
+} // namespace plab

@@ -1,0 +1,60 @@
+// CpuOps: TensorOps on host memory with the CPU engine proper: the layers' Eigen/OpenBLAS
+// products, the SIMD quantiser on a thread pool, the scaling and optimiser functions.
+#pragma once
+
+#include "engine/tensor_ops.h"
+
+#include <memory>
+#include <vector>
+
+namespace plab {
+
+class CpuOps final : public TensorOps {
+public:
+    std::string name() const override { return "cpu"; }
+
+    Tensor allocate(std::size_t n) override;
+    std::uint8_t* allocateLabels(std::size_t n) override;
+    void upload(Tensor dst, const float* host) override;
+    void uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) override;
+    void download(float* host, Tensor src) override;
+    void copy(Tensor dst, Tensor src) override;
+    void fill(Tensor t, float value) override;
+    void scale(Tensor t, float factor) override;
+
+    TensorMoments moments(Tensor t) override;
+    bool allFinite(Tensor t) override;
+    double sumOfSquares(Tensor t) override;
+    double amax(Tensor t) override;
+
+    void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
+                  const QuantizeOptions& options) override;
+    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
+                        QuantStats* stats, const QuantizeOptions& options,
+                        double* inputAmax) override;
+    MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
+                        const QuantizeOptions& options) override;
+
+    void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
+                 const Accumulation& acc) override;
+    void backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
+                  const float* out, const float* weights, int batch,
+                  const Accumulation& acc) override;
+    LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
+                                   int classes, float* dlogits, float gradScale) override;
+
+    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
+                         std::int64_t step, Tensor grad, Tensor master, Tensor update, double lr,
+                         const Quantizer& stateFormat, QuantStats* stateStats,
+                         const QuantizeOptions& options) override;
+    UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
+                                   const Quantizer& masterFormat, QuantStats* stats,
+                                   const QuantizeOptions& options, bool count) override;
+
+private:
+    std::vector<std::unique_ptr<float[]>> m_buffers;
+    std::vector<std::unique_ptr<std::uint8_t[]>> m_labels;
+    std::vector<float> m_mxScratch;
+};
+
+} // namespace plab

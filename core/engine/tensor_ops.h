@@ -1,0 +1,92 @@
+// TensorOps: every operation on tensors that one training step needs, behind one interface, so
+// that the Trainer's orchestration (scaling policies, statistics, the order of rounding points)
+// is written once and runs unchanged on the CPU (CpuOps: Eigen/OpenBLAS and the SIMD quantiser)
+// or on a GPU (KernelOps over CUDA, core/cuda). Tensors live in the engine's memory: host memory
+// for the CPU, device memory for CUDA; only scalars and statistics come back to the caller.
+#pragma once
+
+#include "nn/layer.h"
+#include "nn/softmax_cross_entropy.h"
+#include "numerics/quantizer.h"
+#include "train/optimizer.h"
+#include "train/per_layer_scaling.h"
+#include "train/tensor_scaling.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace plab {
+
+// A view of floats in an engine's memory. No element access on purpose: host code must not
+// dereference what may be device memory; it asks the engine instead.
+struct Tensor {
+    float* data = nullptr;
+    std::size_t size = 0;
+    Tensor slice(std::size_t offset, std::size_t n) const { return {data + offset, n}; }
+};
+
+// The optimiser's per-parameter state (momentum, or Adam's two moments) for a range of
+// parameters; second is empty for SGD.
+struct OptimizerState {
+    Tensor first, second;
+};
+
+class TensorOps {
+public:
+    virtual ~TensorOps() = default;
+    virtual std::string name() const = 0; // "cpu", "cuda:0 (NVIDIA H200)", ...
+
+    // Memory owned by the engine for its own lifetime, zero-filled.
+    virtual Tensor allocate(std::size_t n) = 0;
+    virtual std::uint8_t* allocateLabels(std::size_t n) = 0;
+    virtual void upload(Tensor dst, const float* host) = 0; // dst.size floats
+    virtual void uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) = 0;
+    virtual void download(float* host, Tensor src) = 0;
+    virtual void copy(Tensor dst, Tensor src) = 0;
+    virtual void fill(Tensor t, float value) = 0;
+    virtual void scale(Tensor t, float factor) = 0;
+
+    // Reductions: the answer comes back to the host (the engine waits for it).
+    virtual TensorMoments moments(Tensor t) = 0;
+    virtual bool allFinite(Tensor t) = 0;
+    virtual double sumOfSquares(Tensor t) = 0;
+    virtual double amax(Tensor t) = 0; // largest finite |x|, as amaxOf()
+
+    // The format engine. Statistics may arrive late: they are complete after
+    // finishStatistics(), which a step calls once before anyone reads them.
+    virtual void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
+                          const QuantizeOptions& options) = 0;
+    virtual void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
+                                QuantStats* stats, const QuantizeOptions& options,
+                                double* inputAmax) = 0;
+    virtual MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
+                                const QuantizeOptions& options) = 0;
+    virtual void finishStatistics() {}
+
+    // One layer's forward/backward pair (the Layer's contract, on this engine's memory).
+    virtual void forward(Layer& layer, float* out, const float* in, const float* weights,
+                         int batch, const Accumulation& acc) = 0;
+    virtual void backward(Layer& layer, float* din, float* dweights, const float* dout,
+                          const float* in, const float* out, const float* weights, int batch,
+                          const Accumulation& acc) = 0;
+    virtual LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels,
+                                           int batch, int classes, float* dlogits,
+                                           float gradScale) = 0;
+
+    // update = lr * direction for the given gradients (state kept in its format; see Optimizer).
+    virtual void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
+                                 std::int64_t step, Tensor grad, Tensor master, Tensor update,
+                                 double lr, const Quantizer& stateFormat, QuantStats* stateStats,
+                                 const QuantizeOptions& options) = 0;
+    // master <- Q(master - update), with scratch (same size) as the work space. When counting,
+    // *updates gets the nonzero updates and *lost those that left the master unchanged.
+    struct UpdateCounts {
+        std::uint64_t updates = 0, lost = 0;
+    };
+    virtual UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
+                                           const Quantizer& masterFormat, QuantStats* stats,
+                                           const QuantizeOptions& options, bool count) = 0;
+};
+
+} // namespace plab
