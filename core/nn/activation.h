@@ -22,6 +22,8 @@ public:
     void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
                   const float* weights, int batch, const Accumulation& acc) override;
 
+    ActivationKind kind() const { return m_kind; }
+
 private:
     ActivationKind m_kind;
     FeatureShape m_shape;

@@ -29,6 +29,10 @@ public:
     void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
                   const float* weights, int batch, const Accumulation& acc) override;
 
+    FeatureShape inputShape() const { return m_in; }
+    int outChannels() const { return m_outChannels; }
+    int kernel() const { return m_kernel; }
+
 private:
     void im2col(const float* x, float* cols) const;
     void col2im(const float* cols, float* dx) const;

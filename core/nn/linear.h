@@ -23,6 +23,9 @@ public:
     void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
                   const float* weights, int batch, const Accumulation& acc) override;
 
+    int inFeatures() const { return m_in; }
+    int outFeatures() const { return m_out; }
+
 private:
     int m_in, m_out;
 };

@@ -19,6 +19,8 @@ public:
     void backward(float* din, float* dweights, const float* dout, const float* in, const float* out,
                   const float* weights, int batch, const Accumulation& acc) override;
 
+    FeatureShape inputShape() const { return m_in; }
+
 private:
     FeatureShape m_in;
     std::vector<int> m_argmax; // per output element: the winning input index within its sample

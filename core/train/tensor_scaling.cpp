@@ -74,9 +74,17 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
 int mxScaleExponent(double blockAmax, const FormatSpec& element) {
     if (!(blockAmax > 0.0) || !std::isfinite(blockAmax))
         return -127;
-    const int emaxElem = static_cast<int>(std::floor(std::log2(element.maxFinite())));
-    const int e = static_cast<int>(std::floor(std::log2(blockAmax))) - emaxElem;
+    // floor(log2 x) from frexp: exact, and the same on a GPU (engine/kernel_bodies.h).
+    int exponent = 0;
+    std::frexp(blockAmax, &exponent);
+    const int e = exponent - 1 - mxElementEmax(element);
     return std::clamp(e, -127, 127);
+}
+
+int mxElementEmax(const FormatSpec& element) {
+    int exponent = 0;
+    std::frexp(element.maxFinite(), &exponent);
+    return exponent - 1;
 }
 
 MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,

@@ -47,6 +47,7 @@ struct MxResult {
 inline constexpr std::size_t kMxBlock = 32;
 // The E8M0 exponent of a block: floor(log2 amax) - emax_elem, clamped to E8M0's [-127, 127].
 int mxScaleExponent(double blockAmax, const FormatSpec& element);
+int mxElementEmax(const FormatSpec& element); // floor(log2(element max))
 // values <- per block of 32: Q(values / X) * X with X = 2^mxScaleExponent. scratch is reused.
 MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,
                     const QuantizeOptions& options, std::vector<float>& scratch);

@@ -1,0 +1,550 @@
+// The GPU engine's kernels, written once as per-index bodies (plain C++, __host__ __device__
+// under nvcc): the CUDA policy runs body(i) for every i in a grid, the host policy in a loop, so
+// the tests on machines without a GPU check exactly the arithmetic and indexing a GPU runs.
+// Each body is a small struct of raw pointers and sizes, passed to a kernel by value. One thread
+// per output element, no atomics: results do not depend on scheduling.
+#pragma once
+
+#include "numerics/philox.h"
+#include "numerics/quantize_element.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <math.h>
+
+namespace plab::kernels {
+
+using std::size_t;
+
+// What a reduction body returns for one index; reductions add sum and sumSq and take the
+// largest maxBits (|x| as float bits orders like |x|).
+struct Reduction {
+    double sum = 0.0, sumSq = 0.0;
+    std::uint32_t maxBits = 0;
+};
+
+inline PLAB_HOST_DEVICE void combine(Reduction& into, const Reduction& r) {
+    into.sum += r.sum;
+    into.sumSq += r.sumSq;
+    into.maxBits = into.maxBits > r.maxBits ? into.maxBits : r.maxBits;
+}
+
+inline PLAB_HOST_DEVICE std::uint32_t absBits(float x) {
+    return element::bitsOf(x) & 0x7FFFFFFFu;
+}
+
+// The emulated narrow accumulator of matrix products (Accumulation): the running sum is rounded
+// to the accumulation format after every chunk of `every` products, with the random bits the
+// CPU's quantise call would use for output element `index` (seed 0, stream 0).
+struct AccumulatorRounding {
+    bool enabled = false;
+    bool stochastic = false;
+    int every = 0;
+    ElementRule rule;
+
+    PLAB_HOST_DEVICE int chunk(int k) const { return (!enabled || every <= 0 || every >= k) ? k : every; }
+    PLAB_HOST_DEVICE float round(float c, size_t index) const {
+        if (!enabled)
+            return c;
+        QuantClass cls;
+        const std::uint32_t word = stochastic ? philox::elementWord(index, 0, 0) : 0u;
+        return quantizeElement(rule, c, word, cls);
+    }
+};
+
+// ---- element-wise --------------------------------------------------------------------------
+
+struct Fill {
+    float* x;
+    float value;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { x[i] = value; }
+};
+
+struct Scale {
+    float* x;
+    float factor;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { x[i] *= factor; }
+};
+
+// out = in * factor (quantizeScaled's scaling pass).
+struct ScaleInto {
+    float* out;
+    const float* in;
+    float factor;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { out[i] = in[i] * factor; }
+};
+
+// ScaleInto that also reports the input's largest finite |x| (maxBits).
+struct ScaleIntoWithAmax {
+    float* out;
+    const float* in;
+    float factor;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        const float x = in[i];
+        out[i] = x * factor;
+        Reduction r;
+        const std::uint32_t a = absBits(x);
+        r.maxBits = a < 0x7F800000u ? a : 0u;
+        return r;
+    }
+};
+
+// ---- reductions ------------------------------------------------------------------------------
+
+// sum, sum of squares, largest |x| (moments()).
+struct Moments {
+    const float* x;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        const float v = x[i];
+        Reduction r;
+        r.sum = v;
+        r.sumSq = static_cast<double>(v) * v;
+        r.maxBits = absBits(v);
+        return r;
+    }
+};
+
+// sum = number of Inf/NaN elements.
+struct CountNonFinite {
+    const float* x;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        Reduction r;
+        r.sum = absBits(x[i]) >= 0x7F800000u ? 1.0 : 0.0;
+        return r;
+    }
+};
+
+// maxBits = largest finite |x| (amaxOf()).
+struct FiniteAmax {
+    const float* x;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        Reduction r;
+        const std::uint32_t a = absBits(x[i]);
+        r.maxBits = a < 0x7F800000u ? a : 0u;
+        return r;
+    }
+};
+
+// ---- layers ----------------------------------------------------------------------------------
+
+enum class ActivationOp { ReLU, GELU, Tanh };
+
+struct ActivationForward {
+    float* out;
+    const float* in;
+    ActivationOp op;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        const float x = in[i];
+        switch (op) {
+        case ActivationOp::ReLU:
+            out[i] = x > 0.0f ? x : 0.0f;
+            break;
+        case ActivationOp::GELU:
+            out[i] = 0.5f * x * (1.0f + erff(x * 1.41421356f * 0.5f));
+            break;
+        case ActivationOp::Tanh:
+            out[i] = tanhf(x);
+            break;
+        }
+    }
+};
+
+struct ActivationBackward {
+    float* din;
+    const float* dout;
+    const float* in;
+    const float* out;
+    ActivationOp op;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        const float x = in[i];
+        switch (op) {
+        case ActivationOp::ReLU: // out = max(in, 0)
+            din[i] = x > 0.0f ? dout[i] : 0.0f;
+            break;
+        case ActivationOp::GELU: { // out = in * Phi(in): d/din = Phi(in) + in * phi(in)
+            const float cdf = 0.5f * (1.0f + erff(x * 1.41421356f * 0.5f));
+            const float pdf = 0.5f * 0.564189584f * 1.41421356f * expf(-0.5f * x * x);
+            din[i] = dout[i] * (cdf + x * pdf);
+            break;
+        }
+        case ActivationOp::Tanh: // out = tanh(in): d/din = 1 - out^2
+            din[i] = dout[i] * (1.0f - out[i] * out[i]);
+            break;
+        }
+    }
+};
+
+struct Copy {
+    float* out;
+    const float* in;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { out[i] = in[i]; }
+};
+
+// y (rows, cols) += b (cols), per element.
+struct AddRowBias {
+    float* y;
+    const float* bias;
+    size_t cols;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { y[i] += bias[i % cols]; }
+};
+
+// db[o] += sum over rows of dy[row][o], one thread per column.
+struct ColumnSumInto {
+    float* db;
+    const float* dy;
+    size_t rows, cols;
+    PLAB_HOST_DEVICE void operator()(size_t o) const {
+        float s = 0.0f;
+        for (size_t r = 0; r < rows; ++r)
+            s += dy[r * cols + o];
+        db[o] += s;
+    }
+};
+
+// C (M, N) = or += sum_k A(m, k) B(k, n) with A(m, k) = a[m*am + k*ak], B(k, n) = b[k*bk + n*bn],
+// rounding the running sum as the accumulation format asks: the products with an emulated narrow
+// accumulator (plain FP32 products go to the policy's GEMM).
+struct RoundedGemm {
+    float* c;
+    const float* a;
+    const float* b;
+    int m, n, k;
+    size_t am, ak, bk, bn;
+    bool accumulate;
+    AccumulatorRounding acc;
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const size_t row = idx / static_cast<size_t>(n), col = idx % static_cast<size_t>(n);
+        float sum = accumulate ? c[idx] : 0.0f;
+        const int step = acc.chunk(k);
+        for (int start = 0; start < k; start += step) {
+            const int end = start + step < k ? start + step : k;
+            float part = 0.0f;
+            for (int kk = start; kk < end; ++kk)
+                part += a[row * am + static_cast<size_t>(kk) * ak] *
+                        b[static_cast<size_t>(kk) * bk + col * bn];
+            sum = acc.round(sum + part, idx);
+        }
+        c[idx] = sum;
+    }
+};
+
+// Conv2d, stride 1, "same" zero padding, as nn/conv2d.h: W (OC, C*k*k) then bias (OC). The CPU
+// runs im2col and one product per sample; these bodies compute the same sums directly, rounding
+// where the CPU's per-sample products would (element indices within one sample's product).
+struct ConvGeometry {
+    int channels, height, width, outChannels, kernel;
+    PLAB_HOST_DEVICE int hw() const { return height * width; }
+    PLAB_HOST_DEVICE int rows() const { return channels * kernel * kernel; }
+    PLAB_HOST_DEVICE int inSize() const { return channels * hw(); }
+    PLAB_HOST_DEVICE int outSize() const { return outChannels * hw(); }
+    // im2col's entry (r, pos) of sample x: x[c][i + ki - pad][j + kj - pad], 0 outside.
+    PLAB_HOST_DEVICE float column(const float* x, int r, int pos) const {
+        const int c = r / (kernel * kernel), ki = (r / kernel) % kernel, kj = r % kernel;
+        const int pad = kernel / 2;
+        const int si = pos / width + ki - pad, sj = pos % width + kj - pad;
+        return (si >= 0 && si < height && sj >= 0 && sj < width) ? x[(c * height + si) * width + sj]
+                                                                 : 0.0f;
+    }
+};
+
+// y[s][oc][pos] = sum_r W[oc][r] cols_s[r][pos] + bias[oc]
+struct ConvForward {
+    float* y;
+    const float* x;
+    const float* w;
+    ConvGeometry g;
+    AccumulatorRounding acc;
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const size_t per = static_cast<size_t>(g.outSize());
+        const size_t s = idx / per, within = idx % per;
+        const int oc = static_cast<int>(within / g.hw()), pos = static_cast<int>(within % g.hw());
+        const float* xs = x + s * static_cast<size_t>(g.inSize());
+        const float* wr = w + static_cast<size_t>(oc) * g.rows();
+        const int rows = g.rows(), step = acc.chunk(rows);
+        float sum = 0.0f;
+        for (int start = 0; start < rows; start += step) {
+            const int end = start + step < rows ? start + step : rows;
+            float part = 0.0f;
+            for (int r = start; r < end; ++r)
+                part += wr[r] * g.column(xs, r, pos);
+            sum = acc.round(sum + part, within);
+        }
+        const float* bias = w + static_cast<size_t>(g.outChannels) * rows;
+        y[idx] = sum + bias[oc];
+    }
+};
+
+// dW[oc][r] += sum_s sum_pos dy_s[oc][pos] cols_s[r][pos]; one thread per weight.
+struct ConvWeightGrad {
+    float* dw;
+    const float* dy;
+    const float* x;
+    ConvGeometry g;
+    int batch;
+    AccumulatorRounding acc;
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const int oc = static_cast<int>(idx / g.rows()), r = static_cast<int>(idx % g.rows());
+        const int hw = g.hw(), step = acc.chunk(hw);
+        float sum = dw[idx];
+        for (int s = 0; s < batch; ++s) {
+            const float* xs = x + static_cast<size_t>(s) * g.inSize();
+            const float* dys = dy + static_cast<size_t>(s) * g.outSize() + static_cast<size_t>(oc) * hw;
+            for (int start = 0; start < hw; start += step) {
+                const int end = start + step < hw ? start + step : hw;
+                float part = 0.0f;
+                for (int pos = start; pos < end; ++pos)
+                    part += dys[pos] * g.column(xs, r, pos);
+                sum = acc.round(sum + part, idx);
+            }
+        }
+        dw[idx] = sum;
+    }
+};
+
+// db[oc] += sum_s sum_pos dy_s[oc][pos] (per sample, as the CPU adds them).
+struct ConvBiasGrad {
+    float* db;
+    const float* dy;
+    ConvGeometry g;
+    int batch;
+    PLAB_HOST_DEVICE void operator()(size_t oc) const {
+        float total = db[oc];
+        for (int s = 0; s < batch; ++s) {
+            const float* dys = dy + static_cast<size_t>(s) * g.outSize() + oc * g.hw();
+            float part = 0.0f;
+            for (int pos = 0; pos < g.hw(); ++pos)
+                part += dys[pos];
+            total += part;
+        }
+        db[oc] = total;
+    }
+};
+
+// dx_s[c][si][sj] = sum over the kernel offsets that read it of dcols[r][pos], with
+// dcols = W^T dy_s (rounded over oc as the CPU's product); im2col's adjoint adds them unrounded.
+struct ConvInputGrad {
+    float* dx;
+    const float* dy;
+    const float* w;
+    ConvGeometry g;
+    AccumulatorRounding acc;
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const size_t per = static_cast<size_t>(g.inSize());
+        const size_t s = idx / per, within = idx % per;
+        const int c = static_cast<int>(within / g.hw());
+        const int si = static_cast<int>(within % g.hw()) / g.width;
+        const int sj = static_cast<int>(within % g.hw()) % g.width;
+        const int k = g.kernel, pad = k / 2, hw = g.hw(), rows = g.rows();
+        const float* dys = dy + s * static_cast<size_t>(g.outSize());
+        const int step = acc.chunk(g.outChannels);
+        float total = 0.0f;
+        for (int ki = 0; ki < k; ++ki)
+            for (int kj = 0; kj < k; ++kj) {
+                const int i = si - ki + pad, j = sj - kj + pad; // output pixel that read it
+                if (i < 0 || i >= g.height || j < 0 || j >= g.width)
+                    continue;
+                const int r = (c * k + ki) * k + kj, pos = i * g.width + j;
+                float sum = 0.0f;
+                for (int start = 0; start < g.outChannels; start += step) {
+                    const int end = start + step < g.outChannels ? start + step : g.outChannels;
+                    float part = 0.0f;
+                    for (int oc = start; oc < end; ++oc)
+                        part += w[static_cast<size_t>(oc) * rows + r] * dys[oc * hw + pos];
+                    sum = acc.round(sum + part, static_cast<size_t>(r) * hw + pos);
+                }
+                total += sum;
+            }
+        dx[idx] = total;
+    }
+};
+
+// 2x2 max pooling, stride 2, over (C, H, W) of the input; argmax holds the winning input index
+// within its sample (first maximum in row-major window order, as the CPU).
+struct MaxPoolForward {
+    float* y;
+    int* argmax;
+    const float* x;
+    int channels, height, width; // of the input
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const int oh = height / 2, ow = width / 2;
+        const size_t per = static_cast<size_t>(channels) * oh * ow;
+        const size_t s = idx / per;
+        const int k = static_cast<int>(idx % per);
+        const int c = k / (oh * ow), i = (k / ow) % oh, j = k % ow;
+        const float* xs = x + s * static_cast<size_t>(channels) * height * width;
+        int best = (c * height + 2 * i) * width + 2 * j;
+        for (int di = 0; di < 2; ++di)
+            for (int dj = 0; dj < 2; ++dj) {
+                const int at = (c * height + 2 * i + di) * width + 2 * j + dj;
+                if (xs[at] > xs[best])
+                    best = at;
+            }
+        y[idx] = xs[best];
+        argmax[idx] = best;
+    }
+};
+
+// dx[at] = dy[k] where at won window k, else 0 (windows do not overlap).
+struct MaxPoolBackward {
+    float* dx;
+    const int* argmax;
+    const float* dy;
+    int channels, height, width; // of the input
+    PLAB_HOST_DEVICE void operator()(size_t idx) const {
+        const int oh = height / 2, ow = width / 2;
+        const size_t per = static_cast<size_t>(channels) * height * width;
+        const size_t s = idx / per;
+        const int at = static_cast<int>(idx % per);
+        const int c = at / (height * width), h = (at / width) % height, w = at % width;
+        const int i = h / 2, j = w / 2;
+        float v = 0.0f;
+        if (i < oh && j < ow) {
+            const size_t k = s * static_cast<size_t>(channels) * oh * ow +
+                             static_cast<size_t>((c * oh + i) * ow + j);
+            if (argmax[k] == at)
+                v = dy[k];
+        }
+        dx[idx] = v;
+    }
+};
+
+// One row of softmax cross-entropy (nn/softmax_cross_entropy.h): sum = the row's loss,
+// sumSq = 1 when the arg-max is the label; dlogits (if any) = (p - onehot) * gradScale / B.
+struct SoftmaxCrossEntropyRow {
+    float* dlogits;
+    const float* logits;
+    const std::uint8_t* labels;
+    int batch, classes;
+    float gradScale;
+    PLAB_HOST_DEVICE Reduction operator()(size_t b) const {
+        const float* z = logits + b * static_cast<size_t>(classes);
+        int argmax = 0;
+        for (int c = 1; c < classes; ++c)
+            if (z[c] > z[argmax])
+                argmax = c;
+        const double zmax = z[argmax];
+        double sum = 0.0;
+        for (int c = 0; c < classes; ++c)
+            sum += exp(static_cast<double>(z[c]) - zmax);
+        const int label = labels[b];
+        Reduction r;
+        r.sum = log(sum) - (static_cast<double>(z[label]) - zmax);
+        r.sumSq = argmax == label ? 1.0 : 0.0;
+        if (dlogits != nullptr) {
+            float* dz = dlogits + b * static_cast<size_t>(classes);
+            for (int c = 0; c < classes; ++c) {
+                const double p = exp(static_cast<double>(z[c]) - zmax) / sum;
+                dz[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * gradScale / batch);
+            }
+        }
+        return r;
+    }
+};
+
+// ---- optimiser and master update (train/optimizer.cpp) ---------------------------------------
+
+struct SgdMomentum { // first = mu first + (g + wd m)
+    float* first;
+    const float* grad;
+    const float* master;
+    float mu, wd;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        first[i] = mu * first[i] + (grad[i] + wd * master[i]);
+    }
+};
+
+struct SgdUpdate { // update = lr first
+    float* update;
+    const float* first;
+    float rate;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { update[i] = rate * first[i]; }
+};
+
+struct AdamMoments {
+    float* first;
+    float* second;
+    const float* grad;
+    const float* master;
+    float b1, b2, wd;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        const float g = grad[i] + wd * master[i];
+        first[i] = b1 * first[i] + (1.0f - b1) * g;
+        second[i] = b2 * second[i] + (1.0f - b2) * g * g;
+    }
+};
+
+struct AdamUpdate {
+    float* update;
+    const float* first;
+    const float* second;
+    float rate, eps;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        update[i] = rate * first[i] / (sqrtf(second[i]) + eps);
+    }
+};
+
+struct Subtract { // next = master - update
+    float* next;
+    const float* master;
+    const float* update;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { next[i] = master[i] - update[i]; }
+};
+
+// master = next; sum counts nonzero updates, sumSq those that left the master unchanged.
+struct CommitMaster {
+    float* master;
+    const float* next;
+    const float* update;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        Reduction r;
+        const bool moved = update[i] != 0.0f;
+        r.sum = moved ? 1.0 : 0.0;
+        r.sumSq = moved && next[i] == master[i] ? 1.0 : 0.0;
+        master[i] = next[i];
+        return r;
+    }
+};
+
+// ---- MX block scaling (train/tensor_scaling.h) -----------------------------------------------
+
+// One block of 32: scale[b] = 2^e with e = mxBlockExponent(block amax), values /= scale[b];
+// sum = 1 when the block's largest element exceeds the element format's max after scaling.
+struct MxScaleBlock {
+    float* values;
+    float* scale;
+    size_t n;
+    int emaxElement;
+    double maxElement;
+    PLAB_HOST_DEVICE Reduction operator()(size_t b) const {
+        const size_t begin = b * 32, end = begin + 32 < n ? begin + 32 : n;
+        std::uint32_t m = 0;
+        for (size_t i = begin; i < end; ++i) {
+            const std::uint32_t a = absBits(values[i]);
+            const std::uint32_t finite = a < 0x7F800000u ? a : 0u;
+            m = finite > m ? finite : m;
+        }
+        const double amax = element::floatOf(m);
+        int e = -127;
+        if (amax > 0.0) {
+            int exponent;
+            frexp(amax, &exponent); // amax in [2^(exponent-1), 2^exponent)
+            e = exponent - 1 - emaxElement;
+            e = e < -127 ? -127 : (e > 127 ? 127 : e);
+        }
+        scale[b] = ldexpf(1.0f, e);
+        const float inverse = ldexpf(1.0f, -e);
+        for (size_t i = begin; i < end; ++i)
+            values[i] *= inverse; // exact: a power of two
+        Reduction r;
+        r.sum = amax / ldexp(1.0, e) > maxElement ? 1.0 : 0.0;
+        return r;
+    }
+};
+
+struct MxUnscale {
+    float* values;
+    const float* scale;
+    PLAB_HOST_DEVICE void operator()(size_t i) const { values[i] *= scale[i / 32]; }
+};
+
+} // namespace plab::kernels

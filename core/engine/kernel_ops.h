@@ -1,0 +1,307 @@
+// KernelOps: TensorOps written against the per-index bodies of kernel_bodies.h and a small
+// execution policy, so that one implementation serves the CUDA engine (core/cuda, the policy
+// launches grids on a stream) and its host emulation (host_kernel_ops.cpp, the policy loops),
+// which the tests use to check the GPU engine's arithmetic and orchestration on any machine.
+//
+// A Policy provides:
+//   std::string name() const;
+//   void* allocate(std::size_t bytes);                       // zeroed; lives as long as the policy
+//   void toDevice(void* dst, const void* host, std::size_t bytes);
+//   void toHost(void* host, const void* src, std::size_t bytes);
+//   void copyOnDevice(void* dst, const void* src, std::size_t bytes);
+//   template <class Body> void forEach(std::size_t n, const Body& body);      // body(i) for all i
+//   template <class Body> kernels::Reduction reduce(std::size_t n, const Body& body); // waits
+//   void gemm(const GemmCall& call);                         // plain FP32 products
+//   void quantize(const Quantizer& q, const float* in, float* out, std::size_t n,
+//                 QuantStats* stats, const QuantizeOptions& options);
+//   void finishStatistics();                                 // late statistics land
+#pragma once
+
+#include "engine/kernel_bodies.h"
+#include "engine/tensor_ops.h"
+#include "nn/activation.h"
+#include "nn/conv2d.h"
+#include "nn/flatten.h"
+#include "nn/linear.h"
+#include "nn/max_pool2d.h"
+#include "numerics/reference_quantize.h"
+#include "train/train_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+namespace plab {
+
+// C (M, N) row-major = or += sum_k A(m, k) B(k, n), A(m, k) = a[m*am + k*ak], B(k, n) =
+// b[k*bk + n*bn]: the three products of a linear layer are this with different strides.
+struct GemmCall {
+    float* c;
+    const float* a;
+    const float* b;
+    int m, n, k;
+    std::size_t am, ak, bk, bn;
+    bool accumulate;
+};
+
+template <class Policy>
+class KernelOps final : public TensorOps {
+public:
+    template <class... Args>
+    explicit KernelOps(Args&&... args) : m_policy(std::forward<Args>(args)...) {}
+
+    Policy& policy() { return m_policy; }
+    std::string name() const override { return m_policy.name(); }
+
+    Tensor allocate(std::size_t n) override {
+        return {static_cast<float*>(m_policy.allocate(n * sizeof(float))), n};
+    }
+    std::uint8_t* allocateLabels(std::size_t n) override {
+        return static_cast<std::uint8_t*>(m_policy.allocate(n));
+    }
+    void upload(Tensor dst, const float* host) override {
+        m_policy.toDevice(dst.data, host, dst.size * sizeof(float));
+    }
+    void uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) override {
+        m_policy.toDevice(dst, host, n);
+    }
+    void download(float* host, Tensor src) override {
+        m_policy.toHost(host, src.data, src.size * sizeof(float));
+    }
+    void copy(Tensor dst, Tensor src) override {
+        m_policy.copyOnDevice(dst.data, src.data, std::min(dst.size, src.size) * sizeof(float));
+    }
+    void fill(Tensor t, float value) override { m_policy.forEach(t.size, kernels::Fill{t.data, value}); }
+    void scale(Tensor t, float factor) override {
+        m_policy.forEach(t.size, kernels::Scale{t.data, factor});
+    }
+
+    TensorMoments moments(Tensor t) override {
+        TensorMoments m;
+        if (t.size == 0)
+            return m;
+        const kernels::Reduction r = m_policy.reduce(t.size, kernels::Moments{t.data});
+        const auto n = static_cast<double>(t.size);
+        m.mean = r.sum / n;
+        m.stdDev = std::sqrt(std::max(0.0, r.sumSq / n - m.mean * m.mean));
+        m.maxAbs = element::floatOf(r.maxBits);
+        return m;
+    }
+    bool allFinite(Tensor t) override {
+        return m_policy.reduce(t.size, kernels::CountNonFinite{t.data}).sum == 0.0;
+    }
+    double sumOfSquares(Tensor t) override {
+        return m_policy.reduce(t.size, kernels::Moments{t.data}).sumSq;
+    }
+    double amax(Tensor t) override {
+        return element::floatOf(m_policy.reduce(t.size, kernels::FiniteAmax{t.data}).maxBits);
+    }
+
+    void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
+                  const QuantizeOptions& options) override {
+        m_policy.quantize(q, in.data, out.data, in.size, stats, options);
+    }
+    // As quantizeScaled() (train/tensor_scaling.cpp), pass for pass.
+    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
+                        QuantStats* stats, const QuantizeOptions& options,
+                        double* inputAmax) override {
+        const auto s = static_cast<float>(scale);
+        const auto inverse = static_cast<float>(1.0 / scale);
+        const std::size_t n = in.size;
+        if (inputAmax != nullptr)
+            *inputAmax = element::floatOf(
+                m_policy.reduce(n, kernels::ScaleIntoWithAmax{out.data, in.data, s}).maxBits);
+        else if (s != 1.0f)
+            m_policy.forEach(n, kernels::ScaleInto{out.data, in.data, s});
+        else if (in.data != out.data)
+            copy(out, in);
+        m_policy.quantize(q, out.data, out.data, n, stats, options);
+        if (s != 1.0f)
+            m_policy.forEach(n, kernels::Scale{out.data, inverse});
+    }
+    // As quantizeMx(): block scales, one quantise pass over all blocks, unscale.
+    MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
+                        const QuantizeOptions& options) override {
+        const FormatSpec& f = element.config().format;
+        const std::size_t n = values.size, blocks = (n + kMxBlock - 1) / kMxBlock;
+        if (m_mxScale.size < blocks)
+            m_mxScale = allocate(blocks);
+        const kernels::Reduction r = m_policy.reduce(
+            blocks, kernels::MxScaleBlock{values.data, m_mxScale.data, n, mxElementEmax(f),
+                                          f.maxFinite()});
+        m_policy.quantize(element, values.data, values.data, n, stats, options);
+        m_policy.forEach(n, kernels::MxUnscale{values.data, m_mxScale.data});
+        return {blocks, static_cast<std::uint64_t>(r.sum)};
+    }
+    void finishStatistics() override { m_policy.finishStatistics(); }
+
+    void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
+                 const Accumulation& acc) override {
+        const auto b = static_cast<std::size_t>(batch);
+        if (auto* l = dynamic_cast<Linear*>(&layer)) {
+            const int I = l->inFeatures(), O = l->outFeatures();
+            // y = x W^T, then y += b
+            gemm({out, in, weights, batch, O, I, static_cast<std::size_t>(I), 1, 1,
+                  static_cast<std::size_t>(I), false},
+                 acc);
+            m_policy.forEach(b * O, kernels::AddRowBias{out, weights + static_cast<std::size_t>(O) * I,
+                                                        static_cast<std::size_t>(O)});
+        } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
+            const kernels::ConvGeometry g = geometry(*c);
+            m_policy.forEach(b * g.outSize(),
+                             kernels::ConvForward{out, in, weights, g, rounding(acc)});
+        } else if (auto* p = dynamic_cast<MaxPool2d*>(&layer)) {
+            const FeatureShape s = p->inputShape();
+            const std::size_t n = b * static_cast<std::size_t>(p->outputShape().size());
+            m_policy.forEach(n, kernels::MaxPoolForward{out, argmaxFor(p, n), in, s.channels,
+                                                        s.height, s.width});
+        } else if (auto* a = dynamic_cast<Activation*>(&layer)) {
+            m_policy.forEach(b * a->outputShape().size(),
+                             kernels::ActivationForward{out, in, op(a->kind())});
+        } else if (dynamic_cast<Flatten*>(&layer) != nullptr) {
+            m_policy.copyOnDevice(out, in, b * layer.outputShape().size() * sizeof(float));
+        } else {
+            throw std::logic_error("no GPU kernel for layer " + layer.describe());
+        }
+    }
+
+    void backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
+                  const float* out, const float* weights, int batch,
+                  const Accumulation& acc) override {
+        const auto b = static_cast<std::size_t>(batch);
+        if (auto* l = dynamic_cast<Linear*>(&layer)) {
+            const int I = l->inFeatures(), O = l->outFeatures();
+            const auto i = static_cast<std::size_t>(I), o = static_cast<std::size_t>(O);
+            gemm({dweights, dout, in, O, I, batch, 1, o, i, 1, true}, acc); // dW += dy^T x
+            m_policy.forEach(o, kernels::ColumnSumInto{dweights + o * i, dout, b, o}); // db
+            if (din != nullptr)
+                gemm({din, dout, weights, batch, I, O, o, 1, i, 1, false}, acc); // dx = dy W
+        } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
+            const kernels::ConvGeometry g = geometry(*c);
+            const auto weightsCount = static_cast<std::size_t>(g.outChannels) * g.rows();
+            m_policy.forEach(weightsCount, kernels::ConvWeightGrad{dweights, dout, in, g, batch,
+                                                                   rounding(acc)});
+            m_policy.forEach(static_cast<std::size_t>(g.outChannels),
+                             kernels::ConvBiasGrad{dweights + weightsCount, dout, g, batch});
+            if (din != nullptr)
+                m_policy.forEach(b * g.inSize(),
+                                 kernels::ConvInputGrad{din, dout, weights, g, rounding(acc)});
+        } else if (auto* p = dynamic_cast<MaxPool2d*>(&layer)) {
+            if (din == nullptr)
+                return;
+            const FeatureShape s = p->inputShape();
+            const std::size_t n = b * static_cast<std::size_t>(p->outputShape().size());
+            m_policy.forEach(b * s.size(), kernels::MaxPoolBackward{din, argmaxFor(p, n), dout,
+                                                                    s.channels, s.height,
+                                                                    s.width});
+        } else if (auto* a = dynamic_cast<Activation*>(&layer)) {
+            if (din != nullptr)
+                m_policy.forEach(b * a->outputShape().size(),
+                                 kernels::ActivationBackward{din, dout, in, out, op(a->kind())});
+        } else if (dynamic_cast<Flatten*>(&layer) != nullptr) {
+            if (din != nullptr)
+                m_policy.copyOnDevice(din, dout, b * layer.outputShape().size() * sizeof(float));
+        } else {
+            throw std::logic_error("no GPU kernel for layer " + layer.describe());
+        }
+    }
+
+    LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
+                                   int classes, float* dlogits, float gradScale) override {
+        const kernels::Reduction r = m_policy.reduce(
+            static_cast<std::size_t>(batch),
+            kernels::SoftmaxCrossEntropyRow{dlogits, logits, labels, batch, classes, gradScale});
+        return {r.sum / batch, static_cast<int>(r.sumSq)};
+    }
+
+    // As computeOptimizerUpdate() (train/optimizer.cpp), pass for pass.
+    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
+                         std::int64_t step, Tensor grad, Tensor master, Tensor update, double lr,
+                         const Quantizer& stateFormat, QuantStats* stateStats,
+                         const QuantizeOptions& options) override {
+        const std::size_t n = grad.size;
+        const auto wd = static_cast<float>(settings.weightDecay);
+        if (settings.kind == OptimizerKind::Sgd) {
+            m_policy.forEach(n, kernels::SgdMomentum{state.first.data, grad.data, master.data,
+                                                     static_cast<float>(settings.momentum), wd});
+            quantize(stateFormat, state.first, state.first, stateStats, options);
+            m_policy.forEach(n, kernels::SgdUpdate{update.data, state.first.data,
+                                                   static_cast<float>(lr)});
+            return;
+        }
+        m_policy.forEach(n, kernels::AdamMoments{state.first.data, state.second.data, grad.data,
+                                                 master.data, static_cast<float>(settings.beta1),
+                                                 static_cast<float>(settings.beta2), wd});
+        quantize(stateFormat, state.first, state.first, stateStats, options);
+        QuantizeOptions secondOptions = options;
+        secondOptions.stream ^= 0x5bd1e995u; // independent random bits for the second moment
+        quantize(stateFormat, state.second, state.second, stateStats, secondOptions);
+        const double c1 = 1.0 - std::pow(settings.beta1, static_cast<double>(step));
+        const double c2 = 1.0 - std::pow(settings.beta2, static_cast<double>(step));
+        m_policy.forEach(n, kernels::AdamUpdate{update.data, state.first.data, state.second.data,
+                                                static_cast<float>(lr * std::sqrt(c2) / c1),
+                                                static_cast<float>(settings.epsilon *
+                                                                   std::sqrt(c2))});
+    }
+
+    UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
+                                   const Quantizer& masterFormat, QuantStats* stats,
+                                   const QuantizeOptions& options, bool count) override {
+        const std::size_t n = master.size;
+        m_policy.forEach(n, kernels::Subtract{scratch.data, master.data, update.data});
+        quantize(masterFormat, scratch, scratch, stats, options);
+        if (!count) {
+            m_policy.forEach(n, kernels::Copy{master.data, scratch.data});
+            return {};
+        }
+        const kernels::Reduction r =
+            m_policy.reduce(n, kernels::CommitMaster{master.data, scratch.data, update.data});
+        return {static_cast<std::uint64_t>(r.sum), static_cast<std::uint64_t>(r.sumSq)};
+    }
+
+private:
+    static kernels::ActivationOp op(ActivationKind kind) {
+        return kind == ActivationKind::ReLU   ? kernels::ActivationOp::ReLU
+               : kind == ActivationKind::GELU ? kernels::ActivationOp::GELU
+                                              : kernels::ActivationOp::Tanh;
+    }
+    static kernels::ConvGeometry geometry(const Conv2d& c) {
+        const FeatureShape s = c.inputShape();
+        return {s.channels, s.height, s.width, c.outChannels(), c.kernel()};
+    }
+    static kernels::AccumulatorRounding rounding(const Accumulation& acc) {
+        kernels::AccumulatorRounding r;
+        if (acc.quantizer == nullptr)
+            return r;
+        r.enabled = true;
+        r.stochastic = acc.quantizer->config().rounding == Rounding::Stochastic;
+        r.every = acc.every;
+        r.rule = makeElementRule(acc.quantizer->config());
+        return r;
+    }
+    void gemm(const GemmCall& call, const Accumulation& acc) {
+        if (acc.quantizer == nullptr) {
+            m_policy.gemm(call);
+            return;
+        }
+        m_policy.forEach(static_cast<std::size_t>(call.m) * static_cast<std::size_t>(call.n),
+                         kernels::RoundedGemm{call.c, call.a, call.b, call.m, call.n, call.k,
+                                              call.am, call.ak, call.bk, call.bn,
+                                              call.accumulate, rounding(acc)});
+    }
+    // The pooling layer's arg-max indices from forward, kept per layer for its backward.
+    int* argmaxFor(const MaxPool2d* layer, std::size_t n) {
+        auto& slot = m_argmax[layer];
+        if (slot.second < n)
+            slot = {static_cast<int*>(m_policy.allocate(n * sizeof(int))), n};
+        return slot.first;
+    }
+
+    Policy m_policy;
+    Tensor m_mxScale;
+    std::unordered_map<const MaxPool2d*, std::pair<int*, std::size_t>> m_argmax;
+};
+
+} // namespace plab

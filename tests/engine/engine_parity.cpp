@@ -1,0 +1,349 @@
+// Engine parity checks: the same inputs through CpuOps and the candidate, compared on the host.
+#include "engine_parity.h"
+
+#include "engine/cpu_ops.h"
+#include "nn/activation.h"
+#include "nn/conv2d.h"
+#include "nn/flatten.h"
+#include "nn/linear.h"
+#include "nn/max_pool2d.h"
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace plab::parity {
+
+void Report::expect(bool ok, const std::string& what) {
+    ++checks;
+    if (!ok)
+        failures.push_back(what);
+}
+
+double normalisedError(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size())
+        return INFINITY;
+    double diff = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
+        if (std::isnan(d) && !(std::isnan(a[i]) && std::isnan(b[i])))
+            return INFINITY;
+        if (!std::isnan(d))
+            diff = std::max(diff, d);
+        scale = std::max(scale, static_cast<double>(std::fabs(b[i])));
+    }
+    return scale == 0.0 ? diff : diff / scale;
+}
+
+int finish(const Report& report, const std::string& title) {
+    for (const std::string& f : report.failures)
+        std::printf("FAIL %s\n", f.c_str());
+    std::printf("%s: %d checks, %zu failed\n", title.c_str(), report.checks,
+                report.failures.size());
+    return report.failures.empty() ? 0 : 1;
+}
+
+namespace {
+
+std::vector<float> randomValues(std::size_t n, std::uint32_t seed, float sd = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, sd);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = normal(rng);
+    return v;
+}
+
+// Host data mirrored into an engine's memory.
+struct Mirror {
+    TensorOps& ops;
+    Tensor t;
+    Mirror(TensorOps& o, const std::vector<float>& host) : ops(o), t(o.allocate(host.size())) {
+        ops.upload(t, host.data());
+    }
+    std::vector<float> read() const {
+        std::vector<float> host(t.size);
+        ops.download(host.data(), t);
+        return host;
+    }
+};
+
+std::string describe(const std::string& what, double error, double bound) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: normalised error %.3g > %.3g", what.c_str(), error,
+                  bound);
+    return line;
+}
+
+void compare(Report& report, const std::string& what, const std::vector<float>& got,
+             const std::vector<float>& want, double bound) {
+    const double e = normalisedError(got, want);
+    report.expect(e <= bound, describe(what, e, bound));
+}
+
+struct LayerOutputs {
+    std::vector<float> out, din, dweights;
+};
+
+LayerOutputs runLayer(TensorOps& ops, Layer& layer, FeatureShape in, int batch,
+                      const Accumulation& acc) {
+    const std::size_t inN = static_cast<std::size_t>(batch) * in.size();
+    const std::size_t outN = static_cast<std::size_t>(batch) * layer.outputShape().size();
+    const std::size_t params = std::max<std::size_t>(layer.parameterCount(), 1);
+    Mirror x(ops, randomValues(inN, 1));
+    Mirror w(ops, randomValues(params, 2, 0.3f));
+    Mirror dy(ops, randomValues(outN, 3));
+    Mirror dw(ops, randomValues(params, 4, 0.1f)); // backward accumulates into it
+    Mirror y(ops, std::vector<float>(outN));
+    Mirror dx(ops, std::vector<float>(inN));
+    ops.forward(layer, y.t.data, x.t.data, w.t.data, batch, acc);
+    ops.backward(layer, dx.t.data, dw.t.data, dy.t.data, x.t.data, y.t.data, w.t.data, batch, acc);
+    return {y.read(), dx.read(), dw.read()};
+}
+
+} // namespace
+
+void layers(const OpsFactory& candidate, Report& report) {
+    struct Case {
+        std::string name;
+        std::function<std::unique_ptr<Layer>()> make;
+        FeatureShape in;
+    };
+    const std::vector<Case> cases = {
+        {"linear 50->30", [] { return std::make_unique<Linear>(50, 30); }, {50, 1, 1}},
+        {"conv3x3 3->4 on 8x7",
+         [] { return std::make_unique<Conv2d>(FeatureShape{3, 8, 7}, 4, 3); },
+         {3, 8, 7}},
+        {"conv5x5 2->3 on 6x6",
+         [] { return std::make_unique<Conv2d>(FeatureShape{2, 6, 6}, 3, 5); },
+         {2, 6, 6}},
+        {"maxpool on 3x7x6", [] { return std::make_unique<MaxPool2d>(FeatureShape{3, 7, 6}); },
+         {3, 7, 6}},
+        {"relu",
+         [] { return std::make_unique<Activation>(ActivationKind::ReLU, FeatureShape{40, 1, 1}); },
+         {40, 1, 1}},
+        {"gelu",
+         [] { return std::make_unique<Activation>(ActivationKind::GELU, FeatureShape{40, 1, 1}); },
+         {40, 1, 1}},
+        {"tanh",
+         [] { return std::make_unique<Activation>(ActivationKind::Tanh, FeatureShape{40, 1, 1}); },
+         {40, 1, 1}},
+        {"flatten", [] { return std::make_unique<Flatten>(FeatureShape{3, 4, 4}); }, {3, 4, 4}},
+    };
+    const Quantizer fp16(QuantConfig::forFormat(parseFormat("fp16")));
+    const Quantizer bf16sr(QuantConfig::forFormat(parseFormat("bf16"), Rounding::Stochastic));
+    struct AccCase {
+        std::string name;
+        Accumulation acc;
+        double bound;
+    };
+    const std::vector<AccCase> accumulations = {
+        {"fp32 accumulation", {}, kFp32Bound},
+        {"fp16 accumulator every 8", {&fp16, 8}, kAccumulatorBound},
+        {"bf16 stochastic accumulator every 16", {&bf16sr, 16}, 4 * kAccumulatorBound},
+    };
+    const int batch = 5;
+    for (const Case& c : cases)
+        for (const AccCase& a : accumulations) {
+            if (a.acc.quantizer != nullptr && !c.make()->hasWeights())
+                continue; // only products accumulate
+            CpuOps cpu;
+            std::unique_ptr<Layer> refLayer = c.make(), candLayer = c.make();
+            const LayerOutputs want = runLayer(cpu, *refLayer, c.in, batch, a.acc);
+            const std::unique_ptr<TensorOps> ops = candidate();
+            const LayerOutputs got = runLayer(*ops, *candLayer, c.in, batch, a.acc);
+            const std::string what = c.name + ", " + a.name;
+            compare(report, what + ": forward", got.out, want.out, a.bound);
+            compare(report, what + ": input gradient", got.din, want.din, a.bound);
+            if (refLayer->hasWeights())
+                compare(report, what + ": weight gradient", got.dweights, want.dweights, a.bound);
+        }
+}
+
+void lossAndReductions(const OpsFactory& candidate, Report& report) {
+    const int batch = 37, classes = 10;
+    std::vector<float> logits = randomValues(static_cast<std::size_t>(batch) * classes, 7, 3.0f);
+    std::vector<std::uint8_t> labels(batch);
+    for (int b = 0; b < batch; ++b)
+        labels[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>((b * 7) % classes);
+    CpuOps cpu;
+    const std::unique_ptr<TensorOps> ops = candidate();
+    auto run = [&](TensorOps& o, std::vector<float>& grad) {
+        Mirror z(o, logits), dz(o, std::vector<float>(logits.size()));
+        std::uint8_t* l = o.allocateLabels(labels.size());
+        o.uploadLabels(l, labels.data(), labels.size());
+        const LossResult r = o.softmaxCrossEntropy(z.t.data, l, batch, classes, dz.t.data, 1024.0f);
+        grad = dz.read();
+        return r;
+    };
+    std::vector<float> wantGrad, gotGrad;
+    const LossResult want = run(cpu, wantGrad), got = run(*ops, gotGrad);
+    report.expect(std::fabs(got.loss - want.loss) <= 1e-9 * std::fabs(want.loss),
+                  "softmax cross-entropy loss " + std::to_string(got.loss) + " vs " +
+                      std::to_string(want.loss));
+    report.expect(got.correct == want.correct, "softmax cross-entropy: correct count differs");
+    compare(report, "softmax cross-entropy gradient", gotGrad, wantGrad, kFp32Bound);
+
+    std::vector<float> v = randomValues(100003, 8, 0.01f);
+    v[17] = 3.5f;
+    Mirror a(cpu, v), b(*ops, v);
+    const TensorMoments mw = cpu.moments(a.t), mg = ops->moments(b.t);
+    report.expect(std::fabs(mg.mean - mw.mean) <= 1e-9 && std::fabs(mg.stdDev - mw.stdDev) <= 1e-9 &&
+                      mg.maxAbs == mw.maxAbs,
+                  "moments differ");
+    report.expect(ops->amax(b.t) == cpu.amax(a.t), "amax differs");
+    report.expect(std::fabs(ops->sumOfSquares(b.t) - cpu.sumOfSquares(a.t)) <=
+                      1e-9 * cpu.sumOfSquares(a.t),
+                  "sum of squares differs");
+    report.expect(ops->allFinite(b.t), "allFinite: false on finite data");
+    v[99999] = INFINITY;
+    Mirror c(*ops, v);
+    report.expect(!ops->allFinite(c.t), "allFinite: true with an Inf");
+    report.expect(ops->amax(c.t) == 3.5, "amax: Inf not skipped");
+}
+
+namespace {
+
+bool bitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+bool sameStats(const QuantStats& a, const QuantStats& b) {
+    return a.counts == b.counts && a.histogram == b.histogram && a.amax == b.amax;
+}
+
+} // namespace
+
+void quantisers(const OpsFactory& candidate, Report& report) {
+    std::vector<float> v = randomValues(4099, 9, 30.0f);
+    v[5] = 1e-30f;
+    v[6] = 0.0f;
+    for (const char* name : {"e4m3", "e5m2", "fp16", "e2m1"})
+        for (Rounding rounding : {Rounding::NearestEven, Rounding::Stochastic}) {
+            QuantConfig qc = QuantConfig::forFormat(parseFormat(name), rounding);
+            qc.overflow = Overflow::Saturate;
+            const Quantizer q(qc);
+            QuantizeOptions o;
+            o.seed = 5;
+            o.stream = 77;
+            const std::string what = std::string(name) +
+                                     (rounding == Rounding::Stochastic ? " SR" : " RNE");
+            CpuOps cpu;
+            const std::unique_ptr<TensorOps> ops = candidate();
+            {
+                Mirror a(cpu, v), b(*ops, v), ao(cpu, v), bo(*ops, v);
+                QuantStats sw, sg;
+                double amaxW = 0, amaxG = 0;
+                cpu.quantizeScaled(q, a.t, ao.t, 0.37, &sw, o, &amaxW);
+                ops->quantizeScaled(q, b.t, bo.t, 0.37, &sg, o, &amaxG);
+                ops->finishStatistics();
+                report.expect(bitIdentical(bo.read(), ao.read()) && sameStats(sg, sw) &&
+                                  amaxG == amaxW,
+                              what + ": scaled quantise not bit-identical");
+            }
+            {
+                Mirror a(cpu, v), b(*ops, v);
+                QuantStats sw, sg;
+                const MxResult rw = cpu.quantizeMx(q, a.t, &sw, o);
+                const MxResult rg = ops->quantizeMx(q, b.t, &sg, o);
+                ops->finishStatistics();
+                report.expect(bitIdentical(b.read(), a.read()) && sameStats(sg, sw) &&
+                                  rg.blocks == rw.blocks &&
+                                  rg.saturatedBlocks == rw.saturatedBlocks,
+                              what + ": MX quantise not bit-identical");
+            }
+        }
+}
+
+void optimisers(const OpsFactory& candidate, Report& report) {
+    const std::size_t n = 5000;
+    const std::vector<float> grad = randomValues(n, 10, 1e-3f), master = randomValues(n, 11);
+    for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Adam})
+        for (const char* state : {"fp32", "bf16"}) {
+            const OptimizerSettings settings{kind, 0.9, 1e-4, 0.9, 0.999, 1e-8};
+            const Quantizer stateFormat(
+                QuantConfig::forFormat(parseFormat(state), Rounding::Stochastic));
+            const Quantizer masterFormat(QuantConfig::forFormat(parseFormat("fp16")));
+            auto run = [&](TensorOps& o, TensorOps::UpdateCounts& counts) {
+                Mirror g(o, grad), m(o, master), u(o, std::vector<float>(n)),
+                    s(o, std::vector<float>(n));
+                OptimizerState st{o.allocate(n), kind == OptimizerKind::Adam ? o.allocate(n)
+                                                                            : Tensor{}};
+                QuantizeOptions opts;
+                opts.seed = 3;
+                for (int step = 1; step <= 3; ++step) {
+                    opts.stream = static_cast<std::uint64_t>(step);
+                    o.optimizerUpdate(settings, st, step, g.t, m.t, u.t, 0.01, stateFormat,
+                                      nullptr, opts);
+                    counts = o.applyMasterUpdate(m.t, u.t, s.t, masterFormat, nullptr, opts, true);
+                }
+                return m.read();
+            };
+            CpuOps cpu;
+            const std::unique_ptr<TensorOps> ops = candidate();
+            TensorOps::UpdateCounts cw, cg;
+            const std::vector<float> want = run(cpu, cw), got = run(*ops, cg);
+            const std::string what = std::string(kind == OptimizerKind::Sgd ? "sgd" : "adam") +
+                                     " with " + state + " state";
+            compare(report, what + ": master weights", got, want, kFp32Bound);
+            report.expect(cg.updates == cw.updates && cg.lost == cw.lost,
+                          what + ": update counts " + std::to_string(cg.lost) + "/" +
+                              std::to_string(cg.updates) + " lost vs " + std::to_string(cw.lost) +
+                              "/" + std::to_string(cw.updates));
+        }
+}
+
+void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report) {
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(42, 2048, 256));
+    struct Run {
+        std::string name;
+        nlohmann::json patch;
+        int steps, batch;
+    };
+    std::vector<Run> runs;
+    for (const Preset& p : presets()) {
+        nlohmann::json patch = p.json;
+        patch["model"]["hidden"] = plan.hidden;
+        runs.push_back({p.name, patch, plan.steps, plan.batch});
+    }
+    nlohmann::json cnn = findPreset("fp16-static").json;
+    cnn["model"] = {{"type", "cnn"}};
+    runs.push_back({"cnn fp16-static", cnn, plan.cnnSteps, plan.cnnBatch});
+    for (const auto& [name, patch, steps, batch] : runs) {
+        nlohmann::json j = {{"train", {{"steps", steps}, {"batch_size", batch}}}, {"seed", 7}};
+        j.merge_patch(patch);
+        const TrainConfig config = configFromJson(j);
+        Trainer ref(config, data, std::make_unique<CpuOps>());
+        Trainer cand(config, data, candidate());
+        // Two engines sum in different orders, so after a few steps their trajectories part like
+        // two seeds of one run: compare the first steps closely, then the mean of the last 50.
+        double early = 0.0, tailRef = 0.0, tailCand = 0.0;
+        bool finite = true;
+        const int tail = std::min(50, steps);
+        for (int s = 0; s < steps; ++s) {
+            const StepResult a = ref.step(), b = cand.step();
+            finite = finite && std::isfinite(a.scalars.loss) && std::isfinite(b.scalars.loss);
+            if (s < kEarlySteps)
+                early = std::max(early, std::fabs(a.scalars.loss - b.scalars.loss));
+            if (s >= steps - tail) {
+                tailRef += a.scalars.loss / tail;
+                tailCand += b.scalars.loss / tail;
+            }
+        }
+        const double tailDiff = std::fabs(tailRef - tailCand) / std::max(tailRef, 1e-3);
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "training %s, %d steps: first %d steps |loss difference| <= %.2g (bound "
+                      "%.0g); mean loss of the last %d %.4f vs %.4f, relative difference %.3f "
+                      "(bound %.2f)",
+                      name.c_str(), steps, kEarlySteps, early, kEarlyLossBound, tail, tailCand,
+                      tailRef, tailDiff, kTailLossBound);
+        report.expect(finite && early <= kEarlyLossBound && tailDiff <= kTailLossBound, line);
+        std::printf("%s\n", line);
+    }
+}
+
+} // namespace plab::parity

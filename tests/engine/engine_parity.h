@@ -1,0 +1,53 @@
+// Parity of a training engine (TensorOps) against the CPU engine, as plain C++ (GPU machines have
+// no Qt): every layer's forward and backward, the loss, the reductions, the scaled and MX
+// quantisers, the optimisers and the master update, and whole training runs of every preset.
+// Shared by the host emulation test (CI, no GPU) and the CUDA test (label gpu).
+#pragma once
+
+#include "engine/tensor_ops.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plab::parity {
+
+using OpsFactory = std::function<std::unique_ptr<TensorOps>()>;
+
+struct Report {
+    int checks = 0;
+    std::vector<std::string> failures; // one line each: what, measured, bound
+    void expect(bool ok, const std::string& what);
+};
+
+// Largest |a - b| over the largest |b| (the reference), the normalised error of one tensor.
+double normalisedError(const std::vector<float>& a, const std::vector<float>& b);
+
+// Bounds, stated once: FP32 arithmetic in a different order (1e-5 of the tensor's scale); a
+// narrow accumulator may round one partial sum differently (a few of its ulps, 2^-8). Whole runs:
+// the first 3 steps' losses within 1e-3 (before the engines' different summation orders
+// compound), and the mean loss of the last 50 steps within 10% (after, the runs differ as two
+// seeds of one experiment do).
+inline constexpr double kFp32Bound = 1e-5;
+inline constexpr double kAccumulatorBound = 1.0 / 256;
+inline constexpr int kEarlySteps = 3;
+inline constexpr double kEarlyLossBound = 1e-3, kTailLossBound = 0.10;
+
+void layers(const OpsFactory& candidate, Report& report);
+void lossAndReductions(const OpsFactory& candidate, Report& report);
+void quantisers(const OpsFactory& candidate, Report& report);
+void optimisers(const OpsFactory& candidate, Report& report);
+// Every preset on the MLP (hidden widths as given), and the CNN with FP16 and a static scale,
+// trained side by side on the built-in data.
+struct TrainingRuns {
+    int steps = 200, batch = 128;
+    std::vector<int> hidden = {256, 256};
+    int cnnSteps = 200, cnnBatch = 128;
+};
+void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report);
+
+// Prints the report; returns the process exit code (0 pass, 1 fail).
+int finish(const Report& report, const std::string& title);
+
+} // namespace plab::parity
