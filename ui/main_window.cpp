@@ -346,8 +346,8 @@ QString MainWindow::startRun(const TrainConfig& config) {
 }
 
 void MainWindow::showDeviceChoice(const TrainConfig& config) {
-    // Training runs on the CPU in this version whatever is chosen; the status label's tooltip says
-    // what the choice resolved to, why (the fallback notice) and what the machine offers, like
+    // The status label names the engine the session runs on; its tooltip says what the choice
+    // resolved to, why (the fallback notice) and what the machine offers, like
     // `precision-lab-cli devices`.
     const DeviceChoice choice = resolveDevice(parseDeviceSpec(config.device));
     QString devices;
@@ -357,8 +357,6 @@ void MainWindow::showDeviceChoice(const TrainConfig& config) {
     QString text =
         tr("Device %1: %2")
             .arg(QString::fromStdString(config.device), QString::fromStdString(choice.label));
-    if (choice.cuda)
-        text += tr(" (training runs on the CPU in this version)");
     m_deviceNotice = QString::fromStdString(choice.notice);
     m_backend->setToolTip(
         (m_deviceNotice.isEmpty() ? text : text + QLatin1Char('\n') + m_deviceNotice) +
@@ -514,7 +512,10 @@ void MainWindow::showError(const QString& title, const QString& message) {
 
 void MainWindow::updateStatus() {
     const SessionState state = m_controller->state();
-    m_backend->setText(tr("CPU, %1 thread(s)").arg(std::max(1u, m_controller->config().threads)));
+    const std::string engine = m_controller->deviceName();
+    m_backend->setText(engine.empty() || engine == "cpu"
+                           ? tr("CPU, %1 thread(s)").arg(std::max(1u, m_controller->config().threads))
+                           : QString::fromStdString(engine));
     m_trainAction->setText(m_controller->wantsRunning() ? tr("Pause") : tr("Train"));
     const TrainingSnapshot* s = m_controller->latest();
     const std::int64_t planned = m_controller->plannedSteps();

@@ -26,6 +26,8 @@ public:
     QString configure(const TrainConfig& config, const QString& runDir = {});
 
     bool hasSession() const { return m_session != nullptr; }
+    // The engine the session trains on ("cpu", "cuda:0 (...)"); empty without a session.
+    std::string deviceName() const { return m_session ? m_session->deviceName() : std::string(); }
     // The data of the current run (shared with the session).
     std::shared_ptr<const DataSplit> data() const { return m_data; }
     const TrainConfig& config() const { return m_config; }

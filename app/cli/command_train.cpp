@@ -91,17 +91,16 @@ int runTrain(const TrainArgs& args) {
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());
-    if (device.cuda) // said plainly: the GPU training engine (issue 7) has not landed yet
-        std::fprintf(stderr,
-                     "note: training runs on the CPU in this version; the GPU runs "
-                     "`bench quantize --device %s`\n",
-                     toString(parseDeviceSpec(config.device)).c_str());
     const std::string out = args.out.empty() ? std::string("runs/latest") : args.out;
     TrainingSession session(config, data, out);
+    if (!session.deviceNotice().empty() && session.deviceNotice() != device.notice)
+        std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;
-    std::fprintf(stderr, "training %s on %s (%zu train / %zu test), %lld steps, run log in %s\n",
+    std::fprintf(stderr,
+                 "training %s on %s (%zu train / %zu test) on %s, %lld steps, run log in %s\n",
                  config.model.type.c_str(), data->train.name.c_str(), data->train.count(),
-                 data->test.count(), static_cast<long long>(session.plannedSteps()), out.c_str());
+                 data->test.count(), session.deviceName().c_str(),
+                 static_cast<long long>(session.plannedSteps()), out.c_str());
     const auto start = std::chrono::steady_clock::now();
     session.start();
     StepScalars last;

@@ -3,6 +3,7 @@
 // quantise kernel with transfers for tools and tests.
 #include "cuda/cuda_backend.h"
 
+#include "cuda/cuda_ops.h"
 #include "cuda/quantize_kernel.h"
 #include "numerics/reference_quantize.h"
 
@@ -202,6 +203,10 @@ public:
         t.elements = n;
         t.repeat = repeat;
         return t;
+    }
+
+    std::unique_ptr<TensorOps> makeTensorOps(int device) const override {
+        return makeCudaOps(device);
     }
 
 private:

@@ -36,13 +36,18 @@ std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& con
     if (spec.kind == DeviceKind::Cpu)
         return {std::make_unique<CpuOps>(), std::string()};
     const DeviceChoice choice = resolveDevice(spec);
+    std::string notice = spec.kind == DeviceKind::Auto ? std::string() : choice.notice;
     if (choice.cuda)
-        if (const ComputeBackend* cuda = findBackend("cuda"))
-            if (std::unique_ptr<TensorOps> ops = cuda->makeTensorOps(choice.index))
-                return {std::move(ops), std::string()};
+        if (const ComputeBackend* cuda = findBackend("cuda")) {
+            try {
+                if (std::unique_ptr<TensorOps> ops = cuda->makeTensorOps(choice.index))
+                    return {std::move(ops), std::string()};
+            } catch (const std::exception& e) { // e.g. out of device memory
+                notice = std::string(e.what()) + "; training on the CPU";
+            }
+        }
     // auto with no GPU is not worth a notice; an explicit request that fell back is.
-    return {std::make_unique<CpuOps>(),
-            spec.kind == DeviceKind::Auto ? std::string() : choice.notice};
+    return {std::make_unique<CpuOps>(), notice};
 }
 
 } // namespace

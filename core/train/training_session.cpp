@@ -30,6 +30,8 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
       m_trainer(std::make_unique<Trainer>(config, m_data)),
       m_plannedSteps(m_trainer->plannedSteps()) {
+    m_deviceName = m_trainer->deviceName();
+    m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())
         m_log = std::make_unique<RunLog>(m_runDir, m_config, m_trainer->stageNames());
     m_started = std::chrono::steady_clock::now();

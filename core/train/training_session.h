@@ -51,6 +51,10 @@ public:
     SessionState state() const { return m_state.load(); }
     std::string stopReason() const;
     std::int64_t plannedSteps() const { return m_plannedSteps; }
+    // The engine the run trains on ("cpu", "cuda:0 (...)") and why it is not the one asked for
+    // (empty when it is). Fixed for the session's lifetime; safe from any thread.
+    const std::string& deviceName() const { return m_deviceName; }
+    const std::string& deviceNotice() const { return m_deviceNotice; }
     std::string runDir() const { return m_runDir; }
     // Blocks until the run is finished, stopped, diverged or failed.
     void waitUntilDone();
@@ -73,6 +77,7 @@ private:
     std::shared_ptr<const DataSplit> m_data;
     std::string m_runDir;
     std::unique_ptr<Trainer> m_trainer;
+    std::string m_deviceName, m_deviceNotice;
     std::unique_ptr<RunLog> m_log;
     std::int64_t m_plannedSteps = 0;
 

@@ -1,0 +1,289 @@
+// The CUDA training engine: KernelOps (engine/kernel_ops.h) with a policy that runs each body as
+// a grid on one stream. Tensors stay on the device for the whole step; what comes back is the
+// scalars a step decides on (loss, finiteness, per-layer moments, amaxes) and, on statistics
+// steps, the class counts and histograms, gathered in device slots during the step and copied
+// back together once at its end (finishStatistics).
+#include "cuda/cuda_ops.h"
+
+#include "cuda/quantize_kernel.h"
+#include "engine/kernel_ops.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace plab {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr unsigned kFullMask = 0xFFFFFFFFu;
+
+void check(cudaError_t e, int device, const char* what) {
+    if (e != cudaSuccess)
+        throw std::runtime_error("cuda:" + std::to_string(device) + ": " + what + " failed (" +
+                                 cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
+}
+
+template <class Body>
+__global__ void __launch_bounds__(kThreads) eachKernel(std::size_t n, Body body) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        body(i);
+}
+
+__device__ void warpCombine(kernels::Reduction& r) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        r.sum += __shfl_down_sync(kFullMask, r.sum, offset);
+        r.sumSq += __shfl_down_sync(kFullMask, r.sumSq, offset);
+        const unsigned other = __shfl_down_sync(kFullMask, r.maxBits, offset);
+        r.maxBits = r.maxBits > other ? r.maxBits : other;
+    }
+}
+
+// Per thread, then per warp (shuffles), then per block (shared memory), then one atomic merge
+// per block into *out.
+template <class Body>
+__global__ void __launch_bounds__(kThreads)
+    reduceKernel(std::size_t n, Body body, kernels::Reduction* out) {
+    __shared__ double sums[kThreads / 32], squares[kThreads / 32];
+    __shared__ unsigned maxima[kThreads / 32];
+    kernels::Reduction local;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        kernels::combine(local, body(i));
+    warpCombine(local);
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        sums[warp] = local.sum;
+        squares[warp] = local.sumSq;
+        maxima[warp] = local.maxBits;
+    }
+    __syncthreads();
+    if (warp != 0)
+        return;
+    kernels::Reduction block;
+    if (lane < blockDim.x / 32) {
+        block.sum = sums[lane];
+        block.sumSq = squares[lane];
+        block.maxBits = maxima[lane];
+    }
+    warpCombine(block);
+    if (lane == 0) {
+        atomicAdd(&out->sum, block.sum);
+        atomicAdd(&out->sumSq, block.sumSq);
+        atomicMax(reinterpret_cast<unsigned*>(&out->maxBits), block.maxBits);
+    }
+}
+
+// Plain FP32 products with FP32 accumulation: 16x16 tiles through shared memory, any strides
+// (the three products of a linear layer differ only in them). Explicit FMAs: the target is
+// built with -fmad=false for the bit-exact element functions, not for this.
+constexpr int kTile = 16;
+__global__ void gemmKernel(GemmCall g) {
+    __shared__ float as[kTile][kTile + 1], bs[kTile][kTile + 1];
+    const int row = blockIdx.y * kTile + threadIdx.y, col = blockIdx.x * kTile + threadIdx.x;
+    float sum = 0.0f;
+    for (int t = 0; t < g.k; t += kTile) {
+        const int ka = t + threadIdx.x, kb = t + threadIdx.y;
+        as[threadIdx.y][threadIdx.x] =
+            row < g.m && ka < g.k ? g.a[row * g.am + static_cast<std::size_t>(ka) * g.ak] : 0.0f;
+        bs[threadIdx.y][threadIdx.x] =
+            kb < g.k && col < g.n ? g.b[static_cast<std::size_t>(kb) * g.bk + col * g.bn] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < kTile; ++k)
+            sum = __fmaf_rn(as[threadIdx.y][k], bs[k][threadIdx.x], sum);
+        __syncthreads();
+    }
+    if (row < g.m && col < g.n) {
+        float* c = g.c + static_cast<std::size_t>(row) * g.n + col;
+        *c = g.accumulate ? *c + sum : sum;
+    }
+}
+
+class CudaPolicy {
+public:
+    explicit CudaPolicy(int device) : m_device(device) {
+        check(cudaSetDevice(device), device, "cudaSetDevice");
+        cudaDeviceProp p{};
+        check(cudaGetDeviceProperties(&p, device), device, "cudaGetDeviceProperties");
+        m_name = "cuda:" + std::to_string(device) + " (" + p.name + ")";
+        m_multiprocessors = p.multiProcessorCount;
+        check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), device,
+              "cudaStreamCreate");
+        m_reduction = static_cast<kernels::Reduction*>(allocate(sizeof(kernels::Reduction)));
+        check(cudaMallocHost(reinterpret_cast<void**>(&m_reductionHost), sizeof(kernels::Reduction)),
+              device, "cudaMallocHost");
+    }
+    ~CudaPolicy() {
+        cudaSetDevice(m_device);
+        cudaStreamSynchronize(m_stream);
+        for (void* p : m_allocations)
+            cudaFree(p);
+        cudaFreeHost(m_reductionHost);
+        cudaFreeHost(m_countersHost);
+        cudaStreamDestroy(m_stream);
+    }
+    CudaPolicy(const CudaPolicy&) = delete;
+    CudaPolicy& operator=(const CudaPolicy&) = delete;
+
+    std::string name() const { return m_name; }
+
+    void* allocate(std::size_t bytes) {
+        select();
+        void* p = nullptr;
+        check(cudaMalloc(&p, bytes + (bytes == 0)), m_device, "cudaMalloc");
+        m_allocations.push_back(p);
+        check(cudaMemsetAsync(p, 0, bytes, m_stream), m_device, "cudaMemset");
+        return p;
+    }
+    void toDevice(void* dst, const void* host, std::size_t bytes) {
+        select();
+        // Pageable host memory: the call returns once the bytes are staged, so the caller may
+        // reuse its buffer straight away.
+        check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, m_stream), m_device,
+              "copy to the device");
+    }
+    void toHost(void* host, const void* src, std::size_t bytes) {
+        select();
+        check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, m_stream), m_device,
+              "copy from the device");
+        check(cudaStreamSynchronize(m_stream), m_device, "the step's kernels");
+    }
+    void copyOnDevice(void* dst, const void* src, std::size_t bytes) {
+        select();
+        if (bytes != 0 && dst != src)
+            check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, m_stream), m_device,
+                  "device copy");
+    }
+
+    template <class Body>
+    void forEach(std::size_t n, const Body& body) {
+        if (n == 0)
+            return;
+        select();
+        eachKernel<<<blocksFor(n), kThreads, 0, m_stream>>>(n, body);
+        check(cudaGetLastError(), m_device, "kernel launch");
+    }
+    template <class Body>
+    kernels::Reduction reduce(std::size_t n, const Body& body) {
+        select();
+        check(cudaMemsetAsync(m_reduction, 0, sizeof(kernels::Reduction), m_stream), m_device,
+              "cudaMemset");
+        if (n != 0) {
+            reduceKernel<<<blocksFor(n), kThreads, 0, m_stream>>>(n, body, m_reduction);
+            check(cudaGetLastError(), m_device, "kernel launch");
+        }
+        check(cudaMemcpyAsync(m_reductionHost, m_reduction, sizeof(kernels::Reduction),
+                              cudaMemcpyDeviceToHost, m_stream),
+              m_device, "copy of a reduction");
+        check(cudaStreamSynchronize(m_stream), m_device, "the step's kernels");
+        return *m_reductionHost;
+    }
+
+    void gemm(const GemmCall& call) {
+        if (call.m == 0 || call.n == 0)
+            return;
+        select();
+        const dim3 threads(kTile, kTile);
+        const dim3 blocks(static_cast<unsigned>((call.n + kTile - 1) / kTile),
+                          static_cast<unsigned>((call.m + kTile - 1) / kTile));
+        gemmKernel<<<blocks, threads, 0, m_stream>>>(call);
+        check(cudaGetLastError(), m_device, "kernel launch");
+    }
+
+    void quantize(const Quantizer& q, const float* in, float* out, std::size_t n,
+                  QuantStats* stats, const QuantizeOptions& options) {
+        if (n == 0)
+            return;
+        if (stats == nullptr && q.isIdentity()) { // FP32 itself: nothing to round
+            copyOnDevice(out, in, n * sizeof(float));
+            return;
+        }
+        select();
+        cuda::QuantizeLaunch l;
+        l.rule = makeElementRule(q.config());
+        l.stochastic = q.config().rounding == Rounding::Stochastic;
+        l.seed = options.seed;
+        l.stream = options.stream;
+        l.firstIndex = options.firstIndex;
+        l.in = in;
+        l.out = out;
+        l.n = n;
+        l.counters = stats != nullptr ? counterSlot(stats) : nullptr;
+        l.cudaStream = m_stream;
+        l.multiprocessors = m_multiprocessors;
+        check(static_cast<cudaError_t>(cuda::launchQuantize(l)), m_device, "kernel launch");
+    }
+
+    // One copy of every statistics slot the step filled, then the merge on the host.
+    void finishStatistics() {
+        if (m_pending.empty())
+            return;
+        select();
+        const std::size_t bytes = m_pending.size() * sizeof(cuda::DeviceCounters);
+        check(cudaMemcpyAsync(m_countersHost, m_counters, bytes, cudaMemcpyDeviceToHost, m_stream),
+              m_device, "copy of the statistics");
+        check(cudaStreamSynchronize(m_stream), m_device, "the step's kernels");
+        for (std::size_t i = 0; i < m_pending.size(); ++i) {
+            const cuda::DeviceCounters& c = m_countersHost[i];
+            QuantStats s;
+            for (std::size_t k = 0; k < kQuantClassCount; ++k)
+                s.counts[k] = c.counts[k];
+            for (std::size_t b = 0; b < kHistBinCount; ++b)
+                s.histogram[b] = c.histogram[b];
+            std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
+            m_pending[i]->merge(s);
+        }
+        m_pending.clear();
+    }
+
+private:
+    void select() const { check(cudaSetDevice(m_device), m_device, "cudaSetDevice"); }
+    unsigned blocksFor(std::size_t n) const {
+        const std::size_t needed = (n + kThreads - 1) / kThreads;
+        const std::size_t most = static_cast<std::size_t>(m_multiprocessors) * 16;
+        return static_cast<unsigned>(needed < most ? needed : most);
+    }
+    // A zeroed device slot for one quantise call's statistics, merged into *stats later.
+    cuda::DeviceCounters* counterSlot(QuantStats* stats) {
+        constexpr std::size_t kSlots = 128;
+        if (m_counters == nullptr) {
+            m_counters = static_cast<cuda::DeviceCounters*>(
+                allocate(kSlots * sizeof(cuda::DeviceCounters)));
+            check(cudaMallocHost(reinterpret_cast<void**>(&m_countersHost),
+                                 kSlots * sizeof(cuda::DeviceCounters)),
+                  m_device, "cudaMallocHost");
+        }
+        if (m_pending.size() == kSlots)
+            finishStatistics(); // more quantise calls in one step than slots: land these first
+        cuda::DeviceCounters* slot = m_counters + m_pending.size();
+        check(cudaMemsetAsync(slot, 0, sizeof *slot, m_stream), m_device, "cudaMemset");
+        m_pending.push_back(stats);
+        return slot;
+    }
+
+    int m_device;
+    std::string m_name;
+    int m_multiprocessors = 1;
+    cudaStream_t m_stream = nullptr;
+    std::vector<void*> m_allocations;
+    kernels::Reduction* m_reduction = nullptr;
+    kernels::Reduction* m_reductionHost = nullptr;
+    cuda::DeviceCounters* m_counters = nullptr;
+    cuda::DeviceCounters* m_countersHost = nullptr;
+    std::vector<QuantStats*> m_pending;
+};
+
+} // namespace
+
+std::unique_ptr<TensorOps> makeCudaOps(int device) {
+    return std::make_unique<KernelOps<CudaPolicy>>(device);
+}
+
+} // namespace plab
