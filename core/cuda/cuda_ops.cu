@@ -5,6 +5,7 @@
 // back together once at its end (finishStatistics).
 #include "cuda/cuda_ops.h"
 
+#include "cuda/cublas_library.h"
 #include "cuda/quantize_kernel.h"
 #include "engine/kernel_ops.h"
 
@@ -81,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// Plain FP32 products with FP32 accumulation: 16x16 tiles through shared memory, any strides
+// Plain FP32 products with FP32 accumulation where cuBLAS is missing: 16x16 tiles through shared memory, any strides
 // (the three products of a linear layer differ only in them). Explicit FMAs: the target is
 // built with -fmad=false for the bit-exact element functions, not for this.
 constexpr int kTile = 16;
@@ -117,12 +118,18 @@ public:
         check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), device,
               "cudaStreamCreate");
         m_reduction = static_cast<kernels::Reduction*>(allocate(sizeof(kernels::Reduction)));
+        m_cublas = cuda::CublasLibrary::instance();
+        if (m_cublas != nullptr)
+            m_cublasHandle = m_cublas->createHandle(m_stream);
+        m_name += m_cublasHandle != nullptr ? ", cuBLAS" : ", own GEMM kernel";
         check(cudaMallocHost(reinterpret_cast<void**>(&m_reductionHost), sizeof(kernels::Reduction)),
               device, "cudaMallocHost");
     }
     ~CudaPolicy() {
         cudaSetDevice(m_device);
         cudaStreamSynchronize(m_stream);
+        if (m_cublasHandle != nullptr)
+            m_cublas->destroyHandle(m_cublasHandle);
         for (void* p : m_allocations)
             cudaFree(p);
         cudaFreeHost(m_reductionHost);
@@ -190,6 +197,14 @@ public:
         if (call.m == 0 || call.n == 0)
             return;
         select();
+        if (m_cublasHandle != nullptr) {
+            const int status = m_cublas->sgemm(m_cublasHandle, call);
+            if (status != 0)
+                throw std::runtime_error("cuda:" + std::to_string(m_device) +
+                                         ": cublasSgemm failed (status " +
+                                         std::to_string(status) + ")");
+            return;
+        }
         const dim3 threads(kTile, kTile);
         const dim3 blocks(static_cast<unsigned>((call.n + kTile - 1) / kTile),
                           static_cast<unsigned>((call.m + kTile - 1) / kTile));
@@ -278,6 +293,8 @@ private:
     cuda::DeviceCounters* m_counters = nullptr;
     cuda::DeviceCounters* m_countersHost = nullptr;
     std::vector<QuantStats*> m_pending;
+    const cuda::CublasLibrary* m_cublas = nullptr;
+    void* m_cublasHandle = nullptr; // null: the tiled kernel does the products
 };
 
 } // namespace

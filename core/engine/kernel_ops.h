@@ -17,6 +17,7 @@
 //   void finishStatistics();                                 // late statistics land
 #pragma once
 
+#include "engine/gemm_call.h"
 #include "engine/kernel_bodies.h"
 #include "engine/tensor_ops.h"
 #include "nn/activation.h"
@@ -34,17 +35,6 @@
 #include <utility>
 
 namespace plab {
-
-// C (M, N) row-major = or += sum_k A(m, k) B(k, n), A(m, k) = a[m*am + k*ak], B(k, n) =
-// b[k*bk + n*bn]: the three products of a linear layer are this with different strides.
-struct GemmCall {
-    float* c;
-    const float* a;
-    const float* b;
-    int m, n, k;
-    std::size_t am, ak, bk, bn;
-    bool accumulate;
-};
 
 template <class Policy>
 class KernelOps final : public TensorOps {

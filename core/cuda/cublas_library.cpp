@@ -1,0 +1,81 @@
+// CublasLibrary: dlopen/dlsym of the four cuBLAS entry points the engine uses.
+#include "cuda/cublas_library.h"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+namespace plab::cuda {
+namespace {
+
+using CreateFn = cublasStatus_t (*)(cublasHandle_t*);
+using DestroyFn = cublasStatus_t (*)(cublasHandle_t);
+using SetStreamFn = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
+using SgemmFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                   int, const float*, const float*, int, const float*, int,
+                                   const float*, float*, int);
+
+} // namespace
+
+const CublasLibrary* CublasLibrary::instance() {
+    static const CublasLibrary* const library = []() -> const CublasLibrary* {
+        if (std::getenv("PLAB_NO_CUBLAS") != nullptr)
+            return nullptr;
+        // The soname this toolkit links against first, then the toolkit's own folder (often not
+        // on the loader's path).
+        for (const char* name : {"libcublas.so." PLAB_CUBLAS_MAJOR, "libcublas.so",
+                                 "/usr/local/cuda/lib64/libcublas.so." PLAB_CUBLAS_MAJOR}) {
+            void* so = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+            if (so == nullptr)
+                continue;
+            auto* l = new CublasLibrary; // lives as long as the process, like the library
+            l->m_path = name;
+            l->m_create = dlsym(so, "cublasCreate_v2");
+            l->m_destroy = dlsym(so, "cublasDestroy_v2");
+            l->m_setStream = dlsym(so, "cublasSetStream_v2");
+            l->m_sgemm = dlsym(so, "cublasSgemm_v2");
+            if (l->m_create && l->m_destroy && l->m_setStream && l->m_sgemm)
+                return l;
+            delete l;
+            dlclose(so);
+        }
+        return nullptr;
+    }();
+    return library;
+}
+
+void* CublasLibrary::createHandle(void* stream) const {
+    cublasHandle_t h = nullptr;
+    if (reinterpret_cast<CreateFn>(m_create)(&h) != CUBLAS_STATUS_SUCCESS)
+        return nullptr;
+    if (reinterpret_cast<SetStreamFn>(m_setStream)(h, static_cast<cudaStream_t>(stream)) !=
+        CUBLAS_STATUS_SUCCESS) {
+        reinterpret_cast<DestroyFn>(m_destroy)(h);
+        return nullptr;
+    }
+    return h;
+}
+
+void CublasLibrary::destroyHandle(void* handle) const {
+    if (handle != nullptr)
+        reinterpret_cast<DestroyFn>(m_destroy)(static_cast<cublasHandle_t>(handle));
+}
+
+int CublasLibrary::sgemm(void* handle, const GemmCall& g) const {
+    // cuBLAS is column-major: the row-major C (M, N) is the column-major C^T (N, M) = B^T A^T.
+    // B^T as column-major (N, K): b[n*bn + k*bk]: no transpose with ld = bk when bn == 1, else
+    // the transpose of the column-major (K, N) with ld = bn. A^T (K, M) likewise.
+    const bool bRowMajor = g.bn == 1;
+    const cublasOperation_t opB = bRowMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
+    const int ldb = static_cast<int>(bRowMajor ? g.bk : g.bn);
+    const bool aRowMajor = g.ak == 1;
+    const cublasOperation_t opA = aRowMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
+    const int lda = static_cast<int>(aRowMajor ? g.am : g.ak);
+    const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+    return static_cast<int>(reinterpret_cast<SgemmFn>(m_sgemm)(
+        static_cast<cublasHandle_t>(handle), opB, opA, g.n, g.m, g.k, &alpha, g.b, ldb, g.a, lda,
+        &beta, g.c, g.n));
+}
+
+} // namespace plab::cuda
