@@ -2,7 +2,7 @@
 // a grid on one stream. Tensors stay on the device for the whole step; what comes back is the
 // scalars a step decides on (loss, finiteness, per-layer moments, amaxes) and, on statistics
 // steps, the class counts and histograms, gathered in device slots during the step and copied
-// back together once at its end (finishStatistics).
+// back together on a side stream while the next step runs (sendStatistics).
 #include "cuda/cuda_ops.h"
 
 #include "cuda/cublas_library.h"
@@ -117,6 +117,12 @@ public:
         m_multiprocessors = p.multiProcessorCount;
         check(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking), device,
               "cudaStreamCreate");
+        check(cudaStreamCreateWithFlags(&m_copyStream, cudaStreamNonBlocking), device,
+              "cudaStreamCreate");
+        check(cudaEventCreateWithFlags(&m_counted, cudaEventDisableTiming), device,
+              "cudaEventCreate");
+        check(cudaEventCreateWithFlags(&m_copied, cudaEventDisableTiming), device,
+              "cudaEventCreate");
         m_reduction = static_cast<kernels::Reduction*>(allocate(sizeof(kernels::Reduction)));
         m_cublas = cuda::CublasLibrary::instance();
         if (m_cublas != nullptr)
@@ -128,12 +134,16 @@ public:
     ~CudaPolicy() {
         cudaSetDevice(m_device);
         cudaStreamSynchronize(m_stream);
+        cudaStreamSynchronize(m_copyStream);
         if (m_cublasHandle != nullptr)
             m_cublas->destroyHandle(m_cublasHandle);
         for (void* p : m_allocations)
             cudaFree(p);
         cudaFreeHost(m_reductionHost);
         cudaFreeHost(m_countersHost);
+        cudaEventDestroy(m_counted);
+        cudaEventDestroy(m_copied);
+        cudaStreamDestroy(m_copyStream);
         cudaStreamDestroy(m_stream);
     }
     CudaPolicy(const CudaPolicy&) = delete;
@@ -236,26 +246,41 @@ public:
         check(static_cast<cudaError_t>(cuda::launchQuantize(l)), m_device, "kernel launch");
     }
 
-    // One copy of every statistics slot the step filled, then the merge on the host.
-    void finishStatistics() {
-        if (m_pending.empty())
+    // Ends the step's statistics: after an event marking its kernels, the side stream copies
+    // the filled slots to pinned memory while the main stream goes on with the next step, whose
+    // quantise calls fill the other bank.
+    void sendStatistics() {
+        Bank& bank = m_banks[m_filling];
+        if (bank.pending.empty())
             return;
+        receiveStatistics(true); // one batch in flight at a time
         select();
-        const std::size_t bytes = m_pending.size() * sizeof(cuda::DeviceCounters);
-        check(cudaMemcpyAsync(m_countersHost, m_counters, bytes, cudaMemcpyDeviceToHost, m_stream),
+        check(cudaEventRecord(m_counted, m_stream), m_device, "cudaEventRecord");
+        check(cudaStreamWaitEvent(m_copyStream, m_counted, 0), m_device, "cudaStreamWaitEvent");
+        check(cudaMemcpyAsync(m_countersHost, bank.device,
+                              bank.pending.size() * sizeof(cuda::DeviceCounters),
+                              cudaMemcpyDeviceToHost, m_copyStream),
               m_device, "copy of the statistics");
-        check(cudaStreamSynchronize(m_stream), m_device, "the step's kernels");
-        for (std::size_t i = 0; i < m_pending.size(); ++i) {
-            const cuda::DeviceCounters& c = m_countersHost[i];
-            QuantStats s;
-            for (std::size_t k = 0; k < kQuantClassCount; ++k)
-                s.counts[k] = c.counts[k];
-            for (std::size_t b = 0; b < kHistBinCount; ++b)
-                s.histogram[b] = c.histogram[b];
-            std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
-            m_pending[i]->merge(s);
+        check(cudaEventRecord(m_copied, m_copyStream), m_device, "cudaEventRecord");
+        m_inFlight = m_filling;
+        m_filling = 1 - m_filling;
+    }
+    bool receiveStatistics(bool wait) {
+        if (m_inFlight < 0)
+            return true;
+        select();
+        if (wait) {
+            check(cudaEventSynchronize(m_copied), m_device, "the statistics copy");
+        } else {
+            const cudaError_t e = cudaEventQuery(m_copied);
+            if (e == cudaErrorNotReady)
+                return false;
+            check(e, m_device, "the statistics copy");
         }
-        m_pending.clear();
+        Bank& bank = m_banks[m_inFlight];
+        merge(bank.pending);
+        m_inFlight = -1;
+        return true;
     }
 
 private:
@@ -267,20 +292,42 @@ private:
     }
     // A zeroed device slot for one quantise call's statistics, merged into *stats later.
     cuda::DeviceCounters* counterSlot(QuantStats* stats) {
-        constexpr std::size_t kSlots = 128;
-        if (m_counters == nullptr) {
-            m_counters = static_cast<cuda::DeviceCounters*>(
-                allocate(kSlots * sizeof(cuda::DeviceCounters)));
+        if (m_countersHost == nullptr) {
+            for (Bank& bank : m_banks)
+                bank.device = static_cast<cuda::DeviceCounters*>(
+                    allocate(kSlots * sizeof(cuda::DeviceCounters)));
             check(cudaMallocHost(reinterpret_cast<void**>(&m_countersHost),
                                  kSlots * sizeof(cuda::DeviceCounters)),
                   m_device, "cudaMallocHost");
         }
-        if (m_pending.size() == kSlots)
-            finishStatistics(); // more quantise calls in one step than slots: land these first
-        cuda::DeviceCounters* slot = m_counters + m_pending.size();
+        Bank& bank = m_banks[m_filling];
+        if (bank.pending.size() == kSlots) { // more quantise calls in one step than slots
+            receiveStatistics(true);         // the host buffer is free, then land these now
+            check(cudaMemcpyAsync(m_countersHost, bank.device,
+                                  kSlots * sizeof(cuda::DeviceCounters), cudaMemcpyDeviceToHost,
+                                  m_stream),
+                  m_device, "copy of the statistics");
+            check(cudaStreamSynchronize(m_stream), m_device, "the step's kernels");
+            merge(bank.pending);
+        }
+        cuda::DeviceCounters* slot = bank.device + bank.pending.size();
         check(cudaMemsetAsync(slot, 0, sizeof *slot, m_stream), m_device, "cudaMemset");
-        m_pending.push_back(stats);
+        bank.pending.push_back(stats);
         return slot;
+    }
+    // The host copy of a bank's slots into their QuantStats; the bank is free again.
+    void merge(std::vector<QuantStats*>& pending) {
+        for (std::size_t i = 0; i < pending.size(); ++i) {
+            const cuda::DeviceCounters& c = m_countersHost[i];
+            QuantStats s;
+            for (std::size_t k = 0; k < kQuantClassCount; ++k)
+                s.counts[k] = c.counts[k];
+            for (std::size_t b = 0; b < kHistBinCount; ++b)
+                s.histogram[b] = c.histogram[b];
+            std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
+            pending[i]->merge(s);
+        }
+        pending.clear();
     }
 
     int m_device;
@@ -290,9 +337,18 @@ private:
     std::vector<void*> m_allocations;
     kernels::Reduction* m_reduction = nullptr;
     kernels::Reduction* m_reductionHost = nullptr;
-    cuda::DeviceCounters* m_counters = nullptr;
+    // Statistics: two banks of device slots (one filling, one possibly on its way back), one
+    // pinned host buffer, a side stream for the copies and the events that order them.
+    static constexpr std::size_t kSlots = 128;
+    struct Bank {
+        cuda::DeviceCounters* device = nullptr;
+        std::vector<QuantStats*> pending; // the QuantStats each filled slot merges into
+    };
+    Bank m_banks[2];
+    int m_filling = 0, m_inFlight = -1;
     cuda::DeviceCounters* m_countersHost = nullptr;
-    std::vector<QuantStats*> m_pending;
+    cudaStream_t m_copyStream = nullptr;
+    cudaEvent_t m_counted = nullptr, m_copied = nullptr;
     const cuda::CublasLibrary* m_cublas = nullptr;
     void* m_cublasHandle = nullptr; // null: the tiled kernel does the products
 };

@@ -4,6 +4,7 @@
 #include "engine/kernel_ops.h"
 
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -12,6 +13,8 @@ namespace {
 
 class HostPolicy {
 public:
+    explicit HostPolicy(HostStatistics statistics) : m_late(statistics == HostStatistics::Late) {}
+
     std::string name() const { return "host emulation of the GPU kernels"; }
 
     void* allocate(std::size_t bytes) {
@@ -58,18 +61,53 @@ public:
                   QuantStats* stats, const QuantizeOptions& options) {
         // The CPU quantiser is bit-identical to the CUDA kernel (both run quantizeElement with
         // the same Philox words; tests/gpu holds them together on a device).
-        q.quantize({in, n}, {out, n}, stats, options);
+        if (!m_late || stats == nullptr) {
+            q.quantize({in, n}, {out, n}, stats, options);
+            return;
+        }
+        Late& counted = m_banks[m_filling].emplace_back();
+        counted.target = stats;
+        q.quantize({in, n}, {out, n}, &counted.counts, options);
     }
-    void finishStatistics() {}
+    // As the CUDA policy: two banks, one batch in flight, not there at the first poll.
+    void sendStatistics() {
+        if (!m_late || m_banks[m_filling].empty())
+            return;
+        receiveStatistics(true);
+        m_inFlight = m_filling;
+        m_filling = 1 - m_filling;
+        m_polled = false;
+    }
+    bool receiveStatistics(bool wait) {
+        if (m_inFlight < 0)
+            return true;
+        if (!wait && !m_polled) {
+            m_polled = true;
+            return false;
+        }
+        for (Late& l : m_banks[m_inFlight])
+            l.target->merge(l.counts);
+        m_banks[m_inFlight].clear();
+        m_inFlight = -1;
+        return true;
+    }
 
 private:
+    struct Late {
+        QuantStats counts;
+        QuantStats* target = nullptr;
+    };
+    bool m_late;
+    std::deque<Late> m_banks[2]; // deque: a reference to the newest stays valid
+    int m_filling = 0, m_inFlight = -1;
+    bool m_polled = false;
     std::vector<std::vector<std::uint64_t>> m_blocks;
 };
 
 } // namespace
 
-std::unique_ptr<TensorOps> makeHostKernelOps() {
-    return std::make_unique<KernelOps<HostPolicy>>();
+std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics) {
+    return std::make_unique<KernelOps<HostPolicy>>(statistics);
 }
 
 } // namespace plab

@@ -9,6 +9,10 @@
 
 namespace plab {
 
-std::unique_ptr<TensorOps> makeHostKernelOps();
+// Immediate: statistics are merged as they are counted. Late: they arrive as a GPU's do, after
+// sendStatistics and not at the first poll, so tests can check the trainer and session logic
+// for statistics that land a step later.
+enum class HostStatistics { Immediate, Late };
+std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics = HostStatistics::Immediate);
 
 } // namespace plab

@@ -14,7 +14,7 @@
 //   void gemm(const GemmCall& call);                         // plain FP32 products
 //   void quantize(const Quantizer& q, const float* in, float* out, std::size_t n,
 //                 QuantStats* stats, const QuantizeOptions& options);
-//   void finishStatistics();                                 // late statistics land
+//   void sendStatistics(); bool receiveStatistics(bool wait); // as TensorOps
 #pragma once
 
 #include "engine/gemm_call.h"
@@ -125,7 +125,8 @@ public:
         m_policy.forEach(n, kernels::MxUnscale{values.data, m_mxScale.data});
         return {blocks, static_cast<std::uint64_t>(r.sum)};
     }
-    void finishStatistics() override { m_policy.finishStatistics(); }
+    void sendStatistics() override { m_policy.sendStatistics(); }
+    bool receiveStatistics(bool wait) override { return m_policy.receiveStatistics(wait); }
 
     void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override {

@@ -53,8 +53,11 @@ public:
     virtual double sumOfSquares(Tensor t) = 0;
     virtual double amax(Tensor t) = 0; // largest finite |x|, as amaxOf()
 
-    // The format engine. Statistics may arrive late: they are complete after
-    // finishStatistics(), which a step calls once before anyone reads them.
+    // The format engine. Statistics may arrive late: sendStatistics() ends a batch of them (a
+    // step's) and starts bringing them to their QuantStats (a GPU copies them back on a side
+    // stream while the next step runs) and returns; receiveStatistics(wait) says whether that
+    // batch has arrived (merged into its QuantStats), waiting for it if asked. One batch is in
+    // flight at a time: sending waits for the one before.
     virtual void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
                           const QuantizeOptions& options) = 0;
     virtual void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
@@ -62,7 +65,12 @@ public:
                                 double* inputAmax) = 0;
     virtual MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
                                 const QuantizeOptions& options) = 0;
-    virtual void finishStatistics() {}
+    virtual void sendStatistics() {}
+    virtual bool receiveStatistics(bool /*wait*/) { return true; }
+    void finishStatistics() { // both, waiting
+        sendStatistics();
+        receiveStatistics(true);
+    }
 
     // One layer's forward/backward pair (the Layer's contract, on this engine's memory).
     virtual void forward(Layer& layer, float* out, const float* in, const float* weights,

@@ -97,7 +97,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
         m_out.push_back(m_ops->allocate(size));
         m_dout.push_back(m_ops->allocate(size));
     }
-    m_stats.resize(static_cast<std::size_t>(m_model.stageCount()));
+    for (auto& bank : m_statsBank)
+        bank.resize(static_cast<std::size_t>(m_model.stageCount()));
     m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
     applyScalingPolicy();
     m_order.resize(m_data->train.count());
@@ -121,6 +122,41 @@ Tensor Trainer::activation(const std::vector<Tensor>& perLayer, std::size_t laye
                            int batch) const {
     return perLayer[layer].slice(0, static_cast<std::size_t>(batch) *
                                         m_model.layers()[layer]->outputShape().size());
+}
+
+void Trainer::startCollecting() {
+    // A bank neither on its way nor holding the latest complete statistics, else (one on its
+    // way, the other complete) the complete one: its contents were reported already.
+    int bank = m_inFlightStep != 0 ? 1 - m_inFlightBank : 1 - m_completeBank;
+    if (bank < 0 || bank > 1)
+        bank = 0;
+    if (bank == m_completeBank) {
+        m_completeBank = -1;
+        m_completeStep = 0;
+    }
+    m_collecting = bank;
+    for (StageStats& s : stats())
+        s = StageStats{};
+}
+
+bool Trainer::flushStatistics() const {
+    if (m_inFlightStep == 0)
+        return false;
+    m_ops->receiveStatistics(true);
+    m_completeBank = m_inFlightBank;
+    m_completeStep = m_inFlightStep;
+    m_inFlightStep = 0;
+    return true;
+}
+
+const std::vector<StageStats>& Trainer::stageStats() const {
+    flushStatistics();
+    return completedStats();
+}
+
+const std::vector<StageStats>& Trainer::completedStats() const {
+    return m_statsBank[static_cast<std::size_t>(m_completeBank >= 0 ? m_completeBank
+                                                                     : m_collecting)];
 }
 
 std::vector<float> Trainer::masterWeights() const {
@@ -280,10 +316,10 @@ void Trainer::backward(int batch, bool collect) {
     }
     for (int s = 0; s < m_model.stageCount(); ++s) {
         const Tensor g = stageParameters(m_grads, s);
-        QuantStats* stats =
-            collect ? &m_stats[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
+        QuantStats* counted =
+            collect ? &stats()[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
                     : nullptr;
-        m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, stats,
+        m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted,
                         options(s, TensorRole::WeightGradients));
     }
 }
@@ -301,7 +337,7 @@ void Trainer::applyUpdate(bool collect) {
             m_ops->scale(m_grads, static_cast<float>(m_config.clipNorm / norm));
     }
     for (int s = 0; s < m_model.stageCount(); ++s) {
-        StageStats& st = m_stats[static_cast<std::size_t>(s)];
+        StageStats& st = stats()[static_cast<std::size_t>(s)];
         const Tensor master = stageParameters(m_master, s);
         const std::size_t offset = static_cast<std::size_t>(master.data - m_master.data);
         const OptimizerState state{
@@ -328,9 +364,9 @@ void Trainer::applyUpdate(bool collect) {
 StepResult Trainer::step() {
     const auto start = std::chrono::steady_clock::now();
     const bool collect = (m_step + 1) % m_config.statsEvery == 0;
+    const std::int64_t completeBefore = m_completeStep;
     if (collect)
-        for (StageStats& s : m_stats)
-            s = StageStats{};
+        startCollecting();
     nextBatch();
     const int batch = m_config.batchSize;
     refreshWeights(collect, true);
@@ -356,24 +392,38 @@ StepResult Trainer::step() {
     }
     backward(batch, collect);
     if (collect)
-        for (std::size_t s = 0; s < m_stats.size(); ++s)
-            m_stats[s].gradientScale = m_stageScale[s];
+        for (std::size_t s = 0; s < stats().size(); ++s)
+            stats()[s].gradientScale = m_stageScale[s];
 
     const bool overflow = !std::isfinite(loss.loss) || !m_ops->allFinite(m_grads);
     const ScaleDecision decision = m_scaler->update(overflow);
     StepResult result;
-    result.statsCollected = collect;
     if (!decision.skipStep)
         applyUpdate(collect);
-    if (collect)
-        m_ops->finishStatistics();
     ++m_step;
+    // Statistics: the previous batch (if still on its way) lands, this step's is sent, and
+    // whatever has arrived by now is reported, without waiting for this step's.
+    if (collect) {
+        flushStatistics();
+        m_ops->sendStatistics();
+        m_inFlightBank = m_collecting;
+        m_inFlightStep = m_step;
+    }
+    if (m_inFlightStep != 0 && m_ops->receiveStatistics(false)) {
+        m_completeBank = m_inFlightBank;
+        m_completeStep = m_inFlightStep;
+        m_inFlightStep = 0;
+    }
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const double rate = batch / std::max(seconds, 1e-9);
     m_samplesPerSecond = m_samplesPerSecond == 0.0 ? rate : 0.9 * m_samplesPerSecond + 0.1 * rate;
 
+    if (m_completeStep != 0 && m_completeStep != completeBefore) {
+        result.statsCollected = true;
+        result.statsStep = m_completeStep;
+    }
     StepScalars& sc = result.scalars;
     sc.step = m_step;
     sc.epoch = m_epoch;
@@ -394,7 +444,7 @@ StepResult Trainer::step() {
 
 void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values, bool collect,
                            bool training) {
-    StageStats& st = m_stats[static_cast<std::size_t>(stage)];
+    StageStats& st = stats()[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
     const Quantizer& q = quantizer(stage, role);

@@ -14,6 +14,7 @@
 #include "train/train_config.h"
 #include "util/thread_pool.h"
 
+#include <array>
 #include <memory>
 #include <random>
 #include <string>
@@ -23,7 +24,10 @@ namespace plab {
 
 struct StepResult {
     StepScalars scalars;
+    // Statistics of step statsStep became complete during this call: stageStats() holds them.
+    // On the CPU that is the step itself; a GPU's arrive while the next step runs.
     bool statsCollected = false;
+    std::int64_t statsStep = 0;
     std::string event;     // e.g. why a step was skipped; empty if nothing happened
     bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
 };
@@ -51,7 +55,14 @@ public:
     const TrainConfig& config() const { return m_config; }
     const Model& model() const { return m_model; }
     std::vector<std::string> stageNames() const;
-    const std::vector<StageStats>& stageStats() const { return m_stats; }
+    // The latest complete statistics, waiting for any still on their way from the device.
+    const std::vector<StageStats>& stageStats() const;
+    std::int64_t statsStep() const { return m_completeStep; } // their step; 0: none yet
+    // The latest complete statistics without waiting (what a live view shows).
+    const std::vector<StageStats>& completedStats() const;
+    // Waits for statistics on their way; true when that completed a step's (then stageStats()
+    // and statsStep() hold them). Sessions call it where a run stops or pauses.
+    bool flushStatistics() const;
     std::vector<float> masterWeights() const; // a host copy
     std::string deviceName() const { return m_ops->name(); } // "cpu", "cuda:0 (...)"
     // Why the engine is not the one asked for (e.g. no usable GPU); empty when it is.
@@ -112,7 +123,14 @@ private:
     std::vector<float> m_inputHost;
     std::vector<std::uint8_t> m_labelsHost;
     std::vector<Tensor> m_out, m_dout; // per layer: (B, outSize)
-    std::vector<StageStats> m_stats;
+    // Statistics in two banks: one collects the current step's while the other may still be
+    // arriving from the device (see TensorOps::sendStatistics) or hold the latest complete ones.
+    std::array<std::vector<StageStats>, 2> m_statsBank;
+    int m_collecting = 0;
+    mutable int m_completeBank = -1, m_inFlightBank = -1;
+    mutable std::int64_t m_completeStep = 0, m_inFlightStep = 0;
+    std::vector<StageStats>& stats() { return m_statsBank[static_cast<std::size_t>(m_collecting)]; }
+    void startCollecting();
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
     double m_lossScale = 1.0; // the policy's scale for the current step

@@ -128,6 +128,7 @@ void TrainingSession::apply(const Command& c) {
         break;
     case Command::Pause:
         m_pendingSteps = 0;
+        landStatistics();
         m_state = SessionState::Paused;
         break;
     case Command::Step:
@@ -169,22 +170,35 @@ void TrainingSession::apply(const Command& c) {
     }
 }
 
-void TrainingSession::publish(const StepScalars& scalars) {
+void TrainingSession::publish(const StepScalars& scalars, bool newScalars) {
     TrainingSnapshot& back = m_snapshots.back();
     back.scalars = scalars;
     back.statsStep = m_lastStatsStep;
     back.stageNames = m_trainer->stageNames();
-    back.stages = m_trainer->stageStats();
+    back.stages = m_trainer->completedStats(); // a GPU's may be a step behind the scalars
     m_snapshots.publish();
     m_anyPublished.store(true, std::memory_order_release);
-    m_ring.push(scalars);
+    if (newScalars)
+        m_ring.push(scalars);
+    m_lastScalars = scalars;
+}
+
+// Statistics still on their way from the device land now (the run stops or pauses): they are
+// logged and published with the last step's scalars.
+void TrainingSession::landStatistics() {
+    if (!m_trainer->flushStatistics())
+        return;
+    m_lastStatsStep = m_trainer->statsStep();
+    if (m_log)
+        m_log->logStats(m_lastStatsStep, m_trainer->completedStats());
+    publish(m_lastScalars, false);
 }
 
 void TrainingSession::doStep() {
     StepResult r = m_trainer->step();
     StepScalars& s = r.scalars;
     if (r.statsCollected)
-        m_lastStatsStep = s.step;
+        m_lastStatsStep = r.statsStep;
     if (s.skipped)
         ++m_skipped;
     m_lastLoss = s.loss;
@@ -200,7 +214,7 @@ void TrainingSession::doStep() {
     if (m_log) {
         m_log->logStep(s);
         if (r.statsCollected)
-            m_log->logStats(s.step, m_trainer->stageStats());
+            m_log->logStats(r.statsStep, m_trainer->completedStats());
         if (!r.event.empty())
             m_log->logEvent(s.step, r.diverged ? "divergence" : (s.skipped ? "skip" : "scale"),
                             r.event);
@@ -214,6 +228,8 @@ void TrainingSession::doStep() {
 }
 
 void TrainingSession::finish(SessionState state, const std::string& reason) {
+    if (state != SessionState::Failed)
+        landStatistics();
     {
         std::lock_guard lock(m_reasonMutex);
         m_stopReason = reason;
@@ -279,8 +295,10 @@ void TrainingSession::run(std::stop_token stop) {
                 doStep();
                 // Paused only once the step's snapshot is published: a reader that waits for
                 // Paused must find the step it asked for (TSan timing exposed the old order).
-                if (single && m_pendingSteps == 0 && m_state.load() == s)
+                if (single && m_pendingSteps == 0 && m_state.load() == s) {
+                    landStatistics();
                     m_state = SessionState::Paused;
+                }
             }
         }
     } catch (const std::exception& e) {

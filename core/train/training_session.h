@@ -70,12 +70,14 @@ private:
     void run(std::stop_token stop);
     void apply(const Command& c);
     void doStep();
+    void landStatistics();
     void finish(SessionState state, const std::string& reason);
-    void publish(const StepScalars& scalars);
+    void publish(const StepScalars& scalars, bool newScalars = true);
 
     TrainConfig m_config;
     std::shared_ptr<const DataSplit> m_data;
     std::string m_runDir;
+    StepScalars m_lastScalars; // of the last step published
     std::unique_ptr<Trainer> m_trainer;
     std::string m_deviceName, m_deviceNotice;
     std::unique_ptr<RunLog> m_log;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <random>
 
 namespace plab::parity {
@@ -343,6 +344,55 @@ void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& rep
                       tailRef, tailDiff, kTailLossBound);
         report.expect(finite && early <= kEarlyLossBound && tailDiff <= kTailLossBound, line);
         std::printf("%s\n", line);
+    }
+}
+
+namespace {
+
+bool sameCounts(const std::vector<StageStats>& a, const std::vector<StageStats>& b) {
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t s = 0; s < a.size(); ++s)
+        for (std::size_t r = 0; r < a[s].roles.size(); ++r)
+            if (!sameStats(a[s].roles[r], b[s].roles[r]))
+                return false;
+    return true;
+}
+
+} // namespace
+
+void lateStatistics(const OpsFactory& candidate, bool exactCounts, Report& report) {
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(42, 512, 64));
+    nlohmann::json j = findPreset("fp16-static").json;
+    j.merge_patch({{"train", {{"steps", 6}, {"batch_size", 32}, {"stats_every", 1}}},
+                   {"model", {{"hidden", {64, 64}}}}});
+    const TrainConfig config = configFromJson(j);
+    Trainer ref(config, data, std::make_unique<CpuOps>());
+    Trainer cand(config, data, candidate());
+    std::map<std::int64_t, std::vector<StageStats>> refStats;
+    std::int64_t last = 0;
+    int late = 0;
+    bool ordered = true, equal = true;
+    for (int i = 0; i < 6; ++i) {
+        const StepResult a = ref.step();
+        refStats[a.scalars.step] = ref.completedStats();
+        const StepResult b = cand.step();
+        if (!b.statsCollected)
+            continue;
+        ordered = ordered && b.statsStep > last && b.statsStep <= b.scalars.step;
+        late += b.statsStep < b.scalars.step ? 1 : 0;
+        last = b.statsStep;
+        equal = equal && sameCounts(cand.completedStats(), refStats[b.statsStep]);
+    }
+    const std::vector<StageStats>& final = cand.stageStats(); // waits for what is on its way
+    report.expect(ordered, "late statistics: a report out of order or ahead of its step");
+    report.expect(cand.statsStep() == 6, "late statistics: after the run, the statistics are of "
+                                         "step " + std::to_string(cand.statsStep()) +
+                                             ", not 6");
+    if (exactCounts) {
+        report.expect(equal && sameCounts(final, refStats[6]),
+                      "late statistics differ from the CPU engine's of the same step");
+        report.expect(late > 0, "late statistics: none arrived late");
     }
 }
 

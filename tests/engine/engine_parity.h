@@ -46,6 +46,12 @@ struct TrainingRuns {
     int cnnSteps = 200, cnnBatch = 128;
 };
 void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report);
+// Statistics every step on an engine whose statistics may arrive late (a GPU's): each report
+// names a step not after the one just taken and after the previous report, and the last step's
+// statistics are there once the trainer is asked for them. With exactCounts (an engine whose
+// arithmetic equals the CPU's), each report equals the CPU engine's statistics of its step and at
+// least one arrived late.
+void lateStatistics(const OpsFactory& candidate, bool exactCounts, Report& report);
 
 // Prints the report; returns the process exit code (0 pass, 1 fail).
 int finish(const Report& report, const std::string& title);

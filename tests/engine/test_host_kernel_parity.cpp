@@ -1,6 +1,7 @@
 // The GPU engine's kernels, run on the host (KernelOps with the host policy), against the CPU
 // engine: every layer's forward and backward, the loss and reductions, the scaled and MX
-// quantisers (bit for bit), the optimisers, and 200 training steps of every preset. The CUDA
+// quantisers (bit for bit), the optimisers, 200 training steps of every preset, and statistics
+// that arrive a step late as a GPU's do. The CUDA
 // build runs the same checks on a device (tests/gpu/test_gpu_engine.cpp); this one runs
 // everywhere, so the kernels' arithmetic and indexing are tested on every CI run.
 #include "engine/host_kernel_ops.h"
@@ -17,5 +18,6 @@ int main() {
     // 200 steps of every preset, on a narrower MLP and fewer CNN steps than the GPU test so that
     // the serial emulation takes seconds.
     parity::training(hostKernels, {200, 32, {64, 64}, 40, 16}, report);
+    parity::lateStatistics([] { return makeHostKernelOps(HostStatistics::Late); }, true, report);
     return parity::finish(report, "host emulation of the GPU engine vs the CPU engine");
 }

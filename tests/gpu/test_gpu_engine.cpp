@@ -27,5 +27,6 @@ int main() {
     parity::quantisers(gpu, report);
     parity::optimisers(gpu, report);
     parity::training(gpu, {200, 128, {256, 256}, 200, 64}, report);
+    parity::lateStatistics(gpu, false, report);
     return parity::finish(report, "CUDA engine vs the CPU engine");
 }
