@@ -40,6 +40,18 @@ void CpuOps::copy(Tensor dst, Tensor src) {
     std::copy_n(src.data, std::min(dst.size, src.size), dst.data);
 }
 
+Tensor CpuOps::residentRows(const float* host, std::size_t count, std::size_t rowSize) {
+    // Host memory is the CPU engine's own: the data set itself, read only.
+    return {const_cast<float*>(host), count * rowSize};
+}
+
+void CpuOps::gatherRows(Tensor dst, Tensor rows, std::size_t rowSize,
+                        std::span<const std::uint32_t> indices) {
+    for (std::size_t i = 0; i < indices.size(); ++i)
+        std::copy_n(rows.data + static_cast<std::size_t>(indices[i]) * rowSize, rowSize,
+                    dst.data + i * rowSize);
+}
+
 void CpuOps::fill(Tensor t, float value) {
     std::fill_n(t.data, t.size, value);
 }

@@ -19,6 +19,9 @@ public:
     void uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) override;
     void download(float* host, Tensor src) override;
     void copy(Tensor dst, Tensor src) override;
+    Tensor residentRows(const float* host, std::size_t count, std::size_t rowSize) override;
+    void gatherRows(Tensor dst, Tensor rows, std::size_t rowSize,
+                    std::span<const std::uint32_t> indices) override;
     void fill(Tensor t, float value) override;
     void scale(Tensor t, float factor) override;
 

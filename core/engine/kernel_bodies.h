@@ -174,6 +174,17 @@ struct ActivationBackward {
     }
 };
 
+// dst row i = src row index[i], one thread per element of dst.
+struct GatherRows {
+    float* dst;
+    const float* src;
+    const std::uint32_t* index;
+    size_t rowSize;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        dst[i] = src[static_cast<size_t>(index[i / rowSize]) * rowSize + i % rowSize];
+    }
+};
+
 struct Copy {
     float* out;
     const float* in;

@@ -63,6 +63,22 @@ public:
     void copy(Tensor dst, Tensor src) override {
         m_policy.copyOnDevice(dst.data, src.data, std::min(dst.size, src.size) * sizeof(float));
     }
+    Tensor residentRows(const float* host, std::size_t count, std::size_t rowSize) override {
+        const Tensor t = allocate(count * rowSize);
+        upload(t, host);
+        return t;
+    }
+    void gatherRows(Tensor dst, Tensor rows, std::size_t rowSize,
+                    std::span<const std::uint32_t> indices) override {
+        if (m_indexCapacity < indices.size()) {
+            m_indices = static_cast<std::uint32_t*>(
+                m_policy.allocate(indices.size() * sizeof(std::uint32_t)));
+            m_indexCapacity = indices.size();
+        }
+        m_policy.toDevice(m_indices, indices.data(), indices.size() * sizeof(std::uint32_t));
+        m_policy.forEach(indices.size() * rowSize,
+                         kernels::GatherRows{dst.data, rows.data, m_indices, rowSize});
+    }
     void fill(Tensor t, float value) override { m_policy.forEach(t.size, kernels::Fill{t.data, value}); }
     void scale(Tensor t, float factor) override {
         m_policy.forEach(t.size, kernels::Scale{t.data, factor});
@@ -292,6 +308,8 @@ private:
 
     Policy m_policy;
     Tensor m_mxScale;
+    std::uint32_t* m_indices = nullptr; // a step's row indices (gatherRows)
+    std::size_t m_indexCapacity = 0;
     std::unordered_map<const MaxPool2d*, std::pair<int*, std::size_t>> m_argmax;
 };
 

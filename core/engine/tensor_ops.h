@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace plab {
@@ -44,6 +45,12 @@ public:
     virtual void uploadLabels(std::uint8_t* dst, const std::uint8_t* host, std::size_t n) = 0;
     virtual void download(float* host, Tensor src) = 0;
     virtual void copy(Tensor dst, Tensor src) = 0;
+    // A data set's samples (count rows of rowSize floats) in the engine's memory for the run:
+    // uploaded once, so that a step moves only its row indices.
+    virtual Tensor residentRows(const float* host, std::size_t count, std::size_t rowSize) = 0;
+    // dst's row i = rows' row indices[i] (the batch a step trains on).
+    virtual void gatherRows(Tensor dst, Tensor rows, std::size_t rowSize,
+                            std::span<const std::uint32_t> indices) = 0;
     virtual void fill(Tensor t, float value) = 0;
     virtual void scale(Tensor t, float factor) = 0;
 

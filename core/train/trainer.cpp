@@ -88,8 +88,12 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     if (config.optimizer == OptimizerKind::Adam)
         m_optimizerState.second = m_ops->allocate(params);
     const auto batch = static_cast<std::size_t>(config.batchSize);
-    m_inputHost.resize(batch * static_cast<std::size_t>(m_model.inputShape().size()));
-    m_input = m_ops->allocate(m_inputHost.size());
+    const auto sampleSize = static_cast<std::size_t>(m_model.inputShape().size());
+    m_input = m_ops->allocate(batch * sampleSize);
+    m_trainRows = m_ops->residentRows(m_data->train.features.data(), m_data->train.count(),
+                                      sampleSize);
+    m_testRows = m_ops->residentRows(m_data->test.features.data(), m_data->test.count(),
+                                     sampleSize);
     m_labelsHost.resize(batch);
     m_labels = m_ops->allocateLabels(batch);
     for (const auto& layer : m_model.layers()) {
@@ -253,14 +257,11 @@ void Trainer::nextBatch() {
         ++m_epoch;
     }
     const Dataset& train = m_data->train;
-    const auto size = static_cast<std::size_t>(train.shape.size());
-    for (std::size_t b = 0; b < batch; ++b) {
-        const std::uint32_t idx = m_order[m_cursor + b];
-        std::copy_n(train.sample(idx), size, m_inputHost.data() + b * size);
-        m_labelsHost[b] = train.labels[idx];
-    }
+    const std::span<const std::uint32_t> rows(m_order.data() + m_cursor, batch);
+    for (std::size_t b = 0; b < batch; ++b)
+        m_labelsHost[b] = train.labels[rows[b]];
     m_cursor += batch;
-    m_ops->upload(m_input, m_inputHost.data());
+    m_ops->gatherRows(m_input, m_trainRows, static_cast<std::size_t>(train.shape.size()), rows);
     m_ops->uploadLabels(m_labels, m_labelsHost.data(), batch);
 }
 
@@ -518,7 +519,7 @@ Evaluation Trainer::evaluate() {
     std::size_t correct = 0;
     for (std::size_t start = 0; start < test.count(); start += maxBatch) {
         const std::size_t n = std::min(maxBatch, test.count() - start);
-        m_ops->upload(m_input.slice(0, n * size), test.sample(start));
+        m_ops->copy(m_input.slice(0, n * size), m_testRows.slice(start * size, n * size));
         m_ops->uploadLabels(m_labels, test.labels.data() + start, n);
         forward(static_cast<int>(n), false, false);
         const LossResult r = m_ops->softmaxCrossEntropy(m_out.back().data, m_labels,

@@ -120,7 +120,7 @@ private:
     const float* m_forwardWeights = nullptr; // m_weights, or m_master when that is identical
     Tensor m_input;
     std::uint8_t* m_labels = nullptr;
-    std::vector<float> m_inputHost;
+    Tensor m_trainRows, m_testRows; // the data sets, resident in the engine's memory
     std::vector<std::uint8_t> m_labelsHost;
     std::vector<Tensor> m_out, m_dout; // per layer: (B, outSize)
     // Statistics in two banks: one collects the current step's while the other may still be
