@@ -38,7 +38,7 @@ fi
 
 log "gpu tests"
 tests_ok=yes
-(cd "$build" && ctest -L gpu --output-on-failure) | tee "$build.tests.txt" || tests_ok=no
+(cd "$build" && ctest -L gpu --verbose) | tee "$build.tests.txt" || tests_ok=no
 
 log "benchmark: quantise with counting vs device copy"
 "$cli" bench quantize --device cuda --size 67108864 --repeat 20 \
@@ -66,8 +66,9 @@ gpu_fp8_nostats=$(rate --device cuda --preset fp8-e4m3 --set train.stats_every=1
 } | tee "$build.train-bench.txt"
 
 log "SUMMARY"
-grep -E '^device:|combinations bit-identical|checks, [0-9]+ failed|^FAIL|^training .*relative' \
-  "$build.tests.txt" | head -40 || true
+# (ctest --verbose prefixes each line with the test's number)
+grep -E '^([0-9]+: )?(device:|engine:|FAIL|training .*relative)|combinations bit-identical|checks, [0-9]+ failed' \
+  "$build.tests.txt" | head -60 || true
 awk 'NR > 2 && $1 != "format" {print "  " $0}' "$build.bench.txt" | head -30
 cat "$build.train-bench.txt"
 echo "gpu tests passed: $tests_ok; total $(( $(date +%s) - start )) s"

@@ -22,6 +22,7 @@ int main() {
     parity::Report report;
     const int index = device.index;
     const parity::OpsFactory gpu = [index] { return makeCudaOps(index); };
+    std::printf("engine: %s\n", gpu()->name().c_str()); // says whether cuBLAS does the products
     parity::layers(gpu, report);
     parity::lossAndReductions(gpu, report);
     parity::quantisers(gpu, report);
