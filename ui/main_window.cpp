@@ -513,9 +513,10 @@ void MainWindow::showError(const QString& title, const QString& message) {
 void MainWindow::updateStatus() {
     const SessionState state = m_controller->state();
     const std::string engine = m_controller->deviceName();
-    m_backend->setText(engine.empty() || engine == "cpu"
-                           ? tr("CPU, %1 thread(s)").arg(std::max(1u, m_controller->config().threads))
-                           : QString::fromStdString(engine));
+    m_backend->setText(
+        engine.empty() || engine == "cpu"
+            ? tr("CPU, %1 thread(s)").arg(std::max(1u, m_controller->config().threads))
+            : QString::fromStdString(engine));
     m_trainAction->setText(m_controller->wantsRunning() ? tr("Pause") : tr("Train"));
     const TrainingSnapshot* s = m_controller->latest();
     const std::int64_t planned = m_controller->plannedSteps();

@@ -73,9 +73,9 @@ int CublasLibrary::sgemm(void* handle, const GemmCall& g) const {
     const cublasOperation_t opA = aRowMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
     const int lda = static_cast<int>(aRowMajor ? g.am : g.ak);
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-    return static_cast<int>(reinterpret_cast<SgemmFn>(m_sgemm)(
-        static_cast<cublasHandle_t>(handle), opB, opA, g.n, g.m, g.k, &alpha, g.b, ldb, g.a, lda,
-        &beta, g.c, g.n));
+    return static_cast<int>(reinterpret_cast<SgemmFn>(m_sgemm)(static_cast<cublasHandle_t>(handle),
+                                                               opB, opA, g.n, g.m, g.k, &alpha, g.b,
+                                                               ldb, g.a, lda, &beta, g.c, g.n));
 }
 
 } // namespace plab::cuda

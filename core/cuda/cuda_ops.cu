@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-// Plain FP32 products with FP32 accumulation where cuBLAS is missing: 16x16 tiles through shared memory, any strides
-// (the three products of a linear layer differ only in them). Explicit FMAs: the target is
-// built with -fmad=false for the bit-exact element functions, not for this.
+// Plain FP32 products with FP32 accumulation where cuBLAS is missing: 16x16 tiles through shared
+// memory, any strides (the three products of a linear layer differ only in them). Explicit FMAs:
+// the target is built with -fmad=false for the bit-exact element functions, not for this.
 constexpr int kTile = 16;
 __global__ void gemmKernel(GemmCall g) {
     __shared__ float as[kTile][kTile + 1], bs[kTile][kTile + 1];
@@ -128,8 +128,9 @@ public:
         if (m_cublas != nullptr)
             m_cublasHandle = m_cublas->createHandle(m_stream);
         m_name += m_cublasHandle != nullptr ? ", cuBLAS" : ", own GEMM kernel";
-        check(cudaMallocHost(reinterpret_cast<void**>(&m_reductionHost), sizeof(kernels::Reduction)),
-              device, "cudaMallocHost");
+        check(
+            cudaMallocHost(reinterpret_cast<void**>(&m_reductionHost), sizeof(kernels::Reduction)),
+            device, "cudaMallocHost");
     }
     ~CudaPolicy() {
         cudaSetDevice(m_device);
@@ -211,8 +212,8 @@ public:
             const int status = m_cublas->sgemm(m_cublasHandle, call);
             if (status != 0)
                 throw std::runtime_error("cuda:" + std::to_string(m_device) +
-                                         ": cublasSgemm failed (status " +
-                                         std::to_string(status) + ")");
+                                         ": cublasSgemm failed (status " + std::to_string(status) +
+                                         ")");
             return;
         }
         const dim3 threads(kTile, kTile);
@@ -222,8 +223,8 @@ public:
         check(cudaGetLastError(), m_device, "kernel launch");
     }
 
-    void quantize(const Quantizer& q, const float* in, float* out, std::size_t n,
-                  QuantStats* stats, const QuantizeOptions& options) {
+    void quantize(const Quantizer& q, const float* in, float* out, std::size_t n, QuantStats* stats,
+                  const QuantizeOptions& options) {
         if (n == 0)
             return;
         if (stats == nullptr && q.isIdentity()) { // FP32 itself: nothing to round

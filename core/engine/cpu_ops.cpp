@@ -90,8 +90,7 @@ void CpuOps::quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* sta
 }
 
 void CpuOps::quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
-                            QuantStats* stats, const QuantizeOptions& options,
-                            double* inputAmax) {
+                            QuantStats* stats, const QuantizeOptions& options, double* inputAmax) {
     plab::quantizeScaled(q, span(in), span(out), scale, stats, options, inputAmax);
 }
 
@@ -105,9 +104,8 @@ void CpuOps::forward(Layer& layer, float* out, const float* in, const float* wei
     layer.forward(out, in, weights, batch, acc);
 }
 
-void CpuOps::backward(Layer& layer, float* din, float* dweights, const float* dout,
-                      const float* in, const float* out, const float* weights, int batch,
-                      const Accumulation& acc) {
+void CpuOps::backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
+                      const float* out, const float* weights, int batch, const Accumulation& acc) {
     layer.backward(din, dweights, dout, in, out, weights, batch, acc);
 }
 
@@ -126,8 +124,7 @@ void CpuOps::optimizerUpdate(const OptimizerSettings& settings, OptimizerState s
 }
 
 TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
-                                                  const Quantizer& masterFormat,
-                                                  QuantStats* stats,
+                                                  const Quantizer& masterFormat, QuantStats* stats,
                                                   const QuantizeOptions& options, bool count) {
     const std::size_t n = master.size;
     const float* m = master.data;

@@ -32,9 +32,8 @@ public:
 
     void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
                   const QuantizeOptions& options) override;
-    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
-                        QuantStats* stats, const QuantizeOptions& options,
-                        double* inputAmax) override;
+    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale, QuantStats* stats,
+                        const QuantizeOptions& options, double* inputAmax) override;
     MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
                         const QuantizeOptions& options) override;
 
@@ -46,8 +45,8 @@ public:
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override;
 
-    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
-                         std::int64_t step, Tensor grad, Tensor master, Tensor update, double lr,
+    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state, std::int64_t step,
+                         Tensor grad, Tensor master, Tensor update, double lr,
                          const Quantizer& stateFormat, QuantStats* stateStats,
                          const QuantizeOptions& options) override;
     UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,

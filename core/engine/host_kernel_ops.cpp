@@ -46,10 +46,12 @@ public:
     void gemm(const GemmCall& g) {
         using Strided = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
         using ConstStridedMap = Eigen::Map<const RowMatrix, 0, Strided>;
-        const ConstStridedMap a(g.a, g.m, g.k,
-                                Strided(static_cast<Eigen::Index>(g.am), static_cast<Eigen::Index>(g.ak)));
-        const ConstStridedMap b(g.b, g.k, g.n,
-                                Strided(static_cast<Eigen::Index>(g.bk), static_cast<Eigen::Index>(g.bn)));
+        const ConstStridedMap a(
+            g.a, g.m, g.k,
+            Strided(static_cast<Eigen::Index>(g.am), static_cast<Eigen::Index>(g.ak)));
+        const ConstStridedMap b(
+            g.b, g.k, g.n,
+            Strided(static_cast<Eigen::Index>(g.bk), static_cast<Eigen::Index>(g.bn)));
         MatrixMap c(g.c, g.m, g.n);
         if (g.accumulate)
             c.noalias() += a * b;
@@ -57,8 +59,8 @@ public:
             c.noalias() = a * b;
     }
 
-    void quantize(const Quantizer& q, const float* in, float* out, std::size_t n,
-                  QuantStats* stats, const QuantizeOptions& options) {
+    void quantize(const Quantizer& q, const float* in, float* out, std::size_t n, QuantStats* stats,
+                  const QuantizeOptions& options) {
         // The CPU quantiser is bit-identical to the CUDA kernel (both run quantizeElement with
         // the same Philox words; tests/gpu holds them together on a device).
         if (!m_late || stats == nullptr) {

@@ -42,7 +42,9 @@ struct AccumulatorRounding {
     int every = 0;
     ElementRule rule;
 
-    PLAB_HOST_DEVICE int chunk(int k) const { return (!enabled || every <= 0 || every >= k) ? k : every; }
+    PLAB_HOST_DEVICE int chunk(int k) const {
+        return (!enabled || every <= 0 || every >= k) ? k : every;
+    }
     PLAB_HOST_DEVICE float round(float c, size_t index) const {
         if (!enabled)
             return c;
@@ -299,7 +301,8 @@ struct ConvWeightGrad {
         float sum = dw[idx];
         for (int s = 0; s < batch; ++s) {
             const float* xs = x + static_cast<size_t>(s) * g.inSize();
-            const float* dys = dy + static_cast<size_t>(s) * g.outSize() + static_cast<size_t>(oc) * hw;
+            const float* dys =
+                dy + static_cast<size_t>(s) * g.outSize() + static_cast<size_t>(oc) * hw;
             for (int start = 0; start < hw; start += step) {
                 const int end = start + step < hw ? start + step : hw;
                 float part = 0.0f;

@@ -79,7 +79,9 @@ public:
         m_policy.forEach(indices.size() * rowSize,
                          kernels::GatherRows{dst.data, rows.data, m_indices, rowSize});
     }
-    void fill(Tensor t, float value) override { m_policy.forEach(t.size, kernels::Fill{t.data, value}); }
+    void fill(Tensor t, float value) override {
+        m_policy.forEach(t.size, kernels::Fill{t.data, value});
+    }
     void scale(Tensor t, float factor) override {
         m_policy.forEach(t.size, kernels::Scale{t.data, factor});
     }
@@ -110,9 +112,8 @@ public:
         m_policy.quantize(q, in.data, out.data, in.size, stats, options);
     }
     // As quantizeScaled() (train/tensor_scaling.cpp), pass for pass.
-    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
-                        QuantStats* stats, const QuantizeOptions& options,
-                        double* inputAmax) override {
+    void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale, QuantStats* stats,
+                        const QuantizeOptions& options, double* inputAmax) override {
         const auto s = static_cast<float>(scale);
         const auto inverse = static_cast<float>(1.0 / scale);
         const std::size_t n = in.size;
@@ -134,9 +135,9 @@ public:
         const std::size_t n = values.size, blocks = (n + kMxBlock - 1) / kMxBlock;
         if (m_mxScale.size < blocks)
             m_mxScale = allocate(blocks);
-        const kernels::Reduction r = m_policy.reduce(
-            blocks, kernels::MxScaleBlock{values.data, m_mxScale.data, n, mxElementEmax(f),
-                                          f.maxFinite()});
+        const kernels::Reduction r =
+            m_policy.reduce(blocks, kernels::MxScaleBlock{values.data, m_mxScale.data, n,
+                                                          mxElementEmax(f), f.maxFinite()});
         m_policy.quantize(element, values.data, values.data, n, stats, options);
         m_policy.forEach(n, kernels::MxUnscale{values.data, m_mxScale.data});
         return {blocks, static_cast<std::uint64_t>(r.sum)};
@@ -153,8 +154,9 @@ public:
             gemm({out, in, weights, batch, O, I, static_cast<std::size_t>(I), 1, 1,
                   static_cast<std::size_t>(I), false},
                  acc);
-            m_policy.forEach(b * O, kernels::AddRowBias{out, weights + static_cast<std::size_t>(O) * I,
-                                                        static_cast<std::size_t>(O)});
+            m_policy.forEach(b * O,
+                             kernels::AddRowBias{out, weights + static_cast<std::size_t>(O) * I,
+                                                 static_cast<std::size_t>(O)});
         } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
             const kernels::ConvGeometry g = geometry(*c);
             m_policy.forEach(b * g.outSize(),
@@ -188,8 +190,8 @@ public:
         } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
             const kernels::ConvGeometry g = geometry(*c);
             const auto weightsCount = static_cast<std::size_t>(g.outChannels) * g.rows();
-            m_policy.forEach(weightsCount, kernels::ConvWeightGrad{dweights, dout, in, g, batch,
-                                                                   rounding(acc)});
+            m_policy.forEach(weightsCount,
+                             kernels::ConvWeightGrad{dweights, dout, in, g, batch, rounding(acc)});
             m_policy.forEach(static_cast<std::size_t>(g.outChannels),
                              kernels::ConvBiasGrad{dweights + weightsCount, dout, g, batch});
             if (din != nullptr)
@@ -201,8 +203,7 @@ public:
             const FeatureShape s = p->inputShape();
             const std::size_t n = b * static_cast<std::size_t>(p->outputShape().size());
             m_policy.forEach(b * s.size(), kernels::MaxPoolBackward{din, argmaxFor(p, n), dout,
-                                                                    s.channels, s.height,
-                                                                    s.width});
+                                                                    s.channels, s.height, s.width});
         } else if (auto* a = dynamic_cast<Activation*>(&layer)) {
             if (din != nullptr)
                 m_policy.forEach(b * a->outputShape().size(),
@@ -224,8 +225,8 @@ public:
     }
 
     // As computeOptimizerUpdate() (train/optimizer.cpp), pass for pass.
-    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,
-                         std::int64_t step, Tensor grad, Tensor master, Tensor update, double lr,
+    void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state, std::int64_t step,
+                         Tensor grad, Tensor master, Tensor update, double lr,
                          const Quantizer& stateFormat, QuantStats* stateStats,
                          const QuantizeOptions& options) override {
         const std::size_t n = grad.size;
@@ -234,8 +235,8 @@ public:
             m_policy.forEach(n, kernels::SgdMomentum{state.first.data, grad.data, master.data,
                                                      static_cast<float>(settings.momentum), wd});
             quantize(stateFormat, state.first, state.first, stateStats, options);
-            m_policy.forEach(n, kernels::SgdUpdate{update.data, state.first.data,
-                                                   static_cast<float>(lr)});
+            m_policy.forEach(
+                n, kernels::SgdUpdate{update.data, state.first.data, static_cast<float>(lr)});
             return;
         }
         m_policy.forEach(n, kernels::AdamMoments{state.first.data, state.second.data, grad.data,
@@ -247,10 +248,10 @@ public:
         quantize(stateFormat, state.second, state.second, stateStats, secondOptions);
         const double c1 = 1.0 - std::pow(settings.beta1, static_cast<double>(step));
         const double c2 = 1.0 - std::pow(settings.beta2, static_cast<double>(step));
-        m_policy.forEach(n, kernels::AdamUpdate{update.data, state.first.data, state.second.data,
-                                                static_cast<float>(lr * std::sqrt(c2) / c1),
-                                                static_cast<float>(settings.epsilon *
-                                                                   std::sqrt(c2))});
+        m_policy.forEach(n,
+                         kernels::AdamUpdate{update.data, state.first.data, state.second.data,
+                                             static_cast<float>(lr * std::sqrt(c2) / c1),
+                                             static_cast<float>(settings.epsilon * std::sqrt(c2))});
     }
 
     UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
@@ -295,8 +296,8 @@ private:
         }
         m_policy.forEach(static_cast<std::size_t>(call.m) * static_cast<std::size_t>(call.n),
                          kernels::RoundedGemm{call.c, call.a, call.b, call.m, call.n, call.k,
-                                              call.am, call.ak, call.bk, call.bn,
-                                              call.accumulate, rounding(acc)});
+                                              call.am, call.ak, call.bk, call.bn, call.accumulate,
+                                              rounding(acc)});
     }
     // The pooling layer's arg-max indices from forward, kept per layer for its backward.
     int* argmaxFor(const MaxPool2d* layer, std::size_t n) {

@@ -80,8 +80,8 @@ public:
     }
 
     // One layer's forward/backward pair (the Layer's contract, on this engine's memory).
-    virtual void forward(Layer& layer, float* out, const float* in, const float* weights,
-                         int batch, const Accumulation& acc) = 0;
+    virtual void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
+                         const Accumulation& acc) = 0;
     virtual void backward(Layer& layer, float* din, float* dweights, const float* dout,
                           const float* in, const float* out, const float* weights, int batch,
                           const Accumulation& acc) = 0;

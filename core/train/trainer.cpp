@@ -90,10 +90,10 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     const auto batch = static_cast<std::size_t>(config.batchSize);
     const auto sampleSize = static_cast<std::size_t>(m_model.inputShape().size());
     m_input = m_ops->allocate(batch * sampleSize);
-    m_trainRows = m_ops->residentRows(m_data->train.features.data(), m_data->train.count(),
-                                      sampleSize);
-    m_testRows = m_ops->residentRows(m_data->test.features.data(), m_data->test.count(),
-                                     sampleSize);
+    m_trainRows =
+        m_ops->residentRows(m_data->train.features.data(), m_data->train.count(), sampleSize);
+    m_testRows =
+        m_ops->residentRows(m_data->test.features.data(), m_data->test.count(), sampleSize);
     m_labelsHost.resize(batch);
     m_labels = m_ops->allocateLabels(batch);
     for (const auto& layer : m_model.layers()) {
@@ -160,7 +160,7 @@ const std::vector<StageStats>& Trainer::stageStats() const {
 
 const std::vector<StageStats>& Trainer::completedStats() const {
     return m_statsBank[static_cast<std::size_t>(m_completeBank >= 0 ? m_completeBank
-                                                                     : m_collecting)];
+                                                                    : m_collecting)];
 }
 
 std::vector<float> Trainer::masterWeights() const {
@@ -266,16 +266,16 @@ void Trainer::nextBatch() {
 }
 
 void Trainer::forward(int batch, bool collect, bool withStats) {
-    const Tensor input = m_input.slice(0, static_cast<std::size_t>(batch) *
-                                              m_model.inputShape().size());
+    const Tensor input =
+        m_input.slice(0, static_cast<std::size_t>(batch) * m_model.inputShape().size());
     // The data enters in stage 0's activation format (not counted: it is the dataset's property).
     m_ops->quantize(quantizer(0, TensorRole::Activations), input, input, nullptr,
                     options(0, TensorRole::Activations));
     const auto& layers = m_model.layers();
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const float* in = i == 0 ? m_input.data : m_out[i - 1].data;
-        m_ops->forward(*layers[i], m_out[i].data, in,
-                       m_forwardWeights + m_model.parameterOffset(i), batch, m_accumulation);
+        m_ops->forward(*layers[i], m_out[i].data, in, m_forwardWeights + m_model.parameterOffset(i),
+                       batch, m_accumulation);
         if (m_model.endsStage(i)) {
             const Tensor out = activation(m_out, i, batch);
             quantizeRole(m_model.stageOf(i), TensorRole::Activations, out, out,
@@ -341,14 +341,14 @@ void Trainer::applyUpdate(bool collect) {
         StageStats& st = stats()[static_cast<std::size_t>(s)];
         const Tensor master = stageParameters(m_master, s);
         const std::size_t offset = static_cast<std::size_t>(master.data - m_master.data);
-        const OptimizerState state{
-            stageParameters(m_optimizerState.first, s),
-            m_optimizerState.second.data != nullptr ? stageParameters(m_optimizerState.second, s)
-                                                    : Tensor{}};
+        const OptimizerState state{stageParameters(m_optimizerState.first, s),
+                                   m_optimizerState.second.data != nullptr
+                                       ? stageParameters(m_optimizerState.second, s)
+                                       : Tensor{}};
         const Tensor update = stageParameters(m_update, s);
-        m_ops->optimizerUpdate(m_optimizerSettings, state, m_step + 1, m_grads.slice(offset, master.size),
-                               master, update, m_config.learningRate,
-                               quantizer(s, TensorRole::OptimizerState),
+        m_ops->optimizerUpdate(m_optimizerSettings, state, m_step + 1,
+                               m_grads.slice(offset, master.size), master, update,
+                               m_config.learningRate, quantizer(s, TensorRole::OptimizerState),
                                collect ? &st.role(TensorRole::OptimizerState) : nullptr,
                                options(s, TensorRole::OptimizerState));
         // New master = Q(master - update); an update that leaves it unchanged was lost. The
@@ -522,9 +522,8 @@ Evaluation Trainer::evaluate() {
         m_ops->copy(m_input.slice(0, n * size), m_testRows.slice(start * size, n * size));
         m_ops->uploadLabels(m_labels, test.labels.data() + start, n);
         forward(static_cast<int>(n), false, false);
-        const LossResult r = m_ops->softmaxCrossEntropy(m_out.back().data, m_labels,
-                                                        static_cast<int>(n), m_model.classes(),
-                                                        nullptr, 1.0f);
+        const LossResult r = m_ops->softmaxCrossEntropy(
+            m_out.back().data, m_labels, static_cast<int>(n), m_model.classes(), nullptr, 1.0f);
         lossSum += r.loss * static_cast<double>(n);
         correct += static_cast<std::size_t>(r.correct);
     }

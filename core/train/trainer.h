@@ -63,7 +63,7 @@ public:
     // Waits for statistics on their way; true when that completed a step's (then stageStats()
     // and statsStep() hold them). Sessions call it where a run stops or pauses.
     bool flushStatistics() const;
-    std::vector<float> masterWeights() const; // a host copy
+    std::vector<float> masterWeights() const;                // a host copy
     std::string deviceName() const { return m_ops->name(); } // "cpu", "cuda:0 (...)"
     // Why the engine is not the one asked for (e.g. no usable GPU); empty when it is.
     const std::string& deviceNotice() const { return m_deviceNotice; }

@@ -116,23 +116,40 @@ void layers(const OpsFactory& candidate, Report& report) {
     const std::vector<Case> cases = {
         {"linear 50->30", [] { return std::make_unique<Linear>(50, 30); }, {50, 1, 1}},
         {"conv3x3 3->4 on 8x7",
-         [] { return std::make_unique<Conv2d>(FeatureShape{3, 8, 7}, 4, 3); },
+         [] {
+             return std::make_unique<Conv2d>(FeatureShape{3, 8, 7}, 4, 3);
+         },
          {3, 8, 7}},
         {"conv5x5 2->3 on 6x6",
-         [] { return std::make_unique<Conv2d>(FeatureShape{2, 6, 6}, 3, 5); },
+         [] {
+             return std::make_unique<Conv2d>(FeatureShape{2, 6, 6}, 3, 5);
+         },
          {2, 6, 6}},
-        {"maxpool on 3x7x6", [] { return std::make_unique<MaxPool2d>(FeatureShape{3, 7, 6}); },
+        {"maxpool on 3x7x6",
+         [] {
+             return std::make_unique<MaxPool2d>(FeatureShape{3, 7, 6});
+         },
          {3, 7, 6}},
         {"relu",
-         [] { return std::make_unique<Activation>(ActivationKind::ReLU, FeatureShape{40, 1, 1}); },
+         [] {
+             return std::make_unique<Activation>(ActivationKind::ReLU, FeatureShape{40, 1, 1});
+         },
          {40, 1, 1}},
         {"gelu",
-         [] { return std::make_unique<Activation>(ActivationKind::GELU, FeatureShape{40, 1, 1}); },
+         [] {
+             return std::make_unique<Activation>(ActivationKind::GELU, FeatureShape{40, 1, 1});
+         },
          {40, 1, 1}},
         {"tanh",
-         [] { return std::make_unique<Activation>(ActivationKind::Tanh, FeatureShape{40, 1, 1}); },
+         [] {
+             return std::make_unique<Activation>(ActivationKind::Tanh, FeatureShape{40, 1, 1});
+         },
          {40, 1, 1}},
-        {"flatten", [] { return std::make_unique<Flatten>(FeatureShape{3, 4, 4}); }, {3, 4, 4}},
+        {"flatten",
+         [] {
+             return std::make_unique<Flatten>(FeatureShape{3, 4, 4});
+         },
+         {3, 4, 4}},
     };
     const Quantizer fp16(QuantConfig::forFormat(parseFormat("fp16")));
     const Quantizer bf16sr(QuantConfig::forFormat(parseFormat("bf16"), Rounding::Stochastic));
@@ -192,8 +209,8 @@ void lossAndReductions(const OpsFactory& candidate, Report& report) {
     v[17] = 3.5f;
     Mirror a(cpu, v), b(*ops, v);
     const TensorMoments mw = cpu.moments(a.t), mg = ops->moments(b.t);
-    report.expect(std::fabs(mg.mean - mw.mean) <= 1e-9 && std::fabs(mg.stdDev - mw.stdDev) <= 1e-9 &&
-                      mg.maxAbs == mw.maxAbs,
+    report.expect(std::fabs(mg.mean - mw.mean) <= 1e-9 &&
+                      std::fabs(mg.stdDev - mw.stdDev) <= 1e-9 && mg.maxAbs == mw.maxAbs,
                   "moments differ");
     report.expect(ops->amax(b.t) == cpu.amax(a.t), "amax differs");
     report.expect(std::fabs(ops->sumOfSquares(b.t) - cpu.sumOfSquares(a.t)) <=
@@ -230,8 +247,8 @@ void quantisers(const OpsFactory& candidate, Report& report) {
             QuantizeOptions o;
             o.seed = 5;
             o.stream = 77;
-            const std::string what = std::string(name) +
-                                     (rounding == Rounding::Stochastic ? " SR" : " RNE");
+            const std::string what =
+                std::string(name) + (rounding == Rounding::Stochastic ? " SR" : " RNE");
             CpuOps cpu;
             const std::unique_ptr<TensorOps> ops = candidate();
             {
@@ -271,14 +288,14 @@ void optimisers(const OpsFactory& candidate, Report& report) {
             auto run = [&](TensorOps& o, TensorOps::UpdateCounts& counts) {
                 Mirror g(o, grad), m(o, master), u(o, std::vector<float>(n)),
                     s(o, std::vector<float>(n));
-                OptimizerState st{o.allocate(n), kind == OptimizerKind::Adam ? o.allocate(n)
-                                                                            : Tensor{}};
+                OptimizerState st{o.allocate(n),
+                                  kind == OptimizerKind::Adam ? o.allocate(n) : Tensor{}};
                 QuantizeOptions opts;
                 opts.seed = 3;
                 for (int step = 1; step <= 3; ++step) {
                     opts.stream = static_cast<std::uint64_t>(step);
-                    o.optimizerUpdate(settings, st, step, g.t, m.t, u.t, 0.01, stateFormat,
-                                      nullptr, opts);
+                    o.optimizerUpdate(settings, st, step, g.t, m.t, u.t, 0.01, stateFormat, nullptr,
+                                      opts);
                     counts = o.applyMasterUpdate(m.t, u.t, s.t, masterFormat, nullptr, opts, true);
                 }
                 return m.read();
@@ -387,8 +404,8 @@ void lateStatistics(const OpsFactory& candidate, bool exactCounts, Report& repor
     const std::vector<StageStats>& final = cand.stageStats(); // waits for what is on its way
     report.expect(ordered, "late statistics: a report out of order or ahead of its step");
     report.expect(cand.statsStep() == 6, "late statistics: after the run, the statistics are of "
-                                         "step " + std::to_string(cand.statsStep()) +
-                                             ", not 6");
+                                         "step " +
+                                             std::to_string(cand.statsStep()) + ", not 6");
     if (exactCounts) {
         report.expect(equal && sameCounts(final, refStats[6]),
                       "late statistics differ from the CPU engine's of the same step");
