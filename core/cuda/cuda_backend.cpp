@@ -64,16 +64,6 @@ int multiprocessors(int device) {
     return sms;
 }
 
-void mergeCounters(const cuda::DeviceCounters& c, QuantStats& stats) {
-    QuantStats s;
-    for (std::size_t k = 0; k < kQuantClassCount; ++k)
-        s.counts[k] = c.counts[k];
-    for (std::size_t b = 0; b < kHistBinCount; ++b)
-        s.histogram[b] = c.histogram[b];
-    std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
-    stats.merge(s);
-}
-
 cuda::QuantizeLaunch makeLaunch(const QuantConfig& config, const float* in, float* out,
                                 std::size_t n, cuda::DeviceCounters* counters, int device) {
     cuda::QuantizeLaunch l;
@@ -162,7 +152,7 @@ public:
             cuda::DeviceCounters host{};
             check(cudaMemcpy(&host, work.counters.ptr, sizeof host, cudaMemcpyDeviceToHost), device,
                   "copy of the statistics");
-            mergeCounters(host, *stats);
+            stats->merge(cuda::toQuantStats(host));
         }
     }
 

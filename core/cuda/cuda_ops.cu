@@ -318,16 +318,8 @@ private:
     }
     // The host copy of a bank's slots into their QuantStats; the bank is free again.
     void merge(std::vector<QuantStats*>& pending) {
-        for (std::size_t i = 0; i < pending.size(); ++i) {
-            const cuda::DeviceCounters& c = m_countersHost[i];
-            QuantStats s;
-            for (std::size_t k = 0; k < kQuantClassCount; ++k)
-                s.counts[k] = c.counts[k];
-            for (std::size_t b = 0; b < kHistBinCount; ++b)
-                s.histogram[b] = c.histogram[b];
-            std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
-            pending[i]->merge(s);
-        }
+        for (std::size_t i = 0; i < pending.size(); ++i)
+            pending[i]->merge(cuda::toQuantStats(m_countersHost[i]));
         pending.clear();
     }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace plab::cuda {
 
@@ -17,6 +18,17 @@ struct DeviceCounters {
     unsigned long long histogram[kHistBinCount];
     unsigned int amaxBits;
 };
+
+// The same statistics as the CPU's QuantStats (host side, after the copy back).
+inline QuantStats toQuantStats(const DeviceCounters& c) {
+    QuantStats s;
+    for (std::size_t k = 0; k < kQuantClassCount; ++k)
+        s.counts[k] = c.counts[k];
+    for (std::size_t b = 0; b < kHistBinCount; ++b)
+        s.histogram[b] = c.histogram[b];
+    std::memcpy(&s.amax, &c.amaxBits, sizeof s.amax);
+    return s;
+}
 
 struct QuantizeLaunch {
     ElementRule rule;

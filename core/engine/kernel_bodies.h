@@ -5,6 +5,7 @@
 // per output element, no atomics: results do not depend on scheduling.
 #pragma once
 
+#include "nn/softmax_cross_entropy.h"
 #include "numerics/philox.h"
 #include "numerics/quantize_element.h"
 
@@ -42,15 +43,26 @@ struct AccumulatorRounding {
     int every = 0;
     ElementRule rule;
 
-    PLAB_HOST_DEVICE int chunk(int k) const {
-        return (!enabled || every <= 0 || every >= k) ? k : every;
-    }
     PLAB_HOST_DEVICE float round(float c, size_t index) const {
         if (!enabled)
             return c;
         QuantClass cls;
         const std::uint32_t word = stochastic ? philox::elementWord(index, 0, 0) : 0u;
         return quantizeElement(rule, c, word, cls);
+    }
+    // sum + term(0) + ... + term(k - 1), each chunk summed in FP32 and added to the running sum,
+    // which is rounded after every chunk (one chunk of k when nothing is emulated).
+    template <class Term>
+    PLAB_HOST_DEVICE float sum(float running, int k, size_t index, const Term& term) const {
+        const int step = (!enabled || every <= 0 || every >= k) ? k : every;
+        for (int start = 0; start < k; start += step) {
+            const int end = start + step < k ? start + step : k;
+            float part = 0.0f;
+            for (int i = start; i < end; ++i)
+                part += term(i);
+            running = round(running + part, index);
+        }
+        return running;
     }
 };
 
@@ -227,17 +239,10 @@ struct RoundedGemm {
     AccumulatorRounding acc;
     PLAB_HOST_DEVICE void operator()(size_t idx) const {
         const size_t row = idx / static_cast<size_t>(n), col = idx % static_cast<size_t>(n);
-        float sum = accumulate ? c[idx] : 0.0f;
-        const int step = acc.chunk(k);
-        for (int start = 0; start < k; start += step) {
-            const int end = start + step < k ? start + step : k;
-            float part = 0.0f;
-            for (int kk = start; kk < end; ++kk)
-                part += a[row * am + static_cast<size_t>(kk) * ak] *
-                        b[static_cast<size_t>(kk) * bk + col * bn];
-            sum = acc.round(sum + part, idx);
-        }
-        c[idx] = sum;
+        c[idx] = acc.sum(accumulate ? c[idx] : 0.0f, k, idx, [&](int kk) {
+            return a[row * am + static_cast<size_t>(kk) * ak] *
+                   b[static_cast<size_t>(kk) * bk + col * bn];
+        });
     }
 };
 
@@ -273,15 +278,9 @@ struct ConvForward {
         const int oc = static_cast<int>(within / g.hw()), pos = static_cast<int>(within % g.hw());
         const float* xs = x + s * static_cast<size_t>(g.inSize());
         const float* wr = w + static_cast<size_t>(oc) * g.rows();
-        const int rows = g.rows(), step = acc.chunk(rows);
-        float sum = 0.0f;
-        for (int start = 0; start < rows; start += step) {
-            const int end = start + step < rows ? start + step : rows;
-            float part = 0.0f;
-            for (int r = start; r < end; ++r)
-                part += wr[r] * g.column(xs, r, pos);
-            sum = acc.round(sum + part, within);
-        }
+        const int rows = g.rows();
+        const float sum =
+            acc.sum(0.0f, rows, within, [&](int r) { return wr[r] * g.column(xs, r, pos); });
         const float* bias = w + static_cast<size_t>(g.outChannels) * rows;
         y[idx] = sum + bias[oc];
     }
@@ -297,19 +296,13 @@ struct ConvWeightGrad {
     AccumulatorRounding acc;
     PLAB_HOST_DEVICE void operator()(size_t idx) const {
         const int oc = static_cast<int>(idx / g.rows()), r = static_cast<int>(idx % g.rows());
-        const int hw = g.hw(), step = acc.chunk(hw);
+        const int hw = g.hw();
         float sum = dw[idx];
-        for (int s = 0; s < batch; ++s) {
+        for (int s = 0; s < batch; ++s) { // one product per sample, accumulating, as the CPU
             const float* xs = x + static_cast<size_t>(s) * g.inSize();
             const float* dys =
                 dy + static_cast<size_t>(s) * g.outSize() + static_cast<size_t>(oc) * hw;
-            for (int start = 0; start < hw; start += step) {
-                const int end = start + step < hw ? start + step : hw;
-                float part = 0.0f;
-                for (int pos = start; pos < end; ++pos)
-                    part += dys[pos] * g.column(xs, r, pos);
-                sum = acc.round(sum + part, idx);
-            }
+            sum = acc.sum(sum, hw, idx, [&](int pos) { return dys[pos] * g.column(xs, r, pos); });
         }
         dw[idx] = sum;
     }
@@ -350,7 +343,6 @@ struct ConvInputGrad {
         const int sj = static_cast<int>(within % g.hw()) % g.width;
         const int k = g.kernel, pad = k / 2, hw = g.hw(), rows = g.rows();
         const float* dys = dy + s * static_cast<size_t>(g.outSize());
-        const int step = acc.chunk(g.outChannels);
         float total = 0.0f;
         for (int ki = 0; ki < k; ++ki)
             for (int kj = 0; kj < k; ++kj) {
@@ -358,15 +350,10 @@ struct ConvInputGrad {
                 if (i < 0 || i >= g.height || j < 0 || j >= g.width)
                     continue;
                 const int r = (c * k + ki) * k + kj, pos = i * g.width + j;
-                float sum = 0.0f;
-                for (int start = 0; start < g.outChannels; start += step) {
-                    const int end = start + step < g.outChannels ? start + step : g.outChannels;
-                    float part = 0.0f;
-                    for (int oc = start; oc < end; ++oc)
-                        part += w[static_cast<size_t>(oc) * rows + r] * dys[oc * hw + pos];
-                    sum = acc.round(sum + part, static_cast<size_t>(r) * hw + pos);
-                }
-                total += sum;
+                total +=
+                    acc.sum(0.0f, g.outChannels, static_cast<size_t>(r) * hw + pos, [&](int oc) {
+                        return w[static_cast<size_t>(oc) * rows + r] * dys[oc * hw + pos];
+                    });
             }
         dx[idx] = total;
     }
@@ -431,26 +418,13 @@ struct SoftmaxCrossEntropyRow {
     int batch, classes;
     float gradScale;
     PLAB_HOST_DEVICE Reduction operator()(size_t b) const {
-        const float* z = logits + b * static_cast<size_t>(classes);
-        int argmax = 0;
-        for (int c = 1; c < classes; ++c)
-            if (z[c] > z[argmax])
-                argmax = c;
-        const double zmax = z[argmax];
-        double sum = 0.0;
-        for (int c = 0; c < classes; ++c)
-            sum += exp(static_cast<double>(z[c]) - zmax);
-        const int label = labels[b];
+        const size_t row = b * static_cast<size_t>(classes);
+        bool correct = false;
         Reduction r;
-        r.sum = log(sum) - (static_cast<double>(z[label]) - zmax);
-        r.sumSq = argmax == label ? 1.0 : 0.0;
-        if (dlogits != nullptr) {
-            float* dz = dlogits + b * static_cast<size_t>(classes);
-            for (int c = 0; c < classes; ++c) {
-                const double p = exp(static_cast<double>(z[c]) - zmax) / sum;
-                dz[c] = static_cast<float>((p - (c == label ? 1.0 : 0.0)) * gradScale / batch);
-            }
-        }
+        r.sum = softmaxCrossEntropyRow(logits + row, labels[b], classes,
+                                       dlogits != nullptr ? dlogits + row : nullptr, gradScale,
+                                       batch, &correct);
+        r.sumSq = correct ? 1.0 : 0.0;
         return r;
     }
 };
