@@ -188,9 +188,10 @@ void TestScalers::perLayerWeightGradientsComeOutUnscaled() {
         maxScale = std::max(maxScale, s.gradientScale);
     QVERIFY2(maxScale >= 16.0, qPrintable(QString::number(maxScale))); // it did scale
     double diff = 0.0, norm = 0.0;
+    const std::vector<float> refAfter = ref.masterWeights(), plAfter = pl.masterWeights();
     for (std::size_t i = 0; i < before.size(); ++i) {
-        const double u = static_cast<double>(ref.masterWeights()[i]) - before[i];
-        const double v = static_cast<double>(pl.masterWeights()[i]) - before[i];
+        const double u = static_cast<double>(refAfter[i]) - before[i];
+        const double v = static_cast<double>(plAfter[i]) - before[i];
         diff += (u - v) * (u - v);
         norm += u * u;
     }
