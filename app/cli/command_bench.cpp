@@ -1,5 +1,6 @@
-// `bench quantize`: quantise-with-counting throughput for each format and rounding mode, next to
-// a plain copy of the same buffers in the same run (the ratio is the figure to quote).
+// `bench quantize` (`bench train` is in command_bench_train.cpp): quantise-with-counting throughput
+// for each format and rounding mode, next to a plain copy of the same buffers in the same run (the
+// ratio is the figure to quote).
 #include "cli_commands.h"
 
 #include "device/compute_backend.h"
@@ -157,7 +158,11 @@ Command addBenchCommand(CLI::App& app) {
         ->capture_default_str();
     quantize->add_flag("--no-stats", args->noStats,
                        "Quantise only, without counters and histogram (what counting costs)");
-    return {cmd, [args] { return runQuantizeBench(*args); }};
+    // The subcommand that parsed sets the action (CLI11 runs its callback after parsing).
+    auto action = std::make_shared<std::function<int()>>();
+    quantize->callback([args, action] { *action = [args] { return runQuantizeBench(*args); }; });
+    addBenchTrainSubcommand(cmd, *action);
+    return {cmd, [action] { return (*action)(); }};
 }
 
 } // namespace plab::cli

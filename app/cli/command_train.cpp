@@ -1,6 +1,7 @@
 // `train` and `presets`: headless training with a live progress line on stderr, the run log in
 // --out, and the summary printed at the end.
 #include "cli_commands.h"
+#include "run_config_args.h"
 
 #include "device/compute_backend.h"
 
@@ -19,74 +20,12 @@ namespace plab::cli {
 namespace {
 
 struct TrainArgs {
-    std::string config, preset, data, out;
-    std::vector<std::string> sets;
-    std::int64_t steps = -1;
-    int epochs = -1;
-    int threads = -1;
-    std::string device;
+    RunConfigArgs run;
+    std::string out;
 };
 
-nlohmann::json readConfigFile(const std::string& path) {
-    std::ifstream f(path);
-    if (!f)
-        throw ConfigError(path + ": cannot open the config file");
-    std::stringstream text;
-    text << f.rdbuf();
-    try {
-        return nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw ConfigError(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
-}
-
-void merge(nlohmann::json& into, const nlohmann::json& from) {
-    for (auto it = from.begin(); it != from.end(); ++it) {
-        if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object())
-            merge(into[it.key()], *it);
-        else
-            into[it.key()] = *it;
-    }
-}
-
-TrainConfig buildConfig(const TrainArgs& args) {
-    nlohmann::json j = nlohmann::json::object();
-    if (!args.preset.empty())
-        merge(j, findPreset(args.preset).json);
-    if (!args.config.empty())
-        merge(j, readConfigFile(args.config));
-    for (const std::string& s : args.sets)
-        applySetting(j, s);
-    if (args.steps >= 0)
-        applySetting(j, "train.steps=" + std::to_string(args.steps));
-    if (args.epochs >= 0) {
-        applySetting(j, "train.epochs=" + std::to_string(args.epochs));
-        applySetting(j, "train.steps=0");
-    }
-    if (args.threads >= 0)
-        applySetting(j, "threads=" + std::to_string(args.threads));
-    if (!args.data.empty())
-        j["data"]["source"] = args.data;
-    if (!args.device.empty())
-        j["device"] = args.device;
-    return configFromJson(j);
-}
-
-} // namespace
-
-std::shared_ptr<const DataSplit> loadData(const TrainConfig& config) {
-    if (config.dataSource == "synthetic")
-        return std::make_shared<const DataSplit>(
-            makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
-    const std::string dir =
-        config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource;
-    return std::make_shared<const DataSplit>(loadIdxDirectory(dir));
-}
-
-namespace {
-
 int runTrain(const TrainArgs& args) {
-    const TrainConfig config = buildConfig(args);
+    const TrainConfig config = buildConfig(args.run);
     const auto data = loadData(config); // bad input fails before anything else is printed
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
@@ -150,16 +89,8 @@ int runTrain(const TrainArgs& args) {
 Command addTrainCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("train", "Train a model under a precision recipe, headless");
     auto args = std::make_shared<TrainArgs>();
-    cmd->add_option("--config", args->config, "JSON config file (see README)");
-    cmd->add_option("--preset", args->preset, "Start from a preset (see `presets`)");
-    cmd->add_option("--set", args->sets, "key.path=value, e.g. train.lr=0.01 (repeatable)");
-    auto* steps = cmd->add_option("--steps", args->steps, "Number of steps");
-    cmd->add_option("--epochs", args->epochs, "Number of epochs")->excludes(steps);
-    cmd->add_option("--data", args->data, "synthetic, fashion-mnist, or a directory of IDX files");
+    addRunConfigOptions(cmd, args->run);
     cmd->add_option("--out", args->out, "Run directory (default runs/latest)");
-    cmd->add_option("--threads", args->threads, "Threads (0: all cores)");
-    cmd->add_option("--device", args->device,
-                    "auto | cpu | cuda | cuda:N (default: config's, auto)");
     return {cmd, [args] { return runTrain(*args); }};
 }
 

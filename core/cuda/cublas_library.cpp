@@ -1,6 +1,8 @@
 // CublasLibrary: dlopen/dlsym of the four cuBLAS entry points the engine uses.
 #include "cuda/cublas_library.h"
 
+#include "cuda/cublas_layout.h"
+
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
@@ -63,19 +65,12 @@ void CublasLibrary::destroyHandle(void* handle) const {
 }
 
 int CublasLibrary::sgemm(void* handle, const GemmCall& g) const {
-    // cuBLAS is column-major: the row-major C (M, N) is the column-major C^T (N, M) = B^T A^T.
-    // B^T as column-major (N, K): b[n*bn + k*bk]: no transpose with ld = bk when bn == 1, else
-    // the transpose of the column-major (K, N) with ld = bn. A^T (K, M) likewise.
-    const bool bRowMajor = g.bn == 1;
-    const cublasOperation_t opB = bRowMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
-    const int ldb = static_cast<int>(bRowMajor ? g.bk : g.bn);
-    const bool aRowMajor = g.ak == 1;
-    const cublasOperation_t opA = aRowMajor ? CUBLAS_OP_N : CUBLAS_OP_T;
-    const int lda = static_cast<int>(aRowMajor ? g.am : g.ak);
+    const CublasGemmLayout l = cublasLayoutOf(g);
+    const auto op = [](const CublasOperand& o) { return o.transpose ? CUBLAS_OP_T : CUBLAS_OP_N; };
     const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
-    return static_cast<int>(reinterpret_cast<SgemmFn>(m_sgemm)(static_cast<cublasHandle_t>(handle),
-                                                               opB, opA, g.n, g.m, g.k, &alpha, g.b,
-                                                               ldb, g.a, lda, &beta, g.c, g.n));
+    return static_cast<int>(reinterpret_cast<SgemmFn>(m_sgemm)(
+        static_cast<cublasHandle_t>(handle), op(l.first), op(l.second), g.n, g.m, g.k, &alpha, g.b,
+        l.first.ld, g.a, l.second.ld, &beta, g.c, l.ldc));
 }
 
 } // namespace plab::cuda

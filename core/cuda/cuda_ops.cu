@@ -23,10 +23,15 @@ namespace {
 constexpr int kThreads = 256;
 constexpr unsigned kFullMask = 0xFFFFFFFFu;
 
+// Throws on an error, clearing it first: a caught failure (say, out of memory while the engine is
+// set up, after which the run falls back to the CPU) must not stay the thread's last error and
+// be reported again by the next launch check. Sticky errors (a faulted context) stay whatever.
 void check(cudaError_t e, int device, const char* what) {
-    if (e != cudaSuccess)
+    if (e != cudaSuccess) {
+        cudaGetLastError();
         throw std::runtime_error("cuda:" + std::to_string(device) + ": " + what + " failed (" +
                                  cudaGetErrorName(e) + ": " + cudaGetErrorString(e) + ")");
+    }
 }
 
 template <class Body>
@@ -274,8 +279,10 @@ public:
             check(cudaEventSynchronize(m_copied), m_device, "the statistics copy");
         } else {
             const cudaError_t e = cudaEventQuery(m_copied);
-            if (e == cudaErrorNotReady)
+            if (e == cudaErrorNotReady) {
+                cudaGetLastError(); // "not ready" is an answer, not an error for the next check
                 return false;
+            }
             check(e, m_device, "the statistics copy");
         }
         Bank& bank = m_banks[m_inFlight];

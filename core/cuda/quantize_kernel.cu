@@ -21,7 +21,8 @@ __device__ unsigned int warpMax(unsigned int v) {
 
 template <bool kStats, bool kStochastic>
 __global__ void __launch_bounds__(kThreads)
-    quantizeKernel(const ElementRule rule, const float* __restrict__ in, float* __restrict__ out,
+    quantizeKernel(const ElementRule rule, const float* in,
+                   float* out, // may be the same (in place)
                    const std::size_t n, const std::uint64_t seed, const std::uint64_t stream,
                    const std::uint64_t firstIndex, DeviceCounters* __restrict__ counters) {
     __shared__ unsigned int hist[kHistBinCount];

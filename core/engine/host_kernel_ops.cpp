@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace plab {
@@ -13,7 +14,8 @@ namespace {
 
 class HostPolicy {
 public:
-    explicit HostPolicy(HostStatistics statistics) : m_late(statistics == HostStatistics::Late) {}
+    HostPolicy(HostStatistics statistics, std::size_t memoryBytes)
+        : m_late(statistics == HostStatistics::Late), m_memoryLeft(memoryBytes) {}
 
     std::string name() const { return "host emulation of the GPU kernels"; }
 
@@ -21,6 +23,10 @@ public:
         // 8-byte aligned (enough for every tensor type here) and zeroed, like cudaMalloc +
         // cudaMemset. Words, not max_align_t: value-initialising that leaves its long double's
         // padding bytes undefined.
+        if (bytes > m_memoryLeft)
+            throw std::runtime_error("host emulation of the GPU kernels: cudaMalloc failed "
+                                     "(cudaErrorMemoryAllocation: out of memory)");
+        m_memoryLeft -= bytes;
         m_blocks.emplace_back(bytes / sizeof(std::uint64_t) + 1, 0);
         return m_blocks.back().data();
     }
@@ -103,13 +109,14 @@ private:
     std::deque<Late> m_banks[2]; // deque: a reference to the newest stays valid
     int m_filling = 0, m_inFlight = -1;
     bool m_polled = false;
+    std::size_t m_memoryLeft;
     std::vector<std::vector<std::uint64_t>> m_blocks;
 };
 
 } // namespace
 
-std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics) {
-    return std::make_unique<KernelOps<HostPolicy>>(statistics);
+std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics, std::size_t memoryBytes) {
+    return std::make_unique<KernelOps<HostPolicy>>(statistics, memoryBytes);
 }
 
 } // namespace plab

@@ -5,6 +5,8 @@
 
 #include "engine/tensor_ops.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace plab {
@@ -13,6 +15,9 @@ namespace plab {
 // sendStatistics and not at the first poll, so tests can check the trainer and session logic
 // for statistics that land a step later.
 enum class HostStatistics { Immediate, Late };
-std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics = HostStatistics::Immediate);
+// memoryBytes plays a device's memory: an allocation past it throws as cudaMalloc's failure
+// does, so tests can check what happens when a GPU runs out.
+std::unique_ptr<TensorOps> makeHostKernelOps(HostStatistics statistics = HostStatistics::Immediate,
+                                             std::size_t memoryBytes = SIZE_MAX);
 
 } // namespace plab

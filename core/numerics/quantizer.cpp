@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace plab {
 namespace {
@@ -122,10 +124,30 @@ std::vector<CpuKernel> supportedCpuKernels() {
     return kernels;
 }
 
+namespace {
+
+// PLAB_CPU_KERNEL=generic|avx2|avx512 caps what Auto picks, so the whole suite can be run as on
+// a CPU with fewer vector extensions (README: Tests). Unset: the best this CPU has.
+CpuKernel autoKernel(const std::vector<CpuKernel>& supported) {
+    const char* cap = std::getenv("PLAB_CPU_KERNEL");
+    if (cap == nullptr || *cap == '\0')
+        return supported.back();
+    for (auto it = supported.rbegin(); it != supported.rend(); ++it)
+        if (std::string_view(toString(*it)) == cap)
+            return *it;
+    for (CpuKernel k : {CpuKernel::Generic, CpuKernel::Avx2, CpuKernel::Avx512})
+        if (std::string_view(toString(k)) == cap) // known, but above this CPU: the best there is
+            return supported.back();
+    throw FormatError(std::string("PLAB_CPU_KERNEL=\"") + cap +
+                      "\": expected generic, avx2 or avx512");
+}
+
+} // namespace
+
 Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(config) {
     const std::vector<CpuKernel> supported = supportedCpuKernels();
     if (kernel == CpuKernel::Auto) {
-        kernel = supported.back();
+        kernel = autoKernel(supported);
     } else if (std::find(supported.begin(), supported.end(), kernel) == supported.end()) {
         throw FormatError(std::string("cpu kernel \"") + toString(kernel) +
                           "\" is not supported by this build or CPU");

@@ -68,11 +68,47 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
         throw ConfigError("config.train.batch_size: " + std::to_string(config.batchSize) +
                           " is larger than the training set (" +
                           std::to_string(m_data->train.count()) + " samples)");
-    if (!m_ops)
+    const bool engineChosenHere = !m_ops;
+    if (engineChosenHere)
         std::tie(m_ops, m_deviceNotice) = opsFor(config);
 #if defined(PLAB_HAVE_OPENBLAS)
     openblas_set_num_threads(static_cast<int>(m_pool.threadCount()));
 #endif
+    try {
+        allocateEngineState();
+    } catch (const std::exception& e) {
+        // Out of device memory (the resident data sets are the largest part) or any other
+        // failure of a GPU engine's set-up: a run the config let us place ourselves falls back
+        // to the CPU as a missing GPU does, with the reason in the notice. The failed engine
+        // and everything it allocated go first.
+        if (!engineChosenHere || m_ops->name() == "cpu")
+            throw;
+        m_deviceNotice = std::string(e.what()) + "; training on the CPU";
+        m_out.clear();
+        m_dout.clear();
+        m_ops = std::make_unique<CpuOps>();
+        allocateEngineState();
+    }
+    for (auto& bank : m_statsBank)
+        bank.resize(static_cast<std::size_t>(m_model.stageCount()));
+    m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
+    applyScalingPolicy();
+    m_order.resize(m_data->train.count());
+    std::iota(m_order.begin(), m_order.end(), 0u);
+    std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
+    buildQuantizers();
+    // The master copy starts out in its own format.
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const Tensor w = stageParameters(m_master, s);
+        m_ops->quantize(quantizer(s, TensorRole::MasterWeights), w, w, nullptr,
+                        options(s, TensorRole::MasterWeights));
+    }
+}
+
+// Everything the run keeps in the engine's memory: parameters, optimiser state, the resident
+// data sets, the batch and each layer's activations and gradients.
+void Trainer::allocateEngineState() {
+    const TrainConfig& config = m_config;
     const std::size_t params = m_model.parameterCount();
     {
         std::vector<float> initial(params);
@@ -84,6 +120,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     m_weights = m_ops->allocate(params);
     m_grads = m_ops->allocate(params);
     m_update = m_ops->allocate(params);
+    m_optimizerState = {};
     m_optimizerState.first = m_ops->allocate(params);
     if (config.optimizer == OptimizerKind::Adam)
         m_optimizerState.second = m_ops->allocate(params);
@@ -101,20 +138,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
         m_out.push_back(m_ops->allocate(size));
         m_dout.push_back(m_ops->allocate(size));
     }
-    for (auto& bank : m_statsBank)
-        bank.resize(static_cast<std::size_t>(m_model.stageCount()));
-    m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
-    applyScalingPolicy();
-    m_order.resize(m_data->train.count());
-    std::iota(m_order.begin(), m_order.end(), 0u);
-    std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
-    buildQuantizers();
-    // The master copy starts out in its own format.
-    for (int s = 0; s < m_model.stageCount(); ++s) {
-        const Tensor w = stageParameters(m_master, s);
-        m_ops->quantize(quantizer(s, TensorRole::MasterWeights), w, w, nullptr,
-                        options(s, TensorRole::MasterWeights));
-    }
+    // Nothing is known to have failed until the device has run what was queued.
+    (void)m_ops->allFinite(m_master);
 }
 
 Tensor Trainer::stageParameters(const Tensor& all, int stage) const {

@@ -84,6 +84,7 @@ private:
     struct StageQuantizers {
         std::vector<Quantizer> roles; // indexed by TensorRole
     };
+    void allocateEngineState();
     void buildQuantizers();
     void applyScalingPolicy(); // flags and histories for m_config.scalingPolicy
     const Quantizer& quantizer(int stage, TensorRole role) const;

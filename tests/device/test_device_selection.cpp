@@ -3,8 +3,14 @@
 // any machine. (The real backend's kernels are tested by tests/gpu on a GPU machine.)
 #include <QTest>
 
+#include <cmath>
+
+#include "data/dataset.h"
 #include "device/compute_backend.h"
+#include "engine/host_kernel_ops.h"
+#include "engine/tensor_ops.h"
 #include "train/train_config.h"
+#include "train/trainer.h"
 
 using namespace plab;
 
@@ -16,13 +22,20 @@ private slots:
     void withoutCudaBackendEverythingIsCpu();
     void withFakeBackend();
     void configKeyIsChecked();
+    void outOfDeviceMemoryFallsBackToCpu();
 };
 
 namespace {
 
+// Its training engine is the GPU kernels emulated on the host with a settable memory size.
+std::size_t fakeDeviceMemory = SIZE_MAX;
+
 class FakeCuda final : public ComputeBackend {
 public:
     std::string name() const override { return "cuda"; }
+    std::unique_ptr<TensorOps> makeTensorOps(int) const override {
+        return makeHostKernelOps(HostStatistics::Immediate, fakeDeviceMemory);
+    }
     DeviceReport probe() const override {
         DeviceReport r;
         r.backend = "cuda";
@@ -118,6 +131,33 @@ void TestDeviceSelection::configKeyIsChecked() {
     } catch (const ConfigError& e) {
         QVERIFY2(std::string(e.what()).find("config.device: device \"tpu\"") == 0, e.what());
     }
+}
+
+// Out of device memory anywhere in the engine's set-up (here: the resident training set, long
+// after the engine object itself was made) trains on the CPU with the reason, not an abort.
+void TestDeviceSelection::outOfDeviceMemoryFallsBackToCpu() {
+    QVERIFY(findBackend("cuda") != nullptr); // withFakeBackend registered it
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 2000, 200));
+    TrainConfig config = configFromJson({{"device", "cuda:1"}});
+    config.batchSize = 32;
+    config.model.hidden = {16};
+
+    fakeDeviceMemory = SIZE_MAX;
+    {
+        Trainer roomy(config, data);
+        QCOMPARE(roomy.deviceName(), std::string("host emulation of the GPU kernels"));
+        QVERIFY(roomy.deviceNotice().empty());
+    }
+    // Room for the parameters but not for the training set's 2000 x 784 floats.
+    fakeDeviceMemory = 1u << 20;
+    Trainer tight(config, data);
+    QCOMPARE(tight.deviceName(), std::string("cpu"));
+    QVERIFY2(tight.deviceNotice().find("out of memory") != std::string::npos &&
+                 tight.deviceNotice().find("; training on the CPU") != std::string::npos,
+             tight.deviceNotice().c_str());
+    const StepResult step = tight.step();
+    QVERIFY(std::isfinite(step.scalars.loss));
+    fakeDeviceMemory = SIZE_MAX;
 }
 
 QTEST_APPLESS_MAIN(TestDeviceSelection)

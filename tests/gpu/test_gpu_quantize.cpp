@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -72,7 +73,14 @@ bool sameBits(float a, float b) {
 
 } // namespace
 
-int main() {
+// Optional argument: elements per buffer (the device script's smoke stage uses 2^20).
+int main(int argc, char** argv) {
+    const std::size_t elements =
+        argc > 1 ? std::strtoull(argv[1], nullptr, 10) : std::size_t{1} << 22;
+    if (elements == 0) {
+        std::printf("usage: %s [elements > 0]\n", argv[0]);
+        return 2;
+    }
     registerCudaBackend();
     const ComputeBackend* cuda = findBackend("cuda");
     const DeviceChoice device = resolveDevice(parseDeviceSpec("auto"));
@@ -82,7 +90,7 @@ int main() {
     }
     std::printf("device: %s\n", device.label.c_str());
     ThreadPool pool(0);
-    const std::vector<float> in = makeInputs(std::size_t{1} << 22);
+    const std::vector<float> in = makeInputs(elements);
     std::vector<float> cpuOut(in.size()), gpuOut(in.size());
     int checked = 0, failed = 0;
     for (const FormatSpec& format : namedFormats()) {

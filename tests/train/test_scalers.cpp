@@ -378,48 +378,72 @@ void TestScalers::fp16WithoutScalingLearnsWorse() {
     // Micikevicius et al.'s claim on a small-weight deep narrow MLP trained with Adam (which
     // learns from tiny gradients in FP32): FP16 without scaling flushes most of the first
     // layer's activation gradients and learns worse; a static or dynamic scale recovers FP32.
+    // Matrix products sum in an order that depends on the CPU (OpenBLAS picks its kernels), and
+    // single runs of this net part ways like seeds do (one seed's test accuracy moved by 4
+    // points with the kernel, seed-to-seed spread 5-13 points), so each recipe runs on kSeeds
+    // seeds and the claims are about the mean training loss of the last 50 steps, which moved by
+    // at most 0.03 across the OpenBLAS kernels tried (default AVX-512, Haswell, Sandybridge,
+    // Prescott) against differences of 0.15 (no scaling) and 0.00-0.05 (scaled) from FP32.
+    constexpr int kSeeds = 3, kSteps = 150;
     const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 3000, 1000));
-    auto train = [&](const nlohmann::json& recipe, const nlohmann::json& scaling,
-                     double* flushedFirst) {
+    struct Outcome {
+        double loss = 0.0, flushed = 0.0;
+    };
+    auto train = [&](const nlohmann::json& recipe, const nlohmann::json& scaling, int seed) {
         nlohmann::json j = {
+            {"seed", seed},
             {"data", {{"train_size", 3000}, {"test_size", 1000}}},
             {"model", {{"hidden", {64, 64, 64, 64}}, {"init", "small"}, {"init_scale", 0.05}}},
-            {"train", {{"steps", 400}, {"batch_size", 64}, {"optimizer", "adam"}, {"lr", 0.002}}},
+            {"train",
+             {{"steps", kSteps}, {"batch_size", 64}, {"optimizer", "adam"}, {"lr", 0.002}}},
             {"recipe", recipe},
             {"scaling", scaling}};
         Trainer t(configFromJson(j), data);
-        for (int i = 0; i < 400; ++i) {
+        Outcome o;
+        for (int i = 0; i < kSteps; ++i) {
             const StepResult r = t.step();
-            if (i == 0 && flushedFirst) {
+            if (i == 0) {
                 const QuantStats& g = t.stageStats()[0].role(TensorRole::ActivationGradients);
-                *flushedFirst = static_cast<double>(g.count(QuantClass::Underflow)) /
-                                static_cast<double>(g.total() - g.count(QuantClass::Zero));
+                o.flushed = static_cast<double>(g.count(QuantClass::Underflow)) /
+                            static_cast<double>(g.total() - g.count(QuantClass::Zero));
             }
-            if (r.diverged)
-                break;
+            if (i >= kSteps - 50)
+                o.loss += r.scalars.loss / 50;
         }
-        return t.evaluate().accuracy;
+        return o;
     };
     const nlohmann::json fp16 = {{"weights", "fp16"},
                                  {"activations", "fp16"},
                                  {"activation_gradients", "fp16"},
                                  {"weight_gradients", "fp16"}};
-    double flushed = 0.0;
-    const double fp32 = train(nlohmann::json::object(), {{"policy", "static"}}, nullptr);
-    const double noScale = train(fp16, {{"policy", "static"}}, &flushed);
-    const double scaled = train(fp16, {{"policy", "static"}, {"scale", 1024}}, nullptr);
-    const double dynamic = train(fp16, {{"policy", "dynamic"}}, nullptr);
+    const nlohmann::json recipes[4][2] = {{nlohmann::json::object(), {{"policy", "static"}}},
+                                          {fp16, {{"policy", "static"}}},
+                                          {fp16, {{"policy", "static"}, {"scale", 1024}}},
+                                          {fp16, {{"policy", "dynamic"}}}};
+    Outcome mean[4];
+    double flushed = 1.0;
+    for (int r = 0; r < 4; ++r)
+        for (int seed = 1; seed <= kSeeds; ++seed) {
+            const Outcome o = train(recipes[r][0], recipes[r][1], seed);
+            mean[r].loss += o.loss / kSeeds;
+            if (r == 1)
+                flushed = std::min(flushed, o.flushed);
+        }
     const QString report =
-        QStringLiteral("fp32 %1, fp16 %2 (first layer %3 flushed), static %4, dynamic %5")
-            .arg(fp32)
-            .arg(noScale)
+        QStringLiteral("training loss of the last 50 steps, mean over %1 seeds: fp32 %2, fp16 %3 "
+                       "(first layer's activation gradients flushed >= %4), static 2^10 %5, "
+                       "dynamic %6")
+            .arg(kSeeds)
+            .arg(mean[0].loss)
+            .arg(mean[1].loss)
             .arg(flushed)
-            .arg(scaled)
-            .arg(dynamic);
+            .arg(mean[2].loss)
+            .arg(mean[3].loss);
+    qInfo("%s", qPrintable(report));
     QVERIFY2(flushed > 0.8, qPrintable(report));
-    QVERIFY2(noScale < fp32 - 0.08, qPrintable(report));
-    QVERIFY2(scaled > fp32 - 0.03, qPrintable(report));
-    QVERIFY2(dynamic > fp32 - 0.03, qPrintable(report));
+    QVERIFY2(mean[1].loss > mean[0].loss + 0.08, qPrintable(report));
+    for (int r : {2, 3})
+        QVERIFY2(mean[r].loss < mean[0].loss + 0.05, qPrintable(report));
 }
 
 QTEST_APPLESS_MAIN(TestScalers)

@@ -1,0 +1,78 @@
+// `train`'s and `bench train`'s shared options and the config they build.
+#include "run_config_args.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace plab::cli {
+namespace {
+
+nlohmann::json readConfigFile(const std::string& path) {
+    std::ifstream f(path);
+    if (!f)
+        throw ConfigError(path + ": cannot open the config file");
+    std::stringstream text;
+    text << f.rdbuf();
+    try {
+        return nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::parse_error& e) {
+        throw ConfigError(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    }
+}
+
+void merge(nlohmann::json& into, const nlohmann::json& from) {
+    for (auto it = from.begin(); it != from.end(); ++it) {
+        if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object())
+            merge(into[it.key()], *it);
+        else
+            into[it.key()] = *it;
+    }
+}
+
+} // namespace
+
+void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
+    cmd->add_option("--config", args.config, "JSON config file (see README)");
+    cmd->add_option("--preset", args.preset, "Start from a preset (see `presets`)");
+    cmd->add_option("--set", args.sets, "key.path=value, e.g. train.lr=0.01 (repeatable)");
+    auto* steps = cmd->add_option("--steps", args.steps, "Number of steps");
+    cmd->add_option("--epochs", args.epochs, "Number of epochs")->excludes(steps);
+    cmd->add_option("--data", args.data, "synthetic, fashion-mnist, or a directory of IDX files");
+    cmd->add_option("--threads", args.threads, "Threads (0: all cores)");
+    cmd->add_option("--device", args.device,
+                    "auto | cpu | cuda | cuda:N (default: config's, auto)");
+}
+
+TrainConfig buildConfig(const RunConfigArgs& args) {
+    nlohmann::json j = nlohmann::json::object();
+    if (!args.preset.empty())
+        merge(j, findPreset(args.preset).json);
+    if (!args.config.empty())
+        merge(j, readConfigFile(args.config));
+    for (const std::string& s : args.sets)
+        applySetting(j, s);
+    if (args.steps >= 0)
+        applySetting(j, "train.steps=" + std::to_string(args.steps));
+    if (args.epochs >= 0) {
+        applySetting(j, "train.epochs=" + std::to_string(args.epochs));
+        applySetting(j, "train.steps=0");
+    }
+    if (args.threads >= 0)
+        applySetting(j, "threads=" + std::to_string(args.threads));
+    if (!args.data.empty())
+        j["data"]["source"] = args.data;
+    if (!args.device.empty())
+        j["device"] = args.device;
+    return configFromJson(j);
+}
+
+std::shared_ptr<const DataSplit> loadData(const TrainConfig& config) {
+    if (config.dataSource == "synthetic")
+        return std::make_shared<const DataSplit>(
+            makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
+    const std::string dir =
+        config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource;
+    return std::make_shared<const DataSplit>(loadIdxDirectory(dir));
+}
+
+} // namespace plab::cli

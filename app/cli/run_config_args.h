@@ -1,0 +1,32 @@
+// The options that say what to train (--config, --preset, --set, --steps, --epochs, --data,
+// --threads, --device), shared by `train` and `bench train`, and how they become a TrainConfig.
+#pragma once
+
+#include "data/dataset.h"
+#include "train/train_config.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace plab::cli {
+
+struct RunConfigArgs {
+    std::string config, preset, data, device;
+    std::vector<std::string> sets;
+    std::int64_t steps = -1;
+    int epochs = -1;
+    int threads = -1;
+};
+
+// Registers the options on a subcommand.
+void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args);
+// Preset, then config file, then --set in order, then the dedicated options.
+TrainConfig buildConfig(const RunConfigArgs& args);
+// The data set a config names (built-in synthetic, Fashion-MNIST, or an IDX directory).
+std::shared_ptr<const DataSplit> loadData(const TrainConfig& config);
+
+} // namespace plab::cli
