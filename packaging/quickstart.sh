@@ -45,7 +45,7 @@ echo "Precision Lab: no display (DISPLAY/WAYLAND_DISPLAY unset), so this is the 
 "$cli" formats
 echo
 echo "== FP16 with a static loss scale of 2^10 on the built-in data (run log in runs/demo) =="
-"$cli" train --preset fp16-static --steps 400 --out runs/demo
+"$cli" train --preset fp16-static --steps 400 --out runs/demo --overwrite
 echo
 echo "Activation gradients at the last step, per layer (stage, format, flushed count, flushed share):"
 last=$(tail -n 1 runs/demo/layers.csv | cut -d, -f1)

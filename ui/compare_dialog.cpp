@@ -120,12 +120,7 @@ void CompareDialog::run(const QStringList& requested, int steps) {
                     double flushed = 0.0;
                     for (const StageStats& st : trainer.stageStats()) {
                         const QuantStats& g = st.role(TensorRole::ActivationGradients);
-                        const auto nonzero =
-                            static_cast<double>(g.total() - g.count(QuantClass::Zero));
-                        flushed +=
-                            nonzero > 0
-                                ? static_cast<double>(g.count(QuantClass::Underflow)) / nonzero
-                                : 0.0;
+                        flushed += g.flushedShare();
                     }
                     flushed /=
                         static_cast<double>(std::max<std::size_t>(1, trainer.stageStats().size()));

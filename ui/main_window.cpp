@@ -456,7 +456,7 @@ QString MainWindow::exportReport(const QString& dir) {
             for (TensorRole r : kAllRoles) {
                 const QuantStats& q = s->stages[i].role(r);
                 roles[std::string(toString(r))] = {{"zero", q.fraction(QuantClass::Zero)},
-                                                   {"flushed", q.fraction(QuantClass::Underflow)},
+                                                   {"flushed", q.flushedShare()},
                                                    {"subnormal", q.fraction(QuantClass::Subnormal)},
                                                    {"overflow", q.fraction(QuantClass::Overflow)},
                                                    {"amax", q.amax}};

@@ -156,10 +156,7 @@ void TrainingController::poll() {
             FlushColumn column{snap->statsStep, {}};
             for (const StageStats& st : snap->stages) {
                 const QuantStats& g = st.role(TensorRole::ActivationGradients);
-                const auto nonzero = static_cast<double>(g.total() - g.count(QuantClass::Zero));
-                column.flushed.push_back(
-                    nonzero > 0 ? static_cast<double>(g.count(QuantClass::Underflow)) / nonzero
-                                : 0.0);
+                column.flushed.push_back(g.flushedShare());
             }
             m_flushHistory.push_back(std::move(column));
             if (m_flushHistory.size() >= kHistoryCapacity) {

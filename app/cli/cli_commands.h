@@ -4,8 +4,37 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace plab::cli {
+
+// Exit statuses (README: The CLI). 0: success; 2: bad input (an option, a config, a data file,
+// a run folder that is locked or holds an earlier run), refused before anything runs;
+// 3: training ended without completing (diverged, failed); 4: the run record could not be
+// written (full disk, folder removed), every whole row written before kept; 128 + N: stopped by
+// signal N (SIGINT 130, SIGTERM 143, SIGHUP 129) with the summary written.
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitTrainingFailed = 3;
+inline constexpr int kExitRecordFailed = 4;
+
+// Option check: a whole number no smaller than least ("--steps: -1: expected a whole number >= 1").
+inline CLI::Validator wholeNumberAtLeast(long long least) {
+    return CLI::Validator(
+        [least](std::string& text) {
+            long long v = 0;
+            std::size_t used = 0;
+            try {
+                v = std::stoll(text, &used);
+            } catch (const std::exception&) {
+                used = 0;
+            }
+            if (used == 0 || used != text.size() || v < least)
+                return "\"" + text.substr(0, 40) +
+                       "\": expected a whole number >= " + std::to_string(least);
+            return std::string();
+        },
+        ">= " + std::to_string(least));
+}
 
 // A registered subcommand and its action, which runs after parsing and returns the exit code.
 // Actions throw std::exception with a one-line message for bad input.

@@ -4,6 +4,7 @@
 #include "cli_commands.h"
 #include "line_chart.h"
 
+#include "record/record_file.h"
 #include "train/train_config.h"
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -34,10 +36,12 @@ struct CompareArgs {
     std::string out = "runs/compare";
     std::vector<std::string> sets;
     std::string data;
+    bool overwrite = false;
 };
 
 struct RunResult {
     std::string preset;
+    std::string failure; // why the run gave no result (empty: it ran, completed or not)
     nlohmann::json summary;
     std::vector<std::pair<double, double>> loss; // (step, loss)
     std::map<std::string, double> meanFlushed;   // role -> mean flushed share over steps/layers
@@ -54,19 +58,37 @@ std::vector<std::string> splitCsvLine(const std::string& line) {
     return out;
 }
 
+// A number of a run's summary; NaN where it is null (JSON's NaN) or missing.
+double summaryNumber(const nlohmann::json& summary, const char* key) {
+    const auto it = summary.find(key);
+    return it != summary.end() && it->is_number() ? it->get<double>()
+                                                  : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string lastLine(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty())
+            last = line;
+    return last;
+}
+
 RunResult readRun(const std::string& preset, const std::string& dir) {
     RunResult r;
     r.preset = preset;
     std::ifstream s(dir + "/summary.json");
     if (!s)
-        throw std::runtime_error(dir + "/summary.json: missing (the run failed)");
-    r.summary = nlohmann::json::parse(s);
+        throw std::runtime_error(dir + "/summary.json: missing");
+    r.summary = nlohmann::json::parse(s, nullptr, false);
+    if (!r.summary.is_object())
+        throw std::runtime_error(dir + "/summary.json: not a JSON object");
     std::ifstream m(dir + "/metrics.csv");
     std::string line;
     std::getline(m, line);
     while (std::getline(m, line)) {
         const auto c = splitCsvLine(line);
-        if (c.size() >= 3 && !c[2].empty())
+        if (c.size() >= 3 && !c[2].empty() && c[2] != "nan" && line.back() != ',')
             r.loss.emplace_back(std::stod(c[0]), std::stod(c[2]));
     }
     std::ifstream l(dir + "/layers.csv");
@@ -108,19 +130,38 @@ int runCompare(const CompareArgs& args) {
         throw std::invalid_argument("compare: --presets needs at least one preset name");
     for (const std::string& p : args.presets)
         findPreset(p); // a bad name fails before anything runs
-    std::filesystem::create_directories(args.out);
+    std::error_code ec;
+    std::filesystem::create_directories(args.out, ec);
+    if (ec || !std::filesystem::is_directory(args.out))
+        throw std::runtime_error(args.out + ": cannot create the compare folder" +
+                                 (ec ? " (" + ec.message() + ")" : std::string(" (not a folder)")));
+    if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
+        throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
+                                            "--overwrite to replace it, or choose another --out");
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
     std::map<pid_t, std::string> running;
-    std::vector<std::string> failed;
+    std::map<std::string, std::string> failures; // preset -> why its run gave no result
+    // A child's stderr, kept beside its run folder (the folder itself may be what failed).
+    const auto stderrPath = [&](const std::string& preset) {
+        return args.out + "/" + preset + ".stderr.log";
+    };
     auto reap = [&](bool block) {
         int status = 0;
         const pid_t pid = waitpid(-1, &status, block ? 0 : WNOHANG);
         if (pid > 0) {
-            const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-            std::fprintf(stderr, "compare: %s %s\n", running[pid].c_str(), ok ? "done" : "FAILED");
-            if (!ok)
-                failed.push_back(running[pid]);
+            const std::string preset = running[pid];
+            // 0: completed; 3: ran and ended early (diverged): a result all the same.
+            const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            const bool ran = code == 0 || code == kExitTrainingFailed;
+            std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
+                         code == 0 ? "done"
+                         : ran     ? "ended early"
+                                   : "FAILED");
+            if (!ran) {
+                const std::string why = lastLine(stderrPath(preset));
+                failures[preset] = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
+            }
             running.erase(pid);
         }
     };
@@ -132,6 +173,8 @@ int runCompare(const CompareArgs& args) {
                                          "--steps",   std::to_string(args.steps),
                                          "--threads", "1",
                                          "--out",     args.out + "/" + preset};
+        if (args.overwrite)
+            argv.push_back("--overwrite");
         for (const std::string& s : args.sets) {
             argv.push_back("--set");
             argv.push_back(s);
@@ -147,7 +190,9 @@ int runCompare(const CompareArgs& args) {
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+        const std::string errors = stderrPath(preset);
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(),
+                                         O_WRONLY | O_CREAT | O_TRUNC, 0644);
         pid_t pid = 0;
         if (posix_spawn(&pid, self.c_str(), &actions, nullptr, cargv.data(), environ) != 0)
             throw std::runtime_error("compare: cannot start " + self);
@@ -159,46 +204,83 @@ int runCompare(const CompareArgs& args) {
         reap(true);
 
     std::vector<RunResult> results;
-    for (const std::string& preset : args.presets)
-        results.push_back(readRun(preset, args.out + "/" + preset));
-    const char* roles[] = {"weights", "activations", "activation_gradients", "weight_gradients"};
-    std::ofstream csv(args.out + "/compare.csv"), md(args.out + "/compare.md");
-    csv << "preset,finished,final_loss,test_accuracy,skipped_steps";
-    md << "| preset | finished | final loss | test accuracy | skipped steps";
-    for (const char* r : roles) {
-        csv << ",flushed_" << r;
-        md << " | flushed " << r;
+    for (const std::string& preset : args.presets) {
+        RunResult r;
+        r.preset = preset;
+        if (const auto f = failures.find(preset); f != failures.end()) {
+            r.failure = f->second;
+        } else {
+            try {
+                r = readRun(preset, args.out + "/" + preset);
+            } catch (const std::exception& e) {
+                r.failure = e.what();
+            }
+        }
+        results.push_back(std::move(r));
     }
-    csv << ",lost_updates,wall_seconds\n";
-    md << " | lost updates | time (s) |\n|---|---|---|---|---";
-    for (std::size_t i = 0; i < std::size(roles) + 2; ++i)
-        md << "|---";
-    md << "|\n";
+    const char* roles[] = {"weights", "activations", "activation_gradients", "weight_gradients"};
+    std::string csv = "preset,status,final_loss,test_accuracy,skipped_steps";
+    std::string md = "| preset | status | final loss | test accuracy | skipped steps";
+    for (const char* r : roles) {
+        csv += std::string(",flushed_") + r;
+        md += std::string(" | flushed ") + r;
+    }
+    csv += ",lost_updates,wall_seconds,reason\n";
+    md += " | lost updates | time (s) | reason |\n|---|---|---|---|---";
+    for (std::size_t i = 0; i < std::size(roles) + 3; ++i)
+        md += "|---";
+    md += "|\n";
+    const auto cell = [](double v, double factor, int decimals) {
+        if (std::isnan(v))
+            return std::string("nan");
+        char text[64];
+        std::snprintf(text, sizeof text, "%.*f", decimals, v * factor);
+        return std::string(text);
+    };
+    // A reason in a CSV cell: quoted, quotes doubled; in Markdown: pipes escaped.
+    const auto csvText = [](std::string t) {
+        for (std::size_t p = t.find('"'); p != std::string::npos; p = t.find('"', p + 2))
+            t.insert(p, 1, '"');
+        return '"' + t + '"';
+    };
+    const auto mdText = [](std::string t) {
+        for (std::size_t p = t.find('|'); p != std::string::npos; p = t.find('|', p + 2))
+            t.insert(p, 1, '\\');
+        return t;
+    };
     for (const RunResult& r : results) {
         const auto& s = r.summary;
-        char row[256];
-        std::snprintf(row, sizeof row, "%s,%s,%.4f,%.4f,%lld", r.preset.c_str(),
-                      s.value("finished", false) ? "yes" : "no", s.value("final_train_loss", 0.0),
-                      s.value("test_accuracy", 0.0), s.value("skipped_steps", 0LL));
-        csv << row;
-        std::snprintf(row, sizeof row, "| %s | %s | %.4f | %.2f%% | %lld", r.preset.c_str(),
-                      s.value("finished", false) ? "yes" : "no", s.value("final_train_loss", 0.0),
-                      100.0 * s.value("test_accuracy", 0.0), s.value("skipped_steps", 0LL));
-        md << row;
+        const bool failed = !r.failure.empty();
+        const std::string status = failed                       ? "failed"
+                                   : s.value("finished", false) ? "completed"
+                                                                : "ended early";
+        const std::string reason = failed ? r.failure : s.value("stop_reason", std::string());
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double loss = failed ? nan : summaryNumber(s, "final_train_loss");
+        const double accuracy = failed ? nan : summaryNumber(s, "test_accuracy");
+        const double skipped = failed ? nan : summaryNumber(s, "skipped_steps");
+        const double seconds = failed ? nan : summaryNumber(s, "wall_seconds");
+        csv += r.preset + ',' + status + ',' + cell(loss, 1, 4) + ',' + cell(accuracy, 1, 4) + ',' +
+               cell(skipped, 1, 0);
+        md += "| " + r.preset + " | " + status + " | " + cell(loss, 1, 4) + " | " +
+              cell(accuracy, 100, 2) + "% | " + cell(skipped, 1, 0);
         for (const char* role : roles) {
             const auto it = r.meanFlushed.find(role);
-            const double v = it == r.meanFlushed.end() ? 0.0 : it->second;
-            csv << ',' << v;
-            md << " | " << std::to_string(100.0 * v).substr(0, 5) << "%";
+            const double v = failed ? nan : it == r.meanFlushed.end() ? 0.0 : it->second;
+            csv += ',' + cell(v, 1, 6);
+            md += " | " + cell(v, 100, 2) + "%";
         }
-        csv << ',' << r.lostUpdates << ',' << s.value("wall_seconds", 0.0) << '\n';
-        md << " | " << std::to_string(100.0 * r.lostUpdates).substr(0, 5) << "% | "
-           << std::to_string(s.value("wall_seconds", 0.0)).substr(0, 6) << " |\n";
+        const double lost = failed ? nan : r.lostUpdates;
+        csv += ',' + cell(lost, 1, 6) + ',' + cell(seconds, 1, 2) + ',' + csvText(reason) + '\n';
+        md += " | " + cell(lost, 100, 2) + "% | " + cell(seconds, 1, 1) + " | " + mdText(reason) +
+              " |\n";
     }
-    csv.close();
-    md.close();
+    writeFileAtomically(args.out + "/compare.csv", csv);
+    writeFileAtomically(args.out + "/compare.md", md);
     std::vector<ChartSeries> loss, flushed;
     for (const RunResult& r : results) {
+        if (!r.failure.empty())
+            continue;
         loss.push_back({r.preset, r.loss});
         flushed.push_back({r.preset, r.flushedActGrads});
     }
@@ -208,12 +290,14 @@ int runCompare(const CompareArgs& args) {
     writeLineChartPng(args.out + "/loss.png", "Training loss", "loss", loss, true);
     writeLineChartPng(args.out + "/flushed.png", "Activation gradients flushed", "share flushed",
                       flushed, false);
-    std::ifstream table(args.out + "/compare.md");
-    std::printf("%s", std::string(std::istreambuf_iterator<char>(table), {}).c_str());
+    std::printf("%s", md.c_str());
     std::fprintf(stderr, "compare: table and plots in %s\n", args.out.c_str());
-    if (!failed.empty())
-        throw std::runtime_error("compare: run(s) failed: " + failed.front() +
-                                 (failed.size() > 1 ? " and others" : ""));
+    if (!failures.empty() || std::any_of(results.begin(), results.end(),
+                                         [](const RunResult& r) { return !r.failure.empty(); })) {
+        std::fprintf(stderr, "compare: some runs failed (see the table's reason column and "
+                             "each run's .stderr.log)\n");
+        return kExitTrainingFailed;
+    }
     return 0;
 }
 
@@ -225,10 +309,14 @@ Command addCompareCommand(CLI::App& app) {
     cmd->add_option("--presets", args->presets, "Comma-separated preset names")
         ->delimiter(',')
         ->required();
-    cmd->add_option("--steps", args->steps, "Steps per run")->capture_default_str();
+    cmd->add_option("--steps", args->steps, "Steps per run")
+        ->check(wholeNumberAtLeast(1))
+        ->capture_default_str();
     cmd->add_option("--out", args->out, "Output folder")->capture_default_str();
     cmd->add_option("--set", args->sets, "key.path=value applied to every run");
     cmd->add_option("--data", args->data, "synthetic, fashion-mnist, or a directory");
+    cmd->add_flag("--overwrite", args->overwrite,
+                  "Replace an earlier compare's table and runs in --out");
     return {cmd, [args] { return runCompare(*args); }};
 }
 

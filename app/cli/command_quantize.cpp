@@ -47,11 +47,15 @@ std::vector<float> readTextNumbers(std::istream& in) {
         errno = 0;
         const float v = std::strtof(begin, &end);
         // ERANGE is fine: the value is what float32 makes of the text (Inf, or 0 / subnormal).
-        if (end == begin || *end != '\0')
+        if (end == begin || end != begin + word.size()) { // a NUL byte inside ends strtof early
+            std::string shown;
+            for (char c : word.substr(0, 60))
+                shown += c == '\0' ? std::string("\\0") : std::string(1, c);
             throw std::invalid_argument("quantize: stdin word " + std::to_string(index) + " \"" +
-                                        word +
+                                        shown +
                                         "\" is not a number (expected e.g. 0.1, -3e-5, "
                                         "inf, nan)");
+        }
         values.push_back(v);
     }
     return values;

@@ -10,7 +10,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -22,7 +25,43 @@ namespace {
 struct TrainArgs {
     RunConfigArgs run;
     std::string out;
+    bool overwrite = false;
 };
+
+// The first SIGINT, SIGTERM or SIGHUP asks the run to stop at the next step boundary (summary
+// and `end` event written); the handler then restores the default action, so a second one ends
+// the process at once.
+volatile std::sig_atomic_t g_signal = 0;
+
+extern "C" void onStopSignal(int signal) {
+    g_signal = signal;
+    std::signal(signal, SIG_DFL);
+}
+
+const char* signalName(int signal) {
+    switch (signal) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGHUP:
+        return "SIGHUP";
+    }
+    return "a signal";
+}
+
+// runs/train-YYYYmmdd-HHMMSS, with -2, -3, ... when that exists: a run without --out never
+// lands on an earlier one.
+std::string freshRunDirectory() {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    const std::string base = std::string("runs/train-") + stamp;
+    std::string dir = base;
+    for (int i = 2; std::filesystem::exists(dir); ++i)
+        dir = base + "-" + std::to_string(i);
+    return dir;
+}
 
 int runTrain(const TrainArgs& args) {
     const TrainConfig config = buildConfig(args.run);
@@ -30,8 +69,10 @@ int runTrain(const TrainArgs& args) {
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());
-    const std::string out = args.out.empty() ? std::string("runs/latest") : args.out;
-    TrainingSession session(config, data, out);
+    const std::string out = args.out.empty() ? freshRunDirectory() : args.out;
+    TrainingSession session(config, data, out, RunLogOptions{args.overwrite});
+    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+        std::signal(signal, onStopSignal);
     if (!session.deviceNotice().empty() && session.deviceNotice() != device.notice)
         std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;
@@ -43,6 +84,7 @@ int runTrain(const TrainArgs& args) {
     const auto start = std::chrono::steady_clock::now();
     session.start();
     StepScalars last;
+    bool stopAsked = false;
     auto lastPrint = start - std::chrono::seconds(10);
     for (;;) {
         const SessionState state = session.state();
@@ -68,6 +110,10 @@ int runTrain(const TrainArgs& args) {
         }
         if (done)
             break;
+        if (const int signal = g_signal; signal != 0 && !stopAsked) {
+            stopAsked = true;
+            session.stop(std::string("interrupted by ") + signalName(signal));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (tty)
@@ -75,13 +121,17 @@ int runTrain(const TrainArgs& args) {
     session.waitUntilDone();
     std::ifstream summary(out + "/summary.json");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(summary), {}).c_str());
+    std::fflush(stdout);
     const SessionState state = session.state();
-    if (state != SessionState::Finished) {
-        std::fprintf(stderr, "precision-lab-cli: training %s: %s\n", toString(state),
-                     session.stopReason().c_str());
-        return 3;
-    }
-    return 0;
+    if (state == SessionState::Finished)
+        return 0;
+    std::fprintf(stderr, "precision-lab-cli: training %s: %s\n", toString(state),
+                 session.stopReason().c_str());
+    if (!session.recordError().empty())
+        return kExitRecordFailed;
+    if (g_signal != 0 && state == SessionState::Stopped)
+        return 128 + g_signal;
+    return kExitTrainingFailed;
 }
 
 } // namespace
@@ -90,7 +140,9 @@ Command addTrainCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("train", "Train a model under a precision recipe, headless");
     auto args = std::make_shared<TrainArgs>();
     addRunConfigOptions(cmd, args->run);
-    cmd->add_option("--out", args->out, "Run directory (default runs/latest)");
+    cmd->add_option("--out", args->out, "Run directory (default: a new runs/train-<date>-<time>)");
+    cmd->add_flag("--overwrite", args->overwrite,
+                  "Replace an earlier run's record in --out (otherwise refused)");
     return {cmd, [args] { return runTrain(*args); }};
 }
 

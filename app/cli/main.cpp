@@ -5,9 +5,78 @@
 #include "cuda/cuda_backend.h"
 #endif
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <string>
 #include <vector>
+
+namespace {
+
+// Messages are one line of bounded length: an argument of megabytes is not echoed whole.
+std::string oneLine(std::string message) {
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    constexpr std::size_t kMost = 400;
+    if (message.size() > kMost)
+        message =
+            message.substr(0, kMost) + "... (" + std::to_string(message.size()) + " characters)";
+    return message;
+}
+
+std::size_t editDistance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+// An unknown first word, named with the nearest command; empty when it is one (or an option).
+std::string unknownCommand(const CLI::App& app, const std::string& word) {
+    if (word.empty() || word[0] == '-')
+        return {};
+    std::string nearest, all;
+    std::size_t best = word.size() + 1;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+        const std::string& name = sub->get_name();
+        if (name == word)
+            return {};
+        all += (all.empty() ? "" : ", ") + name;
+        if (const std::size_t d = editDistance(word, name); d < best) {
+            best = d;
+            nearest = name;
+        }
+    }
+    std::string message = "unknown command \"" + oneLine(word) + "\"";
+    if (best <= 2)
+        message += "; did you mean \"" + nearest + "\"?";
+    return message + " (commands: " + all + ")";
+}
+
+// An option given with an empty value ("--out ''") is refused, not taken as absent.
+void refuseEmptyValues(const CLI::App& app) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+        if (!sub->parsed())
+            continue;
+        for (const CLI::Option* option : sub->get_options())
+            for (const std::string& value : option->results())
+                if (value.empty() && option->get_type_size_max() > 0)
+                    throw std::invalid_argument(option->get_name() + ": empty value");
+        refuseEmptyValues(*sub);
+    }
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Precision Lab: emulate low-precision number formats and training, headless",
@@ -24,18 +93,44 @@ int main(int argc, char** argv) {
         plab::cli::addDevicesCommand(app),
     };
 
+    if (argc > 1)
+        if (const std::string unknown = unknownCommand(app, argv[1]); !unknown.empty()) {
+            std::fprintf(stderr, "precision-lab-cli: %s\n", unknown.c_str());
+            return plab::cli::kExitBadInput;
+        }
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
+        refuseEmptyValues(app);
+    } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "precision-lab-cli: %s (see --help)\n", oneLine(e.what()).c_str());
+        return plab::cli::kExitBadInput;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
+        return plab::cli::kExitBadInput;
     }
+    int status = 0;
     try {
         for (const plab::cli::Command& command : commands)
-            if (command.app->parsed())
-                return command.run();
+            if (command.app->parsed()) {
+                status = command.run();
+                break;
+            }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
-        return 2;
+        std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
+        status = plab::cli::kExitBadInput;
     }
-    return 0;
+    // Whatever a command printed must have reached its destination (a full disk, /dev/full, a
+    // closed pipe): a lost result is an error, not a success.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        std::fprintf(stderr, "precision-lab-cli: cannot write the output (%s)\n",
+                     std::strerror(errno));
+        return status != 0 ? status : plab::cli::kExitRecordFailed;
+    }
+    return status;
 }

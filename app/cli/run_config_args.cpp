@@ -1,6 +1,8 @@
 // `train`'s and `bench train`'s shared options and the config they build.
 #include "run_config_args.h"
 
+#include "cli_commands.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -13,20 +15,9 @@ nlohmann::json readConfigFile(const std::string& path) {
         throw ConfigError(path + ": cannot open the config file");
     std::stringstream text;
     text << f.rdbuf();
-    try {
-        return nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
-        throw ConfigError(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
-}
-
-void merge(nlohmann::json& into, const nlohmann::json& from) {
-    for (auto it = from.begin(); it != from.end(); ++it) {
-        if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object())
-            merge(into[it.key()], *it);
-        else
-            into[it.key()] = *it;
-    }
+    if (f.bad())
+        throw ConfigError(path + ": cannot read the config file");
+    return parseConfigText(text.str(), path);
 }
 
 } // namespace
@@ -35,10 +26,14 @@ void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
     cmd->add_option("--config", args.config, "JSON config file (see README)");
     cmd->add_option("--preset", args.preset, "Start from a preset (see `presets`)");
     cmd->add_option("--set", args.sets, "key.path=value, e.g. train.lr=0.01 (repeatable)");
-    auto* steps = cmd->add_option("--steps", args.steps, "Number of steps");
-    cmd->add_option("--epochs", args.epochs, "Number of epochs")->excludes(steps);
+    auto* steps =
+        cmd->add_option("--steps", args.steps, "Number of steps")->check(wholeNumberAtLeast(1));
+    cmd->add_option("--epochs", args.epochs, "Number of epochs")
+        ->check(wholeNumberAtLeast(1))
+        ->excludes(steps);
     cmd->add_option("--data", args.data, "synthetic, fashion-mnist, or a directory of IDX files");
-    cmd->add_option("--threads", args.threads, "Threads (0: all cores)");
+    cmd->add_option("--threads", args.threads, "Threads (0: all cores)")
+        ->check(wholeNumberAtLeast(0));
     cmd->add_option("--device", args.device,
                     "auto | cpu | cuda | cuda:N (default: config's, auto)");
 }
@@ -46,9 +41,9 @@ void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
 TrainConfig buildConfig(const RunConfigArgs& args) {
     nlohmann::json j = nlohmann::json::object();
     if (!args.preset.empty())
-        merge(j, findPreset(args.preset).json);
+        mergeConfig(j, findPreset(args.preset).json);
     if (!args.config.empty())
-        merge(j, readConfigFile(args.config));
+        mergeConfig(j, readConfigFile(args.config));
     for (const std::string& s : args.sets)
         applySetting(j, s);
     if (args.steps >= 0)

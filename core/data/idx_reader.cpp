@@ -99,8 +99,13 @@ IdxArray readIdx(const std::string& path, std::uint64_t maxBytes) {
     }
     out.data.resize(total);
     readExactly(f, out.data.data(), total, path, "data");
+    // Reading past the data is also where zlib checks the stream's CRC and length: -1 there is
+    // a corrupt file, not the end of one.
     unsigned char extra;
-    if (readSome(f, &extra, 1) > 0)
+    const long tail = readSome(f, &extra, 1);
+    if (tail < 0)
+        fail(path, "corrupt or unreadable (gzip checksum or data error after the data)");
+    if (tail > 0)
         fail(path, "longer than its header says (" + std::to_string(total) + " data bytes)");
     return out;
 }

@@ -54,6 +54,13 @@ double QuantStats::fraction(QuantClass c) const {
     return n == 0 ? 0.0 : static_cast<double>(count(c)) / static_cast<double>(n);
 }
 
+double QuantStats::flushedShare() const {
+    const std::uint64_t nonzero = total() - count(QuantClass::Zero);
+    return nonzero == 0
+               ? 0.0
+               : static_cast<double>(count(QuantClass::Underflow)) / static_cast<double>(nonzero);
+}
+
 void QuantStats::merge(const QuantStats& other) {
     for (std::size_t i = 0; i < counts.size(); ++i)
         counts[i] += other.counts[i];

@@ -45,7 +45,12 @@ struct QuantStats {
 
     std::uint64_t count(QuantClass c) const { return counts[static_cast<std::size_t>(c)]; }
     std::uint64_t total() const;
-    double fraction(QuantClass c) const;
+    double fraction(QuantClass c) const; // of all elements (a class distribution)
+    // The one definition of "flushed" that every table, plot, log and report uses: nonzero
+    // inputs that came out as zero (QuantClass::Underflow) over the nonzero inputs (total minus
+    // true zeros). A ReLU's zeros were never flushed, and do not dilute the share. 0 when every
+    // input was zero.
+    double flushedShare() const;
     void merge(const QuantStats& other);
     void reset() { *this = QuantStats{}; }
 };

@@ -23,6 +23,7 @@ struct StepScalars {
     bool skipped = false;  // update discarded (overflow)
     double samplesPerSecond = 0.0;
     double learningRate = 0.0;
+    bool evaluated = false; // the test set was evaluated after this step (test* below)
     double testLoss = std::numeric_limits<double>::quiet_NaN(); // NaN when not evaluated
     double testAccuracy = std::numeric_limits<double>::quiet_NaN();
 };

@@ -31,6 +31,7 @@ public:
     double scale() const override { return m_scale; }
     void setScale(double scale) override;
     ScaleDecision update(bool overflow) override;
+    bool overflowIsDivergence() const override { return false; } // it backs off and skips
     double floor() const; // the enhanced floor at the current step (0 when not enhanced)
 
 private:

@@ -22,10 +22,14 @@ public:
     virtual void setScale(double scale) = 0;
     // Called once per step after backward; `overflow` means an Inf or NaN reached a gradient.
     virtual ScaleDecision update(bool overflow) = 0;
+    // The policy's divergence rule: whether an overflow ends the run (a policy that cannot
+    // react to it) or is handled by skipping and rescaling.
+    virtual bool overflowIsDivergence() const = 0;
 };
 
-// One fixed scale. An overflow skips the step (the update would be garbage); the trainer's
-// divergence rule decides whether the run goes on.
+// One fixed scale. An overflow skips the step (the update would be garbage). Policies "static"
+// and "none" (scale 1) cannot react to it, so it is divergence; the tensor-scaling policies
+// (per-layer, amax, mx) keep this loss scale and rescale their tensors instead.
 class StaticScaler final : public LossScaler {
 public:
     explicit StaticScaler(double scale, std::string name = "static")
@@ -36,8 +40,11 @@ public:
     ScaleDecision update(bool overflow) override {
         if (!overflow)
             return {};
+        if (m_name == "none")
+            return {true, "Inf/NaN in gradients without loss scaling (policy none)"};
         return {true, "Inf/NaN in gradients at " + m_name + " scale"};
     }
+    bool overflowIsDivergence() const override { return m_name == "static" || m_name == "none"; }
 
 private:
     double m_scale;

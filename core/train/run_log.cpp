@@ -1,97 +1,110 @@
 // RunLog file writers.
 #include "train/run_log.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <stdexcept>
 
 namespace plab {
+
+std::string recordNumber(double v) {
+    if (std::isnan(v))
+        return "nan";
+    if (std::isinf(v))
+        return v > 0 ? "inf" : "-inf";
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, ec == std::errc() ? end : buf);
+}
+
 namespace {
 
-std::string number(double v) {
-    if (std::isnan(v))
-        return "";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
+// The files of a run's record; one of them in a folder means an earlier run wrote there.
+constexpr const char* kRecordFiles[] = {"config.json", "summary.json",   "metrics.csv",
+                                        "layers.csv",  "histograms.csv", "events.jsonl"};
+
+void refuseEarlierRun(const std::string& dir) {
+    for (const char* name : kRecordFiles)
+        if (std::filesystem::exists(std::filesystem::path(dir) / name))
+            throw RecordError(dir + ": holds an earlier run (" + name +
+                              "); pass --overwrite to replace it, or choose another --out");
 }
 
 } // namespace
 
-std::ofstream RunLog::open(const std::string& name) {
-    std::ofstream f(m_dir + "/" + name, std::ios::trunc);
-    if (!f)
-        throw std::runtime_error(m_dir + "/" + name + ": cannot write");
-    return f;
-}
-
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
-               const std::vector<std::string>& stageNames)
-    : m_dir(dir), m_stageNames(stageNames) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-        throw std::runtime_error(dir + ": cannot create the run directory (" + ec.message() + ")");
-    {
-        std::ofstream cfg = open("config.json");
-        cfg << config.toJson().dump(2) << "\n";
-    }
+               const std::vector<std::string>& stageNames, const RunLogOptions& options)
+    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    if (!options.overwrite)
+        refuseEarlierRun(dir);
+    else // a stale summary must not describe this run while it starts
+        std::filesystem::remove(std::filesystem::path(dir) / "summary.json");
+    writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
     for (int s = 0; s < static_cast<int>(stageNames.size()); ++s)
         for (TensorRole r : kAllRoles)
             m_roleFormats.push_back(
                 config.recipe.config(s, static_cast<int>(stageNames.size()), r).format.name);
-    m_metrics = open("metrics.csv");
-    m_metrics << "step,epoch,loss,accuracy,scale,skipped,samples_per_s,lr,test_loss,test_accuracy\n"
-              << std::flush;
-    m_layers = open("layers.csv");
-    m_layers << "step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
-                "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
-                "mx_saturated_blocks\n"
-             << std::flush;
-    m_histograms = open("histograms.csv");
-    m_histograms << "step,stage,role,bin,count\n" << std::flush;
-    m_events = open("events.jsonl");
+    m_metrics = RowFile(dir + "/metrics.csv");
+    m_metrics.append(
+        "step,epoch,loss,accuracy,scale,skipped,samples_per_s,lr,test_loss,test_accuracy\n");
+    m_layers = RowFile(dir + "/layers.csv");
+    m_layers.append(
+        "step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
+        "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
+        "mx_saturated_blocks\n");
+    m_histograms = RowFile(dir + "/histograms.csv");
+    m_histograms.append("step,stage,role,bin,count\n");
+    m_events = RowFile(dir + "/events.jsonl");
     writeSummary(RunSummary{false, "running", 0, 0, 0, 0, 0, 0, 0});
 }
 
 void RunLog::logStep(const StepScalars& s) {
-    m_metrics << s.step << ',' << s.epoch << ',' << number(s.loss) << ',' << number(s.accuracy)
-              << ',' << number(s.scale) << ',' << (s.skipped ? 1 : 0) << ','
-              << number(s.samplesPerSecond) << ',' << number(s.learningRate) << ','
-              << number(s.testLoss) << ',' << number(s.testAccuracy) << '\n'
-              << std::flush;
+    std::string row = std::to_string(s.step) + ',' + std::to_string(s.epoch) + ',' +
+                      recordNumber(s.loss) + ',' + recordNumber(s.accuracy) + ',' +
+                      recordNumber(s.scale) + ',' + (s.skipped ? "1" : "0") + ',' +
+                      recordNumber(s.samplesPerSecond) + ',' + recordNumber(s.learningRate) + ',';
+    if (s.evaluated) // an empty cell: not evaluated after this step
+        row += recordNumber(s.testLoss) + ',' + recordNumber(s.testAccuracy);
+    else
+        row += ',';
+    m_metrics.append(row + '\n');
 }
 
 void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
+    std::string layers, histograms;
+    const std::string stepText = std::to_string(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {
         for (TensorRole role : kAllRoles) {
             const auto r = static_cast<std::size_t>(role);
             const QuantStats& q = stages[s].roles[r];
             const bool master = role == TensorRole::MasterWeights;
-            m_layers << step << ',' << s << ',' << m_stageNames[s] << ',' << toString(role) << ','
-                     << m_roleFormats[s * kRoleCount + r] << ',' << q.total();
+            layers += stepText + ',' + std::to_string(s) + ',' + m_stageNames[s] + ',' +
+                      std::string(toString(role)) + ',' + m_roleFormats[s * kRoleCount + r] + ',' +
+                      std::to_string(q.total());
             for (std::size_t c = 0; c < kQuantClassCount; ++c)
-                m_layers << ',' << q.counts[c];
-            m_layers << ',' << number(q.amax) << ',' << number(q.fraction(QuantClass::Underflow))
-                     << ',' << (master ? stages[s].updates : 0) << ','
-                     << (master ? stages[s].lostUpdates : 0) << ','
-                     << number(stages[s].gradientScale) << ',' << number(stages[s].tensorScale[r])
-                     << ',' << stages[s].mxBlocks[r] << ',' << stages[s].mxSaturatedBlocks[r]
-                     << '\n';
+                layers += ',' + std::to_string(q.counts[c]);
+            layers += ',' + recordNumber(q.amax) + ',' + recordNumber(q.flushedShare()) + ',' +
+                      std::to_string(master ? stages[s].updates : 0) + ',' +
+                      std::to_string(master ? stages[s].lostUpdates : 0) + ',' +
+                      recordNumber(stages[s].gradientScale) + ',' +
+                      recordNumber(stages[s].tensorScale[r]) + ',' +
+                      std::to_string(stages[s].mxBlocks[r]) + ',' +
+                      std::to_string(stages[s].mxSaturatedBlocks[r]) + '\n';
+            const std::string prefix =
+                stepText + ',' + std::to_string(s) + ',' + std::string(toString(role)) + ',';
             for (int b = 0; b < kHistBinCount; ++b)
                 if (const std::uint64_t n = q.histogram[static_cast<std::size_t>(b)])
-                    m_histograms << step << ',' << s << ',' << toString(role) << ',' << b << ','
-                                 << n << '\n';
+                    histograms += prefix + std::to_string(b) + ',' + std::to_string(n) + '\n';
         }
     }
-    m_layers.flush();
-    m_histograms.flush();
+    // histograms.csv first: a step's layers.csv rows mean its histogram rows are there.
+    m_histograms.append(histograms);
+    m_layers.append(layers);
 }
 
 void RunLog::logEvent(std::int64_t step, const std::string& type, const std::string& message) {
-    nlohmann::json e = {{"step", step}, {"type", type}, {"message", message}};
-    m_events << e.dump() << '\n' << std::flush;
+    const nlohmann::json e = {{"step", step}, {"type", type}, {"message", message}};
+    m_events.append(e.dump() + '\n');
 }
 
 void RunLog::writeSummary(const RunSummary& s) {
@@ -104,14 +117,8 @@ void RunLog::writeSummary(const RunSummary& s) {
                         {"test_accuracy", s.testAccuracy},
                         {"wall_seconds", s.wallSeconds},
                         {"samples_per_second", s.samplesPerSecond}};
-    const std::string path = m_dir + "/summary.json";
-    {
-        std::ofstream f(path + ".tmp", std::ios::trunc);
-        if (!f)
-            throw std::runtime_error(path + ": cannot write");
-        f << j.dump(2) << "\n";
-    }
-    std::filesystem::rename(path + ".tmp", path);
+    // JSON has no NaN: nlohmann writes null for it, which a reader must take as "not a number".
+    writeFileAtomically(m_dir + "/summary.json", j.dump(2) + "\n");
 }
 
 } // namespace plab

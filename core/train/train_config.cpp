@@ -1,6 +1,8 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
+#include <algorithm>
+
 #include "device/compute_backend.h"
 
 #include <cmath>
@@ -162,6 +164,54 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
 }
 
 } // namespace
+
+nlohmann::json parseConfigText(const std::string& text, const std::string& source) {
+    // The parser's callback sees every value as it is read: depth and duplicate keys are
+    // refused there, before a deep document can reach any recursive code.
+    std::vector<std::vector<std::string>> keys; // per open object (arrays: an empty entry)
+    const auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start || event == Event::array_start) {
+            if (depth >= kConfigMaxDepth)
+                throw ConfigError(source + ": nested deeper than " +
+                                  std::to_string(kConfigMaxDepth) + " levels (a config needs 4)");
+            keys.emplace_back();
+        } else if (event == Event::object_end || event == Event::array_end) {
+            if (!keys.empty())
+                keys.pop_back();
+        } else if (event == Event::key && !keys.empty()) {
+            const std::string key = value.get<std::string>();
+            auto& seen = keys.back();
+            if (std::find(seen.begin(), seen.end(), key) != seen.end())
+                throw ConfigError(source + ": key \"" + key.substr(0, 80) +
+                                  "\" appears twice in one object");
+            seen.push_back(key);
+        }
+        return true;
+    };
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text, check);
+    } catch (const nlohmann::json::parse_error& e) {
+        std::string what = e.what();
+        if (const auto p = what.find("parse error"); p != std::string::npos)
+            what = what.substr(p); // without the library's "[json.exception.parse_error.101]"
+        throw ConfigError(source + ": not valid JSON (" + what + ")");
+    }
+    if (!j.is_object())
+        throw ConfigError(source + ": the top level must be a JSON object ({...}), not " +
+                          (j.is_null() ? std::string("null") : std::string(j.type_name())));
+    return j;
+}
+
+void mergeConfig(nlohmann::json& into, const nlohmann::json& from) {
+    for (auto it = from.begin(); it != from.end(); ++it) {
+        if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object())
+            mergeConfig(into[it.key()], *it);
+        else
+            into[it.key()] = *it;
+    }
+}
 
 TrainConfig configFromJson(const json& j) {
     TrainConfig c;

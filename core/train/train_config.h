@@ -61,6 +61,14 @@ struct TrainConfig {
     void setScalingFrom(const TrainConfig& other);
 };
 
+// A config document from text, strictly: valid JSON, a top-level object, at most
+// kConfigMaxDepth levels of nesting (configs need 4), no key twice in one object. Errors name
+// the source (a file path) and what was expected.
+inline constexpr int kConfigMaxDepth = 16;
+nlohmann::json parseConfigText(const std::string& text, const std::string& source);
+// `from` merged into `into` (objects merged key by key, everything else replaced).
+void mergeConfig(nlohmann::json& into, const nlohmann::json& from);
+
 // Defaults, then the given JSON on top. Throws ConfigError("config.train.lr: ...").
 TrainConfig configFromJson(const nlohmann::json& j);
 // Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to a JSON document.

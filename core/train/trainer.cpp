@@ -25,7 +25,9 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
     }
     if (config.scalingPolicy != "static" && config.scalingPolicy != "none") // per-layer, amax, mx
         return std::make_unique<StaticScaler>(config.lossScale, config.scalingPolicy);
-    return std::make_unique<StaticScaler>(config.scalingPolicy == "none" ? 1.0 : config.lossScale);
+    if (config.scalingPolicy == "none")
+        return std::make_unique<StaticScaler>(1.0, "none");
+    return std::make_unique<StaticScaler>(config.lossScale);
 }
 
 namespace {
@@ -463,8 +465,7 @@ StepResult Trainer::step() {
         result.event = decision.reason;
     if (overflow)
         result.event += "; first Inf/NaN: " + locateOverflow(loss.loss);
-    // A static scale cannot react, so Inf/NaN means the run has diverged.
-    result.diverged = overflow && m_scaler->name() == "static";
+    result.diverged = overflow && m_scaler->overflowIsDivergence();
     return result;
 }
 

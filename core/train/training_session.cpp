@@ -26,15 +26,15 @@ const char* toString(SessionState state) {
 }
 
 TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
-                                 std::string runDir)
+                                 std::string runDir, const RunLogOptions& logOptions)
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
       m_trainer(std::make_unique<Trainer>(config, m_data)),
       m_plannedSteps(m_trainer->plannedSteps()) {
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())
-        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_trainer->stageNames());
-    m_started = std::chrono::steady_clock::now();
+        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_trainer->stageNames(), logOptions);
+    m_started = m_summaryWritten = std::chrono::steady_clock::now();
     m_worker = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -47,12 +47,7 @@ TrainingSession::~TrainingSession() {
     if (m_log &&
         (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
         try {
-            RunSummary summary;
-            summary.stopReason = "stopped before the end (session closed)";
-            summary.steps = m_trainer->stepsTaken();
-            summary.skippedSteps = m_skipped;
-            summary.finalTrainLoss = m_lastLoss;
-            m_log->writeSummary(summary);
+            m_log->writeSummary(summaryNow(false, "stopped before the end (session closed)"));
         } catch (...) {
             // A destructor must not throw; the summary keeps "finished": false.
         }
@@ -76,8 +71,8 @@ void TrainingSession::pause() {
 void TrainingSession::stepOnce() {
     post({Command::Step, 0.0, nullptr});
 }
-void TrainingSession::stop() {
-    post({Command::Stop, 0.0, nullptr});
+void TrainingSession::stop(std::string reason) {
+    post({Command::Stop, 0.0, nullptr, nullptr, std::move(reason)});
 }
 void TrainingSession::reset() {
     post({Command::Reset, 0.0, nullptr});
@@ -111,6 +106,68 @@ std::string TrainingSession::stopReason() const {
     return m_stopReason;
 }
 
+std::string TrainingSession::recordError() const {
+    std::lock_guard lock(m_reasonMutex);
+    return m_recordError;
+}
+
+template <class Write>
+bool TrainingSession::record(Write&& write) {
+    if (!m_log)
+        return true;
+    try {
+        write(*m_log);
+        return true;
+    } catch (const RecordError& e) {
+        {
+            std::lock_guard lock(m_reasonMutex);
+            if (m_recordError.empty())
+                m_recordError = e.what();
+        }
+        // One try to say so in the summary (a failed row was cut back, so a full disk may have
+        // room for it), then nothing more is written; what was written stays whole.
+        try {
+            m_log->writeSummary(summaryNow(
+                false, std::string("failed: the run record could not be written: ") + e.what()));
+        } catch (const std::exception&) {
+        }
+        m_log.reset();
+        return false;
+    }
+}
+
+bool TrainingSession::ended() const {
+    const SessionState s = m_state.load();
+    return s == SessionState::Finished || s == SessionState::Stopped ||
+           s == SessionState::Diverged || s == SessionState::Failed;
+}
+
+RunSummary TrainingSession::summaryNow(bool finished, const std::string& reason) const {
+    RunSummary summary;
+    summary.finished = finished;
+    summary.stopReason = reason;
+    summary.steps = m_trainer->stepsTaken();
+    summary.skippedSteps = m_skipped;
+    summary.finalTrainLoss = m_lastLoss;
+    summary.testLoss = m_lastEval.loss;
+    summary.testAccuracy = m_lastEval.accuracy;
+    summary.wallSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
+    summary.samplesPerSecond =
+        summary.wallSeconds > 0
+            ? static_cast<double>(summary.steps) * m_config.batchSize / summary.wallSeconds
+            : 0.0;
+    return summary;
+}
+
+void TrainingSession::refreshSummary() {
+    const auto now = std::chrono::steady_clock::now();
+    if (!m_log || now - m_summaryWritten < std::chrono::seconds(2))
+        return;
+    m_summaryWritten = now;
+    record([&](RunLog& log) { log.writeSummary(summaryNow(false, "running")); });
+}
+
 void TrainingSession::waitUntilDone() {
     std::unique_lock lock(m_doneMutex);
     m_done.wait(lock, [this] {
@@ -135,37 +192,41 @@ void TrainingSession::apply(const Command& c) {
         ++m_pendingSteps;
         break;
     case Command::Stop:
-        finish(SessionState::Stopped, "stopped by the user at step " + std::to_string(step));
+        finish(SessionState::Stopped, c.text.empty()
+                                          ? "stopped by the user at step " + std::to_string(step)
+                                          : c.text + " at step " + std::to_string(step));
         break;
     case Command::Reset:
         m_trainer = std::make_unique<Trainer>(m_config, m_data);
         m_pendingSteps = 0;
         m_skipped = 0;
         m_state = SessionState::Paused;
-        if (m_log)
-            m_log->logEvent(step, "reset", "model re-initialised from the seed");
+        record([&](RunLog& log) {
+            log.logEvent(step, "reset", "model re-initialised from the seed");
+        });
         break;
     case Command::LearningRate:
         m_trainer->setLearningRate(c.value);
-        if (m_log)
-            m_log->logEvent(step, "learning_rate",
-                            "learning rate set to " + std::to_string(c.value));
+        record([&](RunLog& log) {
+            log.logEvent(step, "learning_rate", "learning rate set to " + recordNumber(c.value));
+        });
         break;
     case Command::Scale:
         m_trainer->setLossScale(c.value);
-        if (m_log)
-            m_log->logEvent(step, "scale", "loss scale set to " + std::to_string(c.value));
+        record([&](RunLog& log) {
+            log.logEvent(step, "scale", "loss scale set to " + recordNumber(c.value));
+        });
         break;
     case Command::Scaling:
         m_trainer->setScaling(*c.scaling);
         m_config.setScalingFrom(*c.scaling); // a reset keeps the user's choice
-        if (m_log)
-            m_log->logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
+        record([&](RunLog& log) {
+            log.logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
+        });
         break;
     case Command::Recipe:
         m_trainer->setRecipe(*c.recipe);
-        if (m_log)
-            m_log->logEvent(step, "recipe", "precision recipe changed");
+        record([&](RunLog& log) { log.logEvent(step, "recipe", "precision recipe changed"); });
         break;
     }
 }
@@ -189,8 +250,7 @@ void TrainingSession::landStatistics() {
     if (!m_trainer->flushStatistics())
         return;
     m_lastStatsStep = m_trainer->statsStep();
-    if (m_log)
-        m_log->logStats(m_lastStatsStep, m_trainer->completedStats());
+    record([&](RunLog& log) { log.logStats(m_lastStatsStep, m_trainer->completedStats()); });
     publish(m_lastScalars, false);
 }
 
@@ -208,51 +268,54 @@ void TrainingSession::doStep() {
                                                 : (perEpoch > 0 && s.step % perEpoch == 0);
     if (evalDue || lastStep) {
         m_lastEval = m_trainer->evaluate();
+        s.evaluated = true;
         s.testLoss = m_lastEval.loss;
         s.testAccuracy = m_lastEval.accuracy;
     }
-    if (m_log) {
-        m_log->logStep(s);
+    const bool recorded = record([&](RunLog& log) {
+        log.logStep(s);
         if (r.statsCollected)
-            m_log->logStats(r.statsStep, m_trainer->completedStats());
+            log.logStats(r.statsStep, m_trainer->completedStats());
         if (!r.event.empty())
-            m_log->logEvent(s.step, r.diverged ? "divergence" : (s.skipped ? "skip" : "scale"),
-                            r.event);
-    }
+            log.logEvent(s.step, r.diverged ? "divergence" : (s.skipped ? "skip" : "scale"),
+                         r.event);
+    });
     publish(s);
+    if (!recorded)
+        return; // run() ends the run
     if (r.diverged)
         finish(SessionState::Diverged,
                "diverged at step " + std::to_string(s.step) + ": " + r.event);
     else if (lastStep)
         finish(SessionState::Finished, "completed");
+    else
+        refreshSummary();
 }
 
 void TrainingSession::finish(SessionState state, const std::string& reason) {
-    if (state != SessionState::Failed)
-        landStatistics();
+    // Never throws: it ends the worker's run, also when the run failed or its record did.
+    std::string why = reason;
+    try {
+        if (state != SessionState::Failed)
+            landStatistics();
+        if (state != SessionState::Finished && m_trainer->stepsTaken() > 0 && m_log)
+            m_lastEval = m_trainer->evaluate();
+    } catch (const std::exception& e) {
+        state = SessionState::Failed;
+        why += std::string("; then failed: ") + e.what();
+    }
+    const bool recorded = record([&](RunLog& log) {
+        const RunSummary summary = summaryNow(state == SessionState::Finished, why);
+        log.logEvent(summary.steps, "end", why);
+        log.writeSummary(summary);
+    });
+    if (!recorded && state != SessionState::Failed) {
+        state = SessionState::Failed;
+        why += "; the run record could not be written: " + recordError();
+    }
     {
         std::lock_guard lock(m_reasonMutex);
-        m_stopReason = reason;
-    }
-    if (m_log) {
-        RunSummary summary;
-        summary.finished = state == SessionState::Finished;
-        summary.stopReason = reason;
-        summary.steps = m_trainer->stepsTaken();
-        summary.skippedSteps = m_skipped;
-        summary.finalTrainLoss = m_lastLoss;
-        if (state != SessionState::Finished && summary.steps > 0)
-            m_lastEval = m_trainer->evaluate();
-        summary.testLoss = m_lastEval.loss;
-        summary.testAccuracy = m_lastEval.accuracy;
-        summary.wallSeconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
-        summary.samplesPerSecond =
-            summary.wallSeconds > 0
-                ? static_cast<double>(summary.steps) * m_config.batchSize / summary.wallSeconds
-                : 0.0;
-        m_log->logEvent(summary.steps, "end", reason);
-        m_log->writeSummary(summary);
+        m_stopReason = why;
     }
     {
         std::lock_guard lock(m_doneMutex);
@@ -263,8 +326,7 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
 
 void TrainingSession::run(std::stop_token stop) {
     try {
-        if (m_log)
-            m_log->logEvent(0, "start", "session created");
+        record([](RunLog& log) { log.logEvent(0, "start", "session created"); });
         while (!stop.stop_requested()) {
             std::deque<Command> commands;
             {
@@ -285,6 +347,11 @@ void TrainingSession::run(std::stop_token stop) {
                         continue;
                 apply(c);
             }
+            if (!recordError().empty() && !ended()) {
+                finish(SessionState::Failed,
+                       "the run record could not be written: " + recordError());
+                continue;
+            }
             const SessionState s = m_state.load();
             if (s == SessionState::Running ||
                 (m_pendingSteps > 0 && s != SessionState::Stopped && s != SessionState::Finished &&
@@ -293,6 +360,11 @@ void TrainingSession::run(std::stop_token stop) {
                 if (single)
                     --m_pendingSteps;
                 doStep();
+                if (!recordError().empty() && !ended()) {
+                    finish(SessionState::Failed,
+                           "the run record could not be written: " + recordError());
+                    continue;
+                }
                 // Paused only once the step's snapshot is published: a reader that waits for
                 // Paused must find the step it asked for (TSan timing exposed the old order).
                 if (single && m_pendingSteps == 0 && m_state.load() == s) {

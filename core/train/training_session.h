@@ -25,10 +25,11 @@ const char* toString(SessionState state);
 
 class TrainingSession {
 public:
-    // runDir empty: no run log. Throws ConfigError / DataError / std::runtime_error for bad
-    // settings before any thread starts.
+    // runDir empty: no run log. Throws ConfigError / DataError / RecordError (the run folder:
+    // locked by another run, holding an earlier one without options.overwrite, not writable)
+    // for bad settings before any thread starts.
     TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
-                    std::string runDir = {});
+                    std::string runDir = {}, const RunLogOptions& logOptions = {});
     ~TrainingSession(); // stops the worker and closes the log (summary says "stopped")
     TrainingSession(const TrainingSession&) = delete;
     TrainingSession& operator=(const TrainingSession&) = delete;
@@ -37,8 +38,10 @@ public:
     void start(); // run until the planned steps are done, or pause/stop
     void pause();
     void stepOnce(); // one step, then paused
-    void stop();     // end the run: summary written, worker exits
-    void reset();    // fresh model from the seed, step 0, paused
+    // End the run: summary written ("finished": false, reason as given or "stopped by the
+    // user at step N"), the worker exits.
+    void stop(std::string reason = {});
+    void reset(); // fresh model from the seed, step 0, paused
     void setLearningRate(double lr);
     void setLossScale(double scale);
     void setRecipe(const PrecisionRecipe& recipe);
@@ -56,6 +59,9 @@ public:
     const std::string& deviceName() const { return m_deviceName; }
     const std::string& deviceNotice() const { return m_deviceNotice; }
     std::string runDir() const { return m_runDir; }
+    // Why the run record could not be written (a full disk, the folder removed); empty when it
+    // could. Such a run ends Failed, keeping every whole row written before.
+    std::string recordError() const;
     // Blocks until the run is finished, stopped, diverged or failed.
     void waitUntilDone();
 
@@ -65,6 +71,7 @@ private:
         double value = 0.0;
         std::shared_ptr<const PrecisionRecipe> recipe;
         std::shared_ptr<const TrainConfig> scaling = nullptr;
+        std::string text = {};
     };
     void post(Command c);
     void run(std::stop_token stop);
@@ -72,6 +79,13 @@ private:
     void doStep();
     void landStatistics();
     void finish(SessionState state, const std::string& reason);
+    RunSummary summaryNow(bool finished, const std::string& reason) const;
+    // Runs a write to the run log; a RecordError ends the run (Failed) instead of escaping.
+    template <class Write>
+    bool record(Write&& write);
+    void refreshSummary();
+    bool ended() const; // finished, stopped, diverged or failed // "finished": false with the steps
+                        // so far, every few seconds
     void publish(const StepScalars& scalars, bool newScalars = true);
 
     TrainConfig m_config;
@@ -87,7 +101,7 @@ private:
     std::condition_variable_any m_wake;
     std::deque<Command> m_commands;
     std::atomic<SessionState> m_state{SessionState::Idle};
-    std::string m_stopReason;
+    std::string m_stopReason, m_recordError;
     mutable std::mutex m_reasonMutex;
     std::condition_variable m_done;
     std::mutex m_doneMutex;
@@ -98,7 +112,7 @@ private:
     std::int64_t m_skipped = 0;
     double m_lastLoss = 0.0;
     Evaluation m_lastEval;
-    std::chrono::steady_clock::time_point m_started;
+    std::chrono::steady_clock::time_point m_started, m_summaryWritten;
 
     TripleBuffer<TrainingSnapshot> m_snapshots;
     SpscRing<StepScalars> m_ring{4096};

@@ -2,14 +2,20 @@
 // run log (also when killed), and bad input giving a one-line error that names the offending text
 // with a non-zero exit.
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <vector>
+
+#include <sys/resource.h>
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -28,6 +34,13 @@ private slots:
     void trainKilledMidwayKeepsLogs();
     void trainDivergenceExitsCleanly();
     void compareWritesTableAndPlots();
+    void compareKeepsFailedRunsInTheTable();
+    void runFolderIsLockedAndNotReusedSilently();
+    void stopSignalsWriteTheSummary_data();
+    void stopSignalsWriteTheSummary();
+    void fullDiskIsAnErrorAndKeepsWholeRows();
+    void runFolderRemovedMidRunIsAnError();
+    void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
 };
 
@@ -147,6 +160,34 @@ void TestCli::badInput_data() {
         << QStringList{QStringLiteral("train"), QStringLiteral("--device"),
                        QStringLiteral("cuda:x"), QStringLiteral("--steps"), QStringLiteral("1")}
         << QByteArray() << "config.device: device \"cuda:x\"";
+    const auto args = [](std::initializer_list<const char*> words) {
+        QStringList list;
+        for (const char* w : words)
+            list << QString::fromLatin1(w);
+        return list;
+    };
+    QTest::newRow("negative steps") << args({"train", "--steps", "-1"}) << QByteArray()
+                                    << "--steps: \"-1\": expected a whole number >= 1";
+    QTest::newRow("negative epochs") << args({"train", "--epochs", "-3"}) << QByteArray()
+                                     << "--epochs: \"-3\": expected a whole number >= 1";
+    QTest::newRow("negative threads") << args({"train", "--threads", "-1"}) << QByteArray()
+                                      << "--threads: \"-1\": expected a whole number >= 0";
+    QTest::newRow("compare zero steps")
+        << args({"compare", "--presets", "fp32", "--steps", "0"}) << QByteArray()
+        << "--steps: \"0\": expected a whole number >= 1";
+    QTest::newRow("empty out") << args({"train", "--steps", "1", "--out", ""}) << QByteArray()
+                               << "--out: empty value";
+    QTest::newRow("empty format") << args({"quantize", "--format", ""}) << QByteArray("1")
+                                  << "--format: empty value";
+    QTest::newRow("mistyped command") << args({"trian", "--steps", "1"}) << QByteArray()
+                                      << "unknown command \"trian\"; did you mean \"train\"?";
+    QTest::newRow("unknown option") << args({"train", "--stpes", "1"}) << QByteArray() << "--stpes";
+    QTest::newRow("NUL inside a number")
+        << args({"quantize", "-f", "fp16"}) << QByteArray("1.5\0abc 2", 9) << "\"1.5\\0abc\"";
+    QTest::newRow("huge argument, not echoed whole")
+        << QStringList{QStringLiteral("quantize"), QStringLiteral("-f"),
+                       QString(100000, QLatin1Char('x'))}
+        << QByteArray("1") << "characters)";
 }
 
 void TestCli::badInput() {
@@ -154,9 +195,10 @@ void TestCli::badInput() {
     QFETCH(QByteArray, input);
     QFETCH(QString, mustMention);
     const Result r = runCli(args, input);
-    QVERIFY2(r.exitCode > 0, r.err.constData());
+    QVERIFY2(r.exitCode == 2, r.err.constData()); // bad input: always 2 (README: exit statuses)
     const QByteArray err = r.err.trimmed();
     QVERIFY2(!err.contains('\n'), err.constData());
+    QVERIFY2(err.size() < 1000, err.left(200).constData());
     QVERIFY2(QString::fromUtf8(err).contains(mustMention), err.constData());
 }
 
@@ -229,15 +271,41 @@ void TestCli::trainBadInput_data() {
     QTest::newRow("missing config")
         << QStringList{QStringLiteral("--config"), QStringLiteral("/nonexistent.json")}
         << "/nonexistent.json: cannot open";
+    // Config documents that are JSON but not a config (written by trainBadInput).
+    QTest::newRow("config nested 60000 deep")
+        << QStringList{QStringLiteral("@deep")} << "nested deeper than 16 levels";
+    QTest::newRow("config is an array") << QStringList{QStringLiteral("@[1,2,3]")}
+                                        << "the top level must be a JSON object ({...}), not array";
+    QTest::newRow("config is a string")
+        << QStringList{QStringLiteral("@\"x\"")}
+        << "the top level must be a JSON object ({...}), not string";
+    QTest::newRow("config is null") << QStringList{QStringLiteral("@null")}
+                                    << "the top level must be a JSON object ({...}), not null";
+    QTest::newRow("config with a duplicate key")
+        << QStringList{QStringLiteral("@{\"seed\": 1, \"seed\": 2}")}
+        << "key \"seed\" appears twice";
 }
 
 void TestCli::trainBadInput() {
     QFETCH(QStringList, args);
     QFETCH(QString, mustMention);
-    const Result r = runCli(
-        QStringList{QStringLiteral("train"), QStringLiteral("--steps"), QStringLiteral("5")} +
-        args);
-    QVERIFY(r.exitCode > 0);
+    QTemporaryDir dir;
+    if (args.size() == 1 && args[0].startsWith(QLatin1Char('@'))) { // a config document
+        QByteArray text = args[0].mid(1).toUtf8();
+        if (text == "deep")
+            text = QByteArray("{\"a\":").repeated(60000) + "1" + QByteArray("}").repeated(60000);
+        const QString path = dir.filePath(QStringLiteral("config.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly) && f.write(text) == text.size());
+        f.close();
+        args = QStringList{QStringLiteral("--config"), path};
+        mustMention = path + QStringLiteral(": ") + mustMention;
+    }
+    const Result r =
+        runCli(QStringList{QStringLiteral("train"), QStringLiteral("--steps"), QStringLiteral("5"),
+                           QStringLiteral("--out"), dir.filePath(QStringLiteral("run"))} +
+               args);
+    QCOMPARE(r.exitCode, 2);
     const QByteArray err = r.err.trimmed();
     QVERIFY2(!err.contains('\n'), err.constData());
     QVERIFY2(QString::fromUtf8(err).contains(mustMention), err.constData());
@@ -254,7 +322,10 @@ void TestCli::trainKilledMidwayKeepsLogs() {
                 kTinyRun);
     QVERIFY(p.waitForStarted());
     const QString metrics = out + QStringLiteral("/metrics.csv");
-    for (int i = 0; i < 600 && fileLines(metrics).size() < 30; ++i)
+    // Past the summary's refresh (every 2 s), so that it counts completed steps.
+    QElapsedTimer started;
+    started.start();
+    for (int i = 0; i < 600 && (fileLines(metrics).size() < 30 || started.elapsed() < 2600); ++i)
         QTest::qWait(20);
     p.kill();
     QVERIFY(p.waitForFinished());
@@ -264,19 +335,27 @@ void TestCli::trainKilledMidwayKeepsLogs() {
         QCOMPARE(lines[i].count(','), 9); // complete rows only
         QCOMPARE(lines[i].split(',')[0].toLongLong(), static_cast<long long>(i));
     }
+    for (const char* name : {"/layers.csv", "/histograms.csv", "/events.jsonl"}) {
+        QFile f(out + QLatin1String(name));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QVERIFY2(f.readAll().endsWith('\n'), name); // ends on a whole row
+    }
     QFile summary(out + QStringLiteral("/summary.json"));
     QVERIFY(summary.open(QIODevice::ReadOnly));
-    QVERIFY(summary.readAll().contains("\"finished\": false"));
+    const QJsonObject s = QJsonDocument::fromJson(summary.readAll()).object();
+    QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
+    QVERIFY2(s.value(QStringLiteral("steps")).toInt() > 0, "the summary was not refreshed");
 }
 
 void TestCli::trainDivergenceExitsCleanly() {
+    QTemporaryDir dir;
     const Result r = runCli(
         QStringList{QStringLiteral("train"), QStringLiteral("--steps"), QStringLiteral("50"),
                     QStringLiteral("--set"),
                     QStringLiteral(
                         "recipe.weight_gradients={\"format\":\"fp8-e4m3\",\"overflow\":\"inf\"}"),
                     QStringLiteral("--set"), QStringLiteral("scaling.scale=1e12"),
-                    QStringLiteral("--out"), QDir::tempPath() + QStringLiteral("/plab-diverge")} +
+                    QStringLiteral("--out"), dir.filePath(QStringLiteral("run"))} +
         kTinyRun);
     QCOMPARE(r.exitCode, 3);
     QVERIFY2(r.err.contains("diverged at step 1"), r.err.constData());
@@ -292,9 +371,9 @@ void TestCli::compareWritesTableAndPlots() {
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const QList<QByteArray> rows = fileLines(dir.path() + QStringLiteral("/compare.csv"));
     QCOMPARE(rows.size(), 4); // header + three presets
-    QVERIFY(rows[1].startsWith("fp32,yes,"));
-    QVERIFY(rows[3].startsWith("fp16-amp,yes,"));
-    QVERIFY(r.out.contains("| fp16-noscale | yes |"));
+    QVERIFY(rows[1].startsWith("fp32,completed,"));
+    QVERIFY(rows[3].startsWith("fp16-amp,completed,"));
+    QVERIFY(r.out.contains("| fp16-noscale | completed |"));
     for (const char* svg : {"/loss.svg", "/flushed.svg"}) {
         QFile f(dir.path() + QLatin1String(svg));
         QVERIFY(f.open(QIODevice::ReadOnly));
@@ -306,6 +385,192 @@ void TestCli::compareWritesTableAndPlots() {
         {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp7")});
     QVERIFY(bad.exitCode > 0);
     QVERIFY(bad.err.contains("preset \"fp7\""));
+}
+
+namespace {
+
+QStringList trainArgs(const QString& out, const char* steps, const QStringList& extra = {}) {
+    return QStringList{QStringLiteral("train"), QStringLiteral("--steps"),
+                       QString::fromLatin1(steps), QStringLiteral("--out"), out} +
+           kTinyRun + extra;
+}
+
+QJsonObject readSummary(const QString& run) {
+    QFile f(run + QStringLiteral("/summary.json"));
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+bool waitForLines(const QString& path, int lines) {
+    for (int i = 0; i < 1500; ++i) {
+        if (fileLines(path).size() >= lines)
+            return true;
+        QTest::qWait(20);
+    }
+    return false;
+}
+
+bool endsOnWholeRows(const QString& run) {
+    for (const char* name : {"/metrics.csv", "/layers.csv", "/histograms.csv", "/events.jsonl"}) {
+        QFile f(run + QLatin1String(name));
+        if (!f.open(QIODevice::ReadOnly) || !f.readAll().endsWith('\n'))
+            return false;
+    }
+    return true;
+}
+
+} // namespace
+
+// One child that cannot run (its folder is a file) is a row marked failed with its reason, its
+// stderr is kept, the others' results stand, and the exit status says some failed.
+void TestCli::compareKeepsFailedRunsInTheTable() {
+    QTemporaryDir dir;
+    QFile blocker(dir.filePath(QStringLiteral("fp16-amp")));
+    QVERIFY(blocker.open(QIODevice::WriteOnly) && blocker.write("x") == 1);
+    blocker.close();
+    const QStringList compare = QStringList{QStringLiteral("compare"),
+                                            QStringLiteral("--presets"),
+                                            QStringLiteral("fp32,fp16-amp"),
+                                            QStringLiteral("--steps"),
+                                            QStringLiteral("5"),
+                                            QStringLiteral("--out"),
+                                            dir.path()} +
+                                kTinyRun;
+    const Result r = runCli(compare);
+    QCOMPARE(r.exitCode, 3);
+    const QList<QByteArray> rows = fileLines(dir.filePath(QStringLiteral("compare.csv")));
+    QCOMPARE(rows.size(), 3);
+    QVERIFY2(rows[1].startsWith("fp32,completed,"), rows[1].constData());
+    QVERIFY2(rows[2].startsWith("fp16-amp,failed,nan,"), rows[2].constData());
+    QVERIFY2(rows[2].contains("exit 2: ") && rows[2].contains("fp16-amp"), rows[2].constData());
+    QVERIFY(fileLines(dir.filePath(QStringLiteral("fp16-amp.stderr.log"))).size() >= 1);
+    // The folder now holds a compare: another needs --overwrite.
+    const Result again = runCli(compare);
+    QCOMPARE(again.exitCode, 2);
+    QVERIFY2(again.err.contains("--overwrite"), again.err.constData());
+}
+
+// A folder with an earlier run is not overwritten without --overwrite; a folder a run is
+// writing is refused, naming that run's process.
+void TestCli::runFolderIsLockedAndNotReusedSilently() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QCOMPARE(runCli(trainArgs(run, "3")).exitCode, 0);
+    const Result again = runCli(trainArgs(run, "4"));
+    QCOMPARE(again.exitCode, 2);
+    QVERIFY2(again.err.contains("holds an earlier run") && again.err.contains("--overwrite"),
+             again.err.constData());
+    QCOMPARE(fileLines(run + QStringLiteral("/metrics.csv")).size(), 1 + 3); // untouched
+    QCOMPARE(runCli(trainArgs(run, "4", {QStringLiteral("--overwrite")})).exitCode, 0);
+    QCOMPARE(fileLines(run + QStringLiteral("/metrics.csv")).size(), 1 + 4);
+
+    const QString live = dir.filePath(QStringLiteral("live"));
+    QProcess first;
+    first.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(live, "1000000"));
+    QVERIFY(first.waitForStarted());
+    QVERIFY(waitForLines(live + QStringLiteral("/metrics.csv"), 3));
+    const Result second = runCli(trainArgs(live, "5", {QStringLiteral("--overwrite")}));
+    const qint64 holder = first.processId();
+    first.kill();
+    first.waitForFinished();
+    QVERIFY2(second.exitCode == 2, second.err.constData());
+    QVERIFY2(second.err.contains("another run is writing to this run directory (process " +
+                                 QByteArray::number(holder)),
+             second.err.constData());
+}
+
+void TestCli::stopSignalsWriteTheSummary_data() {
+    QTest::addColumn<int>("signal");
+    QTest::addColumn<QString>("name");
+    QTest::newRow("SIGINT") << int{SIGINT} << QStringLiteral("SIGINT");
+    QTest::newRow("SIGTERM") << int{SIGTERM} << QStringLiteral("SIGTERM");
+    QTest::newRow("SIGHUP") << int{SIGHUP} << QStringLiteral("SIGHUP");
+}
+
+// The first signal stops the run at a step boundary: summary and `end` event written, exit
+// status 128 + the signal's number.
+void TestCli::stopSignalsWriteTheSummary() {
+    QFETCH(int, signal);
+    QFETCH(QString, name);
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    QVERIFY(p.waitForStarted());
+    QVERIFY(waitForLines(run + QStringLiteral("/metrics.csv"), 6));
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), signal), 0);
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 128 + signal);
+    const QJsonObject s = readSummary(run);
+    QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
+    const QString reason = s.value(QStringLiteral("stop_reason")).toString();
+    QVERIFY2(reason.startsWith(QStringLiteral("interrupted by ") + name), qPrintable(reason));
+    const int steps = s.value(QStringLiteral("steps")).toInt();
+    QVERIFY(steps >= 5);
+    QCOMPARE(fileLines(run + QStringLiteral("/metrics.csv")).size(), 1 + steps);
+    QVERIFY(fileLines(run + QStringLiteral("/events.jsonl")).last().contains("\"type\":\"end\""));
+    QVERIFY(endsOnWholeRows(run));
+}
+
+// A full disk (a file-size limit plays it: writes past it fail with EFBIG) ends the run with
+// exit status 4 and a one-line reason; every file ends on a whole row and the summary says why.
+void TestCli::fullDiskIsAnErrorAndKeepsWholeRows() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.setChildProcessModifier([] {
+        const rlimit limit{200000, 200000};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+        std::signal(SIGXFSZ, SIG_IGN); // a failed write, not a killed process
+    });
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    QVERIFY(p.waitForStarted());
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 4);
+    const QByteArray err = p.readAllStandardError().trimmed();
+    const QByteArray last = err.split('\n').last();
+    QVERIFY2(last.contains("the run record could not be written: ") &&
+                 last.contains("cannot write (File too large)"),
+             err.constData());
+    QVERIFY(endsOnWholeRows(run));
+    const QJsonObject s = readSummary(run);
+    QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
+    QVERIFY2(s.value(QStringLiteral("stop_reason"))
+                 .toString()
+                 .contains(QStringLiteral("could not be written")),
+             qPrintable(s.value(QStringLiteral("stop_reason")).toString()));
+}
+
+// The run folder removed while the run writes it: a clean error and exit status 4.
+void TestCli::runFolderRemovedMidRunIsAnError() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    QVERIFY(p.waitForStarted());
+    QVERIFY(waitForLines(run + QStringLiteral("/metrics.csv"), 5));
+    QVERIFY(QDir(run).removeRecursively());
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 4);
+    const QByteArray last = p.readAllStandardError().trimmed().split('\n').last();
+    QVERIFY2(last.contains("the run record could not be written"), last.constData());
+}
+
+// Output that cannot be written (here /dev/full) is an error, not a silent success.
+void TestCli::outputWriteErrorsAreErrors() {
+    QProcess p;
+    p.setStandardOutputFile(QStringLiteral("/dev/full"));
+    p.start(QStringLiteral(PLAB_CLI_PATH),
+            {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("fp8-e4m3")});
+    QVERIFY(p.waitForStarted());
+    p.write("1 2 3\n");
+    p.closeWriteChannel();
+    QVERIFY(p.waitForFinished(20000));
+    QCOMPARE(p.exitCode(), 4);
+    QVERIFY(p.readAllStandardError().contains("cannot write the output (No space left on device)"));
 }
 
 // `devices` always lists the CPU and a line for CUDA: usable devices, or the reason there are

@@ -2,6 +2,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
+#include <iterator>
+
 #include "data/dataset.h"
 #include "data/idx_reader.h"
 
@@ -17,6 +20,7 @@ class TestDatasets : public QObject {
     Q_OBJECT
 private slots:
     void readsPlainAndGzip();
+    void gzipChecksumErrorsAreErrors();
     void badFiles_data();
     void badFiles();
     void loadsDirectory();
@@ -61,6 +65,43 @@ void TestDatasets::readsPlainAndGzip() {
         QCOMPARE(a.dims, (std::vector<std::uint32_t>{3, 2, 2}));
         QCOMPARE(a.data.size(), std::size_t{12});
         QCOMPARE(int{a.data[8]}, 1); // 8 % 7
+    }
+}
+
+// A gzip file whose stored CRC (or length) does not match its data is corrupt, whether the
+// damage is in the trailer (found only when reading past the data) or anywhere in the stream.
+void TestDatasets::gzipChecksumErrorsAreErrors() {
+    QTemporaryDir dir;
+    // Varied bytes, as images are: flips in the deflate data then mostly decode to other bytes
+    // that only the CRC catches.
+    std::vector<unsigned char> image = idx({2000, 28, 28}, 0);
+    std::uint32_t state = 12345;
+    for (int i = 0; i < 2000 * 28 * 28; ++i) {
+        state = state * 1664525u + 1013904223u;
+        image.push_back(static_cast<unsigned char>((state >> 24) & 0x3F));
+    }
+    const std::string good = write(dir, "good.gz", image, true);
+    std::ifstream in(good, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    QVERIFY(bytes.size() > 80);
+    struct Damage {
+        const char* name;
+        std::size_t offset;
+    };
+    // The last 8 bytes are the CRC-32 and the length; the middle is deflate data.
+    for (const Damage& d :
+         {Damage{"crc", bytes.size() - 8}, Damage{"length", bytes.size() - 3},
+          Damage{"data", bytes.size() / 2}, Damage{"late data", bytes.size() - 60}}) {
+        std::vector<unsigned char> bad(bytes.begin(), bytes.end());
+        for (std::size_t i = d.offset; i < std::min(bad.size(), d.offset + 50); ++i)
+            bad[i] ^= 0x01;
+        const std::string path = write(dir, std::string("bad-") + d.name + ".gz", bad);
+        try {
+            readIdx(path);
+            QFAIL(qPrintable(QStringLiteral("no error for damaged %1").arg(QLatin1String(d.name))));
+        } catch (const DataError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(QString::fromStdString(path)), e.what());
+        }
     }
 }
 

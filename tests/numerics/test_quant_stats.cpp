@@ -60,6 +60,9 @@ void TestQuantStats::fp16Classes() {
     QCOMPARE(s.histogram[kHistInfBin], 1ull);
     QCOMPARE(s.histogram[kHistNanBin], 2ull);
     QCOMPARE(s.fraction(QuantClass::Underflow), 4.0 / 20.0);
+    // "Flushed" is of the nonzero inputs: the 3 true zeros are neither flushed nor counted.
+    QCOMPARE(s.flushedShare(), 4.0 / 17.0);
+    QCOMPARE(QuantStats{}.flushedShare(), 0.0);
 }
 
 void TestQuantStats::saturatingFp8Classes() {

@@ -18,6 +18,7 @@ using namespace plab;
 class TestScalers : public QObject {
     Q_OBJECT
 private slots:
+    void divergenceRuleBelongsToThePolicy();
     void scaledPassEqualsThreePasses();
     void gradScalerSequence();
     void megatronHysteresisAndMinimum();
@@ -35,6 +36,20 @@ private slots:
     void stochasticMasterUpdateKeepsLearning();
     void fp16WithoutScalingLearnsWorse();
 };
+
+// Each policy says whether an overflow ends the run, and names itself in the event.
+void TestScalers::divergenceRuleBelongsToThePolicy() {
+    const auto scalerFor = [](const char* policy) {
+        return makeLossScaler(configFromJson({{"scaling", {{"policy", policy}}}}));
+    };
+    for (const char* policy : {"static", "none"})
+        QVERIFY2(scalerFor(policy)->overflowIsDivergence(), policy);
+    for (const char* policy : {"dynamic", "enhanced", "per-layer", "amax-delayed", "mx"})
+        QVERIFY2(!scalerFor(policy)->overflowIsDivergence(), policy);
+    const std::string none = scalerFor("none")->update(true).reason;
+    QVERIFY2(none.find("without loss scaling (policy none)") != std::string::npos, none.c_str());
+    QCOMPARE(scalerFor("none")->scale(), 1.0);
+}
 
 void TestScalers::gradScalerSequence() {
     DynamicScalerSettings s; // GradScaler defaults
@@ -404,8 +419,7 @@ void TestScalers::fp16WithoutScalingLearnsWorse() {
             const StepResult r = t.step();
             if (i == 0) {
                 const QuantStats& g = t.stageStats()[0].role(TensorRole::ActivationGradients);
-                o.flushed = static_cast<double>(g.count(QuantClass::Underflow)) /
-                            static_cast<double>(g.total() - g.count(QuantClass::Zero));
+                o.flushed = g.flushedShare();
             }
             if (i >= kSteps - 50)
                 o.loss += r.scalars.loss / 50;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 using namespace plab;
@@ -15,6 +16,7 @@ class TestSession : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase();
+    void recordNumbersSayNanAndInf();
     void stepPauseAndScale();
     void completeRunWritesLogs();
     void stopKeepsCompletedSteps();
@@ -91,6 +93,16 @@ void TestSession::stepPauseAndScale() {
     session.reset();
     session.stepOnce();
     QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step == 1; }));
+}
+
+// A NaN loss is written "nan", never an empty cell (which means "not evaluated"); numbers read
+// back as the same double.
+void TestSession::recordNumbersSayNanAndInf() {
+    QCOMPARE(recordNumber(std::numeric_limits<double>::quiet_NaN()), std::string("nan"));
+    QCOMPARE(recordNumber(std::numeric_limits<double>::infinity()), std::string("inf"));
+    QCOMPARE(recordNumber(-std::numeric_limits<double>::infinity()), std::string("-inf"));
+    for (double v : {0.1, 1.0 / 3.0, 65504.0, 5e-324, -2.5e300})
+        QCOMPARE(std::strtod(recordNumber(v).c_str(), nullptr), v);
 }
 
 void TestSession::completeRunWritesLogs() {
