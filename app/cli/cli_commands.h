@@ -36,6 +36,20 @@ inline CLI::Validator wholeNumberAtLeast(long long least) {
         ">= " + std::to_string(least));
 }
 
+// Option check: an unsigned 64-bit whole number (a seed): digits only, no sign, no wrap-around.
+inline CLI::Validator unsigned64() {
+    return CLI::Validator(
+        [](std::string& text) {
+            const bool digits = !text.empty() && text.size() <= 20 &&
+                                text.find_first_not_of("0123456789") == std::string::npos;
+            if (digits && (text.size() < 20 || text <= "18446744073709551615"))
+                return std::string();
+            return "\"" + text.substr(0, 40) +
+                   "\": expected a whole number from 0 to 18446744073709551615";
+        },
+        "UINT64");
+}
+
 // A registered subcommand and its action, which runs after parsing and returns the exit code.
 // Actions throw std::exception with a one-line message for bad input.
 struct Command {

@@ -146,12 +146,15 @@ Command addBenchCommand(CLI::App& app) {
     auto* quantize = cmd->add_subcommand(
         "quantize", "Quantise-with-counting throughput per format and rounding vs a plain copy");
     auto args = std::make_shared<BenchArgs>();
-    quantize->add_option("--size", args->size, "Elements per buffer")->capture_default_str();
+    quantize->add_option("--size", args->size, "Elements per buffer")
+        ->check(wholeNumberAtLeast(1))
+        ->capture_default_str();
     quantize->add_option("--threads", args->threads, "Threads (0: all cores)")
         ->capture_default_str();
     quantize->add_option("--kernel", args->kernel, "auto | generic | avx2 | avx512")
         ->capture_default_str();
     quantize->add_option("--repeat", args->repeat, "Timed passes; the best is reported")
+        ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
     quantize->add_option("--formats", args->formats, "Formats to measure")->delimiter(',');
     quantize->add_option("--device", args->device, "cpu | auto | cuda | cuda:N")

@@ -73,7 +73,9 @@ void addBenchTrainSubcommand(CLI::App* bench, std::function<int()>& action) {
         "train", "Steady-state training steps per second (no start-up, evaluation or run log)");
     auto args = std::make_shared<TrainBenchArgs>();
     addRunConfigOptions(cmd, args->run);
-    cmd->add_option("--warmup", args->warmup, "Untimed steps first")->capture_default_str();
+    cmd->add_option("--warmup", args->warmup, "Untimed steps first")
+        ->check(wholeNumberAtLeast(0))
+        ->capture_default_str();
     cmd->callback([args, &action] { action = [args] { return runTrainBench(*args); }; });
 }
 

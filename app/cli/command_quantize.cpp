@@ -131,6 +131,7 @@ Command addQuantizeCommand(CLI::App& app) {
     cmd->add_option("--overflow", args->overflow,
                     "saturate | inf (default: inf for formats with Inf, else saturate)");
     cmd->add_option("--seed", args->seed, "Seed of the stochastic-rounding random stream")
+        ->check(unsigned64())
         ->capture_default_str();
     cmd->add_flag("--binary", args->binary,
                   "Read little-endian float32 from stdin until EOF, write quantised float32");

@@ -1,6 +1,8 @@
 // Dataset sources: IDX directories (Fashion-MNIST and friends) and the synthetic spiral task.
 #include "data/dataset.h"
 
+#include <algorithm>
+
 #include "data/idx_reader.h"
 
 #include <cmath>
@@ -74,6 +76,21 @@ DataSplit loadIdxDirectory(const std::string& dir) {
         split.train.shape.width != split.test.shape.width)
         throw DataError(dir + ": training and test images differ in size");
     split.test.classes = split.train.classes = std::max(split.train.classes, split.test.classes);
+    // Classes are 0..K-1, each one seen in training: a stray label (200 in a 10-class set) would
+    // otherwise grow the model to 201 outputs without a word.
+    std::vector<std::size_t> seen(static_cast<std::size_t>(split.train.classes), 0);
+    for (std::uint8_t l : split.train.labels)
+        ++seen[l];
+    for (int k = 0; k < split.train.classes; ++k)
+        if (seen[static_cast<std::size_t>(k)] == 0) {
+            const bool inTest = std::find(split.test.labels.begin(), split.test.labels.end(),
+                                          split.train.classes - 1) != split.test.labels.end();
+            throw DataError(dir + ": labels go up to " + std::to_string(split.train.classes - 1) +
+                            (inTest ? " (in the test labels)" : "") + " but class " +
+                            std::to_string(k) +
+                            " never occurs in the training labels; expected classes 0..K-1, "
+                            "each present");
+        }
     normalise(split);
     return split;
 }

@@ -18,6 +18,16 @@ enum class InitKind {
     Uniform, // PyTorch's nn.Linear / nn.Conv2d default: weights and biases U(+-1/sqrt(fan_in))
 };
 
+// The one name table of InitKind: the config parser, its writer and the GUI read it.
+struct InitKindName {
+    InitKind kind;
+    const char* name;
+};
+inline constexpr InitKindName kInitKindNames[] = {{InitKind::He, "he"},
+                                                  {InitKind::Xavier, "xavier"},
+                                                  {InitKind::Small, "small"},
+                                                  {InitKind::Uniform, "uniform"}};
+
 class Layer {
 public:
     virtual ~Layer() = default;

@@ -14,6 +14,13 @@ std::size_t Linear::parameterCount() const {
 }
 
 void Linear::initParameters(float* params, std::mt19937_64& rng, InitKind init, float scale) const {
+    if (init == InitKind::Uniform) { // PyTorch's nn.Linear: weights and biases U(+-1/sqrt(in))
+        const float bound = 1.0f / std::sqrt(static_cast<float>(m_in));
+        std::uniform_real_distribution<float> uniform(-bound, bound);
+        for (std::size_t i = 0; i < parameterCount(); ++i)
+            params[i] = uniform(rng);
+        return;
+    }
     const float variance = (init == InitKind::Xavier ? 1.0f : 2.0f) / static_cast<float>(m_in);
     const float sd = std::sqrt(variance) * (init == InitKind::Small ? scale : 1.0f);
     std::normal_distribution<float> normal(0.0f, sd);

@@ -19,6 +19,7 @@ struct ModelSpec {
     InitKind init = InitKind::He;
     float initScale = 1.0f; // multiplies the He std-dev when init is Small
     int convChannels1 = 8, convChannels2 = 16, convKernel = 5; // CNN
+    bool operator==(const ModelSpec&) const = default;
 };
 
 class Model {

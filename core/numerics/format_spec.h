@@ -58,6 +58,7 @@ struct FormatSpec {
     double epsilon() const;                 // 2^-mantissaBits: distance from 1 to the next value
     double binades() const;                 // log2(maxFinite / minPositive)
     std::uint64_t finiteValueCount() const; // distinct finite codes, counting +0 and -0 once each
+    bool operator==(const FormatSpec&) const = default;
 
     // Parameters equal; the name does not take part.
     bool sameParameters(const FormatSpec& other) const;

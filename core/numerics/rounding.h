@@ -40,6 +40,7 @@ struct QuantConfig {
 
     // A config with the format's default overflow mode.
     static QuantConfig forFormat(FormatSpec format, Rounding rounding = Rounding::NearestEven);
+    bool operator==(const QuantConfig&) const = default;
 };
 
 } // namespace plab

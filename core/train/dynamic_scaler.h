@@ -22,6 +22,7 @@ struct DynamicScalerSettings {
     bool enhanced = false;
     double floorInitial = 1.0, floorGrowth = 2.0, floorMax = 65536.0;
     std::int64_t floorInterval = 1000;
+    bool operator==(const DynamicScalerSettings&) const = default;
 };
 
 class DynamicScaler final : public LossScaler {

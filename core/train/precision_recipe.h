@@ -36,6 +36,7 @@ struct PrecisionRecipe {
 
     PrecisionRecipe();
     const QuantConfig& config(int stage, int stageCount, TensorRole role) const;
+    bool operator==(const PrecisionRecipe&) const = default;
 };
 
 } // namespace plab

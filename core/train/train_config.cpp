@@ -14,6 +14,10 @@ namespace {
 
 using nlohmann::json;
 
+// 2^64 - 1 as a bound (the double is 2^64: a JSON integer is at most 2^64 - 1, and 2^64 itself
+// is read as a float and refused as not an integer).
+constexpr double kUint64Max = 18446744073709551615.0;
+
 // Reads one JSON object, remembering the keys it was asked for so that the rest can be reported
 // as unknown.
 class Reader {
@@ -68,12 +72,11 @@ public:
 private:
     static std::string range(double min, double max) {
         auto fmt = [](double v) {
-            if (v >= 1e15)
-                return std::string("inf");
-            json j = v;
-            if (v == std::floor(v) && std::fabs(v) < 1e15)
-                j = static_cast<long long>(v);
-            return j.dump();
+            if (v == kUint64Max)
+                return std::string("18446744073709551615");
+            if (v == std::floor(v) && std::fabs(v) < 9.2e18)
+                return std::to_string(static_cast<long long>(v));
+            return json(v).dump(); // the shortest text of the double, e.g. 1e+30
         };
         return "[" + fmt(min) + ", " + fmt(max) + "]";
     }
@@ -135,9 +138,9 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
         const json& a = r.at("accumulation");
         Reader ar(a, "config.recipe.accumulation");
         std::string format = "fp32";
-        int every = 0;
+        int every = 0; // 0: one chunk, the whole sum rounded once to the format
         ar.text("format", format);
-        ar.number("every", every, 1, 1 << 20);
+        ar.number("every", every, 0, 1 << 20);
         ar.finish();
         if (format != "fp32") {
             recipe.accumulation = readQuant(json(format), "config.recipe.accumulation.format");
@@ -206,7 +209,12 @@ nlohmann::json parseConfigText(const std::string& text, const std::string& sourc
 
 void mergeConfig(nlohmann::json& into, const nlohmann::json& from) {
     for (auto it = from.begin(); it != from.end(); ++it) {
-        if (it->is_object() && into.contains(it.key()) && into[it.key()].is_object())
+        const bool have = into.contains(it.key());
+        // A role given as a format name ("fp16") is {"format": "fp16"}: an object merged onto
+        // it keeps the format (--set recipe.weights.rounding=stochastic on a preset).
+        if (it->is_object() && have && into[it.key()].is_string())
+            into[it.key()] = nlohmann::json{{"format", into[it.key()]}};
+        if (it->is_object() && have && into[it.key()].is_object())
             mergeConfig(into[it.key()], *it);
         else
             into[it.key()] = *it;
@@ -216,7 +224,7 @@ void mergeConfig(nlohmann::json& into, const nlohmann::json& from) {
 TrainConfig configFromJson(const json& j) {
     TrainConfig c;
     Reader top(j, "config");
-    top.number("seed", c.seed, 0, 1.8e19);
+    top.number("seed", c.seed, 0, kUint64Max);
     top.number("threads", c.threads, 0, 256);
     top.text("device", c.device);
     try {
@@ -256,17 +264,18 @@ TrainConfig configFromJson(const json& j) {
             throw ConfigError(std::string("config.model.activation: ") + e.what());
         }
         m.text("init", init);
-        if (init == "he")
-            c.model.init = InitKind::He;
-        else if (init == "xavier")
-            c.model.init = InitKind::Xavier;
-        else if (init == "small")
-            c.model.init = InitKind::Small;
-        else if (init == "uniform")
-            c.model.init = InitKind::Uniform;
-        else
-            throw ConfigError("config.model.init: \"" + init +
-                              "\" (expected he, xavier, small or uniform)");
+        bool knownInit = false;
+        std::string initNames;
+        for (const InitKindName& n : kInitKindNames) {
+            initNames += std::string(initNames.empty() ? "" : ", ") + n.name;
+            if (init == n.name) {
+                c.model.init = n.kind;
+                knownInit = true;
+            }
+        }
+        if (!knownInit)
+            throw ConfigError("config.model.init: \"" + init + "\" (expected one of: " + initNames +
+                              ")");
         m.number("init_scale", c.model.initScale, 1e-12, 1e6);
         m.number("conv_channels1", c.model.convChannels1, 1, 1024);
         m.number("conv_channels2", c.model.convChannels2, 1, 1024);
@@ -324,6 +333,10 @@ TrainConfig configFromJson(const json& j) {
         s.number("growth_interval", d.growthInterval, 1, 1e12);
         s.number("min_scale", d.minScale, 0.0, 1e30);
         s.number("max_scale", d.maxScale, 0.0, 1e30);
+        if (d.maxScale > 0 && d.minScale > d.maxScale) // max_scale 0: no maximum
+            throw ConfigError("config.scaling.min_scale: " + json(d.minScale).dump() +
+                              " is larger than config.scaling.max_scale " +
+                              json(d.maxScale).dump());
         s.number("hysteresis", d.hysteresis, 1, 1e6);
         s.number("floor", d.floorInitial, 0.0, 1e30);
         s.number("floor_growth", d.floorGrowth, 1.0, 1e6);
@@ -361,9 +374,10 @@ json TrainConfig::toJson() const {
         overrides.push_back(o);
     }
     recipeJson["overrides"] = overrides;
-    const char* init = model.init == InitKind::He       ? "he"
-                       : model.init == InitKind::Xavier ? "xavier"
-                                                        : "small";
+    const char* init = "he";
+    for (const InitKindName& n : kInitKindNames)
+        if (n.kind == model.init)
+            init = n.name;
     return {
         {"seed", seed},
         {"threads", threads},
@@ -432,7 +446,17 @@ void applySetting(json& j, const std::string& assignment) {
         throw ConfigError("--set \"" + assignment + "\": expected key.path=value");
     const std::string key = assignment.substr(0, eq);
     const std::string value = assignment.substr(eq + 1);
-    json parsed = json::parse(value, nullptr, false);
+    // The value as JSON when it is JSON (nested no deeper than a config may be), else as text.
+    int depth = 0;
+    const auto shallow = [&](int d, json::parse_event_t event, json&) {
+        if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)
+            depth = std::max(depth, d + 1);
+        return depth <= kConfigMaxDepth;
+    };
+    json parsed = json::parse(value, shallow, false);
+    if (depth > kConfigMaxDepth)
+        throw ConfigError("--set \"" + key + "\": value nested deeper than " +
+                          std::to_string(kConfigMaxDepth) + " levels");
     if (parsed.is_discarded())
         parsed = value;
     json* node = &j;
@@ -442,14 +466,21 @@ void applySetting(json& j, const std::string& assignment) {
         const std::string part = key.substr(start, dot - start);
         if (part.empty())
             throw ConfigError("--set \"" + assignment + "\": empty key segment");
-        if (!node->is_object())
+        if (node->is_string()) // a role given as a format name: {"format": name} with more
+            *node = json{{"format", *node}};
+        else if (!node->is_object())
             *node = json::object();
         node = &(*node)[part];
         if (dot == std::string::npos)
             break;
         start = dot + 1;
     }
-    *node = parsed;
+    if (node->is_string() && parsed.is_object()) // the same shorthand, merged into
+        *node = json{{"format", *node}};
+    if (node->is_object() && parsed.is_object())
+        mergeConfig(*node, parsed);
+    else
+        *node = parsed;
 }
 
 const std::vector<Preset>& presets() {

@@ -59,6 +59,8 @@ struct TrainConfig {
     nlohmann::json toJson() const;
     // Takes the scaling.* settings (policy, scale and every policy parameter) from another config.
     void setScalingFrom(const TrainConfig& other);
+    // Field by field: what a replay test compares (a config and its config.json read back).
+    bool operator==(const TrainConfig&) const = default;
 };
 
 // A config document from text, strictly: valid JSON, a top-level object, at most

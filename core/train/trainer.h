@@ -85,6 +85,7 @@ private:
         std::vector<Quantizer> roles; // indexed by TensorRole
     };
     void allocateEngineState();
+    void checkRecipeStages(const PrecisionRecipe& recipe) const;
     void buildQuantizers();
     void applyScalingPolicy(); // flags and histories for m_config.scalingPolicy
     const Quantizer& quantizer(int stage, TensorRole role) const;

@@ -3,6 +3,10 @@
 
 #include "train/train_config.h"
 
+#include <functional>
+#include <string>
+#include <vector>
+
 using namespace plab;
 using nlohmann::json;
 
@@ -14,6 +18,9 @@ private slots:
     void settings();
     void errors_data();
     void errors();
+    void everyKeyReplaysFieldByField();
+    void everyPresetReplaysFieldByField();
+    void roleOverridesMergeIntoPresetRoles();
 };
 
 void TestConfig::defaultsRoundTrip() {
@@ -112,4 +119,151 @@ void TestConfig::errors() {
 }
 
 QTEST_APPLESS_MAIN(TestConfig)
+namespace {
+
+// Every leaf key of a JSON document, as "a.b.c".
+void leafKeys(const json& j, const std::string& prefix, std::vector<std::string>& out) {
+    if (!j.is_object() || j.empty()) {
+        out.push_back(prefix);
+        return;
+    }
+    for (auto it = j.begin(); it != j.end(); ++it)
+        leafKeys(*it, prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+}
+
+// Written, read back and compared as structures (every field), then written again: the text
+// must not drift either.
+void expectReplays(const TrainConfig& c, const QString& what) {
+    const json written = c.toJson();
+    const TrainConfig replay = configFromJson(written);
+    QVERIFY2(replay == c,
+             qPrintable(what + QStringLiteral(": ") + QString::fromStdString(written.dump())));
+    QVERIFY2(replay.toJson() == written, qPrintable(what));
+}
+
+} // namespace
+
+// Every key set to a value other than its default: the config read from its own config.json
+// equals it field by field. A key the writer emits that this document does not set fails the
+// test, so a new key cannot go untested.
+void TestConfig::everyKeyReplaysFieldByField() {
+    const json every = {
+        {"seed", 18446744073709551615ull},
+        {"threads", 3},
+        {"device", "cpu"},
+        {"data", {{"source", "fashion-mnist"}, {"train_size", 1234}, {"test_size", 321}}},
+        {"model",
+         {{"type", "cnn"},
+          {"hidden", {7, 5}},
+          {"activation", "tanh"},
+          {"init", "uniform"},
+          {"init_scale", 0.05},
+          {"conv_channels1", 3},
+          {"conv_channels2", 5},
+          {"conv_kernel", 3}}},
+        {"train",
+         {{"steps", 17},
+          {"epochs", 2},
+          {"batch_size", 33},
+          {"lr", 0.0123},
+          {"optimizer", "adam"},
+          {"momentum", 0.5},
+          {"weight_decay", 1e-4},
+          {"beta1", 0.8},
+          {"beta2", 0.99},
+          {"eps", 1e-6},
+          {"clip_norm", 2.5},
+          {"stats_every", 3},
+          {"eval_every", 7}}},
+        {"recipe",
+         {{"weights", {{"format", "fp8-e4m3"}, {"rounding", "stochastic"}, {"overflow", "inf"}}},
+          {"activations", "bf16"},
+          {"activation_gradients",
+           {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}, {"overflow", "saturate"}}},
+          {"weight_gradients",
+           {{"format", "e3m4:bias=5"}, {"rounding", "toward-zero"}, {"overflow", "saturate"}}},
+          {"master_weights", "fp16"},
+          {"optimizer_state",
+           {{"format", "bf16"}, {"rounding", "nearest-away"}, {"overflow", "saturate"}}},
+          {"accumulation", {{"format", "fp16"}, {"every", 4}}},
+          {"overrides",
+           {{{"stage", 0}, {"weights", "fp16"}}, {{"stage", -1}, {"activations", "fp32"}}}}}},
+        {"scaling",
+         {{"policy", "enhanced"},
+          {"scale", 256.0},
+          {"growth_factor", 3.0},
+          {"backoff_factor", 0.25},
+          {"growth_interval", 99},
+          {"min_scale", 2.0},
+          {"max_scale", 1e9},
+          {"hysteresis", 2},
+          {"floor", 4.0},
+          {"floor_growth", 1.5},
+          {"floor_interval", 77},
+          {"floor_max", 1024.0},
+          {"per_layer_cap", 8.0},
+          {"cumulative_cap", 512.0},
+          {"margin", 1},
+          {"amax_history", 16},
+          {"amax_algorithm", "most_recent"}}}};
+    TrainConfig c;
+    try {
+        c = configFromJson(every);
+    } catch (const std::exception& e) {
+        QFAIL(e.what());
+    }
+    expectReplays(c, QStringLiteral("every key"));
+    // Coverage: each leaf the writer emits was given a non-default value above.
+    std::vector<std::string> written, given;
+    leafKeys(c.toJson(), "", written);
+    leafKeys(every, "", given);
+    const json defaults = configFromJson(json::object()).toJson();
+    for (const std::string& key : written) {
+        const bool isGiven = std::find_if(given.begin(), given.end(), [&](const std::string& g) {
+                                 return key == g || key.rfind(g + ".", 0) == 0;
+                             }) != given.end();
+        QVERIFY2(isGiven, ("config key " + key + " is written but not covered here").c_str());
+        const json::json_pointer ptr("/" + [&] {
+            std::string p = key;
+            for (char& ch : p)
+                if (ch == '.')
+                    ch = '/';
+            return p;
+        }());
+        if (defaults.contains(ptr))
+            QVERIFY2(defaults.at(ptr) != c.toJson().at(ptr) ||
+                         key.find("overflow") != std::string::npos ||
+                         key.find("rounding") != std::string::npos,
+                     ("config key " + key + " is tested at its default value").c_str());
+    }
+    // Accumulation without "every" (one rounding of the whole sum) replays too.
+    expectReplays(configFromJson({{"recipe", {{"accumulation", {{"format", "bf16"}}}}}}),
+                  QStringLiteral("accumulation without every"));
+}
+
+void TestConfig::everyPresetReplaysFieldByField() {
+    for (const Preset& p : presets()) {
+        expectReplays(configFromJson(p.json), QString::fromStdString(p.name));
+        json cnn = p.json;
+        cnn["model"] = {{"type", "cnn"}, {"init", "uniform"}};
+        expectReplays(configFromJson(cnn), QString::fromStdString(p.name + " on the cnn"));
+    }
+}
+
+// --set recipe.weights.rounding=stochastic on a preset whose weights are "fp16" keeps FP16.
+void TestConfig::roleOverridesMergeIntoPresetRoles() {
+    json j = findPreset("fp16-noscale").json;
+    applySetting(j, "recipe.weights.rounding=stochastic");
+    const TrainConfig c = configFromJson(j);
+    const QuantConfig& w = c.recipe.roles[static_cast<std::size_t>(TensorRole::Weights)];
+    QCOMPARE(w.format.name, std::string("fp16"));
+    QVERIFY(w.rounding == Rounding::Stochastic);
+    json k = findPreset("fp16-noscale").json;
+    mergeConfig(k, {{"recipe", {{"activations", {{"rounding", "stochastic"}}}}}});
+    const QuantConfig& a =
+        configFromJson(k).recipe.roles[static_cast<std::size_t>(TensorRole::Activations)];
+    QCOMPARE(a.format.name, std::string("fp16"));
+    QVERIFY(a.rounding == Rounding::Stochastic);
+}
+
 #include "test_config.moc"

@@ -6,7 +6,9 @@
 
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 
 using namespace plab;
@@ -22,6 +24,8 @@ private slots:
     void overflowAtStaticScaleDiverges();
     void cnnTrains();
     void lowPrecisionAccumulationHurts();
+    void replayedConfigReplaysTheRun();
+    void uniformInitReachesLinearLayers();
 
 private:
     std::shared_ptr<const DataSplit> m_data;
@@ -178,4 +182,50 @@ void TestTraining::lowPrecisionAccumulationHurts() {
 }
 
 QTEST_APPLESS_MAIN(TestTraining)
+// Every preset, on the MLP and the CNN: the config read back from its own JSON trains to the
+// same losses bit for bit (same engine, same arithmetic).
+void TestTraining::replayedConfigReplaysTheRun() {
+    for (const Preset& p : presets())
+        for (const char* model : {"mlp", "cnn"}) {
+            nlohmann::json j = p.json;
+            j.merge_patch({{"data", {{"train_size", 3000}, {"test_size", 1000}}},
+                           {"model", {{"type", model}, {"hidden", {32}}, {"init", "uniform"}}},
+                           {"train", {{"steps", 4}, {"batch_size", 16}}}});
+            const TrainConfig c = configFromJson(j);
+            const TrainConfig replay = configFromJson(c.toJson());
+            Trainer a(c, m_data), b(replay, m_data);
+            for (int i = 0; i < 4; ++i) {
+                const double la = a.step().scalars.loss, lb = b.step().scalars.loss;
+                QVERIFY2(std::memcmp(&la, &lb, sizeof la) == 0,
+                         qPrintable(QStringLiteral("%1 on the %2, step %3: %4 vs %5")
+                                        .arg(QString::fromStdString(p.name))
+                                        .arg(QLatin1String(model))
+                                        .arg(i + 1)
+                                        .arg(la)
+                                        .arg(lb)));
+            }
+        }
+}
+
+// init "uniform" is PyTorch's default for linear layers too: U(+-1/sqrt(fan_in)), biases
+// included, unlike "he" (normal weights, zero biases).
+void TestTraining::uniformInitReachesLinearLayers() {
+    const Trainer uniform(config({{"model", {{"hidden", {64}}, {"init", "uniform"}}}}), m_data);
+    const Trainer he(config({{"model", {{"hidden", {64}}, {"init", "he"}}}}), m_data);
+    const std::vector<float> u = uniform.masterWeights(), h = he.masterWeights();
+    QCOMPARE(u.size(), h.size());
+    QVERIFY(u != h);
+    const Model& m = uniform.model();
+    const std::size_t first = m.stageWeightLayer(0);
+    const auto* layer = m.layers()[first].get();
+    const std::size_t offset = m.parameterOffset(first), count = layer->parameterCount();
+    const float bound = 1.0f / std::sqrt(784.0f);
+    float largest = 0.0f, lastBias = 0.0f;
+    for (std::size_t i = offset; i < offset + count; ++i)
+        largest = std::max(largest, std::fabs(u[i]));
+    lastBias = u[offset + count - 1];
+    QVERIFY2(largest <= bound && largest > 0.9f * bound, qPrintable(QString::number(largest)));
+    QVERIFY(lastBias != 0.0f); // biases drawn too
+}
+
 #include "test_training.moc"
