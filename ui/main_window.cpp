@@ -88,7 +88,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     recipeDock->setWidget(m_recipeEditor);
     addDockWidget(Qt::RightDockWidgetArea, recipeDock);
     connect(m_recipeEditor, &RecipeEditor::recipeChanged, this, [this](const PrecisionRecipe& r) {
-        m_controller->setRecipe(r); // at the next step
+        if (const QString error = m_controller->setRecipe(r); !error.isEmpty()) { // next step
+            showError(tr("Cannot use this recipe"), error);
+            return;
+        }
         if (const TrainingSnapshot* s = m_controller->latest())
             m_gradientView->setSnapshot(*s, m_controller->config());
     });
@@ -395,8 +398,14 @@ QString MainWindow::loadSession(const QString& path) {
         return tr("%1: cannot open (%2)").arg(path, f.errorString());
     const QByteArray bytes = f.readAll();
     TrainConfig config;
+    nlohmann::json document;
     try {
-        config = configFromJson(nlohmann::json::parse(bytes.toStdString()));
+        document = parseConfigText(bytes.toStdString(), path.toStdString()); // names the file
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    try {
+        config = configFromJson(document);
     } catch (const std::exception& e) {
         return path + QStringLiteral(": ") + QString::fromUtf8(e.what());
     }

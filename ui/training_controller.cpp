@@ -97,11 +97,15 @@ void TrainingController::reset() {
     m_decimation = 1;
     emit historyChanged();
 }
+// The controller's config follows every edit, as the session's effective config does, so that
+// Save session, Export report and the views read what the engine runs.
 void TrainingController::setLossScale(double scale) {
+    m_config.lossScale = scale;
     if (m_session)
         m_session->setLossScale(scale);
 }
 void TrainingController::setLearningRate(double lr) {
+    m_config.learningRate = lr;
     if (m_session)
         m_session->setLearningRate(lr);
 }
@@ -112,10 +116,15 @@ void TrainingController::setScalingPolicy(const QString& policy, double scale) {
         m_session->setScaling(m_config);
 }
 
-void TrainingController::setRecipe(const PrecisionRecipe& recipe) {
+QString TrainingController::setRecipe(const PrecisionRecipe& recipe) {
+    try {
+        if (m_session)
+            m_session->setRecipe(recipe); // refuses overrides of stages the model lacks
+    } catch (const std::exception& e) {
+        return QString::fromStdString(e.what());
+    }
     m_config.recipe = recipe; // the views read formats from here
-    if (m_session)
-        m_session->setRecipe(recipe);
+    return {};
 }
 
 void TrainingController::append(const StepScalars& s) {

@@ -57,7 +57,8 @@ public slots:
     void reset();
     void setLossScale(double scale);
     void setLearningRate(double lr);
-    void setRecipe(const PrecisionRecipe& recipe);
+    // Empty, or why the recipe was refused (then nothing changed).
+    QString setRecipe(const PrecisionRecipe& recipe);
     // Switches the scaling policy at the next step, starting from `scale`.
     void setScalingPolicy(const QString& policy, double scale);
     void poll(); // also called by tests to take the newest snapshot at once

@@ -40,10 +40,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     else // a stale summary must not describe this run while it starts
         std::filesystem::remove(std::filesystem::path(dir) / "summary.json");
     writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
-    for (int s = 0; s < static_cast<int>(stageNames.size()); ++s)
-        for (TensorRole r : kAllRoles)
-            m_roleFormats.push_back(
-                config.recipe.config(s, static_cast<int>(stageNames.size()), r).format.name);
+    setRecipe(config);
     m_metrics = RowFile(dir + "/metrics.csv");
     m_metrics.append(
         "step,epoch,loss,accuracy,scale,skipped,samples_per_s,lr,test_loss,test_accuracy\n");
@@ -56,6 +53,14 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     m_histograms.append("step,stage,role,bin,count\n");
     m_events = RowFile(dir + "/events.jsonl");
     writeSummary(RunSummary{false, "running", 0, 0, 0, 0, 0, 0, 0});
+}
+
+void RunLog::setRecipe(const TrainConfig& config) {
+    const int stages = static_cast<int>(m_stageNames.size());
+    m_roleFormats.clear();
+    for (int s = 0; s < stages; ++s)
+        for (TensorRole r : kAllRoles)
+            m_roleFormats.push_back(config.recipe.config(s, stages, r).format.name);
 }
 
 void RunLog::logStep(const StepScalars& s) {

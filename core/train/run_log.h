@@ -45,6 +45,8 @@ public:
     void logStats(std::int64_t step, const std::vector<StageStats>& stages);
     void logEvent(std::int64_t step, const std::string& type, const std::string& message);
     void writeSummary(const RunSummary& summary); // atomic: temp file, sync, rename
+    // The recipe changed mid-run: later layers.csv rows name the new formats.
+    void setRecipe(const TrainConfig& config);
 
 private:
     std::string m_dir;

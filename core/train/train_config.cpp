@@ -195,10 +195,10 @@ nlohmann::json parseConfigText(const std::string& text, const std::string& sourc
     nlohmann::json j;
     try {
         j = nlohmann::json::parse(text, check);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) { // parse errors, numbers out of range
         std::string what = e.what();
-        if (const auto p = what.find("parse error"); p != std::string::npos)
-            what = what.substr(p); // without the library's "[json.exception.parse_error.101]"
+        if (const auto p = what.find("] "); p != std::string::npos)
+            what = what.substr(p + 2); // without the library's "[json.exception.parse_error.101]"
         throw ConfigError(source + ": not valid JSON (" + what + ")");
     }
     if (!j.is_object())

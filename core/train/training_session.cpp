@@ -29,7 +29,8 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
                                  std::string runDir, const RunLogOptions& logOptions)
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
       m_trainer(std::make_unique<Trainer>(config, m_data)),
-      m_plannedSteps(m_trainer->plannedSteps()) {
+      m_plannedSteps(m_trainer->plannedSteps()), m_stageCount(m_trainer->model().stageCount()),
+      m_effective(config) {
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())
@@ -87,6 +88,11 @@ void TrainingSession::setScaling(const TrainConfig& scaling) {
     post({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(scaling)});
 }
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
+    for (const auto& [stage, roles] : recipe.stageOverrides) // refused here, on the caller's thread
+        if (stage < -1 || stage >= m_stageCount)
+            throw ConfigError("recipe override for stage " + std::to_string(stage) +
+                              ": this model has stages 0.." + std::to_string(m_stageCount - 1) +
+                              " (or -1 for the last)");
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
 
@@ -104,6 +110,40 @@ std::optional<StepScalars> TrainingSession::popScalars() {
 std::string TrainingSession::stopReason() const {
     std::lock_guard lock(m_reasonMutex);
     return m_stopReason;
+}
+
+TrainConfig TrainingSession::effectiveConfig() const {
+    std::lock_guard lock(m_effectiveMutex);
+    return m_effective;
+}
+
+template <class Edit>
+void TrainingSession::setEffective(Edit&& edit) {
+    edit(m_config);
+    std::lock_guard lock(m_effectiveMutex);
+    m_effective = m_config;
+}
+
+// "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf that differs.
+std::string TrainingSession::describeChange(const nlohmann::json& before,
+                                            const nlohmann::json& after, const std::string& path) {
+    if (before.is_object() && after.is_object()) {
+        std::string out;
+        for (auto it = after.begin(); it != after.end(); ++it) {
+            const std::string key = path.empty() ? it.key() : path + "." + it.key();
+            const std::string part = describeChange(
+                before.contains(it.key()) ? before.at(it.key()) : nlohmann::json(), *it, key);
+            if (!part.empty())
+                out += (out.empty() ? "" : "; ") + part;
+        }
+        return out;
+    }
+    if (before == after)
+        return {};
+    const auto text = [](const nlohmann::json& v) {
+        return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    return path + ": " + text(before) + " -> " + text(after);
 }
 
 std::string TrainingSession::recordError() const {
@@ -205,29 +245,50 @@ void TrainingSession::apply(const Command& c) {
             log.logEvent(step, "reset", "model re-initialised from the seed");
         });
         break;
+    // Every edit goes into m_config, the run's one effective config: a reset starts from it and
+    // effectiveConfig() (what a saved session or report holds) is it.
     case Command::LearningRate:
         m_trainer->setLearningRate(c.value);
+        setEffective([&](TrainConfig& e) { e.learningRate = c.value; });
         record([&](RunLog& log) {
             log.logEvent(step, "learning_rate", "learning rate set to " + recordNumber(c.value));
         });
         break;
     case Command::Scale:
         m_trainer->setLossScale(c.value);
+        setEffective([&](TrainConfig& e) { e.lossScale = c.value; });
         record([&](RunLog& log) {
             log.logEvent(step, "scale", "loss scale set to " + recordNumber(c.value));
         });
         break;
     case Command::Scaling:
         m_trainer->setScaling(*c.scaling);
-        m_config.setScalingFrom(*c.scaling); // a reset keeps the user's choice
+        setEffective([&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         record([&](RunLog& log) {
             log.logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
         });
         break;
-    case Command::Recipe:
-        m_trainer->setRecipe(*c.recipe);
-        record([&](RunLog& log) { log.logEvent(step, "recipe", "precision recipe changed"); });
+    case Command::Recipe: {
+        TrainConfig next = m_config;
+        next.recipe = *c.recipe;
+        const std::string change = describeChange(m_config.toJson(), next.toJson(), "");
+        try {
+            m_trainer->setRecipe(*c.recipe);
+        } catch (const ConfigError& e) { // checked by setRecipe() already; never ends a run
+            record([&](RunLog& log) {
+                log.logEvent(step, "recipe", std::string("recipe change refused: ") + e.what());
+            });
+            break;
+        }
+        setEffective([&](TrainConfig& e) { e.recipe = *c.recipe; });
+        record([&](RunLog& log) {
+            log.setRecipe(m_config);
+            log.logEvent(step, "recipe",
+                         change.empty() ? "precision recipe set (no change)"
+                                        : "precision recipe changed: " + change);
+        });
         break;
+    }
     }
 }
 

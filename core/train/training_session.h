@@ -44,6 +44,7 @@ public:
     void reset(); // fresh model from the seed, step 0, paused
     void setLearningRate(double lr);
     void setLossScale(double scale);
+    // Throws ConfigError (on the caller's thread) for an override of a stage the model lacks.
     void setRecipe(const PrecisionRecipe& recipe);
     void setScaling(const TrainConfig& scaling); // the scaling.* part is used
 
@@ -59,6 +60,10 @@ public:
     const std::string& deviceName() const { return m_deviceName; }
     const std::string& deviceNotice() const { return m_deviceNotice; }
     std::string runDir() const { return m_runDir; }
+    // The run's effective config: the one it started from with every edit applied since
+    // (learning rate, loss scale, scaling policy, recipe). A reset starts from it; safe from any
+    // thread; a command takes effect here when the worker applies it.
+    TrainConfig effectiveConfig() const;
     // Why the run record could not be written (a full disk, the folder removed); empty when it
     // could. Such a run ends Failed, keeping every whole row written before.
     std::string recordError() const;
@@ -84,8 +89,12 @@ private:
     template <class Write>
     bool record(Write&& write);
     void refreshSummary();
-    bool ended() const; // finished, stopped, diverged or failed // "finished": false with the steps
-                        // so far, every few seconds
+    bool ended() const; // finished, stopped, diverged or failed
+    template <class Edit>
+    void setEffective(Edit&& edit); // edits m_config and publishes it as effectiveConfig()
+    static std::string describeChange(const nlohmann::json& before, const nlohmann::json& after,
+                                      const std::string& path); // "finished": false with the steps
+                                                                // so far, every few seconds
     void publish(const StepScalars& scalars, bool newScalars = true);
 
     TrainConfig m_config;
@@ -96,6 +105,9 @@ private:
     std::string m_deviceName, m_deviceNotice;
     std::unique_ptr<RunLog> m_log;
     std::int64_t m_plannedSteps = 0;
+    int m_stageCount = 0;
+    TrainConfig m_effective; // a copy of m_config for other threads
+    mutable std::mutex m_effectiveMutex;
 
     std::mutex m_mutex;
     std::condition_variable_any m_wake;

@@ -178,6 +178,21 @@ void TestDatasets::directoryErrors() {
             e.what());
     }
     QVERIFY_THROWS_EXCEPTION(DataError, loadIdxDirectory("/nonexistent/dir"));
+    // A stray label (200 among classes 0..4) is refused, not a model with 201 outputs.
+    write(dir, "t10k-labels-idx1-ubyte", idx({2}, 2));
+    QCOMPARE(loadIdxDirectory(dir.path().toStdString()).train.classes, 5);
+    std::vector<unsigned char> stray = idx({2}, 2);
+    stray.back() = 200;
+    write(dir, "t10k-labels-idx1-ubyte", stray);
+    try {
+        loadIdxDirectory(dir.path().toStdString());
+        QFAIL("no error for label 200");
+    } catch (const DataError& e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(
+                     QLatin1String("labels go up to 200 (in the test labels) but class 5 never "
+                                   "occurs in the training labels")),
+                 e.what());
+    }
 }
 
 void TestDatasets::syntheticIsDeterministic() {

@@ -22,6 +22,7 @@ private slots:
     void stopKeepsCompletedSteps();
     void divergenceStopsCleanly();
     void policySwitchesMidRun();
+    void editsAreTheRunsConfigAndSurviveReset();
 
 private:
     std::shared_ptr<const DataSplit> m_data;
@@ -192,4 +193,43 @@ void TestSession::policySwitchesMidRun() {
 }
 
 QTEST_APPLESS_MAIN(TestSession)
+// Mid-run edits are the run's effective config: a reset trains with them, later layers.csv rows
+// name the new formats, the event says what changed, and a recipe for a stage the model lacks is
+// refused on the caller's thread without touching the run.
+void TestSession::editsAreTheRunsConfigAndSurviveReset() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    TrainingSession session(smallConfig(1000), m_data, run);
+    session.stepOnce();
+    QVERIFY(waitFor([&] { return session.state() == SessionState::Paused; }));
+    PrecisionRecipe recipe;
+    recipe.roles[static_cast<std::size_t>(TensorRole::Weights)] =
+        QuantConfig::forFormat(parseFormat("fp8-e4m3"));
+    session.setLearningRate(0.02);
+    session.setRecipe(recipe);
+    PrecisionRecipe bad = recipe;
+    bad.stageOverrides[7] = {};
+    QVERIFY_THROWS_EXCEPTION(ConfigError, session.setRecipe(bad));
+    session.reset();
+    session.stepOnce();
+    // The reset run's first step (the snapshot before it is the old run's step 1 at 0.05).
+    QVERIFY(waitFor([&] {
+        const TrainingSnapshot* s = session.latestSnapshot();
+        return s && s->scalars.step == 1 && s->scalars.learningRate == 0.02;
+    }));
+    const TrainConfig effective = session.effectiveConfig();
+    QCOMPARE(effective.learningRate, 0.02);
+    QCOMPARE(effective.recipe, recipe);
+    QCOMPARE(session.latestSnapshot()->scalars.learningRate, 0.02); // the reset run uses it
+    session.stop();
+    session.waitUntilDone();
+    const std::string layers = readAll(run + "/layers.csv");
+    QVERIFY2(layers.find(",weights,fp8-e4m3,") != std::string::npos, layers.substr(0, 400).c_str());
+    const std::string events = readAll(run + "/events.jsonl");
+    QVERIFY2(events.find("precision recipe changed: recipe.weights.format: fp32 -> fp8-e4m3") !=
+                 std::string::npos,
+             events.c_str());
+    QVERIFY(events.find("learning rate set to 0.02") != std::string::npos);
+}
+
 #include "test_session.moc"
