@@ -257,6 +257,10 @@ void MainWindow::buildControls() {
     m_model->addItem(tr("MLP 256-256"), QStringLiteral("mlp"));
     m_model->addItem(tr("Small CNN"), QStringLiteral("cnn"));
     m_model->setToolTip(tr("Network"));
+    // Each network comes with the learning rate that suits it (the CNN does not learn at 0.05).
+    connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
+        m_lr->setValue(defaultLearningRate(m_model->currentData().toString().toStdString()));
+    });
     m_data = new QComboBox(this);
     m_data->addItem(tr("Built-in data"), QStringLiteral("synthetic"));
     m_data->addItem(tr("Fashion-MNIST"), QStringLiteral("fashion-mnist"));

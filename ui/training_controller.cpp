@@ -128,14 +128,17 @@ QString TrainingController::setRecipe(const PrecisionRecipe& recipe) {
 }
 
 void TrainingController::append(const StepScalars& s) {
-    if (s.step % m_decimation != 0 && s.step != 1)
+    // Thinned as the run grows, except evaluations: they are few, and the test loss and accuracy
+    // curves are made of nothing else (thinning them lost all but the latest after ~4k steps).
+    if (s.step % m_decimation != 0 && s.step != 1 && !s.evaluated)
         return;
     m_history.push_back(s);
     if (m_history.size() >= kHistoryCapacity) {
         std::vector<StepScalars> kept;
         kept.reserve(kHistoryCapacity / 2 + 1);
-        for (std::size_t i = 0; i < m_history.size(); i += 2)
-            kept.push_back(m_history[i]);
+        for (std::size_t i = 0; i < m_history.size(); ++i)
+            if (i % 2 == 0 || m_history[i].evaluated)
+                kept.push_back(m_history[i]);
         m_history = std::move(kept);
         m_decimation *= 2;
     }

@@ -119,6 +119,17 @@ int runTrain(const TrainArgs& args) {
     if (tty)
         std::fputc('\n', stderr);
     session.waitUntilDone();
+    {
+        // What the record takes on disk, so that its size is never a surprise.
+        std::error_code ec;
+        std::uintmax_t bytes = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(out, ec))
+            if (entry.is_regular_file(ec))
+                bytes += entry.file_size(ec);
+        if (!ec)
+            std::fprintf(stderr, "run record: %.1f MB in %s\n", static_cast<double>(bytes) / 1e6,
+                         out.c_str());
+    }
     std::ifstream summary(out + "/summary.json");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(summary), {}).c_str());
     std::fflush(stdout);

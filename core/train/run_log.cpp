@@ -41,6 +41,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         std::filesystem::remove(std::filesystem::path(dir) / "summary.json");
     writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
     setRecipe(config);
+    m_histogramsEvery = config.histogramsEvery;
     m_metrics = RowFile(dir + "/metrics.csv");
     m_metrics.append(
         "step,epoch,loss,accuracy,scale,skipped,samples_per_s,lr,test_loss,test_accuracy\n");
@@ -76,6 +77,8 @@ void RunLog::logStep(const StepScalars& s) {
 }
 
 void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
+    // The first statistics step's histograms, then every histograms_every-th.
+    const bool withHistograms = m_statsSteps++ % m_histogramsEvery == 0;
     std::string layers, histograms;
     const std::string stepText = std::to_string(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -97,7 +100,7 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
                       std::to_string(stages[s].mxSaturatedBlocks[r]) + '\n';
             const std::string prefix =
                 stepText + ',' + std::to_string(s) + ',' + std::string(toString(role)) + ',';
-            for (int b = 0; b < kHistBinCount; ++b)
+            for (int b = 0; withHistograms && b < kHistBinCount; ++b)
                 if (const std::uint64_t n = q.histogram[static_cast<std::size_t>(b)])
                     histograms += prefix + std::to_string(b) + ',' + std::to_string(n) + '\n';
         }

@@ -53,6 +53,7 @@ private:
     std::unique_ptr<RunDirectoryLock> m_lock;
     std::vector<std::string> m_stageNames;
     std::vector<std::string> m_roleFormats; // per stage * role
+    int m_histogramsEvery = 1, m_statsSteps = 0;
     RowFile m_metrics, m_layers, m_histograms, m_events;
 };
 

@@ -44,7 +44,10 @@ struct TrainConfig {
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
     double clipNorm = 0.0; // 0: no clipping (of the unscaled global gradient norm)
     int statsEvery = 1;    // collect per-layer statistics every k steps
-    int evalEvery = 0;     // test-set evaluation every k steps; 0: at the end of each epoch
+    // histograms.csv gets a statistics step's histograms every k statistics steps (the live
+    // views get every one): the histograms are most of a run's disk (README: The run directory).
+    int histogramsEvery = 20;
+    int evalEvery = 0; // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
     // none, static, dynamic, enhanced, per-layer, amax-current, amax-delayed, mx
@@ -70,6 +73,9 @@ inline constexpr int kConfigMaxDepth = 16;
 nlohmann::json parseConfigText(const std::string& text, const std::string& source);
 // `from` merged into `into` (objects merged key by key, everything else replaced).
 void mergeConfig(nlohmann::json& into, const nlohmann::json& from);
+
+// train.lr when the config does not give one: what suits each model (mlp 0.05, cnn 0.01).
+double defaultLearningRate(const std::string& modelType);
 
 // Defaults, then the given JSON on top. Throws ConfigError("config.train.lr: ...").
 TrainConfig configFromJson(const nlohmann::json& j);

@@ -174,6 +174,7 @@ void TestConfig::everyKeyReplaysFieldByField() {
           {"eps", 1e-6},
           {"clip_norm", 2.5},
           {"stats_every", 3},
+          {"histograms_every", 4},
           {"eval_every", 7}}},
         {"recipe",
          {{"weights", {{"format", "fp8-e4m3"}, {"rounding", "stochastic"}, {"overflow", "inf"}}},
@@ -222,19 +223,18 @@ void TestConfig::everyKeyReplaysFieldByField() {
         const bool isGiven = std::find_if(given.begin(), given.end(), [&](const std::string& g) {
                                  return key == g || key.rfind(g + ".", 0) == 0;
                              }) != given.end();
-        QVERIFY2(isGiven, ("config key " + key + " is written but not covered here").c_str());
-        const json::json_pointer ptr("/" + [&] {
-            std::string p = key;
-            for (char& ch : p)
-                if (ch == '.')
-                    ch = '/';
-            return p;
-        }());
+        QVERIFY2(isGiven, qPrintable(QStringLiteral("config key %1 is written but not covered here")
+                                         .arg(QString::fromStdString(key))));
+        std::string pointer = "/";
+        for (char ch : key)
+            pointer.push_back(ch == '.' ? '/' : ch);
+        const json::json_pointer ptr(pointer);
         if (defaults.contains(ptr))
             QVERIFY2(defaults.at(ptr) != c.toJson().at(ptr) ||
                          key.find("overflow") != std::string::npos ||
                          key.find("rounding") != std::string::npos,
-                     ("config key " + key + " is tested at its default value").c_str());
+                     qPrintable(QStringLiteral("config key %1 is tested at its default value")
+                                    .arg(QString::fromStdString(key))));
     }
     // Accumulation without "every" (one rounding of the whole sum) replays too.
     expectReplays(configFromJson({{"recipe", {{"accumulation", {{"format", "bf16"}}}}}}),
@@ -260,8 +260,8 @@ void TestConfig::roleOverridesMergeIntoPresetRoles() {
     QVERIFY(w.rounding == Rounding::Stochastic);
     json k = findPreset("fp16-noscale").json;
     mergeConfig(k, {{"recipe", {{"activations", {{"rounding", "stochastic"}}}}}});
-    const QuantConfig& a =
-        configFromJson(k).recipe.roles[static_cast<std::size_t>(TensorRole::Activations)];
+    const TrainConfig merged = configFromJson(k);
+    const QuantConfig& a = merged.recipe.roles[static_cast<std::size_t>(TensorRole::Activations)];
     QCOMPARE(a.format.name, std::string("fp16"));
     QVERIFY(a.rounding == Rounding::Stochastic);
 }

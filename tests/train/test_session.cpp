@@ -118,6 +118,14 @@ void TestSession::completeRunWritesLogs() {
     QCOMPARE(lineCount(run + "/metrics.csv"), 1 + 12);
     QCOMPARE(lineCount(run + "/layers.csv"), 1 + 12 * 2 * 6); // steps x stages x roles
     QVERIFY(lineCount(run + "/histograms.csv") > 12);
+    // Histograms go to disk every histograms_every (20) statistics steps: here step 1's only.
+    {
+        std::ifstream h(run + "/histograms.csv");
+        std::string line;
+        std::getline(h, line);
+        while (std::getline(h, line))
+            QVERIFY2(line.rfind("1,", 0) == 0, line.c_str());
+    }
     const auto summary = nlohmann::json::parse(readAll(run + "/summary.json"));
     QCOMPARE(summary["finished"].get<bool>(), true);
     QCOMPARE(summary["steps"].get<int>(), 12);
