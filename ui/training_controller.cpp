@@ -66,6 +66,12 @@ std::int64_t TrainingController::plannedSteps() const {
 void TrainingController::train() {
     if (!m_session)
         return;
+    // A run that has ended (finished, stopped, diverged, failed) has nothing to train: the
+    // button stays "Train" and Reset or Apply starts again.
+    const SessionState s = m_session->state();
+    if (s == SessionState::Finished || s == SessionState::Stopped || s == SessionState::Diverged ||
+        s == SessionState::Failed)
+        return;
     m_wantRunning = true;
     m_session->start();
 }

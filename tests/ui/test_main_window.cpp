@@ -41,6 +41,7 @@ private slots:
     void reportAndHeatmap();
     void compareOverlaysCurves();
     void screenshotAfterTraining();
+    void spaceOnAnEndedRunDoesNothing();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -273,6 +274,21 @@ void TestMainWindow::screenshotAfterTraining() {
         QCoreApplication::applicationDirPath() + QStringLiteral("/main_window.png");
     QVERIFY(m_window->grab().save(path));
     QVERIFY(QFile(path).size() > 10000);
+}
+
+// Space (Train) on a finished run must not turn the button into "Pause" while nothing trains.
+void TestMainWindow::spaceOnAnEndedRunDoesNothing() {
+    TrainingController* c = m_window->controller();
+    const TrainConfig tiny = configFromJson({{"data", {{"train_size", 200}, {"test_size", 50}}},
+                                             {"model", {{"hidden", {8}}}},
+                                             {"train", {{"steps", 3}, {"batch_size", 16}}}});
+    QCOMPARE(c->configure(tiny), QString());
+    c->train();
+    QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Finished, 10000);
+    QTRY_VERIFY(!c->wantsRunning());
+    QTest::keyClick(m_window.get(), Qt::Key_Space);
+    QVERIFY(!c->wantsRunning());
+    QCOMPARE(c->state(), SessionState::Finished);
 }
 
 QTEST_MAIN(TestMainWindow)
