@@ -94,24 +94,57 @@ void FormatInspector::setValueText(const QString& text) {
     m_value->setText(text);
 }
 
-void FormatInspector::refresh() {
-    bool ok = false;
-    const QString text = m_value->text().trimmed();
-    float x = text.toFloat(&ok);
-    if (!ok) {
-        if (text.compare(QLatin1String("nan"), Qt::CaseInsensitive) == 0) {
-            x = std::nanf("");
-            ok = true;
-        } else if (text.endsWith(QLatin1String("inf"), Qt::CaseInsensitive)) {
-            x = text.startsWith(QLatin1Char('-')) ? -INFINITY : INFINITY;
-            ok = true;
-        }
+QString parseInspectorValue(const QString& input, float* value) {
+    const QString text = input.trimmed();
+    const QString word = text.toLower();
+    const bool negative = word.startsWith(QLatin1Char('-'));
+    const QString magnitude = (negative || word.startsWith(QLatin1Char('+'))) ? word.mid(1) : word;
+    if (magnitude == QLatin1String("inf") || magnitude == QLatin1String("infinity")) {
+        *value = negative ? -INFINITY : INFINITY;
+        return {};
     }
+    if (magnitude == QLatin1String("nan")) {
+        *value = std::nanf("");
+        return {};
+    }
+    const QString shown = text.size() > 40 ? text.left(40) + QStringLiteral("...") : text;
+    bool ok = false;
+    const double d = text.toDouble(&ok); // false for words, and for numbers past double's range
+    if (!ok || !std::isfinite(d))
+        return QObject::tr("\"%1\" is not a number (expected e.g. 0.1, -3e-5, 65519, inf, nan)")
+            .arg(shown);
+    const float f = static_cast<float>(d);
+    if (std::isinf(f))
+        return QObject::tr("\"%1\" is beyond float32's range (largest 3.4028235e38)").arg(shown);
+    if (f == 0.0f && d != 0.0)
+        return QObject::tr("\"%1\" rounds to 0 in float32 (smallest 1.4e-45)").arg(shown);
+    *value = f;
+    return {};
+}
+
+double inspectorRelativeError(float x, float q) {
+    if (std::isnan(x))
+        return std::nan("");
+    if (std::isinf(x))
+        return q == x ? 0.0 : INFINITY;
+    if (!std::isfinite(q))
+        return INFINITY; // a finite value became Inf or NaN
+    if (x == 0.0f)
+        return q == 0.0f ? 0.0 : INFINITY;
+    return std::fabs((static_cast<double>(q) - x) / x);
+}
+
+void FormatInspector::refresh() {
+    float x = 0.0f;
+    m_valueError = parseInspectorValue(m_value->text(), &x);
+    const bool ok = m_valueError.isEmpty();
     m_value->setStyleSheet(ok ? QString()
                               : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));
-    m_value->setToolTip(ok ? tr("Any float32 value") : tr("\"%1\" is not a number").arg(text));
-    if (!ok)
+    m_value->setToolTip(ok ? tr("Any float32 value") : m_valueError);
+    if (!ok) {
+        m_table->setRowCount(0); // no results of an earlier value under a refused one
         return;
+    }
     const auto& formats = namedFormats();
     m_table->setRowCount(static_cast<int>(formats.size()));
     const Rounding rounding = parseRounding(m_rounding->currentText().toStdString());
@@ -121,9 +154,7 @@ void FormatInspector::refresh() {
         QuantClass cls;
         const float q = quantizeReference(config, x, 0, &cls);
         const std::uint32_t code = encode(config, x);
-        const double err = (std::isfinite(x) && std::isfinite(q) && x != 0.0f)
-                               ? std::fabs((static_cast<double>(q) - x) / x)
-                               : 0.0;
+        const double err = inspectorRelativeError(x, q);
         auto neighbour = [&](int direction) -> QString {
             if (!std::isfinite(q) || f.totalBits() > 16)
                 return QStringLiteral("-");
@@ -143,7 +174,9 @@ void FormatInspector::refresh() {
                                    QString::number(static_cast<double>(q), 'g', 9),
                                    QString::fromStdString(codeToHex(f, code)),
                                    QString::fromLatin1(toString(cls)),
-                                   QString::number(err, 'e', 3),
+                                   std::isnan(err)   ? QStringLiteral("-")
+                                   : std::isinf(err) ? QStringLiteral("inf")
+                                                     : QString::number(err, 'e', 3),
                                    neighbour(-1),
                                    neighbour(+1)};
         for (int c = 0; c < cells.size(); ++c) {

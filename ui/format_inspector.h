@@ -18,6 +18,9 @@ public:
     explicit FormatInspector(QWidget* parent = nullptr);
     void setValueText(const QString& text); // for tests and "inspect this value"
     QTableWidget* table() const { return m_table; }
+    // Why the value text was refused; empty when it was read (the table then holds its results,
+    // and is empty otherwise: never the previous value's).
+    QString valueError() const { return m_valueError; }
 
 private:
     void refresh();
@@ -28,6 +31,15 @@ private:
     QTableWidget* m_table;
     QComboBox* m_lineFormat;
     QCustomPlot* m_line;
+    QString m_valueError;
 };
+
+// The inspector's input: a decimal or hex-float number representable in float32 (a value past
+// float32's range, or a nonzero one that rounds to 0 in float32, is refused with the reason), or
+// exactly inf, +inf, -inf, infinity or nan (any case). Returns the reason on refusal.
+QString parseInspectorValue(const QString& text, float* value);
+// |q - x| / |x|: inf when a finite x became Inf or NaN, or when x is 0 and q is not (E8M0 has no
+// zero); NaN (shown "-") when x is NaN.
+double inspectorRelativeError(float x, float q);
 
 } // namespace plab

@@ -37,6 +37,7 @@ private slots:
     void recipeEditsApplyAtNextStep();
     void sessionSaveLoadRoundTrip();
     void formatInspectorShowsEveryFormat();
+    void formatInspectorRefusesAndReportsHonestly();
     void deviceBoxFeedsConfigAndSaysWhereItRuns();
     void reportAndHeatmap();
     void compareOverlaysCurves();
@@ -195,6 +196,42 @@ void TestMainWindow::formatInspectorShowsEveryFormat() {
             QCOMPARE(table->item(r, 6)->text().toDouble(), minPositive);
         }
     }
+}
+
+// Input it cannot read empties the table (never the previous value's results) and says why;
+// overflow to Inf and 0 -> nonzero have an infinite relative error, not 0.
+void TestMainWindow::formatInspectorRefusesAndReportsHonestly() {
+    FormatInspector* inspector = m_window->formatInspector();
+    QTableWidget* table = inspector->table();
+    const auto cell = [&](const char* format, int column) {
+        for (int r = 0; r < table->rowCount(); ++r)
+            if (table->item(r, 0)->text() == QLatin1String(format))
+                return table->item(r, column)->text();
+        return QString();
+    };
+    for (const char* bad : {"1e39", "1e-50", "abc", "xinf", "inff", "--1"}) {
+        inspector->setValueText(QStringLiteral("1.5"));
+        QVERIFY(table->rowCount() > 0);
+        inspector->setValueText(QString::fromLatin1(bad));
+        QVERIFY2(table->rowCount() == 0, bad);
+        QVERIFY2(inspector->valueError().contains(QLatin1String(bad)), bad);
+    }
+    inspector->setValueText(QString(500, QLatin1Char('9')));
+    QCOMPARE(table->rowCount(), 0);
+    QVERIFY(inspector->valueError().size() < 200);
+    for (const char* good : {"inf", "-Infinity", "NaN", "+inf", "3.4028235e38", "1.4e-45"}) {
+        inspector->setValueText(QString::fromLatin1(good));
+        QVERIFY2(inspector->valueError().isEmpty(), qPrintable(inspector->valueError()));
+    }
+    inspector->setValueText(QStringLiteral("65504"));
+    QCOMPARE(cell("fp8-e5m2", 4), QStringLiteral("inf")); // 65504 -> Inf in E5M2
+    inspector->setValueText(QStringLiteral("65520"));
+    QCOMPARE(cell("fp16", 4), QStringLiteral("inf"));
+    inspector->setValueText(QStringLiteral("0"));
+    QCOMPARE(cell("e8m0", 4), QStringLiteral("inf")); // 0 -> 2^-127: E8M0 has no zero
+    QCOMPARE(cell("fp16", 4), QString::number(0.0, 'e', 3));
+    inspector->setValueText(QStringLiteral("nan"));
+    QCOMPARE(cell("fp16", 4), QStringLiteral("-"));
 }
 
 void TestMainWindow::deviceBoxFeedsConfigAndSaysWhereItRuns() {
