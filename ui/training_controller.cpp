@@ -68,9 +68,7 @@ void TrainingController::train() {
         return;
     // A run that has ended (finished, stopped, diverged, failed) has nothing to train: the
     // button stays "Train" and Reset or Apply starts again.
-    const SessionState s = m_session->state();
-    if (s == SessionState::Finished || s == SessionState::Stopped || s == SessionState::Diverged ||
-        s == SessionState::Failed)
+    if (hasEnded(m_session->state()))
         return;
     m_wantRunning = true;
     m_session->start();

@@ -91,8 +91,7 @@ int runTrain(const TrainArgs& args) {
         while (auto s = session.popScalars())
             last = *s;
         const auto now = std::chrono::steady_clock::now();
-        const bool done = state == SessionState::Finished || state == SessionState::Stopped ||
-                          state == SessionState::Diverged || state == SessionState::Failed;
+        const bool done = hasEnded(state);
         if (now - lastPrint > std::chrono::milliseconds(tty ? 200 : 5000) || done) {
             const double elapsed = std::chrono::duration<double>(now - start).count();
             const double eta = last.step > 0

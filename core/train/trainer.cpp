@@ -66,7 +66,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
                            config.beta2, config.epsilon}),
       m_ops(std::move(ops)), m_deviceNotice(std::move(deviceNotice)),
       m_shuffle(config.seed ^ 0xD1B54A32D192ED03ull) {
-    checkRecipeStages(config.recipe);
+    checkRecipeStages(config.recipe, m_model.stageCount());
     if (m_data->train.count() < static_cast<std::size_t>(config.batchSize))
         throw ConfigError("config.train.batch_size: " + std::to_string(config.batchSize) +
                           " is larger than the training set (" +
@@ -145,9 +145,7 @@ void Trainer::allocateEngineState() {
     (void)m_ops->allFinite(m_master);
 }
 
-// An override for a stage the model does not have would silently do nothing.
-void Trainer::checkRecipeStages(const PrecisionRecipe& recipe) const {
-    const int stages = m_model.stageCount();
+void checkRecipeStages(const PrecisionRecipe& recipe, int stages) {
     for (const auto& [stage, roles] : recipe.stageOverrides)
         if (stage < -1 || stage >= stages)
             throw ConfigError("config.recipe.overrides: stage " + std::to_string(stage) +
@@ -254,7 +252,7 @@ void Trainer::setScaling(const TrainConfig& scaling) {
 }
 
 void Trainer::setRecipe(const PrecisionRecipe& recipe) {
-    checkRecipeStages(recipe);
+    checkRecipeStages(recipe, m_model.stageCount());
     m_config.recipe = recipe;
     buildQuantizers();
 }

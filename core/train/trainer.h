@@ -32,6 +32,10 @@ struct StepResult {
     bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
 };
 
+// Throws ConfigError for an override of a stage the model does not have (it would silently do
+// nothing): stages are 0..stageCount-1, or -1 for the last.
+void checkRecipeStages(const PrecisionRecipe& recipe, int stageCount);
+
 // The scaling policy a config asks for.
 std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config);
 
@@ -85,7 +89,6 @@ private:
         std::vector<Quantizer> roles; // indexed by TensorRole
     };
     void allocateEngineState();
-    void checkRecipeStages(const PrecisionRecipe& recipe) const;
     void buildQuantizers();
     void applyScalingPolicy(); // flags and histories for m_config.scalingPolicy
     const Quantizer& quantizer(int stage, TensorRole role) const;

@@ -88,11 +88,7 @@ void TrainingSession::setScaling(const TrainConfig& scaling) {
     post({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(scaling)});
 }
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
-    for (const auto& [stage, roles] : recipe.stageOverrides) // refused here, on the caller's thread
-        if (stage < -1 || stage >= m_stageCount)
-            throw ConfigError("recipe override for stage " + std::to_string(stage) +
-                              ": this model has stages 0.." + std::to_string(m_stageCount - 1) +
-                              " (or -1 for the last)");
+    checkRecipeStages(recipe, m_stageCount); // refused here, on the caller's thread
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
 
@@ -176,12 +172,6 @@ bool TrainingSession::record(Write&& write) {
     }
 }
 
-bool TrainingSession::ended() const {
-    const SessionState s = m_state.load();
-    return s == SessionState::Finished || s == SessionState::Stopped ||
-           s == SessionState::Diverged || s == SessionState::Failed;
-}
-
 RunSummary TrainingSession::summaryNow(bool finished, const std::string& reason) const {
     RunSummary summary;
     summary.finished = finished;
@@ -210,11 +200,7 @@ void TrainingSession::refreshSummary() {
 
 void TrainingSession::waitUntilDone() {
     std::unique_lock lock(m_doneMutex);
-    m_done.wait(lock, [this] {
-        const SessionState s = m_state.load();
-        return s == SessionState::Finished || s == SessionState::Stopped ||
-               s == SessionState::Diverged || s == SessionState::Failed;
-    });
+    m_done.wait(lock, [this] { return hasEnded(m_state.load()); });
 }
 
 void TrainingSession::apply(const Command& c) {
@@ -401,14 +387,11 @@ void TrainingSession::run(std::stop_token stop) {
                 commands.swap(m_commands);
             }
             for (const Command& c : commands) {
-                const SessionState s = m_state.load();
-                if (s == SessionState::Finished || s == SessionState::Stopped ||
-                    s == SessionState::Diverged || s == SessionState::Failed)
-                    if (c.kind != Command::Reset)
-                        continue;
+                if (hasEnded(m_state.load()) && c.kind != Command::Reset)
+                    continue;
                 apply(c);
             }
-            if (!recordError().empty() && !ended()) {
+            if (!recordError().empty() && !hasEnded(m_state.load())) {
                 finish(SessionState::Failed,
                        "the run record could not be written: " + recordError());
                 continue;
@@ -421,7 +404,7 @@ void TrainingSession::run(std::stop_token stop) {
                 if (single)
                     --m_pendingSteps;
                 doStep();
-                if (!recordError().empty() && !ended()) {
+                if (!recordError().empty() && !hasEnded(m_state.load())) {
                     finish(SessionState::Failed,
                            "the run record could not be written: " + recordError());
                     continue;

@@ -22,6 +22,11 @@ namespace plab {
 
 enum class SessionState { Idle, Running, Paused, Finished, Stopped, Diverged, Failed };
 const char* toString(SessionState state);
+// Finished, stopped, diverged or failed: the run will take no more steps (only a reset).
+inline bool hasEnded(SessionState s) {
+    return s == SessionState::Finished || s == SessionState::Stopped ||
+           s == SessionState::Diverged || s == SessionState::Failed;
+}
 
 class TrainingSession {
 public:
@@ -89,7 +94,6 @@ private:
     template <class Write>
     bool record(Write&& write);
     void refreshSummary();
-    bool ended() const; // finished, stopped, diverged or failed
     template <class Edit>
     void setEffective(Edit&& edit); // edits m_config and publishes it as effectiveConfig()
     static std::string describeChange(const nlohmann::json& before, const nlohmann::json& after,

@@ -413,6 +413,12 @@ bool waitForLines(const QString& path, int lines) {
     return false;
 }
 
+// Starts a run too long to end by itself and waits until metrics.csv has `lines` lines.
+bool startLongRun(QProcess& p, const QString& run, int lines) {
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    return p.waitForStarted() && waitForLines(run + QStringLiteral("/metrics.csv"), lines);
+}
+
 bool endsOnWholeRows(const QString& run) {
     for (const char* name : {"/metrics.csv", "/layers.csv", "/histograms.csv", "/events.jsonl"}) {
         QFile f(run + QLatin1String(name));
@@ -469,9 +475,7 @@ void TestCli::runFolderIsLockedAndNotReusedSilently() {
 
     const QString live = dir.filePath(QStringLiteral("live"));
     QProcess first;
-    first.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(live, "1000000"));
-    QVERIFY(first.waitForStarted());
-    QVERIFY(waitForLines(live + QStringLiteral("/metrics.csv"), 3));
+    QVERIFY(startLongRun(first, live, 3));
     const Result second = runCli(trainArgs(live, "5", {QStringLiteral("--overwrite")}));
     const qint64 holder = first.processId();
     first.kill();
@@ -498,9 +502,7 @@ void TestCli::stopSignalsWriteTheSummary() {
     QTemporaryDir dir;
     const QString run = dir.filePath(QStringLiteral("run"));
     QProcess p;
-    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
-    QVERIFY(p.waitForStarted());
-    QVERIFY(waitForLines(run + QStringLiteral("/metrics.csv"), 6));
+    QVERIFY(startLongRun(p, run, 6));
     QCOMPARE(::kill(static_cast<pid_t>(p.processId()), signal), 0);
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
@@ -550,9 +552,7 @@ void TestCli::runFolderRemovedMidRunIsAnError() {
     QTemporaryDir dir;
     const QString run = dir.filePath(QStringLiteral("run"));
     QProcess p;
-    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
-    QVERIFY(p.waitForStarted());
-    QVERIFY(waitForLines(run + QStringLiteral("/metrics.csv"), 5));
+    QVERIFY(startLongRun(p, run, 5));
     QVERIFY(QDir(run).removeRecursively());
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
