@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libcli11-dev librandom123-dev
-  libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev pkg-config
+  libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev pkg-config
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == --test ]]; then

@@ -2,6 +2,7 @@
 #include "main_window.h"
 
 #include "device/compute_backend.h"
+#include "record/run_export.h"
 
 #include "compare_dialog.h"
 #include "flush_heatmap_view.h"
@@ -30,6 +31,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
+#include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -43,6 +45,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <filesystem>
 
 namespace plab {
 
@@ -132,6 +135,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             m_heatmap->setColumns(m_controller->flushHistory(), s->stageNames);
     });
     connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::updateStatus);
+    connect(m_controller, &TrainingController::configChanged, this,
+            [this] { showRunSettings(m_controller->config()); });
     connect(m_controller, &TrainingController::errorOccurred, this, [this](const QString& msg) {
         showError(tr("Training stopped"),
                   msg + tr("\n\nLower the loss scale, choose a saturating overflow mode, or "
@@ -343,13 +348,20 @@ QString MainWindow::startRun(const TrainConfig& config) {
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
     showDeviceChoice(config);
-    m_recipeEditor->setRecipe(config.recipe);
-    m_policy->setCurrentText(QString::fromStdString(config.scalingPolicy));
-    const QSignalBlocker block(m_slider);
-    m_slider->setLog2Scale(std::log2(config.lossScale));
-    m_gradientView->setWhatIfScale(m_slider->scale());
+    showRunSettings(config);
     updateStatus();
     return {};
+}
+
+// The settings a run can change while it goes (recipe, policy, scale, learning rate), shown
+// without sending them back to the run.
+void MainWindow::showRunSettings(const TrainConfig& config) {
+    m_recipeEditor->setRecipe(config.recipe);
+    m_policy->setCurrentText(QString::fromStdString(config.scalingPolicy));
+    const QSignalBlocker block(m_slider), blockLr(m_lr);
+    m_slider->setLog2Scale(std::log2(config.lossScale));
+    m_gradientView->setWhatIfScale(m_slider->scale());
+    m_lr->setValue(config.learningRate);
 }
 
 void MainWindow::showDeviceChoice(const TrainConfig& config) {
@@ -383,15 +395,25 @@ void MainWindow::showConfigInControls(const TrainConfig& config) {
         m_device->setCurrentIndex(device);
 }
 
-QString MainWindow::saveSession(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
+// path replaced by text as a whole (QSaveFile: a temporary file renamed over it), or left as it
+// was; the error names the file and the system's reason.
+QString MainWindow::writeWholeFile(const QString& path, const std::string& text) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly))
         return tr("%1: cannot write (%2)").arg(path, f.errorString());
-    TrainConfig config = m_controller->config();
-    config.lossScale = m_slider->scale();
-    const std::string text = config.toJson().dump(2) + "\n";
     if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()))
-        return tr("%1: write failed (%2)").arg(path, f.errorString());
+        return tr("%1: cannot write (%2)").arg(path, f.errorString());
+    if (!f.commit())
+        return tr("%1: cannot write (%2)").arg(path, f.errorString());
+    return {};
+}
+
+QString MainWindow::saveSession(const QString& path) {
+    // The start and the timeline of edits, not the state now: a dynamic policy's scale at the
+    // end of the run is not the scale it started from.
+    const std::string text = m_controller->replayConfig().toJson().dump(2) + "\n";
+    if (const QString error = writeWholeFile(path, text); !error.isEmpty())
+        return error;
     rememberRecentFile(path);
     return {};
 }
@@ -480,23 +502,35 @@ QString MainWindow::exportReport(const QString& dir) {
         }
         summary["layers"] = layers;
     }
-    QFile f(dir + QStringLiteral("/summary.json"));
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        return tr("%1: cannot write").arg(f.fileName());
-    const std::string text = summary.dump(2) + "\n";
-    f.write(text.data(), static_cast<qint64>(text.size()));
+    if (const QString error = writeWholeFile(dir + QStringLiteral("/summary.json"),
+                                             summary.dump(2) + "\n");
+        !error.isEmpty())
+        return error;
+    // The run's record as CSV/JSONL, as far as the run has gone.
+    if (!m_controller->runDir().isEmpty()) {
+        try {
+            exportRunRecord(m_controller->runDir().toStdString(), dir.toStdString());
+        } catch (const std::exception& e) {
+            return QString::fromStdString(e.what());
+        }
+    }
     return {};
 }
 
 QString MainWindow::exportPlots(const QString& dir) {
-    if (!QDir(dir).exists() && !QDir().mkpath(dir))
-        return tr("%1: cannot create the folder").arg(dir);
+    std::error_code ec; // QDir::mkpath says only that it failed; this says why
+    if (!std::filesystem::create_directories(dir.toStdString(), ec) && ec)
+        return tr("%1: cannot create the folder (%2)")
+            .arg(dir, QString::fromStdString(ec.message()));
     const std::pair<QCustomPlot*, QString> plots[] = {
         {m_gradientView->plot(), QStringLiteral("gradients")},
         {m_timeView->plot(), QStringLiteral("training")},
         {m_heatmap->plot(), QStringLiteral("flushed_per_layer")}};
     for (const auto& [plot, name] : plots) {
         const QString base = dir + QLatin1Char('/') + name;
+        // QCustomPlot's savers say only that they failed: find the system's reason first.
+        if (QSaveFile probe(base + QStringLiteral(".png")); !probe.open(QIODevice::WriteOnly))
+            return tr("%1.png: cannot write (%2)").arg(base, probe.errorString());
         const int w = std::max(plot->width(), 800), h = std::max(plot->height(), 400);
         if (!plot->savePng(base + QStringLiteral(".png"), w, h, 2.0))
             return tr("%1.png: cannot write").arg(base);

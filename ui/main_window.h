@@ -46,9 +46,11 @@ public:
     QString applySettings();
     // Exports the plots as PNG, PDF and SVG into dir; returns the error, or an empty string.
     QString exportPlots(const QString& dir);
-    // Plots plus config.json and summary.json of the current run, into one folder.
+    // Plots, config.json (start + timeline of edits), summary.json and the run record's
+    // CSV/JSONL exports of the current run, into one folder. Errors name the file and reason.
     QString exportReport(const QString& dir);
-    // The session file is the CLI's JSON config: a GUI run replays headless.
+    // The session file is the CLI's JSON config with the run's timeline of edits: a GUI run
+    // replays headless (`precision-lab-cli train --config`), edits included.
     QString saveSession(const QString& path);
     QString loadSession(const QString& path);
     RecipeEditor* recipeEditor() const { return m_recipeEditor; }
@@ -61,6 +63,8 @@ protected:
     void closeEvent(QCloseEvent* event) override;
 
 private:
+    void showRunSettings(const TrainConfig& config);
+    static QString writeWholeFile(const QString& path, const std::string& text);
     void buildActions();
     void buildControls();
     void showError(const QString& title, const QString& message);

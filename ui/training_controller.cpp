@@ -38,6 +38,7 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_data = std::move(data);
         m_dataKey = dataKey;
         m_config = config;
+        m_configVersion = 0;
         m_latest = nullptr;
         m_wantRunning = false;
         m_runDir = runDir;
@@ -101,6 +102,13 @@ void TrainingController::reset() {
     m_decimation = 1;
     emit historyChanged();
 }
+TrainConfig TrainingController::replayConfig() const {
+    if (!m_session)
+        return m_config;
+    m_session->waitForCommands();
+    return m_session->replayConfig();
+}
+
 // The controller's config follows every edit, as the session's effective config does, so that
 // Save session, Export report and the views read what the engine runs.
 void TrainingController::setLossScale(double scale) {
@@ -163,6 +171,18 @@ void TrainingController::poll() {
     }
     if (newScalars)
         emit historyChanged();
+    // Once the worker has taken every edit the GUI made, its effective config is the truth; a
+    // version the GUI did not cause (a replayed timeline's edit) is shown.
+    if (const std::uint64_t v = m_session->configVersion();
+        v != m_configVersion && !m_session->commandsPending()) {
+        m_configVersion = v;
+        TrainConfig effective = m_session->effectiveConfig();
+        effective.timeline = m_config.timeline;
+        if (!(effective == m_config)) {
+            m_config = std::move(effective);
+            emit configChanged();
+        }
+    }
     if (const TrainingSnapshot* snap = m_session->latestSnapshot(); snap != nullptr) {
         const bool changed = m_latest == nullptr || snap->scalars.step != m_latestStep;
         m_latest = snap; // valid until the next poll; views read it on the GUI thread only

@@ -31,6 +31,9 @@ public:
     // The data of the current run (shared with the session).
     std::shared_ptr<const DataSplit> data() const { return m_data; }
     const TrainConfig& config() const { return m_config; }
+    // What replays the run (Save session, Export report): its start config plus the timeline
+    // of edits, once the session has taken every edit made so far.
+    TrainConfig replayConfig() const;
     SessionState state() const;
     bool wantsRunning() const { return m_wantRunning; }
     std::int64_t plannedSteps() const;
@@ -68,6 +71,9 @@ signals:
     void historyChanged();
     void stateChanged();
     void errorOccurred(const QString& message);
+    // The run's config changed without the GUI asking (a replayed session's timeline edit):
+    // config() holds it; controls showing settings should show it.
+    void configChanged();
 
 private:
     void append(const StepScalars& s);
@@ -85,6 +91,7 @@ private:
     std::int64_t m_decimation = 1; // keep every m_decimation-th step
     SessionState m_lastState = SessionState::Idle;
     bool m_wantRunning = false; // what the user last asked for
+    std::uint64_t m_configVersion = 0; // of the session's effective config that m_config holds
     QTimer m_timer;
 };
 

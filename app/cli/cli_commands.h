@@ -64,6 +64,7 @@ Command addTrainCommand(CLI::App& app);
 Command addPresetsCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
 Command addDevicesCommand(CLI::App& app);
+Command addExportCommand(CLI::App& app);
 // `bench train`, registered under `bench`: sets `action` when it is the subcommand parsed.
 void addBenchTrainSubcommand(CLI::App* bench, std::function<int()>& action);
 

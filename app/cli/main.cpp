@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
         plab::cli::addFormatsCommand(app), plab::cli::addQuantizeCommand(app),
         plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),
         plab::cli::addPresetsCommand(app), plab::cli::addCompareCommand(app),
-        plab::cli::addDevicesCommand(app),
+        plab::cli::addDevicesCommand(app), plab::cli::addExportCommand(app),
     };
 
     if (argc > 1)

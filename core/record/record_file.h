@@ -10,16 +10,12 @@
 // Every failure throws RecordError naming the file and the system's reason.
 #pragma once
 
+#include "record/record_error.h"
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 namespace plab {
-
-class RecordError : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
-};
 
 class RowFile {
 public:

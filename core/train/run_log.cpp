@@ -1,132 +1,236 @@
-// RunLog file writers.
+// RunLog: the record database's writer.
 #include "train/run_log.h"
 
-#include <charconv>
-#include <cmath>
+#include "record/histogram_blob.h"
+#include "record/run_export.h"
+#include "record/run_record_schema.h"
+
 #include <filesystem>
 
 namespace plab {
 
-std::string recordNumber(double v) {
-    if (std::isnan(v))
-        return "nan";
-    if (std::isinf(v))
-        return v > 0 ? "inf" : "-inf";
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, ec == std::errc() ? end : buf);
-}
-
 namespace {
 
+namespace fs = std::filesystem;
+
 // The files of a run's record; one of them in a folder means an earlier run wrote there.
-constexpr const char* kRecordFiles[] = {"config.json", "summary.json",   "metrics.csv",
-                                        "layers.csv",  "histograms.csv", "events.jsonl"};
+constexpr const char* kRecordFiles[] = {
+    kRunRecordFile, "config.json",    "summary.json", "metrics.csv",
+    "layers.csv",   "histograms.csv", "events.jsonl", "run.sqlite-wal"};
 
 void refuseEarlierRun(const std::string& dir) {
     for (const char* name : kRecordFiles)
-        if (std::filesystem::exists(std::filesystem::path(dir) / name))
+        if (fs::exists(fs::path(dir) / name))
             throw RecordError(dir + ": holds an earlier run (" + name +
                               "); pass --overwrite to replace it, or choose another --out");
+}
+
+void removeEarlierRun(const std::string& dir) {
+    std::error_code ec;
+    for (const char* name : kRecordFiles)
+        fs::remove(fs::path(dir) / name, ec);
+    fs::remove(fs::path(dir) / "run.sqlite-shm", ec);
+    fs::remove(fs::path(dir) / "run.sqlite-journal", ec);
+}
+
+std::uint64_t fileBytes(const fs::path& p) {
+    std::error_code ec;
+    const auto n = fs::file_size(p, ec);
+    return ec ? 0 : n;
 }
 
 } // namespace
 
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
-    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)) {
     if (!options.overwrite)
         refuseEarlierRun(dir);
-    else // a stale summary must not describe this run while it starts
-        std::filesystem::remove(std::filesystem::path(dir) / "summary.json");
+    else // nothing of the earlier run may describe this one
+        removeEarlierRun(dir);
     writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
+    m_db = std::make_unique<SqliteDb>(dir + "/" + kRunRecordFile,
+                                      SqliteDb::Mode::ReadWriteCreate);
+    // WAL: a commit appends to the log, readers (export, the GUI) see whole transactions while
+    // the run goes. synchronous=NORMAL: a crash or kill loses nothing committed; a power cut may
+    // lose the last steps, never the database's consistency.
+    m_db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    m_db->exec(std::string("BEGIN;") + kRunRecordSchema);
+    SqliteStatement meta = m_db->prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)");
+    meta.bind(1, std::string_view("schema_version"))
+        .bind(2, std::to_string(kRunRecordSchemaVersion))
+        .run();
+    meta.bind(1, std::string_view("config")).bind(2, config.toJson().dump()).run();
+    meta.bind(1, std::string_view("stage_names"))
+        .bind(2, nlohmann::json(stageNames).dump())
+        .run();
+    m_db->exec("COMMIT;");
+    m_insertStep = m_db->prepare(
+        "INSERT INTO steps(step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, "
+        "test_loss, test_accuracy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+    m_insertStats = m_db->prepare(
+        "INSERT INTO stats(step, stage, role, format, total, zero, underflow, subnormal, normal, "
+        "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
+        "mx_saturated_blocks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+        "?14, ?15, ?16, ?17, ?18)");
+    m_insertHistogram =
+        m_db->prepare("INSERT INTO histograms(step, stage, role, bins) VALUES (?1, ?2, ?3, ?4)");
+    m_insertEvent = m_db->prepare(
+        "INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
+    m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
+    m_stageCount = static_cast<int>(stageNames.size());
     setRecipe(config);
     m_histogramsEvery = config.histogramsEvery;
-    m_metrics = RowFile(dir + "/metrics.csv");
-    m_metrics.append(
-        "step,epoch,loss,accuracy,scale,skipped,samples_per_s,lr,test_loss,test_accuracy\n");
-    m_layers = RowFile(dir + "/layers.csv");
-    m_layers.append(
-        "step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
-        "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
-        "mx_saturated_blocks\n");
-    m_histograms = RowFile(dir + "/histograms.csv");
-    m_histograms.append("step,stage,role,bin,count\n");
-    m_events = RowFile(dir + "/events.jsonl");
+    m_budgetBytes = static_cast<std::uint64_t>(config.recordBudgetMb) << 20;
     writeSummary(RunSummary{false, "running", 0, 0, 0, 0, 0, 0, 0});
+    commit();
+}
+
+RunLog::~RunLog() {
+    if (m_inTransaction) {
+        try { // whatever was logged since the last commit is not a whole step
+            m_db->exec("ROLLBACK;");
+        } catch (const RecordError&) {
+        }
+    }
+}
+
+void RunLog::begin() {
+    if (m_closed) { // a Reset after the end: the run goes on, in write-ahead mode again
+        m_db->exec("PRAGMA journal_mode=WAL;");
+        m_closed = false;
+    }
+    if (!m_inTransaction) {
+        m_db->exec("BEGIN;");
+        m_inTransaction = true;
+    }
+}
+
+void RunLog::commit() {
+    if (!m_inTransaction)
+        return;
+    try {
+        m_db->exec("COMMIT;");
+        m_inTransaction = false;
+    } catch (const RecordError&) {
+        try {
+            m_db->exec("ROLLBACK;");
+        } catch (const RecordError&) {
+        }
+        m_inTransaction = false;
+        throw;
+    }
+}
+
+void RunLog::close() {
+    if (m_closed)
+        return;
+    commit();
+    // Folds the write-ahead log into the database and removes it: the finished record is one
+    // file, readable on a read-only copy of the folder.
+    m_db->exec("PRAGMA journal_mode=DELETE;");
+    m_closed = true;
+    exportRunRecord(*m_db, m_dir);
+}
+
+std::uint64_t RunLog::recordBytes() const {
+    const fs::path db = fs::path(m_dir) / kRunRecordFile;
+    return fileBytes(db) + fileBytes(fs::path(m_dir) / "run.sqlite-wal");
+}
+
+bool RunLog::withinBudget(std::int64_t step) {
+    if (m_overBudget || m_budgetBytes == 0)
+        return !m_overBudget;
+    if (recordBytes() < m_budgetBytes)
+        return true;
+    m_overBudget = true;
+    logEvent(step, "record_budget",
+             "the run record reached its budget of " + std::to_string(m_budgetBytes >> 20) +
+                 " MB (train.record_budget_mb): histograms are no longer recorded; steps, "
+                 "counters and events still are");
+    return false;
+}
+
+void RunLog::writeReplayConfig(const TrainConfig& config) {
+    begin();
+    m_db->prepare("INSERT OR REPLACE INTO meta(key, value) VALUES ('config', ?1)")
+        .bind(1, config.toJson().dump())
+        .run();
+    writeFileAtomically(m_dir + "/config.json", config.toJson().dump(2) + "\n");
 }
 
 void RunLog::setRecipe(const TrainConfig& config) {
-    const int stages = static_cast<int>(m_stageNames.size());
     m_roleFormats.clear();
-    for (int s = 0; s < stages; ++s)
+    for (int s = 0; s < m_stageCount; ++s)
         for (TensorRole r : kAllRoles)
-            m_roleFormats.push_back(config.recipe.config(s, stages, r).format.name);
+            m_roleFormats.push_back(config.recipe.config(s, m_stageCount, r).format.name);
 }
 
 void RunLog::logStep(const StepScalars& s) {
-    std::string row = std::to_string(s.step) + ',' + std::to_string(s.epoch) + ',' +
-                      recordNumber(s.loss) + ',' + recordNumber(s.accuracy) + ',' +
-                      recordNumber(s.scale) + ',' + (s.skipped ? "1" : "0") + ',' +
-                      recordNumber(s.samplesPerSecond) + ',' + recordNumber(s.learningRate) + ',';
-    if (s.evaluated) // an empty cell: not evaluated after this step
-        row += recordNumber(s.testLoss) + ',' + recordNumber(s.testAccuracy);
-    else
-        row += ',';
-    m_metrics.append(row + '\n');
+    begin();
+    m_insertStep.bind(1, s.step)
+        .bind(2, std::int64_t{s.epoch})
+        .bind(3, s.loss)
+        .bind(4, s.accuracy)
+        .bind(5, s.scale)
+        .bind(6, std::int64_t{s.skipped ? 1 : 0})
+        .bind(7, s.samplesPerSecond)
+        .bind(8, s.learningRate);
+    if (s.evaluated) // else NULL: not evaluated after this step
+        m_insertStep.bind(9, s.testLoss).bind(10, s.testAccuracy);
+    m_insertStep.run();
 }
 
 void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
+    begin();
     // The first statistics step's histograms, then every histograms_every-th.
-    const bool withHistograms = m_statsSteps++ % m_histogramsEvery == 0;
-    std::string layers, histograms;
-    const std::string stepText = std::to_string(step);
+    const bool histogramStep = m_statsSteps++ % m_histogramsEvery == 0;
+    const bool withHistograms = histogramStep && withinBudget(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {
         for (TensorRole role : kAllRoles) {
             const auto r = static_cast<std::size_t>(role);
             const QuantStats& q = stages[s].roles[r];
             const bool master = role == TensorRole::MasterWeights;
-            layers += stepText + ',' + std::to_string(s) + ',' + m_stageNames[s] + ',' +
-                      std::string(toString(role)) + ',' + m_roleFormats[s * kRoleCount + r] + ',' +
-                      std::to_string(q.total());
+            const std::string_view roleName = toString(role);
+            m_insertStats.bind(1, step)
+                .bind(2, static_cast<std::int64_t>(s))
+                .bind(3, roleName)
+                .bind(4, std::string_view(m_roleFormats[s * kRoleCount + r]))
+                .bind(5, static_cast<std::int64_t>(q.total()));
             for (std::size_t c = 0; c < kQuantClassCount; ++c)
-                layers += ',' + std::to_string(q.counts[c]);
-            layers += ',' + recordNumber(q.amax) + ',' + recordNumber(q.flushedShare()) + ',' +
-                      std::to_string(master ? stages[s].updates : 0) + ',' +
-                      std::to_string(master ? stages[s].lostUpdates : 0) + ',' +
-                      recordNumber(stages[s].gradientScale) + ',' +
-                      recordNumber(stages[s].tensorScale[r]) + ',' +
-                      std::to_string(stages[s].mxBlocks[r]) + ',' +
-                      std::to_string(stages[s].mxSaturatedBlocks[r]) + '\n';
-            const std::string prefix =
-                stepText + ',' + std::to_string(s) + ',' + std::string(toString(role)) + ',';
-            for (int b = 0; withHistograms && b < kHistBinCount; ++b)
-                if (const std::uint64_t n = q.histogram[static_cast<std::size_t>(b)])
-                    histograms += prefix + std::to_string(b) + ',' + std::to_string(n) + '\n';
+                m_insertStats.bind(6 + static_cast<int>(c), static_cast<std::int64_t>(q.counts[c]));
+            m_insertStats.bind(12, static_cast<double>(q.amax))
+                .bind(13, static_cast<std::int64_t>(master ? stages[s].updates : 0))
+                .bind(14, static_cast<std::int64_t>(master ? stages[s].lostUpdates : 0))
+                .bind(15, stages[s].gradientScale)
+                .bind(16, stages[s].tensorScale[r])
+                .bind(17, static_cast<std::int64_t>(stages[s].mxBlocks[r]))
+                .bind(18, static_cast<std::int64_t>(stages[s].mxSaturatedBlocks[r]))
+                .run();
+            if (withHistograms)
+                m_insertHistogram.bind(1, step)
+                    .bind(2, static_cast<std::int64_t>(s))
+                    .bind(3, roleName)
+                    .bindBlob(4, encodeHistogram(q.histogram))
+                    .run();
         }
     }
-    // histograms.csv first: a step's layers.csv rows mean its histogram rows are there.
-    m_histograms.append(histograms);
-    m_layers.append(layers);
 }
 
-void RunLog::logEvent(std::int64_t step, const std::string& type, const std::string& message) {
-    const nlohmann::json e = {{"step", step}, {"type", type}, {"message", message}};
-    m_events.append(e.dump() + '\n');
+void RunLog::logEvent(std::int64_t step, const std::string& type, const std::string& message,
+                      const nlohmann::json& change) {
+    begin();
+    m_insertEvent.bind(1, step).bind(2, std::string_view(type)).bind(3, std::string_view(message));
+    if (!change.is_null())
+        m_insertEvent.bind(4, change.dump());
+    m_insertEvent.run();
 }
 
 void RunLog::writeSummary(const RunSummary& s) {
-    nlohmann::json j = {{"finished", s.finished},
-                        {"stop_reason", s.stopReason},
-                        {"steps", s.steps},
-                        {"skipped_steps", s.skippedSteps},
-                        {"final_train_loss", s.finalTrainLoss},
-                        {"test_loss", s.testLoss},
-                        {"test_accuracy", s.testAccuracy},
-                        {"wall_seconds", s.wallSeconds},
-                        {"samples_per_second", s.samplesPerSecond}};
-    // JSON has no NaN: nlohmann writes null for it, which a reader must take as "not a number".
-    writeFileAtomically(m_dir + "/summary.json", j.dump(2) + "\n");
+    const std::string text = toJson(s).dump(2) + "\n";
+    begin();
+    m_writeSummary.bind(1, std::string_view(text)).run();
+    writeFileAtomically(m_dir + "/summary.json", text);
 }
 
 } // namespace plab

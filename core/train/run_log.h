@@ -1,14 +1,17 @@
-// RunLog: the run directory. config.json (replays the run), metrics.csv (a row per step),
-// layers.csv (a row per stage, role and statistics step), histograms.csv (the non-empty log2|x|
-// bins), events.jsonl, and summary.json. The directory is locked while a run writes it (a second
-// run is refused, naming the holder), and an earlier run's folder is only reused when asked
-// (overwrite). Each step's rows reach their file in one write of whole rows, and a failed write
-// (a full disk, the folder removed) is cut back to the last whole row and thrown as RecordError;
-// summary.json is only ever replaced by a complete new one ("finished": false until the run ends,
-// refreshed with the steps completed while it runs).
+// RunLog: writes a run's record. The record is one SQLite database, DIR/run.sqlite
+// (record/run_record_schema.h), written one transaction per step; config.json (replays the run)
+// and summary.json (refreshed while the run goes, replaced only by a complete new one) sit next
+// to it, and at the end of the run the CSV/JSONL files (metrics.csv, layers.csv, histograms.csv,
+// events.jsonl) are exported from it (`precision-lab-cli export DIR` does the same for a run that
+// was killed). The directory is locked while a run writes it (a second run is refused, naming the
+// holder), and an earlier run's folder is only reused when asked (overwrite). Every failure (a
+// full disk, the folder removed) throws RecordError; the database keeps the last whole step.
 #pragma once
 
 #include "record/record_file.h"
+#include "record/record_number.h"
+#include "record/run_summary.h"
+#include "record/sqlite_db.h"
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
 
@@ -18,47 +21,54 @@
 
 namespace plab {
 
-struct RunSummary {
-    bool finished = false;
-    std::string stopReason; // "completed", "stopped", "diverged at step N: ...", ...
-    std::int64_t steps = 0;
-    std::int64_t skippedSteps = 0;
-    double finalTrainLoss = 0.0;
-    double testLoss = 0.0, testAccuracy = 0.0;
-    double wallSeconds = 0.0;
-    double samplesPerSecond = 0.0;
-};
-
 struct RunLogOptions {
     bool overwrite = false; // replace an earlier run's record in the same folder
 };
 
 class RunLog {
 public:
-    // Creates and locks the directory. Throws RecordError naming the path when it cannot be
-    // created, is locked by another run, or holds an earlier run and overwrite is off.
+    // Creates and locks the directory and its record. Throws RecordError naming the path when it
+    // cannot be created, is locked by another run, or holds an earlier run and overwrite is off.
     RunLog(const std::string& dir, const TrainConfig& config,
            const std::vector<std::string>& stageNames, const RunLogOptions& options = {});
+    ~RunLog();
 
     const std::string& dir() const { return m_dir; }
+    // These add to the current transaction (one is opened as needed); commit() ends it.
     void logStep(const StepScalars& s);
     void logStats(std::int64_t step, const std::vector<StageStats>& stages);
-    void logEvent(std::int64_t step, const std::string& type, const std::string& message);
-    void writeSummary(const RunSummary& summary); // atomic: temp file, sync, rename
-    // The recipe changed mid-run: later layers.csv rows name the new formats.
+    // change: the config patch an edit applied (JSON object), or null for other events.
+    void logEvent(std::int64_t step, const std::string& type, const std::string& message,
+                  const nlohmann::json& change = nullptr);
+    // Also replaces summary.json at once (temp file, sync, rename).
+    void writeSummary(const RunSummary& summary);
+    // config.json (and the record's copy) replaced by what replays the run now: its start plus
+    // the timeline of edits (TrainingSession::replayConfig).
+    void writeReplayConfig(const TrainConfig& config);
+    // The recipe changed mid-run: later statistics rows name the new formats.
     void setRecipe(const TrainConfig& config);
+    // Makes everything logged so far durable as one whole; on failure nothing of it is kept.
+    void commit();
+    // The run is over: commit, fold the write-ahead log into run.sqlite (one self-contained
+    // file) and export the CSV/JSONL files.
+    void close();
+    // Bytes the record takes on disk now (database and its write-ahead log).
+    std::uint64_t recordBytes() const;
 
 private:
+    void begin();
+    bool withinBudget(std::int64_t step);
     std::string m_dir;
     std::unique_ptr<RunDirectoryLock> m_lock;
-    std::vector<std::string> m_stageNames;
+    std::unique_ptr<SqliteDb> m_db;
+    SqliteStatement m_insertStep, m_insertStats, m_insertHistogram, m_insertEvent,
+        m_writeSummary;
+    bool m_inTransaction = false, m_closed = false;
+    int m_stageCount = 0;
     std::vector<std::string> m_roleFormats; // per stage * role
     int m_histogramsEvery = 1, m_statsSteps = 0;
-    RowFile m_metrics, m_layers, m_histograms, m_events;
+    std::uint64_t m_budgetBytes = 0;
+    bool m_overBudget = false;
 };
-
-// How the run log writes a number: "nan", "inf", "-inf" for those (never an empty cell, which
-// means "not measured"), else the shortest text that reads back as the same double.
-std::string recordNumber(double v);
 
 } // namespace plab

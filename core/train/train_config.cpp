@@ -228,6 +228,40 @@ void mergeConfig(nlohmann::json& into, const nlohmann::json& from) {
     }
 }
 
+// config.timeline: [{"step": N, "set": {...}}, ...], steps not decreasing, each patch valid on
+// the config as the earlier edits left it.
+std::vector<TimedEdit> readTimeline(const json& j, const TrainConfig& start) {
+    if (!j.is_array())
+        throw ConfigError("config.timeline: expected an array of {\"step\", \"set\"} edits, got " +
+                          j.dump().substr(0, 80));
+    std::vector<TimedEdit> timeline;
+    TrainConfig state = start;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::string path = "config.timeline[" + std::to_string(i) + "]";
+        Reader e(j[i], path);
+        TimedEdit edit;
+        e.number("step", edit.step, 0, 1e15);
+        if (!e.has("set"))
+            throw ConfigError(path + ".set: missing (the config patch to apply)");
+        edit.set = e.at("set");
+        e.finish();
+        if (!timeline.empty() && edit.step < timeline.back().step)
+            throw ConfigError(path + ".step: " + std::to_string(edit.step) +
+                              " comes before the previous edit's step " +
+                              std::to_string(timeline.back().step));
+        try {
+            state = applyEdit(state, edit.set);
+        } catch (const ConfigError& err) {
+            std::string what = err.what();
+            if (what.rfind("config.", 0) == 0) // "config.train.lr: ..." -> "...set.train.lr: ..."
+                what = what.substr(7);
+            throw ConfigError(path + ".set." + what);
+        }
+        timeline.push_back(std::move(edit));
+    }
+    return timeline;
+}
+
 TrainConfig configFromJson(const json& j) {
     TrainConfig c;
     Reader top(j, "config");
@@ -316,6 +350,7 @@ TrainConfig configFromJson(const json& j) {
         t.number("clip_norm", c.clipNorm, 0, kHuge);
         t.number("stats_every", c.statsEvery, 1, 1e9);
         t.number("histograms_every", c.histogramsEvery, 1, 1e9);
+        t.number("record_budget_mb", c.recordBudgetMb, 0, 1e9);
         t.number("eval_every", c.evalEvery, 0, 1e9);
         t.finish();
         if (c.steps == 0 && c.epochs == 0)
@@ -363,8 +398,30 @@ TrainConfig configFromJson(const json& j) {
         c.amaxMostRecent = algorithm == "most_recent";
         s.finish();
     }
+    if (top.has("timeline"))
+        c.timeline = readTimeline(top.at("timeline"), c);
     top.finish();
     return c;
+}
+
+TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
+    if (!patch.is_object() || patch.empty())
+        throw ConfigError("expected an object of train.lr, scaling or recipe, got " +
+                          patch.dump().substr(0, 80));
+    for (auto it = patch.begin(); it != patch.end(); ++it) {
+        const bool lrOnly = it.key() == "train" && it->is_object() && it->size() == 1 &&
+                            it->contains("lr");
+        if (!lrOnly && it.key() != "scaling" && it.key() != "recipe")
+            throw ConfigError(it.key() + ": cannot change while a run goes (expected train.lr, " +
+                              "scaling or recipe)");
+    }
+    TrainConfig base = config;
+    base.timeline.clear();
+    json merged = base.toJson();
+    mergeConfig(merged, patch);
+    TrainConfig next = configFromJson(merged);
+    next.timeline = config.timeline;
+    return next;
 }
 
 json TrainConfig::toJson() const {
@@ -387,7 +444,7 @@ json TrainConfig::toJson() const {
     for (const InitKindName& n : kInitKindNames)
         if (n.kind == model.init)
             init = n.name;
-    return {
+    json j = {
         {"seed", seed},
         {"threads", threads},
         {"device", device},
@@ -416,6 +473,7 @@ json TrainConfig::toJson() const {
           {"clip_norm", clipNorm},
           {"stats_every", statsEvery},
           {"histograms_every", histogramsEvery},
+          {"record_budget_mb", recordBudgetMb},
           {"eval_every", evalEvery}}},
         {"recipe", recipeJson},
         {"scaling",
@@ -437,6 +495,13 @@ json TrainConfig::toJson() const {
           {"amax_history", amaxHistory},
           {"amax_algorithm", amaxMostRecent ? "most_recent" : "max"}}},
     };
+    if (!timeline.empty()) {
+        json edits = json::array();
+        for (const TimedEdit& e : timeline)
+            edits.push_back({{"step", e.step}, {"set", e.set}});
+        j["timeline"] = std::move(edits);
+    }
+    return j;
 }
 
 void TrainConfig::setScalingFrom(const TrainConfig& o) {

@@ -23,6 +23,15 @@ public:
 
 enum class OptimizerKind { Sgd, Adam };
 
+// A change made while a run goes (a GUI edit, a replayed session's): after `step` steps, before
+// the next, the config patch `set` (train.lr, scaling.*, recipe) is merged into the run's config.
+// A run's config.json holds its starting config plus this timeline, so it replays the edits.
+struct TimedEdit {
+    std::int64_t step = 0;
+    nlohmann::json set;
+    bool operator==(const TimedEdit&) const = default;
+};
+
 struct TrainConfig {
     std::uint64_t seed = 1;
     unsigned threads = 1;
@@ -47,6 +56,9 @@ struct TrainConfig {
     // histograms.csv gets a statistics step's histograms every k statistics steps (the live
     // views get every one): the histograms are most of a run's disk (README: The run directory).
     int histogramsEvery = 20;
+    // The run record's disk budget in MB (0: none). Past it, histograms are no longer recorded
+    // (an event says so); steps, counters and events always are.
+    int recordBudgetMb = 200;
     int evalEvery = 0; // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
@@ -58,6 +70,8 @@ struct TrainConfig {
     int amaxMargin = 0;                                // amax scaling (Transformer Engine)
     int amaxHistory = 1024;
     bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
+
+    std::vector<TimedEdit> timeline; // in step order; written only when not empty
 
     nlohmann::json toJson() const;
     // Takes the scaling.* settings (policy, scale and every policy parameter) from another config.
@@ -79,6 +93,10 @@ double defaultLearningRate(const std::string& modelType);
 
 // Defaults, then the given JSON on top. Throws ConfigError("config.train.lr: ...").
 TrainConfig configFromJson(const nlohmann::json& j);
+// `config` with an edit's patch merged in (what the run's config is after the edit). Throws
+// ConfigError naming the patch's key for a patch that changes what cannot change mid-run or
+// gives a bad value.
+TrainConfig applyEdit(const TrainConfig& config, const nlohmann::json& patch);
 // Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to a JSON document.
 void applySetting(nlohmann::json& j, const std::string& assignment);
 

@@ -30,7 +30,11 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
       m_trainer(std::make_unique<Trainer>(config, m_data)),
       m_plannedSteps(m_trainer->plannedSteps()), m_stageCount(m_trainer->model().stageCount()),
-      m_effective(config) {
+      m_pendingEdits(config.timeline.begin(), config.timeline.end()) {
+    // The timeline replays as the steps come; each edit lands on m_plan's timeline again as it
+    // is applied, so a replayed run's config.json is the one it was started from.
+    m_config.timeline.clear();
+    m_effective = m_plan = m_config;
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())
@@ -49,6 +53,8 @@ TrainingSession::~TrainingSession() {
         (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
         try {
             m_log->writeSummary(summaryNow(false, "stopped before the end (session closed)"));
+            m_log->writeReplayConfig(replayConfig());
+            m_log->close();
         } catch (...) {
             // A destructor must not throw; the summary keeps "finished": false.
         }
@@ -59,8 +65,15 @@ void TrainingSession::post(Command c) {
     {
         std::lock_guard lock(m_mutex);
         m_commands.push_back(std::move(c));
+        ++m_posted;
     }
     m_wake.notify_all();
+}
+
+void TrainingSession::waitForCommands() {
+    std::unique_lock lock(m_mutex);
+    const std::uint64_t target = m_posted;
+    m_takenChanged.wait(lock, [&] { return m_taken >= target || m_workerExited; });
 }
 
 void TrainingSession::start() {
@@ -113,11 +126,57 @@ TrainConfig TrainingSession::effectiveConfig() const {
     return m_effective;
 }
 
+TrainConfig TrainingSession::replayConfig() const {
+    std::lock_guard lock(m_effectiveMutex);
+    return m_plan;
+}
+
+void TrainingSession::noteEdit(std::int64_t step, nlohmann::json patch) {
+    std::lock_guard lock(m_effectiveMutex);
+    m_plan.timeline.push_back({step, std::move(patch)});
+}
+
+void TrainingSession::applyDueEdits() {
+    while (!m_pendingEdits.empty() && m_pendingEdits.front().step <= m_trainer->stepsTaken()) {
+        const nlohmann::json patch = std::move(m_pendingEdits.front().set);
+        m_pendingEdits.pop_front();
+        TrainConfig next;
+        try { // checked when the config was read; a stage count may still refuse a recipe
+            next = applyEdit(m_config, patch);
+        } catch (const ConfigError& e) {
+            record([&](RunLog& log) {
+                log.logEvent(m_trainer->stepsTaken(), "edit",
+                             std::string("timeline edit refused: ") + e.what(), patch);
+            });
+            continue;
+        }
+        for (auto it = patch.begin(); it != patch.end(); ++it) {
+            if (it.key() == "train")
+                apply({Command::LearningRate, next.learningRate, nullptr});
+            else if (it.key() == "scaling" && it->is_object() && it->size() == 1 &&
+                     it->contains("scale"))
+                apply({Command::Scale, next.lossScale, nullptr});
+            else if (it.key() == "scaling")
+                apply({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(next)});
+            else if (it.key() == "recipe")
+                apply({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(next.recipe)});
+        }
+    }
+}
+
 template <class Edit>
 void TrainingSession::setEffective(Edit&& edit) {
     edit(m_config);
-    std::lock_guard lock(m_effectiveMutex);
-    m_effective = m_config;
+    {
+        std::lock_guard lock(m_effectiveMutex);
+        m_effective = m_config;
+    }
+    ++m_configVersion;
+}
+
+bool TrainingSession::commandsPending() const {
+    std::lock_guard lock(m_mutex);
+    return m_taken < m_posted;
 }
 
 // "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf that differs.
@@ -153,6 +212,7 @@ bool TrainingSession::record(Write&& write) {
         return true;
     try {
         write(*m_log);
+        m_log->commit(); // one transaction per call: a step is wholly recorded or not at all
         return true;
     } catch (const RecordError& e) {
         {
@@ -165,6 +225,7 @@ bool TrainingSession::record(Write&& write) {
         try {
             m_log->writeSummary(summaryNow(
                 false, std::string("failed: the run record could not be written: ") + e.what()));
+            m_log->commit();
         } catch (const std::exception&) {
         }
         m_log.reset();
@@ -227,6 +288,11 @@ void TrainingSession::apply(const Command& c) {
         m_pendingSteps = 0;
         m_skipped = 0;
         m_state = SessionState::Paused;
+        m_pendingEdits.clear();
+        {
+            std::lock_guard lock(m_effectiveMutex);
+            m_plan = m_config; // replays from here: the edits so far are in its settings
+        }
         record([&](RunLog& log) {
             log.logEvent(step, "reset", "model re-initialised from the seed");
         });
@@ -237,22 +303,28 @@ void TrainingSession::apply(const Command& c) {
         m_trainer->setLearningRate(c.value);
         setEffective([&](TrainConfig& e) { e.learningRate = c.value; });
         record([&](RunLog& log) {
-            log.logEvent(step, "learning_rate", "learning rate set to " + recordNumber(c.value));
+            log.logEvent(step, "learning_rate", "learning rate set to " + recordNumber(c.value),
+                         {{"train", {{"lr", c.value}}}});
         });
+        noteEdit(step, {{"train", {{"lr", c.value}}}});
         break;
     case Command::Scale:
         m_trainer->setLossScale(c.value);
         setEffective([&](TrainConfig& e) { e.lossScale = c.value; });
         record([&](RunLog& log) {
-            log.logEvent(step, "scale", "loss scale set to " + recordNumber(c.value));
+            log.logEvent(step, "scale", "loss scale set to " + recordNumber(c.value),
+                         {{"scaling", {{"scale", c.value}}}});
         });
+        noteEdit(step, {{"scaling", {{"scale", c.value}}}});
         break;
     case Command::Scaling:
         m_trainer->setScaling(*c.scaling);
         setEffective([&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         record([&](RunLog& log) {
-            log.logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy);
+            log.logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy,
+                         {{"scaling", m_config.toJson().at("scaling")}});
         });
+        noteEdit(step, {{"scaling", m_config.toJson().at("scaling")}});
         break;
     case Command::Recipe: {
         TrainConfig next = m_config;
@@ -271,8 +343,10 @@ void TrainingSession::apply(const Command& c) {
             log.setRecipe(m_config);
             log.logEvent(step, "recipe",
                          change.empty() ? "precision recipe set (no change)"
-                                        : "precision recipe changed: " + change);
+                                        : "precision recipe changed: " + change,
+                         {{"recipe", m_config.toJson().at("recipe")}});
         });
+        noteEdit(step, {{"recipe", m_config.toJson().at("recipe")}});
         break;
     }
     }
@@ -355,6 +429,9 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         const RunSummary summary = summaryNow(state == SessionState::Finished, why);
         log.logEvent(summary.steps, "end", why);
         log.writeSummary(summary);
+        log.writeReplayConfig(replayConfig());
+        log.commit();
+        log.close(); // the CSV/JSONL exports; ended runs record nothing more
     });
     if (!recorded && state != SessionState::Failed) {
         state = SessionState::Failed;
@@ -391,6 +468,13 @@ void TrainingSession::run(std::stop_token stop) {
                     continue;
                 apply(c);
             }
+            if (!commands.empty()) {
+                {
+                    std::lock_guard lock(m_mutex);
+                    m_taken += commands.size();
+                }
+                m_takenChanged.notify_all();
+            }
             if (!recordError().empty() && !hasEnded(m_state.load())) {
                 finish(SessionState::Failed,
                        "the run record could not be written: " + recordError());
@@ -403,6 +487,7 @@ void TrainingSession::run(std::stop_token stop) {
                 const bool single = s != SessionState::Running && m_pendingSteps > 0;
                 if (single)
                     --m_pendingSteps;
+                applyDueEdits();
                 doStep();
                 if (!recordError().empty() && !hasEnded(m_state.load())) {
                     finish(SessionState::Failed,
@@ -420,6 +505,11 @@ void TrainingSession::run(std::stop_token stop) {
     } catch (const std::exception& e) {
         finish(SessionState::Failed, std::string("failed: ") + e.what());
     }
+    {
+        std::lock_guard lock(m_mutex);
+        m_workerExited = true;
+    }
+    m_takenChanged.notify_all();
 }
 
 } // namespace plab

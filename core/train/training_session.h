@@ -69,11 +69,22 @@ public:
     // (learning rate, loss scale, scaling policy, recipe). A reset starts from it; safe from any
     // thread; a command takes effect here when the worker applies it.
     TrainConfig effectiveConfig() const;
+    // What replays the run: the config it started from (or was last reset to) and the timeline
+    // of every edit since, at the step it took effect. Save session writes it, and the run's
+    // config.json holds it when the run ends. Safe from any thread.
+    TrainConfig replayConfig() const;
+    // Goes up by one each time effectiveConfig() changes (an edit, a replayed timeline's edit).
+    std::uint64_t configVersion() const { return m_configVersion.load(); }
+    // Commands posted that the worker has not taken yet.
+    bool commandsPending() const;
     // Why the run record could not be written (a full disk, the folder removed); empty when it
     // could. Such a run ends Failed, keeping every whole row written before.
     std::string recordError() const;
     // Blocks until the run is finished, stopped, diverged or failed.
     void waitUntilDone();
+    // Blocks until the worker has taken every command posted before the call (at most one
+    // step's wait): then effectiveConfig() and replayConfig() include them.
+    void waitForCommands();
 
 private:
     struct Command {
@@ -86,6 +97,9 @@ private:
     void post(Command c);
     void run(std::stop_token stop);
     void apply(const Command& c);
+    // The timeline's edits that are due (their step reached) become commands, applied now.
+    void applyDueEdits();
+    void noteEdit(std::int64_t step, nlohmann::json patch); // onto replayConfig()'s timeline
     void doStep();
     void landStatistics();
     void finish(SessionState state, const std::string& reason);
@@ -111,11 +125,17 @@ private:
     std::int64_t m_plannedSteps = 0;
     int m_stageCount = 0;
     TrainConfig m_effective; // a copy of m_config for other threads
+    TrainConfig m_plan;      // replayConfig()
+    std::atomic<std::uint64_t> m_configVersion{0};
     mutable std::mutex m_effectiveMutex;
+    std::deque<TimedEdit> m_pendingEdits; // a replayed timeline's edits still to come (worker)
 
-    std::mutex m_mutex;
+    mutable std::mutex m_mutex;
     std::condition_variable_any m_wake;
     std::deque<Command> m_commands;
+    std::uint64_t m_posted = 0, m_taken = 0; // commands posted / applied (under m_mutex)
+    bool m_workerExited = false;
+    std::condition_variable_any m_takenChanged;
     std::atomic<SessionState> m_state{SessionState::Idle};
     std::string m_stopReason, m_recordError;
     mutable std::mutex m_reasonMutex;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include <sqlite3.h>
 #include <sys/resource.h>
 
 class TestCli : public QObject {
@@ -41,6 +42,7 @@ private slots:
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
+    void exportRefusesWhatIsNotARecord();
 };
 
 namespace {
@@ -62,6 +64,28 @@ Result runCli(const QStringList& args, const QByteArray& input = {}) {
         return {-2, {}, "timed out"};
     return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3, p.readAllStandardOutput(),
             p.readAllStandardError()};
+}
+
+// A value from RUN/run.sqlite as a reader sees it while the run writes (whole transactions
+// only), or -1 when the record cannot be read.
+qint64 recordQuery(const QString& run, const char* sql) {
+    sqlite3* db = nullptr;
+    const QByteArray path = (run + QStringLiteral("/run.sqlite")).toUtf8();
+    qint64 value = -1;
+    if (sqlite3_open_v2(path.constData(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 2000);
+        sqlite3_stmt* s = nullptr;
+        if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW)
+            value = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return value;
+}
+
+qint64 recordedSteps(const QString& run) {
+    return recordQuery(run, "SELECT count(*) FROM steps");
 }
 
 } // namespace
@@ -317,7 +341,8 @@ void TestCli::trainBadInput() {
     QVERIFY2(QString::fromUtf8(err).contains(mustMention), err.constData());
 }
 
-// A run killed with SIGKILL keeps every completed step, whole, and says it did not finish.
+// A run killed with SIGKILL keeps every completed step, whole, in its record; `export` writes
+// the CSV/JSONL files from it and completes the summary, saying the run did not finish.
 void TestCli::trainKilledMidwayKeepsLogs() {
     QTemporaryDir dir;
     const QString out = dir.path() + QStringLiteral("/run");
@@ -327,33 +352,34 @@ void TestCli::trainKilledMidwayKeepsLogs() {
                         QStringLiteral("1000000"), QStringLiteral("--out"), out} +
                 kTinyRun);
     QVERIFY(p.waitForStarted());
-    const QString metrics = out + QStringLiteral("/metrics.csv");
-    // Until the summary's refresh (every 2 s of the run) counts completed steps: it must come
-    // (within 30 s here), whatever the machine's load.
-    for (int i = 0; i < 1500; ++i) {
-        if (fileLines(metrics).size() >= 30 &&
-            readSummary(out).value(QStringLiteral("steps")).toInt() > 0)
-            break;
+    for (int i = 0; i < 1500 && recordedSteps(out) < 30; ++i)
         QTest::qWait(20);
-    }
     p.kill();
     QVERIFY(p.waitForFinished());
-    const QList<QByteArray> lines = fileLines(metrics);
-    QVERIFY(lines.size() >= 30);
+    const qint64 steps = recordedSteps(out);
+    QVERIFY(steps >= 30);
+    // Every recorded step has all its statistics rows (one transaction per step).
+    const qint64 perStep = recordQuery(out, "SELECT count(*) FROM stats WHERE step = 1");
+    QVERIFY(perStep >= 12); // stages x 6 roles
+    QCOMPARE(recordQuery(out, "SELECT count(*) FROM stats"), steps * perStep);
+    const Result exported = runCli({QStringLiteral("export"), out});
+    QVERIFY2(exported.exitCode == 0, exported.err.constData());
+    QVERIFY2(exported.out.contains("ended without its summary"), exported.out.constData());
+    const QList<QByteArray> lines = fileLines(out + QStringLiteral("/metrics.csv"));
+    QCOMPARE(lines.size(), steps + 1);
     for (qsizetype i = 1; i < lines.size(); ++i) {
         QCOMPARE(lines[i].count(','), 9); // complete rows only
         QCOMPARE(lines[i].split(',')[0].toLongLong(), static_cast<long long>(i));
     }
-    for (const char* name : {"/layers.csv", "/histograms.csv", "/events.jsonl"}) {
-        QFile f(out + QLatin1String(name));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        QVERIFY2(f.readAll().endsWith('\n'), name); // ends on a whole row
-    }
-    QFile summary(out + QStringLiteral("/summary.json"));
-    QVERIFY(summary.open(QIODevice::ReadOnly));
-    const QJsonObject s = QJsonDocument::fromJson(summary.readAll()).object();
+    QCOMPARE(fileLines(out + QStringLiteral("/layers.csv")).size(), steps * perStep + 1);
+    const QJsonObject s = readSummary(out);
     QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
-    QVERIFY2(s.value(QStringLiteral("steps")).toInt() > 0, "the summary was not refreshed");
+    QCOMPARE(s.value(QStringLiteral("steps")).toInteger(), steps);
+    QVERIFY(s.value(QStringLiteral("stop_reason")).toString().contains(QStringLiteral("killed")));
+    // Exporting again changes nothing, and a live run's summary is never "recovered".
+    const Result again = runCli({QStringLiteral("export"), out});
+    QCOMPARE(again.exitCode, 0);
+    QVERIFY(!again.out.contains("ended without its summary"));
 }
 
 void TestCli::trainDivergenceExitsCleanly() {
@@ -404,19 +430,17 @@ QStringList trainArgs(const QString& out, const char* steps, const QStringList& 
            kTinyRun + extra;
 }
 
-bool waitForLines(const QString& path, int lines) {
+// Starts a run too long to end by itself and waits until its record holds `steps` steps.
+bool startLongRun(QProcess& p, const QString& run, int steps) {
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    if (!p.waitForStarted())
+        return false;
     for (int i = 0; i < 1500; ++i) {
-        if (fileLines(path).size() >= lines)
+        if (recordedSteps(run) >= steps)
             return true;
         QTest::qWait(20);
     }
     return false;
-}
-
-// Starts a run too long to end by itself and waits until metrics.csv has `lines` lines.
-bool startLongRun(QProcess& p, const QString& run, int lines) {
-    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
-    return p.waitForStarted() && waitForLines(run + QStringLiteral("/metrics.csv"), lines);
 }
 
 bool endsOnWholeRows(const QString& run) {
@@ -519,7 +543,7 @@ void TestCli::stopSignalsWriteTheSummary() {
 }
 
 // A full disk (a file-size limit plays it: writes past it fail with EFBIG) ends the run with
-// exit status 4 and a one-line reason; every file ends on a whole row and the summary says why.
+// exit status 4 and a one-line reason; the record keeps whole steps and the summary says why.
 void TestCli::fullDiskIsAnErrorAndKeepsWholeRows() {
     QTemporaryDir dir;
     const QString run = dir.filePath(QStringLiteral("run"));
@@ -538,6 +562,14 @@ void TestCli::fullDiskIsAnErrorAndKeepsWholeRows() {
     QVERIFY2(last.contains("the run record could not be written: ") &&
                  last.contains("cannot write (File too large)"),
              err.constData());
+    // The record keeps whole steps (each with its statistics rows) and exports them.
+    const qint64 steps = recordedSteps(run);
+    QVERIFY(steps >= 1);
+    QCOMPARE(recordQuery(run, "SELECT count(*) FROM stats"),
+             steps * recordQuery(run, "SELECT count(*) FROM stats WHERE step = 1"));
+    const Result exported = runCli({QStringLiteral("export"), run});
+    QVERIFY2(exported.exitCode == 0, exported.err.constData());
+    QCOMPARE(fileLines(run + QStringLiteral("/metrics.csv")).size(), steps + 1);
     QVERIFY(endsOnWholeRows(run));
     const QJsonObject s = readSummary(run);
     QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
@@ -596,6 +628,22 @@ void TestCli::devicesListsCpuAndSaysWhyNoGpu() {
         QVERIFY2(t.err.startsWith("cuda:0: "), t.err.constData());
         QVERIFY2(t.err.split('\n').first().contains("; using the CPU"), t.err.constData());
     }
+}
+
+// `export` of something that is not a run record: a one-line error naming the file, exit 2.
+void TestCli::exportRefusesWhatIsNotARecord() {
+    QTemporaryDir dir;
+    const Result missing = runCli({QStringLiteral("export"), dir.path()});
+    QCOMPARE(missing.exitCode, 2);
+    QVERIFY2(missing.err.contains("run.sqlite: no run record here"), missing.err.constData());
+    QFile fake(dir.filePath(QStringLiteral("run.sqlite")));
+    QVERIFY(fake.open(QIODevice::WriteOnly) && fake.write(QByteArray(4096, 'x')) == 4096);
+    fake.close();
+    const Result garbage = runCli({QStringLiteral("export"), dir.path()});
+    QCOMPARE(garbage.exitCode, 2);
+    QVERIFY2(garbage.err.trimmed().count('\n') == 0 &&
+                 garbage.err.contains("is not a readable run record"),
+             garbage.err.constData());
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -175,6 +175,7 @@ void TestConfig::everyKeyReplaysFieldByField() {
           {"clip_norm", 2.5},
           {"stats_every", 3},
           {"histograms_every", 4},
+          {"record_budget_mb", 9},
           {"eval_every", 7}}},
         {"recipe",
          {{"weights", {{"format", "fp8-e4m3"}, {"rounding", "stochastic"}, {"overflow", "inf"}}},

@@ -147,19 +147,59 @@ void TestMainWindow::recipeEditsApplyAtNextStep() {
     QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
 }
 
+namespace {
+
+// Steps the window's run `n` times and returns the losses of every step so far, in order.
+std::vector<double> stepAndCollectLosses(MainWindow& window, int n) {
+    TrainingController* c = window.controller();
+    const std::int64_t target = (c->latest() ? c->latest()->scalars.step : 0) + n;
+    for (int i = 0; i < n; ++i) {
+        const std::int64_t before = c->latest() ? c->latest()->scalars.step : 0;
+        c->step();
+        for (int t = 0; t < 1000 && (!c->latest() || c->latest()->scalars.step == before); ++t)
+            QTest::qWait(5);
+    }
+    std::vector<double> losses;
+    for (const StepScalars& s : c->history())
+        if (s.step <= target)
+            losses.push_back(s.loss);
+    return losses;
+}
+
+} // namespace
+
+// Save session holds the run's start and its timeline of edits (here a loss scale dragged at
+// step 3), not the state at the end; opening it replays the run step for step, the edit
+// arriving in the controls when the replay reaches it; the CLI takes the same file.
 void TestMainWindow::sessionSaveLoadRoundTrip() {
     QTemporaryDir dir;
     const QString path = dir.path() + QStringLiteral("/session.json");
-    m_window->scaleSlider()->setLog2Scale(5.0);
+    TrainConfig start = m_window->controller()->config();
+    start.timeline.clear();
+    start.lossScale = 1.0;
+    QCOMPARE(m_window->controller()->configure(start), QString());
+    stepAndCollectLosses(*m_window, 3);
+    m_window->scaleSlider()->setLog2Scale(5.0); // the user drags the slider at step 3
+    const std::vector<double> original = stepAndCollectLosses(*m_window, 2);
+    QCOMPARE(original.size(), std::size_t{5});
     QCOMPARE(m_window->saveSession(path), QString());
-    QCOMPARE(m_window->loadSession(path), QString());
-    QCOMPARE(m_window->controller()->config().lossScale, 32.0);
-    QCOMPARE(m_window->scaleSlider()->log2Scale(), 5.0);
-    // The session file is what the CLI takes.
+
     QFile f(path);
     QVERIFY(f.open(QIODevice::ReadOnly));
-    const TrainConfig replay = configFromJson(nlohmann::json::parse(f.readAll().toStdString()));
-    QCOMPARE(replay.toJson().dump(), m_window->controller()->config().toJson().dump());
+    const TrainConfig saved = configFromJson(nlohmann::json::parse(f.readAll().toStdString()));
+    QCOMPARE(saved.lossScale, 1.0); // where the run started
+    QCOMPARE(saved.timeline.size(), std::size_t{1});
+    QCOMPARE(saved.timeline[0].step, std::int64_t{3});
+    QCOMPARE(saved.timeline[0].set.dump(), std::string(R"({"scaling":{"scale":32.0}})"));
+
+    QCOMPARE(m_window->loadSession(path), QString());
+    QCOMPARE(m_window->scaleSlider()->log2Scale(), 0.0);
+    const std::vector<double> replayed = stepAndCollectLosses(*m_window, 5);
+    QCOMPARE(replayed, original); // same machine, same arithmetic: bit for bit
+    m_window->controller()->poll();
+    QCOMPARE(m_window->controller()->config().lossScale, 32.0);
+    QCOMPARE(m_window->scaleSlider()->log2Scale(), 5.0);
+
     QVERIFY(!m_window->loadSession(dir.path() + QStringLiteral("/missing.json")).isEmpty());
     QFile bad(dir.path() + QStringLiteral("/bad.json"));
     QVERIFY(bad.open(QIODevice::WriteOnly));
@@ -275,7 +315,15 @@ void TestMainWindow::reportAndHeatmap() {
                 QStringLiteral("%1: %2 bytes")
                     .arg(QLatin1String(name))
                     .arg(QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size())));
-    QVERIFY(QFileInfo::exists(m_window->controller()->runDir() + QStringLiteral("/metrics.csv")));
+    // The run's record, and its CSV exports in the report as far as the run has gone.
+    QVERIFY(QFileInfo::exists(m_window->controller()->runDir() + QStringLiteral("/run.sqlite")));
+    QFile metrics(dir.path() + QStringLiteral("/metrics.csv"));
+    QVERIFY(metrics.open(QIODevice::ReadOnly));
+    QCOMPARE(metrics.readAll().count('\n'), 1 + 3);
+    // A report that cannot be written says which file and why.
+    const QString error = m_window->exportReport(QStringLiteral("/proc/self/report"));
+    QVERIFY2(error.contains(QLatin1String("/proc/self/report")) && error.contains(QLatin1Char('(')),
+             qPrintable(error));
 }
 
 void TestMainWindow::compareOverlaysCurves() {

@@ -1,0 +1,55 @@
+// `export RUN`: the run record (RUN/run.sqlite) as the CSV/JSONL files scripts and papers use.
+// A finished run has them already; a killed run (SIGKILL, a crash, a power cut) has only its
+// database, whose last whole step this recovers.
+#include "cli_commands.h"
+
+#include "record/run_export.h"
+#include "record/run_record_schema.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace plab::cli {
+
+Command addExportCommand(CLI::App& app) {
+    auto* cmd = app.add_subcommand(
+        "export", "Write a run record's metrics.csv, layers.csv, histograms.csv and events.jsonl");
+    auto run = std::make_shared<std::string>();
+    auto out = std::make_shared<std::string>();
+    cmd->add_option("run", *run, "Run folder (holds run.sqlite)")->required();
+    cmd->add_option("--out", *out, "Folder for the files (default: the run folder)");
+    return {cmd, [run, out] {
+                const std::string path = *run + "/" + kRunRecordFile;
+                if (!std::filesystem::is_regular_file(path))
+                    throw std::invalid_argument(
+                        path + ": no run record here (a run folder holds run.sqlite)");
+                std::unique_ptr<SqliteDb> db;
+                std::int64_t steps = 0, events = 0;
+                try { // read-write: SQLite reads a killed run's write-ahead log this way
+                    db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
+                    steps = db->queryInteger("SELECT count(*) FROM steps");
+                    events = db->queryInteger("SELECT count(*) FROM events");
+                } catch (const RecordError& e) {
+                    throw std::invalid_argument(e.what());
+                }
+                const std::string dir = out->empty() ? *run : *out;
+                bool recovered = false;
+                try {
+                    exportRunRecord(*db, dir);
+                    recovered = completeKilledRunSummary(*db, *run);
+                } catch (const RecordError& e) {
+                    std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
+                    return kExitRecordFailed;
+                }
+                std::printf("exported %lld steps and %lld events from %s to %s\n",
+                            static_cast<long long>(steps), static_cast<long long>(events),
+                            path.c_str(), dir.c_str());
+                if (recovered)
+                    std::printf("the run ended without its summary: summary.json now says so, "
+                                "with the %lld steps its record holds\n",
+                                static_cast<long long>(steps));
+                return 0;
+            }};
+}
+
+} // namespace plab::cli

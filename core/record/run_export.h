@@ -1,0 +1,26 @@
+// The run record's CSV/JSONL exports, for pandas, spreadsheets and papers: metrics.csv (a row
+// per step), layers.csv (a row per statistics step, stage and role), histograms.csv (the
+// non-empty log2|x| bins of each recorded histogram), events.jsonl. Columns as documented in
+// the README (The run directory). Each file is written whole to a temporary file and renamed
+// over the target, so an export is complete or leaves the previous file.
+#pragma once
+
+#include "record/sqlite_db.h"
+
+#include <string>
+
+namespace plab {
+
+// From an open record database (the writer's, at the end of a run).
+void exportRunRecord(SqliteDb& db, const std::string& outDir);
+// From DIR/run.sqlite (a killed run's included: its write-ahead log is read too). Throws
+// RecordError naming the file when there is no readable record.
+void exportRunRecord(const std::string& runDir, const std::string& outDir);
+
+// A run that ended without its summary (killed, crashed: its summary still says "running" and no
+// process holds its folder's lock) gets one from its record: the steps the database holds, the
+// last losses, "finished": false and a stop reason saying so. Returns false, changing nothing,
+// for a run that ended properly or is still running.
+bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir);
+
+} // namespace plab

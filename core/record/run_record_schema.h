@@ -1,0 +1,40 @@
+// The run record's database: one SQLite file per run (DIR/run.sqlite), the one source of truth
+// for everything a run logs. The CSV/JSONL files next to it are exports of it (run_export.h).
+//
+// Written in WAL mode, one transaction per training step (the step's scalars, its statistics and
+// events together), so after a crash, a signal or a full disk a step is wholly there or not at
+// all. `seq` orders rows as written: after a Reset the step numbers start again at 1 (a `reset`
+// event marks where). Numbers: NULL means "not measured", the text 'nan' a NaN (sqlite_db.h).
+#pragma once
+
+namespace plab {
+
+inline constexpr const char* kRunRecordFile = "run.sqlite";
+inline constexpr int kRunRecordSchemaVersion = 1;
+
+inline constexpr const char* kRunRecordSchema = R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- One row per training step. test_* are NULL unless the test set was evaluated after the step.
+CREATE TABLE steps(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, epoch INTEGER,
+  loss REAL, accuracy REAL, scale REAL, skipped INTEGER, samples_per_s REAL, lr REAL,
+  test_loss REAL, test_accuracy REAL);
+-- One row per statistics step, stage and tensor role: the quantiser's class counts.
+CREATE TABLE stats(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, stage INTEGER NOT NULL,
+  role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
+  subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
+  lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, mx_blocks INTEGER,
+  mx_saturated_blocks INTEGER);
+CREATE INDEX stats_by_step ON stats(step);
+-- log2|x| histograms of the unquantised inputs (histogram_blob.h), every histograms_every-th
+-- statistics step.
+CREATE TABLE histograms(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, stage INTEGER NOT NULL,
+  role TEXT NOT NULL, bins BLOB NOT NULL);
+CREATE INDEX histograms_by_step ON histograms(step);
+-- What happened: start, edits (change holds the config patch, as JSON, that the edit applied),
+-- scale changes, skips, divergence, reset, end.
+CREATE TABLE events(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, type TEXT NOT NULL,
+  message TEXT NOT NULL, change TEXT);
+CREATE TABLE summary(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+)sql";
+
+} // namespace plab
