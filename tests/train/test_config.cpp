@@ -104,6 +104,29 @@ void TestConfig::errors_data() {
                             << "config.scaling.policy";
     QTest::newRow("backoff") << R"({"scaling": {"policy": "dynamic", "backoff_factor": 2}})"
                              << "config.scaling.backoff_factor";
+    QTest::newRow("timeline not an array") << R"({"timeline": 5})"
+                                           << "config.timeline: expected an array";
+    QTest::newRow("timeline edits the model")
+        << R"({"timeline": [{"step": 1, "set": {"model": {"hidden": [8]}}}]})"
+        << "config.timeline[0].set.model: cannot change while a run goes";
+    QTest::newRow("timeline edits train.steps")
+        << R"({"timeline": [{"step": 1, "set": {"train": {"steps": 8}}}]})"
+        << "config.timeline[0].set.train: cannot change while a run goes";
+    QTest::newRow("timeline bad value")
+        << R"({"timeline": [{"step": 1, "set": {"train": {"lr": -1}}}]})"
+        << "config.timeline[0].set.train.lr: -1 is out of range";
+    QTest::newRow("timeline out of order")
+        << R"({"timeline": [{"step": 5, "set": {"train": {"lr": 0.1}}},
+                            {"step": 2, "set": {"train": {"lr": 0.2}}}]})"
+        << "config.timeline[1].step: 2 comes before the previous edit's step 5";
+    QTest::newRow("timeline edit without set") << R"({"timeline": [{"step": 1}]})"
+                                               << "config.timeline[0].set: missing";
+    QTest::newRow("timeline unknown key")
+        << R"({"timeline": [{"step": 1, "set": {"train": {"lr": 0.1}}, "at": 3}]})"
+        << "config.timeline[0].at: unknown key";
+    QTest::newRow("timeline negative step")
+        << R"({"timeline": [{"step": -1, "set": {"train": {"lr": 0.1}}}]})"
+        << "config.timeline[0].step: -1 is out of range";
 }
 
 void TestConfig::errors() {
@@ -207,7 +230,10 @@ void TestConfig::everyKeyReplaysFieldByField() {
           {"cumulative_cap", 512.0},
           {"margin", 1},
           {"amax_history", 16},
-          {"amax_algorithm", "most_recent"}}}};
+          {"amax_algorithm", "most_recent"}}},
+        {"timeline",
+         {{{"step", 5}, {"set", {{"train", {{"lr", 0.01}}}}}},
+          {{"step", 9}, {"set", {{"scaling", {{"scale", 4096.0}}}, {"recipe", {{"weights", "bf16"}}}}}}}}};
     TrainConfig c;
     try {
         c = configFromJson(every);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 using namespace plab;
@@ -23,6 +24,7 @@ private slots:
     void divergenceStopsCleanly();
     void policySwitchesMidRun();
     void editsAreTheRunsConfigAndSurviveReset();
+    void timelineReplaysTheRunBitForBit();
 
 private:
     std::shared_ptr<const DataSplit> m_data;
@@ -200,7 +202,6 @@ void TestSession::policySwitchesMidRun() {
     QVERIFY(events.find("2 clean steps: scale 2^10 -> 2^11") != std::string::npos);
 }
 
-QTEST_APPLESS_MAIN(TestSession)
 // Mid-run edits are the run's effective config: a reset trains with them, later layers.csv rows
 // name the new formats, the event says what changed, and a recipe for a stage the model lacks is
 // refused on the caller's thread without touching the run.
@@ -240,4 +241,78 @@ void TestSession::editsAreTheRunsConfigAndSurviveReset() {
     QVERIFY(events.find("learning rate set to 0.02") != std::string::npos);
 }
 
+namespace {
+
+// The loss and format columns of a run's exports, step by step: what a replay must reproduce.
+std::vector<std::string> column(const std::string& csv, int index) {
+    std::vector<std::string> values;
+    std::istringstream in(csv);
+    std::string line;
+    std::getline(in, line); // header
+    while (std::getline(in, line)) {
+        std::istringstream row(line);
+        std::string cell;
+        for (int i = 0; i <= index; ++i)
+            std::getline(row, cell, ',');
+        values.push_back(cell);
+    }
+    return values;
+}
+
+void stepTo(TrainingSession& session, std::int64_t step) {
+    while (!session.latestSnapshot() || session.latestSnapshot()->scalars.step < step) {
+        const std::int64_t before =
+            session.latestSnapshot() ? session.latestSnapshot()->scalars.step : 0;
+        session.stepOnce();
+        QVERIFY(waitFor([&] {
+            return session.latestSnapshot() && session.latestSnapshot()->scalars.step > before;
+        }));
+    }
+}
+
+} // namespace
+
+// Edits made while a run goes are its config.json's timeline; a run started from that file
+// makes them at the same steps and repeats the run bit for bit (losses, formats), and its own
+// config.json is the same file.
+void TestSession::timelineReplaysTheRunBitForBit() {
+    QTemporaryDir dir;
+    const std::string first = dir.path().toStdString() + "/first";
+    const std::string second = dir.path().toStdString() + "/second";
+    PrecisionRecipe fp8;
+    fp8.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)] =
+        QuantConfig::forFormat(parseFormat("fp8-e5m2"));
+    {
+        TrainingSession session(smallConfig(1000), m_data, first);
+        stepTo(session, 3);
+        session.setLearningRate(0.02);
+        session.setRecipe(fp8);
+        stepTo(session, 6);
+        session.setLossScale(16.0);
+        stepTo(session, 8);
+        session.stop();
+        session.waitUntilDone();
+    }
+    const std::string savedText = readAll(first + "/config.json");
+    const TrainConfig saved = configFromJson(nlohmann::json::parse(savedText));
+    QCOMPARE(saved.timeline.size(), std::size_t{3});
+    QCOMPARE(saved.timeline[0].step, std::int64_t{3});
+    QCOMPARE(saved.timeline[2].step, std::int64_t{6});
+    QCOMPARE(saved.learningRate, 0.05); // the start, not the end
+    {
+        TrainingSession replay(saved, m_data, second);
+        stepTo(replay, 8);
+        QCOMPARE(replay.effectiveConfig().learningRate, 0.02);
+        replay.stop();
+        replay.waitUntilDone();
+    }
+    const std::string a = readAll(first + "/metrics.csv"), b = readAll(second + "/metrics.csv");
+    QCOMPARE(column(b, 2), column(a, 2)); // losses, as shortest round-trip text
+    QCOMPARE(column(b, 4), column(a, 4)); // scales
+    QCOMPARE(column(b, 7), column(a, 7)); // learning rates
+    QCOMPARE(column(readAll(second + "/layers.csv"), 4), column(readAll(first + "/layers.csv"), 4));
+    QCOMPARE(readAll(second + "/config.json"), savedText);
+}
+
+QTEST_APPLESS_MAIN(TestSession)
 #include "test_session.moc"
