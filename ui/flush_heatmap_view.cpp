@@ -5,6 +5,8 @@
 
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace plab {
 
 FlushHeatmapView::FlushHeatmapView(QWidget* parent) : QWidget(parent) {
@@ -28,27 +30,42 @@ FlushHeatmapView::FlushHeatmapView(QWidget* parent) : QWidget(parent) {
     layout->addWidget(m_plot);
 }
 
+// The x axis is the step: cells sit on an even grid of steps from the first column's to the
+// last's, each showing the newest column at or before its step. Columns need not be evenly
+// spaced (statistics every k steps, the history thinned as the run grows, a pause's extra
+// statistics), and spreading them evenly instead would put step 4,000 where step 2,000 is.
 void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushColumn>& columns,
                                   const std::vector<std::string>& stageNames) {
     const int rows = columns.empty() ? 1 : static_cast<int>(columns.front().flushed.size());
-    const int cols = std::max<int>(1, static_cast<int>(columns.size()));
-    m_map->data()->setSize(cols, rows);
     const double first = columns.empty() ? 0.0 : static_cast<double>(columns.front().step);
     const double last = columns.empty() ? 1.0 : static_cast<double>(columns.back().step);
+    const auto span = static_cast<std::int64_t>(last - first);
+    const int cells = static_cast<int>(std::clamp<std::int64_t>(span + 1, 1, kMaxCells));
+    m_map->data()->setSize(cells, rows);
     m_map->data()->setRange(QCPRange(first, std::max(last, first + 1)),
                             QCPRange(0, std::max(rows - 1, 1)));
-    for (int c = 0; c < static_cast<int>(columns.size()); ++c)
-        for (int r = 0;
-             r < rows && r < static_cast<int>(columns[static_cast<std::size_t>(c)].flushed.size());
-             ++r)
-            m_map->data()->setCell(
-                c, r, columns[static_cast<std::size_t>(c)].flushed[static_cast<std::size_t>(r)]);
+    std::size_t column = 0;
+    for (int c = 0; c < cells && !columns.empty(); ++c) {
+        const double step = cells == 1 ? first : first + (last - first) * c / (cells - 1);
+        while (column + 1 < columns.size() &&
+               static_cast<double>(columns[column + 1].step) <= step + 1e-9)
+            ++column;
+        const std::vector<double>& flushed = columns[column].flushed;
+        for (int r = 0; r < rows && r < static_cast<int>(flushed.size()); ++r)
+            m_map->data()->setCell(c, r, flushed[static_cast<std::size_t>(r)]);
+    }
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
     for (int r = 0; r < static_cast<int>(stageNames.size()); ++r)
         ticker->addTick(r, QStringLiteral("L%1").arg(r));
     m_plot->yAxis->setTicker(ticker);
     m_plot->rescaleAxes();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+double FlushHeatmapView::valueAt(double step, int layer) const {
+    int key = 0, value = 0;
+    m_map->data()->coordToCell(step, layer, &key, &value);
+    return m_map->data()->cell(key, value);
 }
 
 } // namespace plab

@@ -18,6 +18,9 @@ public:
     void setColumns(const std::vector<TrainingController::FlushColumn>& columns,
                     const std::vector<std::string>& stageNames);
     QCustomPlot* plot() const { return m_plot; }
+    // The share shown at a step and layer (what a person reads off the map there).
+    double valueAt(double step, int layer) const;
+    static constexpr int kMaxCells = 2048; // across the x axis
 
 private:
     QCustomPlot* m_plot;

@@ -105,7 +105,11 @@ void GradientView::setSnapshot(const TrainingSnapshot& snapshot, const TrainConf
     m_snapshot = snapshot;
     m_config = config;
     m_hasSnapshot = !snapshot.stages.empty();
-    if (m_stage->count() != static_cast<int>(snapshot.stageNames.size())) {
+    // Names, not only their count: a CNN after an MLP of as many stages must show its own.
+    bool sameNames = m_stage->count() == static_cast<int>(snapshot.stageNames.size());
+    for (int i = 0; sameNames && i < m_stage->count(); ++i)
+        sameNames = m_stage->itemText(i).toStdString() == snapshot.stageNames[static_cast<std::size_t>(i)];
+    if (!sameNames) {
         const QSignalBlocker block(m_stage);
         const int keep = m_stage->currentIndex();
         m_stage->clear();
@@ -178,6 +182,7 @@ void GradientView::refresh() {
     const int stage = m_stage->currentIndex();
     if (!m_hasSnapshot || stage < 0 || stage >= static_cast<int>(m_snapshot.stages.size())) {
         m_bars->data()->clear();
+        m_fractions = {};
         m_counters->setText(tr("Press Train or Step to see the values of each layer."));
         m_plot->replot(QCustomPlot::rpQueuedReplot);
         return;

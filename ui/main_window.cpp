@@ -126,6 +126,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 m_gradientView->setWhatIfScale(m_slider->scale());
             }
             m_gradientView->setSnapshot(*s, m_controller->config());
+        } else { // a new run, before its first step: nothing of the previous run stays shown
+            TrainingSnapshot empty;
+            empty.stageNames = m_controller->stageNames();
+            m_gradientView->setSnapshot(empty, m_controller->config());
+            m_heatmap->setColumns({}, empty.stageNames);
+            m_timeView->setHistory({});
         }
         updateStatus();
     });
@@ -310,9 +316,15 @@ void MainWindow::chooseDataDirectory() {
 }
 
 TrainConfig MainWindow::configFromControls(QString* error) const {
-    nlohmann::json j = findPreset(m_preset->currentText().toStdString()).json;
+    // An opened session is an entry of the preset box holding its whole config: Apply starts
+    // from it (with the toolbar's values), not from the preset the box showed before.
+    const QVariant session = m_preset->currentData(kSessionConfigRole);
+    nlohmann::json j = session.isValid()
+                           ? nlohmann::json::parse(session.toString().toStdString())
+                           : findPreset(m_preset->currentText().toStdString()).json;
     j["seed"] = m_seed->value();
-    j["threads"] = 1;
+    if (!session.isValid())
+        j["threads"] = 1;
     j["model"]["type"] = m_model->currentData().toString().toStdString();
     QString source = m_data->currentData().toString();
     if (source == QLatin1String("dir"))
@@ -382,8 +394,24 @@ void MainWindow::showDeviceChoice(const TrainConfig& config) {
         QLatin1Char('\n') + devices.trimmed());
 }
 
-void MainWindow::showConfigInControls(const TrainConfig& config) {
-    const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model);
+void MainWindow::showConfigInControls(const TrainConfig& config, const QString& sessionName) {
+    const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model), b5(m_preset), b6(m_data);
+    // The preset box shows the session (its last entry), so Apply keeps what was opened.
+    if (const int last = m_preset->count() - 1; m_preset->itemData(last, kSessionConfigRole).isValid())
+        m_preset->removeItem(last);
+    TrainConfig start = config;
+    start.timeline.clear(); // Apply starts a new run from the settings, without the edits
+    m_preset->addItem(tr("session: %1").arg(sessionName));
+    m_preset->setItemData(m_preset->count() - 1, QString::fromStdString(start.toJson().dump()),
+                          kSessionConfigRole);
+    m_preset->setCurrentIndex(m_preset->count() - 1);
+    const int data = m_data->findData(QString::fromStdString(config.dataSource));
+    if (data >= 0) {
+        m_data->setCurrentIndex(data);
+    } else {
+        m_dataDir = QString::fromStdString(config.dataSource);
+        m_data->setCurrentIndex(m_data->findData(QStringLiteral("dir")));
+    }
     m_seed->setValue(static_cast<int>(config.seed));
     m_lr->setValue(config.learningRate);
     if (config.steps > 0)
@@ -437,7 +465,7 @@ QString MainWindow::loadSession(const QString& path) {
     }
     if (const QString error = startRun(config); !error.isEmpty())
         return error;
-    showConfigInControls(config);
+    showConfigInControls(config, QFileInfo(path).fileName());
     rememberRecentFile(path);
     return {};
 }

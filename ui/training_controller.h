@@ -31,6 +31,10 @@ public:
     // The data of the current run (shared with the session).
     std::shared_ptr<const DataSplit> data() const { return m_data; }
     const TrainConfig& config() const { return m_config; }
+    // The run's stages by name, known before its first step; empty without a session.
+    std::vector<std::string> stageNames() const {
+        return m_session ? m_session->stageNames() : std::vector<std::string>();
+    }
     // What replays the run (Save session, Export report): its start config plus the timeline
     // of edits, once the session has taken every edit made so far.
     TrainConfig replayConfig() const;

@@ -35,6 +35,7 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     // is applied, so a replayed run's config.json is the one it was started from.
     m_config.timeline.clear();
     m_effective = m_plan = m_config;
+    m_stageNames = m_trainer->stageNames();
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())

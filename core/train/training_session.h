@@ -65,6 +65,8 @@ public:
     const std::string& deviceName() const { return m_deviceName; }
     const std::string& deviceNotice() const { return m_deviceNotice; }
     std::string runDir() const { return m_runDir; }
+    // The model's stages, by name (fixed for the session's lifetime; safe from any thread).
+    const std::vector<std::string>& stageNames() const { return m_stageNames; }
     // The run's effective config: the one it started from with every edit applied since
     // (learning rate, loss scale, scaling policy, recipe). A reset starts from it; safe from any
     // thread; a command takes effect here when the worker applies it.
@@ -124,6 +126,7 @@ private:
     std::unique_ptr<RunLog> m_log;
     std::int64_t m_plannedSteps = 0;
     int m_stageCount = 0;
+    std::vector<std::string> m_stageNames;
     TrainConfig m_effective; // a copy of m_config for other threads
     TrainConfig m_plan;      // replayConfig()
     std::atomic<std::uint64_t> m_configVersion{0};

@@ -8,6 +8,7 @@
 
 #include "compare_dialog.h"
 #include "device/compute_backend.h"
+#include "flush_heatmap_view.h"
 #include "format_inspector.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
@@ -43,6 +44,7 @@ private slots:
     void compareOverlaysCurves();
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
+    void applyShowsTheNewRunAtOnce();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -199,6 +201,12 @@ void TestMainWindow::sessionSaveLoadRoundTrip() {
     m_window->controller()->poll();
     QCOMPARE(m_window->controller()->config().lossScale, 32.0);
     QCOMPARE(m_window->scaleSlider()->log2Scale(), 5.0);
+    // The toolbar shows the opened session: Apply starts a run of it, not of the old preset.
+    QCOMPARE(m_window->applySettings(), QString());
+    TrainConfig applied = m_window->controller()->config();
+    TrainConfig expected = saved;
+    expected.timeline.clear();
+    QVERIFY2(applied == expected, applied.toJson().dump().c_str());
 
     QVERIFY(!m_window->loadSession(dir.path() + QStringLiteral("/missing.json")).isEmpty());
     QFile bad(dir.path() + QStringLiteral("/bad.json"));
@@ -317,6 +325,12 @@ void TestMainWindow::reportAndHeatmap() {
                     .arg(QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size())));
     // The run's record, and its CSV exports in the report as far as the run has gone.
     QVERIFY(QFileInfo::exists(m_window->controller()->runDir() + QStringLiteral("/run.sqlite")));
+    // The heat map's x axis is the step, also for columns that are not evenly spaced.
+    FlushHeatmapView map;
+    map.setColumns({{1, {0.0}}, {2, {0.25}}, {3, {0.5}}, {100, {1.0}}}, {"L0"});
+    QCOMPARE(map.valueAt(2, 0), 0.25);
+    QCOMPARE(map.valueAt(50, 0), 0.5); // step 3's column holds until step 100's
+    QCOMPARE(map.valueAt(100, 0), 1.0);
     QFile metrics(dir.path() + QStringLiteral("/metrics.csv"));
     QVERIFY(metrics.open(QIODevice::ReadOnly));
     QCOMPARE(metrics.readAll().count('\n'), 1 + 3);
@@ -374,6 +388,34 @@ void TestMainWindow::spaceOnAnEndedRunDoesNothing() {
     QTest::keyClick(m_window.get(), Qt::Key_Space);
     QVERIFY(!c->wantsRunning());
     QCOMPARE(c->state(), SessionState::Finished);
+}
+
+// Apply (here: the small CNN after MLP steps) shows the new run at once: its own layer names in
+// the Layer box, no histogram, curve or heat map of the previous run.
+void TestMainWindow::applyShowsTheNewRunAtOnce() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString());
+    c->step();
+    QTRY_VERIFY(c->latest() && c->latest()->scalars.step == 1);
+    QTRY_VERIFY(!c->history().empty());
+    QComboBox* modelBox = nullptr;
+    for (QComboBox* box : m_window->findChildren<QComboBox*>())
+        if (box->findData(QStringLiteral("cnn")) >= 0)
+            modelBox = box;
+    QVERIFY(modelBox != nullptr);
+    modelBox->setCurrentIndex(modelBox->findData(QStringLiteral("cnn")));
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(c->config().model.type, std::string("cnn"));
+    QComboBox* layers = m_window->gradientView()->stageBox();
+    const std::vector<std::string> names = c->stageNames();
+    QCOMPARE(layers->count(), static_cast<int>(names.size()));
+    for (int i = 0; i < layers->count(); ++i)
+        QCOMPARE(layers->itemText(i).toStdString(), names[static_cast<std::size_t>(i)]);
+    QVERIFY(layers->itemText(0).contains(QLatin1String("conv")));
+    QCOMPARE(m_window->gradientView()->currentFractions().flushed, 0.0);
+    QVERIFY(c->history().empty());
+    modelBox->setCurrentIndex(modelBox->findData(QStringLiteral("mlp")));
+    QCOMPARE(m_window->applySettings(), QString());
 }
 
 QTEST_MAIN(TestMainWindow)
