@@ -3,6 +3,7 @@
 
 #include "device/compute_backend.h"
 #include "record/run_export.h"
+#include "record/run_record.h"
 
 #include "compare_dialog.h"
 #include "flush_heatmap_view.h"
@@ -199,6 +200,16 @@ void MainWindow::buildActions() {
         if (const QString err = loadSession(path); !err.isEmpty())
             showError(tr("Cannot open the session"), err);
     });
+    file->addAction(tr("Open r&un…"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(
+            this, tr("Open a run folder (holds run.sqlite)"),
+            QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+                QStringLiteral("/runs"));
+        if (dir.isEmpty())
+            return;
+        if (const QString err = openRun(dir); !err.isEmpty())
+            showError(tr("Cannot open the run"), err);
+    });
     m_recentMenu = file->addMenu(tr("Open &recent"));
     rebuildRecentMenu();
     file->addAction(tr("&Save session…"), QKeySequence::Save, this, [this] {
@@ -352,6 +363,7 @@ QString MainWindow::applySettings() {
 }
 
 QString MainWindow::startRun(const TrainConfig& config) {
+    m_viewedRun.clear();
     // Every GUI run logs like a CLI run, under the user's data folder.
     const QString runDir =
         QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
@@ -467,6 +479,64 @@ QString MainWindow::loadSession(const QString& path) {
         return error;
     showConfigInControls(config, QFileInfo(path).fileName());
     rememberRecentFile(path);
+    return {};
+}
+
+QString MainWindow::openRun(const QString& dir) {
+    TrainConfig config;
+    try { // read what is needed to show it before the current run is ended for it
+        config = configFromJson(RunRecord(dir.toStdString()).config());
+    } catch (const std::exception& e) {
+        return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+    m_controller->closeSession(); // also when dir is the current run's: its record is now whole
+    std::vector<StepScalars> history;
+    std::vector<TrainingController::FlushColumn> columns;
+    std::optional<RecordedStatistics> last;
+    RunSummary summary;
+    std::vector<std::string> names;
+    try {
+        const RunRecord record(dir.toStdString());
+        names = record.stageNames();
+        history = record.steps();
+        for (const RecordedStatistics& st : record.statistics()) {
+            TrainingController::FlushColumn column{st.step, {}};
+            for (const StageStats& stage : st.stages)
+                column.flushed.push_back(stage.role(TensorRole::ActivationGradients).flushedShare());
+            columns.push_back(std::move(column));
+        }
+        last = record.latestHistograms();
+        summary = record.summary();
+    } catch (const std::exception& e) {
+        return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+    m_viewedRun = dir;
+    // As the live views do: at most ~4k points, evaluations always kept.
+    const std::size_t every = history.size() / TrainingController::kHistoryCapacity + 1;
+    std::vector<StepScalars> shown;
+    for (std::size_t i = 0; i < history.size(); ++i)
+        if (i % every == 0 || history[i].evaluated || i + 1 == history.size())
+            shown.push_back(history[i]);
+    m_timeView->setHistory(shown);
+    m_heatmap->setColumns(columns, names);
+    TrainingSnapshot snapshot;
+    snapshot.stageNames = names;
+    if (last) {
+        snapshot.statsStep = last->step;
+        snapshot.stages = last->stages;
+        for (const StepScalars& s : history)
+            if (s.step == last->step)
+                snapshot.scalars = s;
+    }
+    m_gradientView->setSnapshot(snapshot, config);
+    showRunSettings(config);
+    showConfigInControls(config, tr("run %1").arg(QFileInfo(dir).fileName()));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(summary.finished ? 1 : 0);
+    m_status->setText(tr("Viewing run %1: %2, %3 steps%4. Apply starts a new run from its settings.")
+                          .arg(dir, QString::fromStdString(summary.stopReason))
+                          .arg(history.empty() ? 0 : history.back().step)
+                          .arg(last ? tr("; histograms of step %1").arg(last->step) : QString()));
     return {};
 }
 
@@ -586,6 +656,8 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::updateStatus() {
+    if (!m_controller->hasSession() && !m_viewedRun.isEmpty())
+        return; // openRun() wrote the status of the run on show
     const SessionState state = m_controller->state();
     const std::string engine = m_controller->deviceName();
     m_backend->setText(

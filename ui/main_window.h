@@ -53,6 +53,11 @@ public:
     // replays headless (`precision-lab-cli train --config`), edits included.
     QString saveSession(const QString& path);
     QString loadSession(const QString& path);
+    // Shows a past run from its record (DIR/run.sqlite): loss curves, the heat map, the last
+    // recorded histograms, its settings in the controls (Apply starts a new run from them). The
+    // current run ends first. Returns the error (not a record, unreadable config), or empty.
+    QString openRun(const QString& dir);
+    QString viewedRun() const { return m_viewedRun; }
     RecipeEditor* recipeEditor() const { return m_recipeEditor; }
     FlushHeatmapView* heatmapView() const { return m_heatmap; }
     FormatInspector* formatInspector();
@@ -65,6 +70,7 @@ protected:
 private:
     void showRunSettings(const TrainConfig& config);
     static QString writeWholeFile(const QString& path, const std::string& text);
+    QString m_viewedRun; // the past run on show (no session), or empty
     void buildActions();
     void buildControls();
     void showError(const QString& title, const QString& message);

@@ -102,6 +102,20 @@ void TrainingController::reset() {
     m_decimation = 1;
     emit historyChanged();
 }
+void TrainingController::closeSession() {
+    m_timer.stop();
+    m_session.reset();
+    m_latest = nullptr;
+    m_latestStep = -1;
+    m_wantRunning = false;
+    m_runDir.clear();
+    m_history.clear();
+    m_flushHistory.clear();
+    m_lastFlushStep = -1;
+    m_lastState = SessionState::Idle;
+    emit stateChanged();
+}
+
 TrainConfig TrainingController::replayConfig() const {
     if (!m_session)
         return m_config;

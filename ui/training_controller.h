@@ -26,6 +26,9 @@ public:
     QString configure(const TrainConfig& config, const QString& runDir = {});
 
     bool hasSession() const { return m_session != nullptr; }
+    // Ends the current run (its record says "stopped before the end (session closed)") and
+    // leaves the controller without one, e.g. while the window shows a past run.
+    void closeSession();
     // The engine the session trains on ("cpu", "cuda:0 (...)"); empty without a session.
     std::string deviceName() const { return m_session ? m_session->deviceName() : std::string(); }
     // The data of the current run (shared with the session).

@@ -5,6 +5,7 @@
 #include "line_chart.h"
 
 #include "record/record_file.h"
+#include "record/run_record.h"
 #include "train/train_config.h"
 
 #include <nlohmann/json.hpp>
@@ -49,15 +50,6 @@ struct RunResult {
     double lostUpdates = 0.0;
 };
 
-std::vector<std::string> splitCsvLine(const std::string& line) {
-    std::vector<std::string> out;
-    std::string cell;
-    std::istringstream in(line);
-    while (std::getline(in, cell, ','))
-        out.push_back(cell);
-    return out;
-}
-
 // A number of a run's summary; NaN where it is null (JSON's NaN) or missing.
 double summaryNumber(const nlohmann::json& summary, const char* key) {
     const auto it = summary.find(key);
@@ -83,45 +75,12 @@ RunResult readRun(const std::string& preset, const std::string& dir) {
     r.summary = nlohmann::json::parse(s, nullptr, false);
     if (!r.summary.is_object())
         throw std::runtime_error(dir + "/summary.json: not a JSON object");
-    std::ifstream m(dir + "/metrics.csv");
-    std::string line;
-    std::getline(m, line);
-    while (std::getline(m, line)) {
-        const auto c = splitCsvLine(line);
-        if (c.size() >= 3 && !c[2].empty() && c[2] != "nan" && line.back() != ',')
-            r.loss.emplace_back(std::stod(c[0]), std::stod(c[2]));
-    }
-    std::ifstream l(dir + "/layers.csv");
-    std::getline(l, line);
-    std::map<std::string, std::pair<double, int>> sums;
-    std::map<double, std::pair<double, int>> perStep;
-    double lost = 0.0, updates = 0.0;
-    while (std::getline(l, line)) {
-        const auto c = splitCsvLine(line);
-        if (c.size() < 16)
-            continue;
-        const double total = std::stod(c[5]), zero = std::stod(c[6]), flushed = std::stod(c[7]);
-        if (total - zero > 0) {
-            const double share = flushed / (total - zero);
-            auto& [sum, n] = sums[c[3]];
-            sum += share;
-            ++n;
-            if (c[3] == "activation_gradients") {
-                auto& [ssum, sn] = perStep[std::stod(c[0])];
-                ssum += share;
-                ++sn;
-            }
-        }
-        if (c[3] == "master_weights") {
-            updates += std::stod(c[14]);
-            lost += std::stod(c[15]);
-        }
-    }
-    for (const auto& [role, sn] : sums)
-        r.meanFlushed[role] = sn.first / sn.second;
-    for (const auto& [step, sn] : perStep)
-        r.flushedActGrads.emplace_back(step, sn.first / sn.second);
-    r.lostUpdates = updates > 0 ? lost / updates : 0.0;
+    // Curves and shares from the run's record, by the one analysis every view uses.
+    const RunAnalysis a = analyseRun(RunRecord(dir));
+    r.loss = a.loss;
+    r.meanFlushed = a.meanFlushed;
+    r.flushedActGrads = a.flushedActGrads;
+    r.lostUpdates = a.lostUpdates;
     return r;
 }
 

@@ -3,8 +3,9 @@
 //
 // Written in WAL mode, one transaction per training step (the step's scalars, its statistics and
 // events together), so after a crash, a signal or a full disk a step is wholly there or not at
-// all. `seq` orders rows as written: after a Reset the step numbers start again at 1 (a `reset`
-// event marks where). Numbers: NULL means "not measured", the text 'nan' a NaN (sqlite_db.h).
+// all. `seq` orders rows as written. A Reset starts the step numbers again at 1: `attempt` counts
+// the resets before a row (0 for a run never reset), and a `reset` event marks where. Numbers:
+// NULL means "not measured", the text 'nan' a NaN (sqlite_db.h).
 #pragma once
 
 namespace plab {
@@ -15,20 +16,21 @@ inline constexpr int kRunRecordSchemaVersion = 1;
 inline constexpr const char* kRunRecordSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 -- One row per training step. test_* are NULL unless the test set was evaluated after the step.
-CREATE TABLE steps(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, epoch INTEGER,
+CREATE TABLE steps(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  epoch INTEGER,
   loss REAL, accuracy REAL, scale REAL, skipped INTEGER, samples_per_s REAL, lr REAL,
   test_loss REAL, test_accuracy REAL);
 -- One row per statistics step, stage and tensor role: the quantiser's class counts.
-CREATE TABLE stats(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, stage INTEGER NOT NULL,
-  role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
+CREATE TABLE stats(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
   subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
   lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, mx_blocks INTEGER,
   mx_saturated_blocks INTEGER);
 CREATE INDEX stats_by_step ON stats(step);
 -- log2|x| histograms of the unquantised inputs (histogram_blob.h), every histograms_every-th
 -- statistics step.
-CREATE TABLE histograms(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, stage INTEGER NOT NULL,
-  role TEXT NOT NULL, bins BLOB NOT NULL);
+CREATE TABLE histograms(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,
+  step INTEGER NOT NULL, stage INTEGER NOT NULL, role TEXT NOT NULL, bins BLOB NOT NULL);
 CREATE INDEX histograms_by_step ON histograms(step);
 -- What happened: start, edits (change holds the config patch, as JSON, that the edit applied),
 -- scale changes, skips, divergence, reset, end.

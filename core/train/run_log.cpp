@@ -67,14 +67,16 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     m_db->exec("COMMIT;");
     m_insertStep = m_db->prepare(
         "INSERT INTO steps(step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, "
-        "test_loss, test_accuracy) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+        "test_loss, test_accuracy, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
+        "?11)");
     m_insertStats = m_db->prepare(
         "INSERT INTO stats(step, stage, role, format, total, zero, underflow, subnormal, normal, "
         "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-        "mx_saturated_blocks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-        "?14, ?15, ?16, ?17, ?18)");
+        "mx_saturated_blocks, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
     m_insertHistogram =
-        m_db->prepare("INSERT INTO histograms(step, stage, role, bins) VALUES (?1, ?2, ?3, ?4)");
+        m_db->prepare("INSERT INTO histograms(step, stage, role, bins, attempt) VALUES (?1, ?2, "
+                      "?3, ?4, ?5)");
     m_insertEvent = m_db->prepare(
         "INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
@@ -178,7 +180,7 @@ void RunLog::logStep(const StepScalars& s) {
         .bind(8, s.learningRate);
     if (s.evaluated) // else NULL: not evaluated after this step
         m_insertStep.bind(9, s.testLoss).bind(10, s.testAccuracy);
-    m_insertStep.run();
+    m_insertStep.bind(11, m_attempt).run();
 }
 
 void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
@@ -206,12 +208,14 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
                 .bind(16, stages[s].tensorScale[r])
                 .bind(17, static_cast<std::int64_t>(stages[s].mxBlocks[r]))
                 .bind(18, static_cast<std::int64_t>(stages[s].mxSaturatedBlocks[r]))
+                .bind(19, m_attempt)
                 .run();
             if (withHistograms)
                 m_insertHistogram.bind(1, step)
                     .bind(2, static_cast<std::int64_t>(s))
                     .bind(3, roleName)
                     .bindBlob(4, encodeHistogram(q.histogram))
+                    .bind(5, m_attempt)
                     .run();
         }
     }

@@ -47,6 +47,8 @@ public:
     void writeReplayConfig(const TrainConfig& config);
     // The recipe changed mid-run: later statistics rows name the new formats.
     void setRecipe(const TrainConfig& config);
+    // A reset: the steps logged from now on start again at 1 (their rows' `attempt` goes up).
+    void startNewAttempt() { ++m_attempt; }
     // Makes everything logged so far durable as one whole; on failure nothing of it is kept.
     void commit();
     // The run is over: commit, fold the write-ahead log into run.sqlite (one self-contained
@@ -67,6 +69,7 @@ private:
     int m_stageCount = 0;
     std::vector<std::string> m_roleFormats; // per stage * role
     int m_histogramsEvery = 1, m_statsSteps = 0;
+    std::int64_t m_attempt = 0;
     std::uint64_t m_budgetBytes = 0;
     bool m_overBudget = false;
 };

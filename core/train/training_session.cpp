@@ -296,6 +296,7 @@ void TrainingSession::apply(const Command& c) {
         }
         record([&](RunLog& log) {
             log.logEvent(step, "reset", "model re-initialised from the seed");
+            log.startNewAttempt();
         });
         break;
     // Every edit goes into m_config, the run's one effective config: a reset starts from it and

@@ -14,6 +14,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "time_view.h"
 #include "training_controller.h"
 
 #include <QAction>
@@ -45,6 +46,7 @@ private slots:
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
+    void openRunShowsAPastRun();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -416,6 +418,38 @@ void TestMainWindow::applyShowsTheNewRunAtOnce() {
     QVERIFY(c->history().empty());
     modelBox->setCurrentIndex(modelBox->findData(QStringLiteral("mlp")));
     QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Open run shows a past run from its record (here the window's own run, which it ends first):
+// its losses step for step, its layers, the last recorded histograms and the heat map; a folder
+// without a record is refused with the reason, and the current run goes on.
+void TestMainWindow::openRunShowsAPastRun() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString());
+    const std::vector<double> losses = stepAndCollectLosses(*m_window, 4);
+    const QString run = c->runDir();
+    const std::vector<std::string> names = c->stageNames();
+
+    QTemporaryDir empty;
+    const QString refused = m_window->openRun(empty.path());
+    QVERIFY2(refused.contains(QLatin1String("no run record here")), qPrintable(refused));
+    QVERIFY(c->hasSession());
+
+    QCOMPARE(m_window->openRun(run), QString());
+    QVERIFY(!c->hasSession());
+    QCOMPARE(m_window->viewedRun(), run);
+    const auto trainLoss = m_window->timeView()->plot()->graph(0)->data(); // the first graph
+    QCOMPARE(static_cast<std::size_t>(trainLoss->size()), losses.size());
+    for (int i = 0; i < trainLoss->size(); ++i)
+        QCOMPARE(trainLoss->at(i)->value, losses[static_cast<std::size_t>(i)]);
+    QComboBox* layers = m_window->gradientView()->stageBox();
+    QCOMPARE(layers->count(), static_cast<int>(names.size()));
+    QCOMPARE(layers->itemText(0).toStdString(), names[0]);
+    QVERIFY(m_window->gradientView()->currentFractions().normal > 0.0); // step 1's histograms
+    QVERIFY(m_window->heatmapView()->valueAt(4, 0) >= 0.0);
+    QCOMPARE(m_window->applySettings(), QString()); // a new run from its settings
+    QVERIFY(c->hasSession());
+    QVERIFY(m_window->viewedRun().isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,0 +1,203 @@
+// RunRecord: queries over the record database.
+#include "record/run_record.h"
+
+#include "record/histogram_blob.h"
+#include "record/run_record_schema.h"
+
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+namespace plab {
+
+RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
+    const std::string path = runDir + "/" + kRunRecordFile;
+    if (!std::filesystem::is_regular_file(path))
+        throw RecordError(path + ": no run record here (a run folder holds run.sqlite)");
+    // Read-write (nothing is written): SQLite needs it to read a live or killed run's log.
+    m_db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
+    for (const char* table : {"meta", "steps", "stats", "histograms", "events", "summary"})
+        if (!m_db->hasTable(table))
+            throw RecordError(path + ": is not a run record (no table " + table + ")");
+    SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = 'stage_names'");
+    if (s.next()) {
+        const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+        if (j.is_array())
+            for (const auto& name : j)
+                m_stageNames.push_back(name.is_string() ? name.get<std::string>() : "?");
+    }
+}
+
+nlohmann::json RunRecord::config() const {
+    SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = 'config'");
+    if (!s.next())
+        throw RecordError(m_db->path() + ": the record holds no config");
+    auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+    if (j.is_discarded())
+        throw RecordError(m_db->path() + ": the record's config is not JSON");
+    return j;
+}
+
+std::int64_t RunRecord::lastAttempt() const {
+    return m_db->queryInteger("SELECT max(attempt) FROM steps", 0);
+}
+
+std::vector<StepScalars> RunRecord::steps() const {
+    SqliteStatement s = m_db->prepare(
+        "SELECT step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, test_loss, "
+        "test_accuracy FROM steps WHERE attempt = ?1 ORDER BY seq");
+    s.bind(1, lastAttempt());
+    std::vector<StepScalars> out;
+    while (s.next()) {
+        StepScalars r;
+        r.step = s.integer(0);
+        r.epoch = static_cast<int>(s.integer(1));
+        r.loss = s.real(2);
+        r.accuracy = s.real(3);
+        r.scale = s.real(4);
+        r.skipped = s.integer(5) != 0;
+        r.samplesPerSecond = s.real(6);
+        r.learningRate = s.real(7);
+        r.evaluated = !s.isNull(8);
+        if (r.evaluated) {
+            r.testLoss = s.real(8);
+            r.testAccuracy = s.real(9);
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+namespace {
+
+// Rows of the stats table, grouped into statistics steps (rows of one step are consecutive).
+std::vector<RecordedStatistics> readStatistics(SqliteDb& db, std::int64_t attempt,
+                                               std::size_t stageCount,
+                                               std::optional<std::int64_t> onlyStep) {
+    SqliteStatement s = db.prepare(
+        "SELECT step, stage, role, zero, underflow, subnormal, normal, overflow, nan, amax, "
+        "updates, lost_updates, grad_scale, tensor_scale, mx_blocks, mx_saturated_blocks "
+        "FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) ORDER BY seq");
+    s.bind(1, attempt);
+    if (onlyStep)
+        s.bind(2, *onlyStep);
+    std::vector<RecordedStatistics> out;
+    while (s.next()) {
+        const std::int64_t step = s.integer(0);
+        const std::int64_t stage = s.integer(1);
+        const std::optional<TensorRole> role = parseRole(s.text(2));
+        if (!role || stage < 0 || static_cast<std::size_t>(stage) >= stageCount)
+            continue; // a row this version cannot place
+        if (out.empty() || out.back().step != step)
+            out.push_back({step, std::vector<StageStats>(stageCount), false});
+        StageStats& st = out.back().stages[static_cast<std::size_t>(stage)];
+        QuantStats& q = st.role(*role);
+        for (std::size_t c = 0; c < kQuantClassCount; ++c)
+            q.counts[c] = static_cast<std::uint64_t>(s.integer(3 + static_cast<int>(c)));
+        q.amax = static_cast<float>(s.real(9));
+        if (*role == TensorRole::MasterWeights) {
+            st.updates = static_cast<std::uint64_t>(s.integer(10));
+            st.lostUpdates = static_cast<std::uint64_t>(s.integer(11));
+        }
+        st.gradientScale = s.real(12);
+        const auto r = static_cast<std::size_t>(*role);
+        st.tensorScale[r] = s.real(13);
+        st.mxBlocks[r] = static_cast<std::uint64_t>(s.integer(14));
+        st.mxSaturatedBlocks[r] = static_cast<std::uint64_t>(s.integer(15));
+    }
+    return out;
+}
+
+} // namespace
+
+std::vector<RecordedStatistics> RunRecord::statistics() const {
+    return readStatistics(*m_db, lastAttempt(), m_stageNames.size(), std::nullopt);
+}
+
+std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
+    SqliteStatement last = m_db->prepare(
+        "SELECT step FROM histograms WHERE attempt = ?1 ORDER BY seq DESC LIMIT 1");
+    const std::int64_t attempt = lastAttempt();
+    last.bind(1, attempt);
+    if (!last.next())
+        return std::nullopt;
+    const std::int64_t step = last.integer(0);
+    auto stats = readStatistics(*m_db, attempt, m_stageNames.size(), step);
+    if (stats.empty())
+        return std::nullopt;
+    RecordedStatistics out = std::move(stats.back());
+    SqliteStatement h = m_db->prepare(
+        "SELECT stage, role, bins FROM histograms WHERE step = ?1 AND attempt = ?2 ORDER BY seq");
+    h.bind(1, step).bind(2, attempt);
+    while (h.next()) {
+        const std::int64_t stage = h.integer(0);
+        const std::optional<TensorRole> role = parseRole(h.text(1));
+        if (!role || stage < 0 || static_cast<std::size_t>(stage) >= out.stages.size())
+            continue;
+        try {
+            out.stages[static_cast<std::size_t>(stage)].role(*role).histogram =
+                decodeHistogram(h.blob(2));
+        } catch (const std::invalid_argument& e) {
+            throw RecordError(m_db->path() + ": is not a readable run record [histograms: " +
+                              e.what() + "]");
+        }
+    }
+    out.hasHistograms = true;
+    return out;
+}
+
+std::vector<RecordedEvent> RunRecord::events() const {
+    SqliteStatement s = m_db->prepare("SELECT step, type, message, change FROM events ORDER BY seq");
+    std::vector<RecordedEvent> out;
+    while (s.next())
+        out.push_back({s.integer(0), s.text(1), s.text(2),
+                       s.isNull(3) ? nlohmann::json()
+                                   : nlohmann::json::parse(s.text(3), nullptr, false)});
+    return out;
+}
+
+RunSummary RunRecord::summary() const {
+    SqliteStatement s = m_db->prepare("SELECT json FROM summary WHERE id = 1");
+    if (!s.next())
+        return RunSummary{false, "no summary recorded", 0, 0, 0, 0, 0, 0, 0};
+    const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+    return j.is_object() ? runSummaryFromJson(j)
+                         : RunSummary{false, "summary unreadable", 0, 0, 0, 0, 0, 0, 0};
+}
+
+RunAnalysis analyseRun(const RunRecord& record) {
+    RunAnalysis a;
+    for (const StepScalars& s : record.steps())
+        if (std::isfinite(s.loss))
+            a.loss.emplace_back(static_cast<double>(s.step), s.loss);
+    std::map<std::string, std::pair<double, int>> sums;
+    double lost = 0.0, updates = 0.0;
+    for (const RecordedStatistics& step : record.statistics()) {
+        double actSum = 0.0;
+        int actCount = 0;
+        for (const StageStats& st : step.stages) {
+            for (TensorRole role : kAllRoles) {
+                const QuantStats& q = st.role(role);
+                if (q.total() == q.count(QuantClass::Zero))
+                    continue; // nothing nonzero: no share to average
+                auto& [sum, n] = sums[std::string(toString(role))];
+                sum += q.flushedShare();
+                ++n;
+                if (role == TensorRole::ActivationGradients) {
+                    actSum += q.flushedShare();
+                    ++actCount;
+                }
+            }
+            updates += static_cast<double>(st.updates);
+            lost += static_cast<double>(st.lostUpdates);
+        }
+        if (actCount > 0)
+            a.flushedActGrads.emplace_back(static_cast<double>(step.step), actSum / actCount);
+    }
+    for (const auto& [role, sn] : sums)
+        a.meanFlushed[role] = sn.first / sn.second;
+    a.lostUpdates = updates > 0 ? lost / updates : 0.0;
+    return a;
+}
+
+} // namespace plab

@@ -1,0 +1,68 @@
+// RunRecord: a run's record read back (DIR/run.sqlite), for everything that looks at a run after
+// or while it is written: the GUI's Open run, `compare`, reports. With it, the run analysis every
+// one of them shows: the loss curve, the flushed share per role (QuantStats::flushedShare, the
+// one definition), the flushed share of activation gradients per step, lost updates.
+#pragma once
+
+#include "record/run_summary.h"
+#include "record/sqlite_db.h"
+#include "stats/training_snapshot.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct RecordedEvent {
+    std::int64_t step = 0;
+    std::string type, message;
+    nlohmann::json change; // the config patch of an edit, else null
+};
+
+// One statistics step of the record: per stage, the counters (histograms when that step's were
+// recorded: every histograms_every-th statistics step).
+struct RecordedStatistics {
+    std::int64_t step = 0;
+    std::vector<StageStats> stages;
+    bool hasHistograms = false;
+};
+
+class RunRecord {
+public:
+    // Throws RecordError naming the file when DIR holds no readable run record.
+    explicit RunRecord(const std::string& runDir);
+
+    const std::string& dir() const { return m_dir; }
+    nlohmann::json config() const; // what replays the run (its config.json)
+    const std::vector<std::string>& stageNames() const { return m_stageNames; }
+    // The steps since the run's last reset (a reset starts the step count again), in order.
+    std::vector<StepScalars> steps() const;
+    // The newest statistics step whose histograms were recorded, or none.
+    std::optional<RecordedStatistics> latestHistograms() const;
+    // Every statistics step since the last reset, counters only (no histograms).
+    std::vector<RecordedStatistics> statistics() const;
+    std::vector<RecordedEvent> events() const;
+    // The summary (refreshed every 2 s while the run goes; final once it has ended).
+    RunSummary summary() const;
+
+private:
+    std::int64_t lastAttempt() const; // the resets the run went through (schema: attempt)
+    std::string m_dir;
+    std::unique_ptr<SqliteDb> m_db;
+    std::vector<std::string> m_stageNames;
+};
+
+struct RunAnalysis {
+    std::vector<std::pair<double, double>> loss;               // (step, training loss), finite
+    std::map<std::string, double> meanFlushed;                 // role -> mean over steps, stages
+    std::vector<std::pair<double, double>> flushedActGrads;    // (step, mean over stages)
+    double lostUpdates = 0.0; // of all weight updates, the share that left the weight unchanged
+};
+RunAnalysis analyseRun(const RunRecord& record);
+
+} // namespace plab
