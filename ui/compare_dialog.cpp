@@ -1,22 +1,30 @@
-// CompareDialog: Trainers run one after another on a jthread (stoppable); the GUI thread copies
-// the curves under a mutex on a timer and replots.
+// CompareDialog: a jthread runs the presets' TrainingSessions one after another (stoppable); the
+// GUI thread copies the curves and progress under a mutex on a timer and replots.
 #include "compare_dialog.h"
 
-#include "train/trainer.h"
+#include "record/run_record.h"
+#include "train/training_session.h"
 
 #include <qcustomplot.h>
 
+#include <QDateTime>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStandardPaths>
 #include <QTimer>
 #include <QVBoxLayout>
 
 namespace plab {
 
-CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent)
-    : QDialog(parent), m_base(base) {
+CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QString& runsRoot)
+    : QDialog(parent), m_base(base),
+      m_runsRoot(runsRoot.isEmpty()
+                     ? QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+                           QStringLiteral("/runs")
+                     : runsRoot) {
     setWindowTitle(tr("Compare presets"));
     resize(1000, 700);
     m_list = new QListWidget(this);
@@ -55,6 +63,10 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent)
     stepsRow->addWidget(m_steps);
     left->addLayout(stepsRow);
     left->addWidget(m_runButton);
+    m_progress = new QLabel(tr("Tick presets and press Run."), this);
+    m_progress->setWordWrap(true);
+    m_progress->setMaximumWidth(220);
+    left->addWidget(m_progress);
     left->addWidget(exportButton);
     auto* plots = new QVBoxLayout;
     plots->addWidget(m_loss, 1);
@@ -77,11 +89,7 @@ CompareDialog::~CompareDialog() {
 void CompareDialog::run(const QStringList& requested, int steps) {
     if (m_running.load())
         return;
-    QStringList names = requested;
-    if (names.isEmpty())
-        for (int i = 0; i < m_list->count(); ++i)
-            if (m_list->item(i)->checkState() == Qt::Checked)
-                names << m_list->item(i)->text();
+    const QStringList names = requested.isEmpty() ? checkedPresets() : requested;
     if (names.isEmpty())
         return;
     const int n = steps > 0 ? steps : m_steps->value();
@@ -94,18 +102,23 @@ void CompareDialog::run(const QStringList& requested, int steps) {
         j["train"]["steps"] = n;
         configs.push_back(configFromJson(j));
     }
+    const QString folder =
+        m_runsRoot + QStringLiteral("/compare-") +
+        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
     {
         std::lock_guard lock(m_mutex);
         m_curves.clear();
         for (const QString& name : names)
             m_curves.push_back({name, {}, {}, {}});
+        m_compareDir = folder;
+        m_progressText = tr("Starting %1 runs of %2 steps…").arg(names.size()).arg(n);
     }
     if (m_worker.joinable())
         m_worker.join();
     m_running = true;
     m_runButton->setEnabled(false);
     m_timer->start();
-    m_worker = std::jthread([this, configs, n](std::stop_token stop) {
+    m_worker = std::jthread([this, configs, n, names, folder](std::stop_token stop) {
         try {
             const TrainConfig& first = configs.front();
             const auto split = std::make_shared<const DataSplit>(
@@ -113,29 +126,83 @@ void CompareDialog::run(const QStringList& requested, int steps) {
                     ? makeSyntheticData(first.seed, first.syntheticTrain, first.syntheticTest)
                     : loadIdxDirectory(first.dataSource == "fashion-mnist" ? kFashionMnistDir
                                                                            : first.dataSource));
+            std::size_t done = 0;
             for (std::size_t c = 0; c < configs.size() && !stop.stop_requested(); ++c) {
-                Trainer trainer(configs[c], split);
-                for (int s = 0; s < n && !stop.stop_requested(); ++s) {
-                    const StepResult r = trainer.step();
-                    double flushed = 0.0;
-                    for (const StageStats& st : trainer.stageStats()) {
-                        const QuantStats& g = st.role(TensorRole::ActivationGradients);
-                        flushed += g.flushedShare();
+                const std::string dir = (folder + QLatin1Char('/') + names[static_cast<int>(c)])
+                                            .toStdString();
+                {
+                    TrainingSession session(configs[c], split, dir);
+                    session.start();
+                    // Live: every step's loss, the flushed share of the steps the snapshots show.
+                    while (!hasEnded(session.state()) && !stop.stop_requested()) {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                        std::lock_guard lock(m_mutex);
+                        Curve& curve = m_curves[c];
+                        while (const auto sc = session.popScalars()) {
+                            curve.steps.push_back(static_cast<double>(sc->step));
+                            curve.loss.push_back(sc->loss);
+                        }
+                        m_progressText = tr("%1 (%2 of %3): step %4 of %5")
+                                             .arg(names[static_cast<int>(c)])
+                                             .arg(c + 1)
+                                             .arg(configs.size())
+                                             .arg(curve.steps.empty() ? 0 : curve.steps.back())
+                                             .arg(n);
                     }
-                    flushed /=
-                        static_cast<double>(std::max<std::size_t>(1, trainer.stageStats().size()));
-                    std::lock_guard lock(m_mutex);
-                    m_curves[c].steps.push_back(static_cast<double>(r.scalars.step));
-                    m_curves[c].loss.push_back(r.scalars.loss);
-                    m_curves[c].flushed.push_back(flushed);
+                    if (stop.stop_requested())
+                        session.stop(QStringLiteral("comparison closed").toStdString());
+                    session.waitUntilDone();
                 }
+                // The run's record is whole now: its curves, by the one analysis.
+                const RunAnalysis a = analyseRun(RunRecord(dir));
+                std::lock_guard lock(m_mutex);
+                Curve& curve = m_curves[c];
+                curve.steps.clear();
+                curve.loss.clear();
+                for (const auto& [step, loss] : a.loss) {
+                    curve.steps.push_back(step);
+                    curve.loss.push_back(loss);
+                }
+                curve.flushedSteps.clear();
+                curve.flushed.clear();
+                for (const auto& [step, share] : a.flushedActGrads) {
+                    curve.flushedSteps.push_back(step);
+                    curve.flushed.push_back(share);
+                }
+                ++done;
             }
+            std::lock_guard lock(m_mutex);
+            m_progressText = stop.stop_requested()
+                                 ? tr("Stopped after %1 of %2 runs.").arg(done).arg(configs.size())
+                                 : tr("Done: %1 runs of %2 steps. Records in %3")
+                                       .arg(done)
+                                       .arg(n)
+                                       .arg(folder);
         } catch (const std::exception& e) { // shown by refresh(): the dialog must not die
             std::lock_guard lock(m_mutex);
             m_error = QString::fromUtf8(e.what());
+            m_progressText = tr("Stopped: %1").arg(m_error);
         }
         m_running = false;
     });
+}
+
+QStringList CompareDialog::checkedPresets() const {
+    QStringList names;
+    for (int i = 0; i < m_list->count(); ++i)
+        if (m_list->item(i)->checkState() == Qt::Checked)
+            names << m_list->item(i)->text();
+    return names;
+}
+
+QString CompareDialog::progressText() const {
+    std::lock_guard lock(m_mutex);
+    return m_progressText;
+}
+
+QString CompareDialog::compareDir() const {
+    std::lock_guard lock(m_mutex);
+    return m_compareDir;
 }
 
 void CompareDialog::refresh() {
@@ -148,14 +215,15 @@ void CompareDialog::refresh() {
         m_flushed->clearGraphs();
         for (std::size_t i = 0; i < m_curves.size(); ++i) {
             const Curve& c = m_curves[i];
-            const QVector<double> x(c.steps.begin(), c.steps.end());
             QCPGraph* g = m_loss->addGraph();
             g->setName(c.name);
             g->setPen(QPen(colors[i % 8], 1.5));
-            g->setData(x, QVector<double>(c.loss.begin(), c.loss.end()), true);
+            g->setData(QVector<double>(c.steps.begin(), c.steps.end()),
+                       QVector<double>(c.loss.begin(), c.loss.end()), true);
             QCPGraph* f = m_flushed->addGraph();
             f->setPen(QPen(colors[i % 8], 1.5));
-            f->setData(x, QVector<double>(c.flushed.begin(), c.flushed.end()), true);
+            f->setData(QVector<double>(c.flushedSteps.begin(), c.flushedSteps.end()),
+                       QVector<double>(c.flushed.begin(), c.flushed.end()), true);
         }
     }
     m_loss->rescaleAxes();
@@ -163,6 +231,7 @@ void CompareDialog::refresh() {
     m_flushed->yAxis->setRangeLower(0.0);
     m_loss->replot(QCustomPlot::rpQueuedReplot);
     m_flushed->replot(QCustomPlot::rpQueuedReplot);
+    m_progress->setText(progressText());
     if (!m_running.load()) {
         m_timer->stop();
         m_runButton->setEnabled(true);

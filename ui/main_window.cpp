@@ -186,6 +186,7 @@ void MainWindow::buildActions() {
     toolbar->addWidget(new QLabel(tr(" steps "), this));
     toolbar->addWidget(m_steps);
     toolbar->addWidget(m_device);
+    toolbar->addWidget(m_pace);
     m_applyAction = toolbar->addAction(tr("Apply"));
     m_applyAction->setToolTip(tr("Start a new run with these settings (Ctrl+Return)"));
     m_applyAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
@@ -318,6 +319,19 @@ void MainWindow::buildControls() {
     m_steps = new QSpinBox(this);
     m_steps->setRange(1, 10000000);
     m_steps->setValue(5000);
+    // Pace: the demo trains ~200 steps/s at full speed, too fast to watch the first steps or
+    // to pause where the first session (README) says; 50 steps/s leaves time to look.
+    m_pace = new QComboBox(this);
+    for (const auto& [label, pace] : {std::pair{tr("full speed"), 0.0},
+                                      std::pair{tr("500 steps/s"), 500.0},
+                                      std::pair{tr("50 steps/s"), 50.0},
+                                      std::pair{tr("10 steps/s"), 10.0},
+                                      std::pair{tr("2 steps/s"), 2.0}})
+        m_pace->addItem(label, pace);
+    m_pace->setToolTip(tr("Training pace, for watching live (results do not depend on it)"));
+    connect(m_pace, &QComboBox::currentIndexChanged, this,
+            [this] { m_controller->setPace(m_pace->currentData().toDouble()); });
+    m_pace->setCurrentIndex(m_pace->findData(kDefaultPace));
 }
 
 void MainWindow::chooseDataDirectory() {

@@ -38,6 +38,8 @@ public:
     QAction* stepAction() const { return m_stepAction; }
     QComboBox* policyBox() const { return m_policy; }
     QComboBox* deviceBox() const { return m_device; }
+    QComboBox* paceBox() const { return m_pace; }
+    static constexpr double kDefaultPace = 50.0; // steps per second, for watching live
     QLabel* backendLabel() const { return m_backend; }
     QString deviceNotice() const { return m_deviceNotice; }
 
@@ -93,7 +95,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     LossScaleSlider* m_slider;
     QAction *m_trainAction, *m_stepAction, *m_resetAction, *m_applyAction, *m_exportAction;
-    QComboBox *m_preset, *m_model, *m_data, *m_policy, *m_device;
+    QComboBox *m_preset, *m_model, *m_data, *m_policy, *m_device, *m_pace;
     QSpinBox *m_seed, *m_steps;
     QDoubleSpinBox* m_lr;
     QLabel* m_status;

@@ -33,6 +33,7 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
             data = std::make_shared<const DataSplit>(loadIdxDirectory(
                 config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource));
         auto session = std::make_unique<TrainingSession>(config, data, runDir.toStdString());
+        session->setPace(m_pace);
         m_timer.stop();
         m_session = std::move(session);
         m_data = std::move(data);
@@ -129,6 +130,11 @@ void TrainingController::setLossScale(double scale) {
     m_config.lossScale = scale;
     if (m_session)
         m_session->setLossScale(scale);
+}
+void TrainingController::setPace(double stepsPerSecond) {
+    m_pace = stepsPerSecond;
+    if (m_session)
+        m_session->setPace(stepsPerSecond);
 }
 void TrainingController::setLearningRate(double lr) {
     m_config.learningRate = lr;

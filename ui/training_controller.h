@@ -67,6 +67,9 @@ public slots:
     void reset();
     void setLossScale(double scale);
     void setLearningRate(double lr);
+    // Steps per second while training (0: full speed); kept for the next runs too.
+    void setPace(double stepsPerSecond);
+    double pace() const { return m_pace; }
     // Empty, or why the recipe was refused (then nothing changed).
     QString setRecipe(const PrecisionRecipe& recipe);
     // Switches the scaling policy at the next step, starting from `scale`.
@@ -98,6 +101,7 @@ private:
     std::int64_t m_decimation = 1; // keep every m_decimation-th step
     SessionState m_lastState = SessionState::Idle;
     bool m_wantRunning = false; // what the user last asked for
+    double m_pace = 0.0;
     std::uint64_t m_configVersion = 0; // of the session's effective config that m_config holds
     QTimer m_timer;
 };

@@ -101,6 +101,10 @@ void TrainingSession::setLossScale(double scale) {
 void TrainingSession::setScaling(const TrainConfig& scaling) {
     post({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(scaling)});
 }
+void TrainingSession::setPace(double stepsPerSecond) {
+    m_pace = stepsPerSecond > 0 ? stepsPerSecond : 0.0;
+    m_wake.notify_all();
+}
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
     checkRecipeStages(recipe, m_stageCount); // refused here, on the caller's thread
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
@@ -463,6 +467,17 @@ void TrainingSession::run(std::stop_token stop) {
                 };
                 if (m_commands.empty() && !busy())
                     m_wake.wait(lock, stop, [&] { return !m_commands.empty(); });
+                // A paced run waits for its next step's time; a command ends the wait at once.
+                if (const double pace = m_pace.load();
+                    pace > 0 && m_commands.empty() && m_state.load() == SessionState::Running) {
+                    const auto due = m_lastStepAt + std::chrono::duration_cast<
+                                                        std::chrono::steady_clock::duration>(
+                                                        std::chrono::duration<double>(1.0 / pace));
+                    if (std::chrono::steady_clock::now() < due) {
+                        m_wake.wait_until(lock, stop, due, [&] { return !m_commands.empty(); });
+                        continue;
+                    }
+                }
                 commands.swap(m_commands);
             }
             for (const Command& c : commands) {
@@ -490,6 +505,7 @@ void TrainingSession::run(std::stop_token stop) {
                 if (single)
                     --m_pendingSteps;
                 applyDueEdits();
+                m_lastStepAt = std::chrono::steady_clock::now();
                 doStep();
                 if (!recordError().empty() && !hasEnded(m_state.load())) {
                     finish(SessionState::Failed,

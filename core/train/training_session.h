@@ -52,6 +52,10 @@ public:
     // Throws ConfigError (on the caller's thread) for an override of a stage the model lacks.
     void setRecipe(const PrecisionRecipe& recipe);
     void setScaling(const TrainConfig& scaling); // the scaling.* part is used
+    // Training pace for watching live: at most this many steps per second while running (0: as
+    // fast as it goes). Not part of the run's config: it changes when steps happen, not what
+    // they compute.
+    void setPace(double stepsPerSecond);
 
     // Reader side (one reader thread).
     const TrainingSnapshot* latestSnapshot(); // newest published, or null before the first
@@ -137,6 +141,8 @@ private:
     std::condition_variable_any m_wake;
     std::deque<Command> m_commands;
     std::uint64_t m_posted = 0, m_taken = 0; // commands posted / applied (under m_mutex)
+    std::atomic<double> m_pace{0.0};
+    std::chrono::steady_clock::time_point m_lastStepAt;
     bool m_workerExited = false;
     std::condition_variable_any m_takenChanged;
     std::atomic<SessionState> m_state{SessionState::Idle};

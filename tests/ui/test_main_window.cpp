@@ -47,6 +47,7 @@ private slots:
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
     void openRunShowsAPastRun();
+    void readmeFirstSessionHoldsAsWritten();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -347,10 +348,16 @@ void TestMainWindow::compareOverlaysCurves() {
     base.syntheticTrain = 600;
     base.syntheticTest = 100;
     base.batchSize = 32;
-    CompareDialog dialog(base);
+    QTemporaryDir runs;
+    CompareDialog dialog(base, nullptr, runs.path());
     dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 20);
     QTRY_VERIFY_WITH_TIMEOUT(!dialog.isRunning(), 30000);
     QTest::qWait(250); // the refresh timer's last pass
+    QVERIFY2(dialog.progressText().startsWith(QLatin1String("Done: 2 runs of 20 steps")),
+             qPrintable(dialog.progressText()));
+    // Each preset ran as a session with its own record.
+    for (const char* preset : {"/fp32/run.sqlite", "/fp16-noscale/run.sqlite"})
+        QVERIFY(QFileInfo::exists(dialog.compareDir() + QLatin1String(preset)));
     QCOMPARE(dialog.lossPlot()->graphCount(), 2);
     QCOMPARE(dialog.lossPlot()->graph(0)->data()->size(), 20);
     QCOMPARE(dialog.lossPlot()->graph(1)->data()->size(), 20);
@@ -450,6 +457,84 @@ void TestMainWindow::openRunShowsAPastRun() {
     QCOMPARE(m_window->applySettings(), QString()); // a new run from its settings
     QVERIFY(c->hasSession());
     QVERIFY(m_window->viewedRun().isEmpty());
+}
+
+// README "A first session", step by step on a fresh window, with the numbers it promises.
+void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
+    QString error;
+    MainWindow w;
+    w.setErrorSink(&error);
+    w.resize(1280, 820);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    TrainingController* c = w.controller();
+    // 1. The demo: an MLP 784-256-256-10 on built-in data, FP16 without loss scaling, paced.
+    QCOMPARE(c->config().model.type, std::string("mlp"));
+    QCOMPARE(c->config().model.hidden, (std::vector<int>{256, 256}));
+    QCOMPARE(c->config().dataSource, std::string("synthetic"));
+    QCOMPARE(c->config().recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
+                 .format.name,
+             std::string("fp16"));
+    QCOMPARE(c->config().lossScale, 1.0);
+    QCOMPARE(w.paceBox()->currentData().toDouble(), MainWindow::kDefaultPace);
+    // 2. Train (Space); a person watching pauses after a few seconds (here: past step 150).
+    QTest::keyClick(&w, Qt::Key_Space);
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step >= 150, 30000);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QTRY_VERIFY(c->state() == SessionState::Paused);
+    c->poll(); // the snapshot of the step it paused after
+    QTRY_VERIFY(c->latest()->statsStep == c->latest()->scalars.step);
+    GradientView* view = w.gradientView();
+    QVERIFY(view->role() == TensorRole::ActivationGradients);
+    view->stageBox()->setCurrentIndex(view->stageBox()->count() - 1); // the last layer
+    const double lastBefore = view->currentFractions().flushed;
+    QVERIFY2(lastBefore > 0.3, qPrintable(QString::number(lastBefore))); // "about half"
+    view->stageBox()->setCurrentIndex(0);
+    const double firstBefore = view->currentFractions().flushed;
+    QVERIFY2(firstBefore > 0.0 && firstBefore < 0.05, qPrintable(QString::number(firstBefore)));
+    // 3. The slider to 2^10 re-shades the paused run at once: the first layer's flushed share
+    //    goes to 0, the last layer's falls by a third or more.
+    w.scaleSlider()->setLog2Scale(10.0);
+    QCOMPARE(view->currentFractions().flushed, 0.0);
+    view->stageBox()->setCurrentIndex(view->stageBox()->count() - 1);
+    const double lastAfter = view->currentFractions().flushed;
+    QVERIFY2(lastAfter < lastBefore * (2.0 / 3.0),
+             qPrintable(QStringLiteral("%1 -> %2").arg(lastBefore).arg(lastAfter)));
+    // Train on: the next steps use the new scale.
+    const std::int64_t paused = c->latest()->scalars.step;
+    QTest::keyClick(&w, Qt::Key_Space);
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest()->scalars.step >= paused + 5, 30000);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QTRY_VERIFY(c->state() == SessionState::Paused);
+    c->poll(); // the snapshot of the step it paused after
+    QCOMPARE(c->latest()->scalars.scale, 1024.0);
+    // 4. Policy dynamic: it starts from the slider's scale.
+    w.policyBox()->setCurrentText(QStringLiteral("dynamic"));
+    emit w.policyBox()->activated(w.policyBox()->currentIndex());
+    const std::int64_t before = c->latest()->scalars.step;
+    c->step();
+    QTRY_COMPARE(c->latest()->scalars.step, before + 1);
+    QCOMPARE(c->config().scalingPolicy, std::string("dynamic"));
+    QCOMPARE(c->latest()->scalars.scale, 1024.0);
+    // 5. Compare presets offers fp32, fp16-noscale and fp16-amp, ticked.
+    CompareDialog compare(c->config());
+    QCOMPARE(compare.checkedPresets(),
+             (QStringList{QStringLiteral("fp32"), QStringLiteral("fp16-noscale"),
+                          QStringLiteral("fp16-amp")}));
+    // 6. Export report and Save session; the session holds the start and the two edits.
+    QTemporaryDir dir;
+    QCOMPARE(w.exportReport(dir.path()), QString());
+    for (const char* name : {"gradients.png", "training.pdf", "config.json", "summary.json",
+                             "metrics.csv"})
+        QVERIFY2(QFileInfo::exists(dir.filePath(QLatin1String(name))), name);
+    QCOMPARE(w.saveSession(dir.filePath(QStringLiteral("session.json"))), QString());
+    QFile f(dir.filePath(QStringLiteral("session.json")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const TrainConfig session = configFromJson(nlohmann::json::parse(f.readAll().toStdString()));
+    QCOMPARE(session.lossScale, 1.0);
+    QCOMPARE(session.timeline.size(), std::size_t{2}); // the scale, then the policy
+    QCOMPARE(session.timeline[0].step, paused);
+    QVERIFY(error.isEmpty());
 }
 
 QTEST_MAIN(TestMainWindow)
