@@ -71,15 +71,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     m_policy = new QComboBox(this);
-    for (const char* p : {"none", "static", "dynamic", "enhanced", "per-layer", "amax-current",
-                          "amax-delayed", "mx"})
-        m_policy->addItem(QString::fromLatin1(p));
-    m_policy->setToolTip(tr("Scaling policy, switched at the next step: static (the slider), "
-                            "dynamic (GradScaler), enhanced (dynamic with a rising floor), "
-                            "per-layer (Zhao et al.), amax-current / amax-delayed (Transformer "
-                            "Engine per-tensor scales), mx (blocks of 32 with an E8M0 scale)"));
-    connect(m_policy, &QComboBox::activated, this,
-            [this] { m_controller->setScalingPolicy(m_policy->currentText(), m_slider->scale()); });
+    for (const ScalingPolicyInfo& p : kScalingPolicies) {
+        m_policy->addItem(QString::fromLatin1(p.name), static_cast<int>(p.policy));
+        m_policy->setItemData(m_policy->count() - 1, QString::fromLatin1(p.description),
+                              Qt::ToolTipRole);
+    }
+    m_policy->setToolTip(tr("Scaling policy, switched at the next step"));
+    connect(m_policy, &QComboBox::activated, this, [this] {
+        m_controller->setScalingPolicy(static_cast<ScalingPolicy>(m_policy->currentData().toInt()),
+                                       m_slider->scale());
+    });
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(m_slider, 1);
     sliderRow->addWidget(m_policy);
@@ -119,8 +120,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (const TrainingSnapshot* s = m_controller->latest()) {
             // A dynamic policy moves the scale itself: the slider follows it (without sending
             // it back), so the axis always shows the scale training uses.
-            const std::string& policy = m_controller->config().scalingPolicy;
-            if ((policy == "dynamic" || policy == "enhanced") && s->scalars.scale > 0 &&
+            if (info(m_controller->config().scalingPolicy).adaptsLossScale &&
+                s->scalars.scale > 0 &&
                 std::fabs(std::log2(s->scalars.scale) - m_slider->log2Scale()) >= 0.25) {
                 const QSignalBlocker block(m_slider);
                 m_slider->setLog2Scale(std::log2(s->scalars.scale));
@@ -395,7 +396,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
 // without sending them back to the run.
 void MainWindow::showRunSettings(const TrainConfig& config) {
     m_recipeEditor->setRecipe(config.recipe);
-    m_policy->setCurrentText(QString::fromStdString(config.scalingPolicy));
+    m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(config.scalingPolicy)));
     const QSignalBlocker block(m_slider), blockLr(m_lr);
     m_slider->setLog2Scale(std::log2(config.lossScale));
     m_gradientView->setWhatIfScale(m_slider->scale());
@@ -693,7 +694,7 @@ void MainWindow::updateStatus() {
                           .arg(s->scalars.epoch)
                           .arg(s->scalars.loss, 0, 'f', 4)
                           .arg(s->scalars.samplesPerSecond, 0, 'f', 0)
-                          .arg(QString::fromStdString(m_controller->config().scalingPolicy))
+                          .arg(QString::fromLatin1(info(m_controller->config().scalingPolicy).name))
                           .arg(std::log2(s->scalars.scale)));
 }
 

@@ -141,8 +141,8 @@ void TrainingController::setLearningRate(double lr) {
     if (m_session)
         m_session->setLearningRate(lr);
 }
-void TrainingController::setScalingPolicy(const QString& policy, double scale) {
-    m_config.scalingPolicy = policy.toStdString();
+void TrainingController::setScalingPolicy(ScalingPolicy policy, double scale) {
+    m_config.scalingPolicy = policy;
     m_config.lossScale = scale;
     if (m_session)
         m_session->setScaling(m_config);

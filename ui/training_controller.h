@@ -73,7 +73,7 @@ public slots:
     // Empty, or why the recipe was refused (then nothing changed).
     QString setRecipe(const PrecisionRecipe& recipe);
     // Switches the scaling policy at the next step, starting from `scale`.
-    void setScalingPolicy(const QString& policy, double scale);
+    void setScalingPolicy(ScalingPolicy policy, double scale);
     void poll(); // also called by tests to take the newest snapshot at once
 
 signals:

@@ -3,6 +3,8 @@
 // scale(), and after each step tells the policy whether a gradient overflowed.
 #pragma once
 
+#include "train/scaling_policy.h"
+
 #include <memory>
 #include <string>
 
@@ -32,23 +34,23 @@ public:
 // (per-layer, amax, mx) keep this loss scale and rescale their tensors instead.
 class StaticScaler final : public LossScaler {
 public:
-    explicit StaticScaler(double scale, std::string name = "static")
-        : m_scale(scale), m_name(std::move(name)) {}
-    std::string name() const override { return m_name; }
+    explicit StaticScaler(double scale, ScalingPolicy policy = ScalingPolicy::Static)
+        : m_scale(scale), m_policy(policy) {}
+    std::string name() const override { return std::string(toString(m_policy)); }
     double scale() const override { return m_scale; }
     void setScale(double scale) override { m_scale = scale; }
     ScaleDecision update(bool overflow) override {
         if (!overflow)
             return {};
-        if (m_name == "none")
+        if (m_policy == ScalingPolicy::None)
             return {true, "Inf/NaN in gradients without loss scaling (policy none)"};
-        return {true, "Inf/NaN in gradients at " + m_name + " scale"};
+        return {true, "Inf/NaN in gradients at " + name() + " scale"};
     }
-    bool overflowIsDivergence() const override { return m_name == "static" || m_name == "none"; }
+    bool overflowIsDivergence() const override { return info(m_policy).overflowIsDivergence; }
 
 private:
     double m_scale;
-    std::string m_name;
+    ScalingPolicy m_policy;
 };
 
 } // namespace plab

@@ -1,10 +1,9 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
-#include <algorithm>
-
 #include "device/compute_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -333,15 +332,18 @@ TrainConfig configFromJson(const json& j) {
         t.number("epochs", c.epochs, 0, 100000);
         t.number("batch_size", c.batchSize, 1, 65536);
         t.number("lr", c.learningRate, 1e-12, 1e6);
-        std::string optimizer = "sgd";
+        std::string optimizer = kOptimizerNames[0].name;
         t.text("optimizer", optimizer);
-        if (optimizer == "sgd")
-            c.optimizer = OptimizerKind::Sgd;
-        else if (optimizer == "adam")
-            c.optimizer = OptimizerKind::Adam;
-        else
-            throw ConfigError("config.train.optimizer: \"" + optimizer +
-                              "\" (expected sgd or adam)");
+        const auto named = std::find_if(std::begin(kOptimizerNames), std::end(kOptimizerNames),
+                                        [&](const OptimizerName& n) { return optimizer == n.name; });
+        if (named == std::end(kOptimizerNames)) {
+            std::string expected;
+            for (const OptimizerName& n : kOptimizerNames)
+                expected += (expected.empty() ? "" : " or ") + std::string(n.name);
+            throw ConfigError("config.train.optimizer: \"" + optimizer + "\" (expected " +
+                              expected + ")");
+        }
+        c.optimizer = named->kind;
         t.number("momentum", c.momentum, 0, 0.999999);
         t.number("weight_decay", c.weightDecay, 0, 1);
         t.number("beta1", c.beta1, 0, 0.999999);
@@ -360,15 +362,14 @@ TrainConfig configFromJson(const json& j) {
         readRecipe(top.at("recipe"), c.recipe);
     if (top.has("scaling")) {
         Reader s(top.at("scaling"), "config.scaling");
-        s.text("policy", c.scalingPolicy);
-        if (c.scalingPolicy != "none" && c.scalingPolicy != "static" &&
-            c.scalingPolicy != "dynamic" && c.scalingPolicy != "enhanced" &&
-            c.scalingPolicy != "per-layer" && c.scalingPolicy != "amax-current" &&
-            c.scalingPolicy != "amax-delayed" && c.scalingPolicy != "mx")
-            throw ConfigError("config.scaling.policy: \"" + c.scalingPolicy +
-                              "\" (expected none, static, dynamic, enhanced, per-layer, "
-                              "amax-current, amax-delayed or mx)");
-        if (c.scalingPolicy == "dynamic" || c.scalingPolicy == "enhanced")
+        std::string policy(toString(c.scalingPolicy));
+        s.text("policy", policy);
+        const std::optional<ScalingPolicy> parsed = parseScalingPolicy(policy);
+        if (!parsed)
+            throw ConfigError("config.scaling.policy: \"" + policy + "\" (expected " +
+                              scalingPolicyNames() + ")");
+        c.scalingPolicy = *parsed;
+        if (info(c.scalingPolicy).adaptsLossScale)
             c.lossScale = 65536.0; // GradScaler's initial scale unless given
         s.number("scale", c.lossScale, 1.0 / (1ull << 40), 1e30);
         DynamicScalerSettings& d = c.dynamic;
@@ -424,6 +425,17 @@ TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
     return next;
 }
 
+namespace {
+
+const char* optimizerName(OptimizerKind kind) {
+    for (const OptimizerName& n : kOptimizerNames)
+        if (n.kind == kind)
+            return n.name;
+    return "?";
+}
+
+} // namespace
+
 json TrainConfig::toJson() const {
     json recipeJson;
     for (TensorRole r : kAllRoles)
@@ -464,7 +476,7 @@ json TrainConfig::toJson() const {
           {"epochs", epochs},
           {"batch_size", batchSize},
           {"lr", learningRate},
-          {"optimizer", optimizer == OptimizerKind::Sgd ? "sgd" : "adam"},
+          {"optimizer", optimizerName(optimizer)},
           {"momentum", momentum},
           {"weight_decay", weightDecay},
           {"beta1", beta1},
@@ -477,7 +489,7 @@ json TrainConfig::toJson() const {
           {"eval_every", evalEvery}}},
         {"recipe", recipeJson},
         {"scaling",
-         {{"policy", scalingPolicy},
+         {{"policy", std::string(toString(scalingPolicy))},
           {"scale", lossScale},
           {"growth_factor", dynamic.growthFactor},
           {"backoff_factor", dynamic.backoffFactor},

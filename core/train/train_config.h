@@ -6,6 +6,7 @@
 #include "nn/model.h"
 #include "train/dynamic_scaler.h"
 #include "train/precision_recipe.h"
+#include "train/scaling_policy.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,13 @@ public:
 };
 
 enum class OptimizerKind { Sgd, Adam };
+struct OptimizerName {
+    OptimizerKind kind;
+    const char* name;
+};
+// The one name table: the parser, the writer and their messages read it.
+inline constexpr OptimizerName kOptimizerNames[] = {{OptimizerKind::Sgd, "sgd"},
+                                                    {OptimizerKind::Adam, "adam"}};
 
 // A change made while a run goes (a GUI edit, a replayed session's): after `step` steps, before
 // the next, the config patch `set` (train.lr, scaling.*, recipe) is merged into the run's config.
@@ -62,8 +70,7 @@ struct TrainConfig {
     int evalEvery = 0; // test-set evaluation every k steps; 0: at the end of each epoch
 
     PrecisionRecipe recipe;
-    // none, static, dynamic, enhanced, per-layer, amax-current, amax-delayed, mx
-    std::string scalingPolicy = "static";
+    ScalingPolicy scalingPolicy = ScalingPolicy::Static; // train/scaling_policy.h
     double lossScale = 1.0;        // static scale, or the dynamic policies' initial one
     DynamicScalerSettings dynamic; // dynamic / enhanced parameters (initialScale unused)
     double perLayerCap = 16.0, cumulativeCap = 1024.0; // per-layer (Zhao et al.)

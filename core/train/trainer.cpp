@@ -17,17 +17,17 @@
 
 namespace plab {
 std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
-    if (config.scalingPolicy == "dynamic" || config.scalingPolicy == "enhanced") {
+    if (info(config.scalingPolicy).adaptsLossScale) { // dynamic, enhanced
         DynamicScalerSettings d = config.dynamic;
         d.initialScale = config.lossScale;
-        d.enhanced = config.scalingPolicy == "enhanced";
+        d.enhanced = config.scalingPolicy == ScalingPolicy::Enhanced;
         return std::make_unique<DynamicScaler>(d);
     }
-    if (config.scalingPolicy != "static" && config.scalingPolicy != "none") // per-layer, amax, mx
-        return std::make_unique<StaticScaler>(config.lossScale, config.scalingPolicy);
-    if (config.scalingPolicy == "none")
-        return std::make_unique<StaticScaler>(1.0, "none");
-    return std::make_unique<StaticScaler>(config.lossScale);
+    // none: scale 1; static: the given scale; the tensor-scaling policies keep the loss scale
+    // and rescale their tensors.
+    return std::make_unique<StaticScaler>(
+        config.scalingPolicy == ScalingPolicy::None ? 1.0 : config.lossScale,
+        config.scalingPolicy);
 }
 
 namespace {
@@ -232,12 +232,12 @@ void Trainer::buildQuantizers() {
 }
 
 void Trainer::applyScalingPolicy() {
-    const std::string& policy = m_config.scalingPolicy;
-    m_perLayer = policy == "per-layer";
-    m_tensorScaling = policy == "amax-current"   ? TensorScalingKind::AmaxCurrent
-                      : policy == "amax-delayed" ? TensorScalingKind::AmaxDelayed
-                      : policy == "mx"           ? TensorScalingKind::Mx
-                                                 : TensorScalingKind::None;
+    const ScalingPolicy policy = m_config.scalingPolicy;
+    m_perLayer = policy == ScalingPolicy::PerLayer;
+    m_tensorScaling = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
+                      : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
+                      : policy == ScalingPolicy::Mx          ? TensorScalingKind::Mx
+                                                             : TensorScalingKind::None;
     const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
     m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
                          {emptyHistory, emptyHistory, emptyHistory});

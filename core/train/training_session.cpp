@@ -327,7 +327,8 @@ void TrainingSession::apply(const Command& c) {
         m_trainer->setScaling(*c.scaling);
         setEffective([&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         record([&](RunLog& log) {
-            log.logEvent(step, "policy", "scaling policy set to " + c.scaling->scalingPolicy,
+            log.logEvent(step, "policy", "scaling policy set to " +
+                                               std::string(toString(c.scaling->scalingPolicy)),
                          {{"scaling", m_config.toJson().at("scaling")}});
         });
         noteEdit(step, {{"scaling", m_config.toJson().at("scaling")}});

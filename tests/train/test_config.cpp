@@ -44,7 +44,7 @@ void TestConfig::presetsParse() {
     QCOMPARE(configFromJson(findPreset("fp16-static").json).lossScale, 1024.0);
     QVERIFY_THROWS_EXCEPTION(ConfigError, findPreset("fp7"));
     const TrainConfig amp = configFromJson(findPreset("fp16-amp").json);
-    QVERIFY(amp.scalingPolicy == "dynamic");
+    QVERIFY(amp.scalingPolicy == ScalingPolicy::Dynamic);
     QCOMPARE(amp.lossScale, 65536.0);
     QCOMPARE(amp.dynamic.growthInterval, std::int64_t{2000});
     const TrainConfig mel = configFromJson(findPreset("fp8-e5m2-mellempudi").json);

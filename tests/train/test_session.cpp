@@ -186,7 +186,7 @@ void TestSession::policySwitchesMidRun() {
     }));
     QCOMPARE(session.latestSnapshot()->scalars.scale, 1.0);
     TrainConfig dynamic = smallConfig(1000);
-    dynamic.scalingPolicy = "dynamic";
+    dynamic.scalingPolicy = ScalingPolicy::Dynamic;
     dynamic.lossScale = 1024.0;
     dynamic.dynamic.growthInterval = 2;
     session.setScaling(dynamic);

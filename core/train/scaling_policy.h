@@ -1,0 +1,49 @@
+// The scaling policies, as one table: the config parser and writer, the trainer, the GUI's policy
+// box (names and tooltips) and the CLI's error messages all read it, so a policy is added in one
+// place and no code compares policy names as strings.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace plab {
+
+enum class ScalingPolicy { None, Static, Dynamic, Enhanced, PerLayer, AmaxCurrent, AmaxDelayed, Mx };
+
+struct ScalingPolicyInfo {
+    ScalingPolicy policy;
+    const char* name;        // as written in configs
+    const char* description; // one line, for tooltips and help
+    bool adaptsLossScale;    // the policy moves the loss scale itself (dynamic, enhanced)
+    // An overflow ends the run: the policy can neither lower the scale nor rescale tensors.
+    bool overflowIsDivergence;
+};
+
+inline constexpr ScalingPolicyInfo kScalingPolicies[] = {
+    {ScalingPolicy::None, "none", "no scaling: the loss scale is 1", false, true},
+    {ScalingPolicy::Static, "static", "one fixed loss scale (the slider, scaling.scale)", false,
+     true},
+    {ScalingPolicy::Dynamic, "dynamic",
+     "GradScaler: back off on overflow, grow after growth_interval clean steps", true, false},
+    {ScalingPolicy::Enhanced, "enhanced",
+     "dynamic with a rising floor (Mellempudi et al. 2019)", true, false},
+    {ScalingPolicy::PerLayer, "per-layer", "per-layer analytic gradient scales (Zhao et al. 2020)",
+     false, false},
+    {ScalingPolicy::AmaxCurrent, "amax-current",
+     "per-tensor scales from this step's amax (Transformer Engine, current scaling)", false,
+     false},
+    {ScalingPolicy::AmaxDelayed, "amax-delayed",
+     "per-tensor scales from an amax history (Transformer Engine, delayed scaling)", false,
+     false},
+    {ScalingPolicy::Mx, "mx", "blocks of 32 values with a shared E8M0 scale (OCP MX)", false,
+     false},
+};
+
+const ScalingPolicyInfo& info(ScalingPolicy policy);
+std::string_view toString(ScalingPolicy policy);
+std::optional<ScalingPolicy> parseScalingPolicy(std::string_view name);
+// "none, static, dynamic, ... or mx": for error messages.
+std::string scalingPolicyNames();
+
+} // namespace plab
