@@ -1,0 +1,215 @@
+// The run record: its histogram encoding, numbers that must not change meaning on the way
+// through SQLite (NaN, Inf, "not evaluated"), a step written whole or not at all, resets, the disk
+// budget, and the run analysis read back from it.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "record/histogram_blob.h"
+#include "record/run_export.h"
+#include "record/run_record.h"
+#include "train/run_log.h"
+#include "train/training_session.h"
+
+#include <fstream>
+#include <limits>
+#include <random>
+
+using namespace plab;
+
+class TestRunRecord : public QObject {
+    Q_OBJECT
+private slots:
+    void histogramBlobRoundTrips();
+    void damagedHistogramBlobIsRefused();
+    void nanInfAndNotEvaluatedKeepTheirMeaning();
+    void aStepIsRecordedWholeOrNotAtAll();
+    void resetStartsANewAttempt();
+    void budgetStopsHistogramsAndSaysSo();
+};
+
+namespace {
+
+TrainConfig smallConfig(std::int64_t steps) {
+    return configFromJson(
+        {{"model", {{"hidden", {16}}}}, {"train", {{"steps", steps}, {"batch_size", 16}}}});
+}
+
+std::string readAll(const std::string& path) {
+    std::ifstream f(path);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::vector<StageStats> someStats(std::size_t stages) {
+    std::vector<StageStats> out(stages);
+    for (StageStats& s : out)
+        for (TensorRole r : kAllRoles) {
+            QuantStats& q = s.role(r);
+            q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 100;
+            q.counts[static_cast<std::size_t>(QuantClass::Underflow)] = 5;
+            q.histogram[300] = 100;
+            q.histogram[12] = 5;
+        }
+    return out;
+}
+
+} // namespace
+
+void TestRunRecord::histogramBlobRoundTrips() {
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 200; ++trial) {
+        std::array<std::uint64_t, kHistBinCount> h{};
+        const int filled = trial % 50;
+        for (int i = 0; i < filled; ++i)
+            h[rng() % kHistBinCount] = rng() >> (rng() % 64);
+        if (trial == 1)
+            h[kHistNanBin] = std::numeric_limits<std::uint64_t>::max();
+        QCOMPARE(decodeHistogram(encodeHistogram(h)), h);
+    }
+    std::array<std::uint64_t, kHistBinCount> sparse{};
+    sparse[400] = 1000;
+    QVERIFY(encodeHistogram(sparse).size() <= 4); // two varints: 2 + 2 bytes
+}
+
+void TestRunRecord::damagedHistogramBlobIsRefused() {
+    std::array<std::uint64_t, kHistBinCount> h{};
+    h[500] = 1ull << 40;
+    const std::string blob = encodeHistogram(h);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             decodeHistogram(std::string_view(blob).substr(0, blob.size() - 1)));
+    const std::string outOfRange = "\xff\x7f\x01"; // bin 16383, count 1
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, decodeHistogram(outOfRange));
+}
+
+// SQLite would store a NaN as NULL ("not measured"): the record keeps NaN, Inf and "not
+// evaluated" apart, in the database, in the reader and in metrics.csv.
+void TestRunRecord::nanInfAndNotEvaluatedKeepTheirMeaning() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"});
+        StepScalars s;
+        s.step = 1;
+        s.loss = std::numeric_limits<double>::quiet_NaN();
+        s.scale = std::numeric_limits<double>::infinity();
+        log.logStep(s); // not evaluated
+        s.step = 2;
+        s.loss = 0.5;
+        s.scale = 1.0;
+        s.evaluated = true;
+        s.testLoss = std::numeric_limits<double>::quiet_NaN();
+        s.testAccuracy = 0.25;
+        log.logStep(s);
+        log.commit();
+        log.close();
+    }
+    const std::vector<StepScalars> steps = RunRecord(run).steps();
+    QCOMPARE(steps.size(), std::size_t{2});
+    QVERIFY(std::isnan(steps[0].loss));
+    QVERIFY(std::isinf(steps[0].scale));
+    QVERIFY(!steps[0].evaluated);
+    QVERIFY(steps[1].evaluated);
+    QVERIFY(std::isnan(steps[1].testLoss));
+    QCOMPARE(steps[1].testAccuracy, 0.25);
+    const std::string metrics = readAll(run + "/metrics.csv");
+    QVERIFY2(metrics.find("\n1,0,nan,0,inf,0,0,0,,\n") != std::string::npos, metrics.c_str());
+    QVERIFY2(metrics.find("\n2,0,0.5,0,1,0,0,0,nan,0.25\n") != std::string::npos, metrics.c_str());
+}
+
+// Rows logged but not committed (a crash between them) never reach the record: the step's
+// scalars without its statistics would be half a step.
+void TestRunRecord::aStepIsRecordedWholeOrNotAtAll() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"});
+        StepScalars s;
+        s.step = 1;
+        log.logStep(s);
+        log.logStats(1, someStats(2));
+        log.commit();
+        s.step = 2;
+        log.logStep(s); // its statistics never come: the process "dies" here
+    }
+    exportRunRecord(run, run);
+    const RunRecord record(run);
+    QCOMPARE(record.steps().size(), std::size_t{1});
+    QCOMPARE(record.statistics().size(), std::size_t{1});
+    QCOMPARE(readAll(run + "/layers.csv").find("\n2,"), std::string::npos);
+    const RunAnalysis a = analyseRun(record);
+    QCOMPARE(a.meanFlushed.at("activation_gradients"), 5.0 / 105.0);
+}
+
+// After a Reset the steps start at 1 again: the reader shows the run since the reset, the exports
+// keep both attempts, and the reset event says where.
+void TestRunRecord::resetStartsANewAttempt() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(3, 200, 50));
+    {
+        TrainingSession session(smallConfig(100), data, run);
+        for (int i = 0; i < 3; ++i)
+            session.stepOnce();
+        QTRY_VERIFY(session.latestSnapshot() && session.latestSnapshot()->scalars.step == 3);
+        session.reset();
+        session.stepOnce();
+        session.stepOnce();
+        QTRY_VERIFY(session.latestSnapshot()->scalars.step == 2 &&
+                    session.state() == SessionState::Paused);
+        session.stop();
+        session.waitUntilDone();
+    }
+    const RunRecord record(run);
+    const std::vector<StepScalars> steps = record.steps();
+    QCOMPARE(steps.size(), std::size_t{2});
+    QCOMPARE(steps.back().step, std::int64_t{2});
+    QCOMPARE(record.statistics().size(), std::size_t{2});
+    bool sawReset = false;
+    for (const RecordedEvent& e : record.events())
+        sawReset = sawReset || (e.type == "reset" && e.step == 3);
+    QVERIFY(sawReset);
+    std::ifstream metrics(run + "/metrics.csv");
+    int rows = 0;
+    for (std::string line; std::getline(metrics, line);)
+        ++rows;
+    QCOMPARE(rows, 1 + 3 + 2);
+}
+
+// Past train.record_budget_mb the histograms stop (an event says so); steps and counters go on.
+void TestRunRecord::budgetStopsHistogramsAndSaysSo() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    TrainConfig config = smallConfig(1000);
+    config.recordBudgetMb = 1;
+    config.histogramsEvery = 1;
+    std::int64_t steps = 0;
+    {
+        RunLog log(run, config, {"L0", "L1", "L2"});
+        std::vector<StageStats> stats = someStats(3);
+        for (auto& st : stats) // wide histograms: ~2 KB per tensor
+            for (TensorRole r : kAllRoles)
+                for (int b = 1; b < 1000; ++b)
+                    st.role(r).histogram[static_cast<std::size_t>(b)] = 1000 + b;
+        while (log.recordBytes() < (3u << 20) / 2 && steps < 2000) {
+            StepScalars s;
+            s.step = ++steps;
+            log.logStep(s);
+            log.logStats(s.step, stats);
+            log.commit();
+        }
+        log.close();
+    }
+    const RunRecord record(run);
+    QCOMPARE(static_cast<std::int64_t>(record.steps().size()), steps);
+    QCOMPARE(static_cast<std::int64_t>(record.statistics().size()), steps);
+    bool said = false;
+    for (const RecordedEvent& e : record.events())
+        said = said || (e.type == "record_budget" &&
+                        e.message.find("histograms are no longer recorded") != std::string::npos);
+    QVERIFY(said);
+    const std::optional<RecordedStatistics> last = record.latestHistograms();
+    QVERIFY(last.has_value());
+    QVERIFY(last->step < steps); // the histograms stopped before the run did
+}
+
+QTEST_GUILESS_MAIN(TestRunRecord)
+#include "test_run_record.moc"
