@@ -109,7 +109,7 @@ void CompareDialog::run(const QStringList& requested, int steps) {
         std::lock_guard lock(m_mutex);
         m_curves.clear();
         for (const QString& name : names)
-            m_curves.push_back({name, {}, {}, {}});
+            m_curves.push_back({name, {}, {}, {}, {}});
         m_compareDir = folder;
         m_progressText = tr("Starting %1 runs of %2 steps…").arg(names.size()).arg(n);
     }

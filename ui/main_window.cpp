@@ -50,6 +50,25 @@
 
 namespace plab {
 
+namespace {
+
+std::uint64_t bytesUnder(const std::filesystem::path& dir) {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec))
+            total += it->file_size(ec);
+    return total;
+}
+
+QString megabytes(std::uint64_t bytes) {
+    return QString::number(static_cast<double>(bytes) / (1024.0 * 1024.0), 'f', 1) +
+           QStringLiteral(" MB");
+}
+
+} // namespace
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("Precision Lab"));
     setMinimumSize(900, 620);
@@ -109,6 +128,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_progress->setMaximumWidth(220);
     statusBar()->addWidget(m_status, 1);
     m_backend = new QLabel(this);
+    m_disk = new QLabel(this);
+    statusBar()->addPermanentWidget(m_disk);
     statusBar()->addPermanentWidget(m_backend);
     statusBar()->addPermanentWidget(m_progress);
 
@@ -379,6 +400,17 @@ QString MainWindow::applySettings() {
 
 QString MainWindow::startRun(const TrainConfig& config) {
     m_viewedRun.clear();
+    // Every run keeps its record: say when they add up.
+    const QString runsFolder =
+        QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+        QStringLiteral("/runs");
+    m_runsFolderBytes = bytesUnder(runsFolder.toStdString());
+    if (m_runsFolderBytes > kRunsFolderNotice)
+        statusBar()->showMessage(
+            tr("The runs folder %1 holds %2: File > Open run folder to tidy it up.")
+                .arg(runsFolder, megabytes(m_runsFolderBytes)),
+            15000);
+    m_diskCheck.invalidate();
     // Every GUI run logs like a CLI run, under the user's data folder.
     const QString runDir =
         QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
@@ -432,9 +464,9 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
     m_preset->setItemData(m_preset->count() - 1, QString::fromStdString(start.toJson().dump()),
                           kSessionConfigRole);
     m_preset->setCurrentIndex(m_preset->count() - 1);
-    const int data = m_data->findData(QString::fromStdString(config.dataSource));
-    if (data >= 0) {
-        m_data->setCurrentIndex(data);
+    const int source = m_data->findData(QString::fromStdString(config.dataSource));
+    if (source >= 0) {
+        m_data->setCurrentIndex(source);
     } else {
         m_dataDir = QString::fromStdString(config.dataSource);
         m_data->setCurrentIndex(m_data->findData(QStringLiteral("dir")));
@@ -696,6 +728,26 @@ void MainWindow::updateStatus() {
                           .arg(s->scalars.samplesPerSecond, 0, 'f', 0)
                           .arg(QString::fromLatin1(info(m_controller->config().scalingPolicy).name))
                           .arg(std::log2(s->scalars.scale)));
+    updateDiskUse();
+}
+
+
+// The disk a person's runs take, in the status bar: this run's record (every second) and the
+// runs folder (when a run starts), with a notice once the folder passes kRunsFolderNotice.
+void MainWindow::updateDiskUse() {
+    const QString run = m_controller->runDir();
+    if (run.isEmpty() || (m_diskCheck.isValid() && m_diskCheck.elapsed() < 1000))
+        return;
+    m_diskCheck.start();
+    std::uint64_t record = 0;
+    std::error_code ec;
+    for (const char* name : {"/run.sqlite", "/run.sqlite-wal"})
+        if (const auto n = std::filesystem::file_size((run + QLatin1String(name)).toStdString(), ec);
+            !ec)
+            record += n;
+    m_disk->setText(tr("record %1").arg(megabytes(record)));
+    m_disk->setToolTip(tr("This run's record: %1\nAll runs in %2: %3")
+                           .arg(megabytes(record), QFileInfo(run).path(), megabytes(m_runsFolderBytes)));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -4,6 +4,7 @@
 
 #include "train/train_config.h"
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 
 class QAction;
@@ -73,6 +74,11 @@ private:
     void showRunSettings(const TrainConfig& config);
     static QString writeWholeFile(const QString& path, const std::string& text);
     QString m_viewedRun; // the past run on show (no session), or empty
+    void updateDiskUse();
+    QLabel* m_disk = nullptr;
+    QElapsedTimer m_diskCheck;
+    std::uint64_t m_runsFolderBytes = 0;
+    static constexpr std::uint64_t kRunsFolderNotice = 1ull << 30; // 1 GiB
     void buildActions();
     void buildControls();
     void showError(const QString& title, const QString& message);
