@@ -27,6 +27,7 @@ Command addExportCommand(CLI::App& app) {
                 std::int64_t steps = 0, events = 0;
                 try { // read-write: SQLite reads a killed run's write-ahead log this way
                     db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
+                    checkRunRecord(*db);
                     steps = db->queryInteger("SELECT count(*) FROM steps");
                     events = db->queryInteger("SELECT count(*) FROM events");
                 } catch (const RecordError& e) {
@@ -38,6 +39,9 @@ Command addExportCommand(CLI::App& app) {
                     exportRunRecord(*db, dir);
                     recovered = completeKilledRunSummary(*db, *run);
                 } catch (const RecordError& e) {
+                    // The record could not be read (damaged: bad input) or a file not written.
+                    if (std::string(e.what()).rfind(path + ":", 0) == 0)
+                        throw std::invalid_argument(e.what());
                     std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
                     return kExitRecordFailed;
                 }

@@ -153,10 +153,14 @@ void exportEvents(SqliteDb& db, const std::string& dir) {
 
 } // namespace
 
-void exportRunRecord(SqliteDb& db, const std::string& outDir) {
-    for (const char* table : {"meta", "steps", "stats", "histograms", "events"})
+void checkRunRecord(SqliteDb& db) {
+    for (const char* table : {"meta", "steps", "stats", "histograms", "events", "summary"})
         if (!db.hasTable(table))
             throw RecordError(db.path() + ": is not a run record (no table " + table + ")");
+}
+
+void exportRunRecord(SqliteDb& db, const std::string& outDir) {
+    checkRunRecord(db);
     std::error_code ec;
     std::filesystem::create_directories(outDir, ec);
     if (ec)

@@ -11,6 +11,9 @@
 
 namespace plab {
 
+// Throws RecordError ("PATH: is not a run record (no table steps)") unless db has the record's
+// tables.
+void checkRunRecord(SqliteDb& db);
 // From an open record database (the writer's, at the end of a run).
 void exportRunRecord(SqliteDb& db, const std::string& outDir);
 // From DIR/run.sqlite (a killed run's included: its write-ahead log is read too). Throws

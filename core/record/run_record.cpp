@@ -2,6 +2,7 @@
 #include "record/run_record.h"
 
 #include "record/histogram_blob.h"
+#include "record/run_export.h"
 #include "record/run_record_schema.h"
 
 #include <cmath>
@@ -16,9 +17,7 @@ RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
         throw RecordError(path + ": no run record here (a run folder holds run.sqlite)");
     // Read-write (nothing is written): SQLite needs it to read a live or killed run's log.
     m_db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
-    for (const char* table : {"meta", "steps", "stats", "histograms", "events", "summary"})
-        if (!m_db->hasTable(table))
-            throw RecordError(path + ": is not a run record (no table " + table + ")");
+    checkRunRecord(*m_db);
     SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = 'stage_names'");
     if (s.next()) {
         const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
