@@ -187,6 +187,9 @@ SqliteDb::SqliteDb(const std::string& path, Mode mode) : m_path(path) {
         throw RecordError(message);
     }
     sqlite3_extended_result_codes(m_db, 1);
+    // A reader (an export, the GUI) and the run's writer can meet on a lock only briefly (the
+    // end-of-run checkpoint): wait for it instead of failing at once.
+    sqlite3_busy_timeout(m_db, 5000);
 }
 
 SqliteDb::~SqliteDb() {

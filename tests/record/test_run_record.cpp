@@ -25,6 +25,7 @@ private slots:
     void aStepIsRecordedWholeOrNotAtAll();
     void resetStartsANewAttempt();
     void budgetStopsHistogramsAndSaysSo();
+    void aReaderDuringTheRunDoesNotFailIt();
 };
 
 namespace {
@@ -209,6 +210,29 @@ void TestRunRecord::budgetStopsHistogramsAndSaysSo() {
     const std::optional<RecordedStatistics> last = record.latestHistograms();
     QVERIFY(last.has_value());
     QVERIFY(last->step < steps); // the histograms stopped before the run did
+}
+
+// A reader with the record open while the run writes and ends (the GUI's report, `export` of a
+// live run) sees whole steps and does not make the run fail.
+void TestRunRecord::aReaderDuringTheRunDoesNotFailIt() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(4, 400, 50));
+    TrainingSession session(smallConfig(60), data, run);
+    session.start();
+    QTRY_VERIFY(session.latestSnapshot() && session.latestSnapshot()->scalars.step >= 5);
+    const RunRecord reader(run);
+    std::size_t seen = 0;
+    while (!hasEnded(session.state())) {
+        const std::size_t now = reader.steps().size();
+        QVERIFY(now >= seen); // whole steps only, never fewer
+        QCOMPARE(reader.statistics().size() >= now - 1, true);
+        seen = now;
+    }
+    session.waitUntilDone();
+    QCOMPARE(session.state(), SessionState::Finished);
+    QCOMPARE(reader.steps().size(), std::size_t{60});
+    QVERIFY(reader.summary().finished);
 }
 
 QTEST_GUILESS_MAIN(TestRunRecord)
