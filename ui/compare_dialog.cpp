@@ -235,11 +235,14 @@ void CompareDialog::refresh() {
     if (!m_running.load()) {
         m_timer->stop();
         m_runButton->setEnabled(true);
-        std::lock_guard lock(m_mutex);
-        if (!m_error.isEmpty()) {
-            QMessageBox::warning(this, tr("Comparison stopped"), m_error);
-            m_error.clear();
+        QString error;
+        {
+            std::lock_guard lock(m_mutex);
+            error.swap(m_error);
         }
+        if (!error.isEmpty())
+            QMessageBox::warning(this, tr("Comparison stopped"), error);
+        emit comparisonEnded();
     }
 }
 

@@ -42,6 +42,10 @@ public:
     QString progressText() const; // "fp16-amp (2 of 3): step 120 of 300", "Done: ..."
     QString compareDir() const;   // the folder of the last comparison's runs
 
+signals:
+    // The comparison ended (done, stopped or failed) and its final curves are drawn.
+    void comparisonEnded();
+
 private:
     struct Curve {
         QString name;

@@ -2,6 +2,7 @@
 // slider changing the flushed share in the direction the format demands before any new step,
 // export to PNG/PDF/SVG, errors as messages, and a screenshot to look at.
 #include <QComboBox>
+#include <QSignalSpy>
 #include <QSlider>
 #include <QTemporaryDir>
 #include <QTest>
@@ -350,9 +351,10 @@ void TestMainWindow::compareOverlaysCurves() {
     base.batchSize = 32;
     QTemporaryDir runs;
     CompareDialog dialog(base, nullptr, runs.path());
+    QSignalSpy ended(&dialog, &CompareDialog::comparisonEnded);
     dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 20);
-    QTRY_VERIFY_WITH_TIMEOUT(!dialog.isRunning(), 30000);
-    QTest::qWait(250); // the refresh timer's last pass
+    QVERIFY(ended.wait(60000)); // the last refresh has drawn the final curves
+    QVERIFY(!dialog.isRunning());
     QVERIFY2(dialog.progressText().startsWith(QLatin1String("Done: 2 runs of 20 steps")),
              qPrintable(dialog.progressText()));
     // Each preset ran as a session with its own record.
@@ -377,7 +379,7 @@ void TestMainWindow::screenshotAfterTraining() {
     QTRY_VERIFY(m_window->controller()->state() == SessionState::Paused);
     QTRY_COMPARE(m_window->trainAction()->text(), QStringLiteral("Train")); // the window noticed
     m_window->gradientView()->stageBox()->setCurrentIndex(2);
-    QTest::qWait(100);
+    QCoreApplication::processEvents(); // the queued replot
     const QString path =
         QCoreApplication::applicationDirPath() + QStringLiteral("/main_window.png");
     QVERIFY(m_window->grab().save(path));
