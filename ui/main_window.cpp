@@ -34,6 +34,7 @@
 #include <QProgressBar>
 #include <QSaveFile>
 #include <QSettings>
+#include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStandardPaths>
@@ -103,6 +104,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(m_slider, 1);
     sliderRow->addWidget(m_policy);
+    // Shown only while a past run is on show: scrubs its recorded histograms.
+    m_scrubLabel = new QLabel(this);
+    m_scrub = new QSlider(Qt::Horizontal, this);
+    m_scrub->setToolTip(tr("The steps whose histograms the run recorded"));
+    m_scrub->setMinimumWidth(200);
+    connect(m_scrub, &QSlider::valueChanged, this, &MainWindow::showViewedStep);
+    m_scrubLabel->hide();
+    m_scrub->hide();
+    sliderRow->addWidget(m_scrubLabel);
+    sliderRow->addWidget(m_scrub);
     layout->addLayout(sliderRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
@@ -400,6 +411,8 @@ QString MainWindow::applySettings() {
 
 QString MainWindow::startRun(const TrainConfig& config) {
     m_viewedRun.clear();
+    m_scrub->hide();
+    m_scrubLabel->hide();
     // Every run keeps its record: say when they add up.
     const QString runsFolder =
         QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
@@ -558,6 +571,7 @@ QString MainWindow::openRun(const QString& dir) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
     }
     m_viewedRun = dir;
+    m_viewedHistory = history;
     // As the live views do: at most ~4k points, evaluations always kept.
     const std::size_t every = history.size() / TrainingController::kHistoryCapacity + 1;
     std::vector<StepScalars> shown;
@@ -566,17 +580,22 @@ QString MainWindow::openRun(const QString& dir) {
             shown.push_back(history[i]);
     m_timeView->setHistory(shown);
     m_heatmap->setColumns(columns, names);
-    TrainingSnapshot snapshot;
-    snapshot.stageNames = names;
-    if (last) {
-        snapshot.statsStep = last->step;
-        snapshot.stages = last->stages;
-        for (const StepScalars& s : history)
-            if (s.step == last->step)
-                snapshot.scalars = s;
-    }
-    m_gradientView->setSnapshot(snapshot, config);
     showRunSettings(config);
+    m_viewedConfig = config;
+    m_viewedNames = names;
+    try {
+        m_scrubSteps = RunRecord(dir.toStdString()).histogramSteps();
+    } catch (const std::exception&) {
+        m_scrubSteps.clear();
+    }
+    {
+        const QSignalBlocker block(m_scrub);
+        m_scrub->setRange(0, std::max<int>(0, static_cast<int>(m_scrubSteps.size()) - 1));
+        m_scrub->setValue(m_scrub->maximum());
+    }
+    m_scrub->setVisible(m_scrubSteps.size() > 1);
+    m_scrubLabel->setVisible(!m_scrubSteps.empty());
+    showViewedStep(m_scrub->value());
     showConfigInControls(config, tr("run %1").arg(QFileInfo(dir).fileName()));
     m_progress->setRange(0, 1);
     m_progress->setValue(summary.finished ? 1 : 0);
@@ -585,6 +604,33 @@ QString MainWindow::openRun(const QString& dir) {
                           .arg(history.empty() ? 0 : history.back().step)
                           .arg(last ? tr("; histograms of step %1").arg(last->step) : QString()));
     return {};
+}
+
+// The past run's statistics step at `index` of the recorded histogram steps, in the gradient
+// view (an empty view when the run recorded none).
+void MainWindow::showViewedStep(int index) {
+    TrainingSnapshot snapshot;
+    snapshot.stageNames = m_viewedNames;
+    m_viewedStep = 0;
+    if (index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
+        const std::int64_t step = m_scrubSteps[static_cast<std::size_t>(index)];
+        std::optional<RecordedStatistics> stats;
+        try {
+            stats = RunRecord(m_viewedRun.toStdString()).histogramsAt(step);
+        } catch (const std::exception& e) {
+            showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
+        }
+        if (stats) {
+            snapshot.statsStep = step;
+            snapshot.stages = stats->stages;
+            for (const StepScalars& s : m_viewedHistory)
+                if (s.step == step)
+                    snapshot.scalars = s;
+            m_viewedStep = step;
+        }
+        m_scrubLabel->setText(tr("histograms of step %1").arg(step));
+    }
+    m_gradientView->setSnapshot(snapshot, m_viewedConfig);
 }
 
 void MainWindow::rememberRecentFile(const QString& path) {

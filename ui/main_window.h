@@ -2,6 +2,7 @@
 // one TrainingController.
 #pragma once
 
+#include "stats/training_snapshot.h"
 #include "train/train_config.h"
 
 #include <QElapsedTimer>
@@ -10,6 +11,7 @@
 class QAction;
 class QMenu;
 class QComboBox;
+class QSlider;
 class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
@@ -61,6 +63,10 @@ public:
     // current run ends first. Returns the error (not a record, unreadable config), or empty.
     QString openRun(const QString& dir);
     QString viewedRun() const { return m_viewedRun; }
+    // While a past run is on show: the slider over the steps whose histograms it recorded, and
+    // the step the gradient view shows.
+    QSlider* scrubSlider() const { return m_scrub; }
+    std::int64_t viewedStep() const { return m_viewedStep; }
     RecipeEditor* recipeEditor() const { return m_recipeEditor; }
     FlushHeatmapView* heatmapView() const { return m_heatmap; }
     FormatInspector* formatInspector();
@@ -74,6 +80,14 @@ private:
     void showRunSettings(const TrainConfig& config);
     static QString writeWholeFile(const QString& path, const std::string& text);
     QString m_viewedRun; // the past run on show (no session), or empty
+    void showViewedStep(int index);
+    QSlider* m_scrub = nullptr;
+    QLabel* m_scrubLabel = nullptr;
+    std::vector<std::int64_t> m_scrubSteps;     // of the run on show, with histograms
+    std::vector<StepScalars> m_viewedHistory;   // its steps
+    std::int64_t m_viewedStep = 0;
+    TrainConfig m_viewedConfig;
+    std::vector<std::string> m_viewedNames;
     void updateDiskUse();
     QLabel* m_disk = nullptr;
     QElapsedTimer m_diskCheck;

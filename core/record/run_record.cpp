@@ -114,13 +114,24 @@ std::vector<RecordedStatistics> RunRecord::statistics() const {
 }
 
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
-    SqliteStatement last = m_db->prepare(
-        "SELECT step FROM histograms WHERE attempt = ?1 ORDER BY seq DESC LIMIT 1");
-    const std::int64_t attempt = lastAttempt();
-    last.bind(1, attempt);
-    if (!last.next())
+    const std::vector<std::int64_t> steps = histogramSteps();
+    if (steps.empty())
         return std::nullopt;
-    const std::int64_t step = last.integer(0);
+    return histogramsAt(steps.back());
+}
+
+std::vector<std::int64_t> RunRecord::histogramSteps() const {
+    SqliteStatement s = m_db->prepare(
+        "SELECT DISTINCT step FROM histograms WHERE attempt = ?1 ORDER BY step");
+    s.bind(1, lastAttempt());
+    std::vector<std::int64_t> out;
+    while (s.next())
+        out.push_back(s.integer(0));
+    return out;
+}
+
+std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step) const {
+    const std::int64_t attempt = lastAttempt();
     auto stats = readStatistics(*m_db, attempt, m_stageNames.size(), step);
     if (stats.empty())
         return std::nullopt;
@@ -140,8 +151,10 @@ std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
             throw RecordError(m_db->path() + ": is not a readable run record [histograms: " +
                               e.what() + "]");
         }
+        out.hasHistograms = true;
     }
-    out.hasHistograms = true;
+    if (!out.hasHistograms)
+        return std::nullopt;
     return out;
 }
 

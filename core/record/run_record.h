@@ -44,6 +44,10 @@ public:
     std::vector<StepScalars> steps() const;
     // The newest statistics step whose histograms were recorded, or none.
     std::optional<RecordedStatistics> latestHistograms() const;
+    // The steps whose histograms were recorded (since the last reset), in order.
+    std::vector<std::int64_t> histogramSteps() const;
+    // That step's statistics with its histograms, or none when they were not recorded.
+    std::optional<RecordedStatistics> histogramsAt(std::int64_t step) const;
     // Every statistics step since the last reset, counters only (no histograms).
     std::vector<RecordedStatistics> statistics() const;
     std::vector<RecordedEvent> events() const;

@@ -459,6 +459,30 @@ void TestMainWindow::openRunShowsAPastRun() {
     QCOMPARE(m_window->applySettings(), QString()); // a new run from its settings
     QVERIFY(c->hasSession());
     QVERIFY(m_window->viewedRun().isEmpty());
+    QVERIFY(!m_window->scrubSlider()->isVisible());
+
+    // A run that recorded histograms at every statistics step: the scrub slider walks them.
+    QTemporaryDir runs;
+    const std::string recorded = runs.path().toStdString() + "/every";
+    {
+        TrainConfig config = configFromJson({{"data", {{"train_size", 200}, {"test_size", 50}}},
+                                             {"model", {{"hidden", {8}}}},
+                                             {"train", {{"steps", 5}, {"batch_size", 16},
+                                                        {"histograms_every", 1}}}});
+        TrainingSession session(config, c->data(), recorded);
+        session.start();
+        session.waitUntilDone();
+        QCOMPARE(session.state(), SessionState::Finished);
+    }
+    QCOMPARE(m_window->openRun(QString::fromStdString(recorded)), QString());
+    QSlider* scrub = m_window->scrubSlider();
+    QVERIFY(scrub->isVisible());
+    QCOMPARE(scrub->maximum(), 4); // steps 1..5
+    QCOMPARE(m_window->viewedStep(), std::int64_t{5});
+    scrub->setValue(1);
+    QCOMPARE(m_window->viewedStep(), std::int64_t{2});
+    QVERIFY(m_window->gradientView()->currentFractions().normal > 0.0);
+    QCOMPARE(m_window->applySettings(), QString());
 }
 
 // README "A first session", step by step on a fresh window, with the numbers it promises.
