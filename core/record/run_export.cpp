@@ -157,6 +157,12 @@ void checkRunRecord(SqliteDb& db) {
     for (const char* table : {"meta", "steps", "stats", "histograms", "events", "summary"})
         if (!db.hasTable(table))
             throw RecordError(db.path() + ": is not a run record (no table " + table + ")");
+    SqliteStatement v = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+    const std::string version = v.next() ? v.text(0) : std::string("none");
+    if (version != std::to_string(kRunRecordSchemaVersion))
+        throw RecordError(db.path() + ": run record schema version " + version +
+                          " (this build reads version " +
+                          std::to_string(kRunRecordSchemaVersion) + ")");
 }
 
 void exportRunRecord(SqliteDb& db, const std::string& outDir) {

@@ -36,6 +36,19 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     m_config.timeline.clear();
     m_effective = m_plan = m_config;
     m_stageNames = m_trainer->stageNames();
+    // A timeline recipe for a stage this model lacks is bad input now, not a refusal mid-run.
+    TrainConfig state = m_config;
+    for (std::size_t i = 0; i < m_pendingEdits.size(); ++i) {
+        state = applyEdit(state, m_pendingEdits[i].set);
+        try {
+            checkRecipeStages(state.recipe, m_stageCount);
+        } catch (const ConfigError& e) {
+            std::string what = e.what();
+            if (what.rfind("config.", 0) == 0)
+                what = what.substr(7);
+            throw ConfigError("config.timeline[" + std::to_string(i) + "].set." + what);
+        }
+    }
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
     if (!m_runDir.empty())
