@@ -2,6 +2,7 @@
 #include "record/run_record.h"
 
 #include "record/histogram_blob.h"
+#include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
 
@@ -173,8 +174,17 @@ RunSummary RunRecord::summary() const {
     if (!s.next())
         return RunSummary{false, "no summary recorded", 0, 0, 0, 0, 0, 0, 0};
     const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
-    return j.is_object() ? runSummaryFromJson(j)
-                         : RunSummary{false, "summary unreadable", 0, 0, 0, 0, 0, 0, 0};
+    if (!j.is_object())
+        return RunSummary{false, "summary unreadable", 0, 0, 0, 0, 0, 0, 0};
+    RunSummary summary = runSummaryFromJson(j);
+    if (!summary.finished && summary.stopReason == "running") {
+        try { // "running" with no run holding the folder: it was killed or crashed
+            const RunDirectoryLock probe(m_dir);
+            summary.stopReason = "ended without writing its summary (killed or crashed)";
+        } catch (const RecordError&) {
+        }
+    }
+    return summary;
 }
 
 RunAnalysis analyseRun(const RunRecord& record) {

@@ -51,7 +51,9 @@ public:
     // Every statistics step since the last reset, counters only (no histograms).
     std::vector<RecordedStatistics> statistics() const;
     std::vector<RecordedEvent> events() const;
-    // The summary (refreshed every 2 s while the run goes; final once it has ended).
+    // The summary (refreshed every 2 s while the run goes; final once it has ended). A run that
+    // says "running" while no process holds its folder says instead that it ended without its
+    // summary (killed or crashed).
     RunSummary summary() const;
 
 private:
