@@ -236,9 +236,11 @@ void RunLog::logEvent(std::int64_t step, const std::string& type, const std::str
 
 void RunLog::writeSummary(const RunSummary& s) {
     const std::string text = toJson(s).dump(2) + "\n";
+    // The file first: when the disk is full, the small file still has the better chance, and a
+    // failed run's summary must say why.
+    writeFileAtomically(m_dir + "/summary.json", text);
     begin();
     m_writeSummary.bind(1, std::string_view(text)).run();
-    writeFileAtomically(m_dir + "/summary.json", text);
 }
 
 } // namespace plab
