@@ -466,14 +466,14 @@ void MainWindow::showDeviceChoice(const TrainConfig& config) {
         QLatin1Char('\n') + devices.trimmed());
 }
 
-void MainWindow::showConfigInControls(const TrainConfig& config, const QString& sessionName) {
+void MainWindow::showConfigInControls(const TrainConfig& config, const QString& label) {
     const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model), b5(m_preset), b6(m_data);
     // The preset box shows the session (its last entry), so Apply keeps what was opened.
     if (const int last = m_preset->count() - 1; m_preset->itemData(last, kSessionConfigRole).isValid())
         m_preset->removeItem(last);
     TrainConfig start = config;
     start.timeline.clear(); // Apply starts a new run from the settings, without the edits
-    m_preset->addItem(tr("session: %1").arg(sessionName));
+    m_preset->addItem(label);
     m_preset->setItemData(m_preset->count() - 1, QString::fromStdString(start.toJson().dump()),
                           kSessionConfigRole);
     m_preset->setCurrentIndex(m_preset->count() - 1);
@@ -537,7 +537,7 @@ QString MainWindow::loadSession(const QString& path) {
     }
     if (const QString error = startRun(config); !error.isEmpty())
         return error;
-    showConfigInControls(config, QFileInfo(path).fileName());
+    showConfigInControls(config, tr("session: %1").arg(QFileInfo(path).fileName()));
     rememberRecentFile(path);
     return {};
 }
@@ -552,7 +552,6 @@ QString MainWindow::openRun(const QString& dir) {
     m_controller->closeSession(); // also when dir is the current run's: its record is now whole
     std::vector<StepScalars> history;
     std::vector<TrainingController::FlushColumn> columns;
-    std::optional<RecordedStatistics> last;
     RunSummary summary;
     std::vector<std::string> names;
     try {
@@ -565,7 +564,6 @@ QString MainWindow::openRun(const QString& dir) {
                 column.flushed.push_back(stage.role(TensorRole::ActivationGradients).flushedShare());
             columns.push_back(std::move(column));
         }
-        last = record.latestHistograms();
         summary = record.summary();
     } catch (const std::exception& e) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
@@ -596,13 +594,17 @@ QString MainWindow::openRun(const QString& dir) {
     m_scrub->setVisible(m_scrubSteps.size() > 1);
     m_scrubLabel->setVisible(!m_scrubSteps.empty());
     showViewedStep(m_scrub->value());
-    showConfigInControls(config, tr("run %1").arg(QFileInfo(dir).fileName()));
+    showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
     m_progress->setRange(0, 1);
     m_progress->setValue(summary.finished ? 1 : 0);
-    m_status->setText(tr("Viewing run %1: %2, %3 steps%4. Apply starts a new run from its settings.")
-                          .arg(dir, QString::fromStdString(summary.stopReason))
-                          .arg(history.empty() ? 0 : history.back().step)
-                          .arg(last ? tr("; histograms of step %1").arg(last->step) : QString()));
+    m_status->setText(tr("Viewing run %1: %2, %3 steps. Apply starts a new run from its settings.")
+                          .arg(QFileInfo(dir).fileName(), QString::fromStdString(summary.stopReason))
+                          .arg(history.empty() ? 0 : history.back().step));
+    m_status->setToolTip(dir);
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size((dir + QStringLiteral("/run.sqlite")).toStdString(), ec);
+    m_disk->setText(ec ? QString() : tr("record %1").arg(megabytes(bytes)));
+    m_disk->setToolTip(dir);
     return {};
 }
 

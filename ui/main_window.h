@@ -100,7 +100,8 @@ private:
     void chooseDataDirectory();
     TrainConfig configFromControls(QString* error) const;
     QString startRun(const TrainConfig& config);
-    void showConfigInControls(const TrainConfig& config, const QString& sessionName);
+    // label: the preset box's entry for it ("session: FILE", "run: FOLDER").
+    void showConfigInControls(const TrainConfig& config, const QString& label);
     static constexpr int kSessionConfigRole = Qt::UserRole + 1; // preset box: a session's JSON
     void showDeviceChoice(const TrainConfig& config);
     void rememberRecentFile(const QString& path);

@@ -1,5 +1,6 @@
 // Regenerates the manual's screenshots with the app itself, offscreen: the main window part-way
-// through training the demo network, and the format inspector. Run through
+// through training the demo network, the format inspector, and that run opened from its record.
+// Run through
 // docs/regenerate-screenshots.sh, which builds this and writes docs/images/.
 //   make_screenshots <out-dir>
 #include "format_inspector.h"
@@ -91,6 +92,18 @@ int main(int argc, char** argv) {
     inspector->show();
     QTest::qWait(300);
     if (!save(inspector, outDir + QStringLiteral("/format-inspector.png")))
+        return 1;
+    inspector->hide();
+
+    // The same run opened from its record (File > Open run), scrubbed back to step 1.
+    const QString run = window.controller()->runDir();
+    if (const QString error = window.openRun(run); !error.isEmpty()) {
+        std::fprintf(stderr, "make_screenshots: open run: %s\n", qPrintable(error));
+        return 1;
+    }
+    window.gradientView()->stageBox()->setCurrentIndex(stages->count() - 1);
+    QTest::qWait(300);
+    if (!save(&window, outDir + QStringLiteral("/open-run.png")))
         return 1;
     return 0;
 }
