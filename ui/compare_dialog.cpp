@@ -128,8 +128,8 @@ void CompareDialog::run(const QStringList& requested, int steps) {
                                                                            : first.dataSource));
             std::size_t done = 0;
             for (std::size_t c = 0; c < configs.size() && !stop.stop_requested(); ++c) {
-                const std::string dir = (folder + QLatin1Char('/') + names[static_cast<int>(c)])
-                                            .toStdString();
+                const std::string dir =
+                    (folder + QLatin1Char('/') + names[static_cast<int>(c)]).toStdString();
                 {
                     TrainingSession session(configs[c], split, dir);
                     session.start();
@@ -172,12 +172,10 @@ void CompareDialog::run(const QStringList& requested, int steps) {
                 ++done;
             }
             std::lock_guard lock(m_mutex);
-            m_progressText = stop.stop_requested()
-                                 ? tr("Stopped after %1 of %2 runs.").arg(done).arg(configs.size())
-                                 : tr("Done: %1 runs of %2 steps. Records in %3")
-                                       .arg(done)
-                                       .arg(n)
-                                       .arg(folder);
+            m_progressText =
+                stop.stop_requested()
+                    ? tr("Stopped after %1 of %2 runs.").arg(done).arg(configs.size())
+                    : tr("Done: %1 runs of %2 steps. Records in %3").arg(done).arg(n).arg(folder);
         } catch (const std::exception& e) { // shown by refresh(): the dialog must not die
             std::lock_guard lock(m_mutex);
             m_error = QString::fromUtf8(e.what());

@@ -49,7 +49,7 @@ signals:
 private:
     struct Curve {
         QString name;
-        std::vector<double> steps, loss;    // every step
+        std::vector<double> steps, loss;           // every step
         std::vector<double> flushedSteps, flushed; // statistics steps (from the record)
     };
     void refresh();

@@ -108,7 +108,8 @@ void GradientView::setSnapshot(const TrainingSnapshot& snapshot, const TrainConf
     // Names, not only their count: a CNN after an MLP of as many stages must show its own.
     bool sameNames = m_stage->count() == static_cast<int>(snapshot.stageNames.size());
     for (int i = 0; sameNames && i < m_stage->count(); ++i)
-        sameNames = m_stage->itemText(i).toStdString() == snapshot.stageNames[static_cast<std::size_t>(i)];
+        sameNames =
+            m_stage->itemText(i).toStdString() == snapshot.stageNames[static_cast<std::size_t>(i)];
     if (!sameNames) {
         const QSignalBlocker block(m_stage);
         const int keep = m_stage->currentIndex();

@@ -355,11 +355,10 @@ void MainWindow::buildControls() {
     // Pace: the demo trains ~200 steps/s at full speed, too fast to watch the first steps or
     // to pause where the first session (README) says; 50 steps/s leaves time to look.
     m_pace = new QComboBox(this);
-    for (const auto& [label, pace] : {std::pair{tr("full speed"), 0.0},
-                                      std::pair{tr("500 steps/s"), 500.0},
-                                      std::pair{tr("50 steps/s"), 50.0},
-                                      std::pair{tr("10 steps/s"), 10.0},
-                                      std::pair{tr("2 steps/s"), 2.0}})
+    for (const auto& [label, pace] :
+         {std::pair{tr("full speed"), 0.0}, std::pair{tr("500 steps/s"), 500.0},
+          std::pair{tr("50 steps/s"), 50.0}, std::pair{tr("10 steps/s"), 10.0},
+          std::pair{tr("2 steps/s"), 2.0}})
         m_pace->addItem(label, pace);
     m_pace->setToolTip(tr("Training pace, for watching live (results do not depend on it)"));
     connect(m_pace, &QComboBox::currentIndexChanged, this,
@@ -377,9 +376,8 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     // An opened session is an entry of the preset box holding its whole config: Apply starts
     // from it (with the toolbar's values), not from the preset the box showed before.
     const QVariant session = m_preset->currentData(kSessionConfigRole);
-    nlohmann::json j = session.isValid()
-                           ? nlohmann::json::parse(session.toString().toStdString())
-                           : findPreset(m_preset->currentText().toStdString()).json;
+    nlohmann::json j = session.isValid() ? nlohmann::json::parse(session.toString().toStdString())
+                                         : findPreset(m_preset->currentText().toStdString()).json;
     j["seed"] = m_seed->value();
     if (!session.isValid())
         j["threads"] = 1;
@@ -469,7 +467,8 @@ void MainWindow::showDeviceChoice(const TrainConfig& config) {
 void MainWindow::showConfigInControls(const TrainConfig& config, const QString& label) {
     const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model), b5(m_preset), b6(m_data);
     // The preset box shows the session (its last entry), so Apply keeps what was opened.
-    if (const int last = m_preset->count() - 1; m_preset->itemData(last, kSessionConfigRole).isValid())
+    if (const int last = m_preset->count() - 1;
+        m_preset->itemData(last, kSessionConfigRole).isValid())
         m_preset->removeItem(last);
     TrainConfig start = config;
     start.timeline.clear(); // Apply starts a new run from the settings, without the edits
@@ -561,7 +560,8 @@ QString MainWindow::openRun(const QString& dir) {
         for (const RecordedStatistics& st : record.statistics()) {
             TrainingController::FlushColumn column{st.step, {}};
             for (const StageStats& stage : st.stages)
-                column.flushed.push_back(stage.role(TensorRole::ActivationGradients).flushedShare());
+                column.flushed.push_back(
+                    stage.role(TensorRole::ActivationGradients).flushedShare());
             columns.push_back(std::move(column));
         }
         summary = record.summary();
@@ -597,12 +597,14 @@ QString MainWindow::openRun(const QString& dir) {
     showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
     m_progress->setRange(0, 1);
     m_progress->setValue(summary.finished ? 1 : 0);
-    m_status->setText(tr("Viewing run %1: %2, %3 steps. Apply starts a new run from its settings.")
-                          .arg(QFileInfo(dir).fileName(), QString::fromStdString(summary.stopReason))
-                          .arg(history.empty() ? 0 : history.back().step));
+    m_status->setText(
+        tr("Viewing run %1: %2, %3 steps. Apply starts a new run from its settings.")
+            .arg(QFileInfo(dir).fileName(), QString::fromStdString(summary.stopReason))
+            .arg(history.empty() ? 0 : history.back().step));
     m_status->setToolTip(dir);
     std::error_code ec;
-    const auto bytes = std::filesystem::file_size((dir + QStringLiteral("/run.sqlite")).toStdString(), ec);
+    const auto bytes =
+        std::filesystem::file_size((dir + QStringLiteral("/run.sqlite")).toStdString(), ec);
     m_disk->setText(ec ? QString() : tr("record %1").arg(megabytes(bytes)));
     m_disk->setToolTip(dir);
     return {};
@@ -695,8 +697,8 @@ QString MainWindow::exportReport(const QString& dir) {
         }
         summary["layers"] = layers;
     }
-    if (const QString error = writeWholeFile(dir + QStringLiteral("/summary.json"),
-                                             summary.dump(2) + "\n");
+    if (const QString error =
+            writeWholeFile(dir + QStringLiteral("/summary.json"), summary.dump(2) + "\n");
         !error.isEmpty())
         return error;
     // The run's record as CSV/JSONL, as far as the run has gone.
@@ -779,7 +781,6 @@ void MainWindow::updateStatus() {
     updateDiskUse();
 }
 
-
 // The disk a person's runs take, in the status bar: this run's record (every second) and the
 // runs folder (when a run starts), with a notice once the folder passes kRunsFolderNotice.
 void MainWindow::updateDiskUse() {
@@ -790,12 +791,14 @@ void MainWindow::updateDiskUse() {
     std::uint64_t record = 0;
     std::error_code ec;
     for (const char* name : {"/run.sqlite", "/run.sqlite-wal"})
-        if (const auto n = std::filesystem::file_size((run + QLatin1String(name)).toStdString(), ec);
+        if (const auto n =
+                std::filesystem::file_size((run + QLatin1String(name)).toStdString(), ec);
             !ec)
             record += n;
     m_disk->setText(tr("record %1").arg(megabytes(record)));
-    m_disk->setToolTip(tr("This run's record: %1\nAll runs in %2: %3")
-                           .arg(megabytes(record), QFileInfo(run).path(), megabytes(m_runsFolderBytes)));
+    m_disk->setToolTip(
+        tr("This run's record: %1\nAll runs in %2: %3")
+            .arg(megabytes(record), QFileInfo(run).path(), megabytes(m_runsFolderBytes)));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -83,8 +83,8 @@ private:
     void showViewedStep(int index);
     QSlider* m_scrub = nullptr;
     QLabel* m_scrubLabel = nullptr;
-    std::vector<std::int64_t> m_scrubSteps;     // of the run on show, with histograms
-    std::vector<StepScalars> m_viewedHistory;   // its steps
+    std::vector<std::int64_t> m_scrubSteps;   // of the run on show, with histograms
+    std::vector<StepScalars> m_viewedHistory; // its steps
     std::int64_t m_viewedStep = 0;
     TrainConfig m_viewedConfig;
     std::vector<std::string> m_viewedNames;

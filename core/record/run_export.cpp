@@ -118,17 +118,16 @@ void exportLayers(SqliteDb& db, const std::string& dir) {
 void exportHistograms(SqliteDb& db, const std::string& dir) {
     ExportFile out(dir, "histograms.csv");
     out.add("step,stage,role,bin,count\n");
-    SqliteStatement s =
-        db.prepare("SELECT step, stage, role, bins FROM histograms ORDER BY seq");
+    SqliteStatement s = db.prepare("SELECT step, stage, role, bins FROM histograms ORDER BY seq");
     while (s.next()) {
-        const std::string prefix =
-            std::to_string(s.integer(0)) + ',' + std::to_string(s.integer(1)) + ',' + s.text(2) + ',';
+        const std::string prefix = std::to_string(s.integer(0)) + ',' +
+                                   std::to_string(s.integer(1)) + ',' + s.text(2) + ',';
         std::array<std::uint64_t, kHistBinCount> bins;
         try {
             bins = decodeHistogram(s.blob(3));
         } catch (const std::invalid_argument& e) {
-            throw RecordError(db.path() + ": is not a readable run record [histograms: " +
-                              e.what() + "]");
+            throw RecordError(db.path() +
+                              ": is not a readable run record [histograms: " + e.what() + "]");
         }
         std::string rows;
         for (int b = 0; b < kHistBinCount; ++b)
@@ -161,8 +160,8 @@ void checkRunRecord(SqliteDb& db) {
     const std::string version = v.next() ? v.text(0) : std::string("none");
     if (version != std::to_string(kRunRecordSchemaVersion))
         throw RecordError(db.path() + ": run record schema version " + version +
-                          " (this build reads version " +
-                          std::to_string(kRunRecordSchemaVersion) + ")");
+                          " (this build reads version " + std::to_string(kRunRecordSchemaVersion) +
+                          ")");
 }
 
 void exportRunRecord(SqliteDb& db, const std::string& outDir) {
@@ -204,8 +203,8 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
     } catch (const RecordError&) {
         return false; // a live run holds it
     }
-    SqliteStatement last = db.prepare(
-        "SELECT step, loss, samples_per_s FROM steps ORDER BY seq DESC LIMIT 1");
+    SqliteStatement last =
+        db.prepare("SELECT step, loss, samples_per_s FROM steps ORDER BY seq DESC LIMIT 1");
     if (last.next()) {
         summary.steps = last.integer(0);
         summary.finalTrainLoss = last.real(1);

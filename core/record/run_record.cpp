@@ -122,8 +122,8 @@ std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
 }
 
 std::vector<std::int64_t> RunRecord::histogramSteps() const {
-    SqliteStatement s = m_db->prepare(
-        "SELECT DISTINCT step FROM histograms WHERE attempt = ?1 ORDER BY step");
+    SqliteStatement s =
+        m_db->prepare("SELECT DISTINCT step FROM histograms WHERE attempt = ?1 ORDER BY step");
     s.bind(1, lastAttempt());
     std::vector<std::int64_t> out;
     while (s.next())
@@ -149,8 +149,8 @@ std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step) con
             out.stages[static_cast<std::size_t>(stage)].role(*role).histogram =
                 decodeHistogram(h.blob(2));
         } catch (const std::invalid_argument& e) {
-            throw RecordError(m_db->path() + ": is not a readable run record [histograms: " +
-                              e.what() + "]");
+            throw RecordError(m_db->path() +
+                              ": is not a readable run record [histograms: " + e.what() + "]");
         }
         out.hasHistograms = true;
     }
@@ -160,12 +160,13 @@ std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step) con
 }
 
 std::vector<RecordedEvent> RunRecord::events() const {
-    SqliteStatement s = m_db->prepare("SELECT step, type, message, change FROM events ORDER BY seq");
+    SqliteStatement s =
+        m_db->prepare("SELECT step, type, message, change FROM events ORDER BY seq");
     std::vector<RecordedEvent> out;
     while (s.next())
-        out.push_back({s.integer(0), s.text(1), s.text(2),
-                       s.isNull(3) ? nlohmann::json()
-                                   : nlohmann::json::parse(s.text(3), nullptr, false)});
+        out.push_back(
+            {s.integer(0), s.text(1), s.text(2),
+             s.isNull(3) ? nlohmann::json() : nlohmann::json::parse(s.text(3), nullptr, false)});
     return out;
 }
 

@@ -64,9 +64,9 @@ private:
 };
 
 struct RunAnalysis {
-    std::vector<std::pair<double, double>> loss;               // (step, training loss), finite
-    std::map<std::string, double> meanFlushed;                 // role -> mean over steps, stages
-    std::vector<std::pair<double, double>> flushedActGrads;    // (step, mean over stages)
+    std::vector<std::pair<double, double>> loss;            // (step, training loss), finite
+    std::map<std::string, double> meanFlushed;              // role -> mean over steps, stages
+    std::vector<std::pair<double, double>> flushedActGrads; // (step, mean over stages)
     double lostUpdates = 0.0; // of all weight updates, the share that left the weight unchanged
 };
 RunAnalysis analyseRun(const RunRecord& record);

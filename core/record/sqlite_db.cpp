@@ -21,13 +21,13 @@ std::string writeFailureReason(const std::string& path) {
     rlimit limit{};
     if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
         for (const std::string& file : {path, path + "-wal"}) {
-            struct stat st{};
+            struct stat st {};
             if (::stat(file.c_str(), &st) == 0 &&
                 static_cast<rlim_t>(st.st_size) + 65536 > limit.rlim_cur)
                 return std::strerror(EFBIG);
         }
     }
-    struct statvfs fs{};
+    struct statvfs fs {};
     const std::string dir = path.substr(0, path.find_last_of('/') + 1);
     if (::statvfs(dir.empty() ? "." : dir.c_str(), &fs) == 0 &&
         static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize < (1u << 20))
@@ -39,14 +39,13 @@ std::string writeFailureReason(const std::string& path) {
 // SQLite had one, as it is the part a person can act on.
 std::string describe(sqlite3* db, int code, const std::string& path) {
     const int primary = code & 0xff;
-    std::string what = primary == SQLITE_FULL || primary == SQLITE_IOERR ? "cannot write"
-                       : primary == SQLITE_BUSY || primary == SQLITE_LOCKED
-                           ? "is in use by another process"
-                       : primary == SQLITE_CANTOPEN  ? "cannot open"
-                       : primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT
-                           ? "is not a readable run record"
-                       : primary == SQLITE_READONLY ? "is read-only"
-                                                    : "database error";
+    std::string what =
+        primary == SQLITE_FULL || primary == SQLITE_IOERR       ? "cannot write"
+        : primary == SQLITE_BUSY || primary == SQLITE_LOCKED    ? "is in use by another process"
+        : primary == SQLITE_CANTOPEN                            ? "cannot open"
+        : primary == SQLITE_NOTADB || primary == SQLITE_CORRUPT ? "is not a readable run record"
+        : primary == SQLITE_READONLY                            ? "is read-only"
+                                                                : "database error";
     const int err = db ? sqlite3_system_errno(db) : 0;
     if (err != 0 && primary != SQLITE_BUSY && primary != SQLITE_LOCKED)
         what += std::string(" (") + std::strerror(err) + ")";
@@ -108,8 +107,8 @@ SqliteStatement& SqliteStatement::bind(int index, std::string_view text) {
 }
 
 SqliteStatement& SqliteStatement::bindBlob(int index, std::string_view bytes) {
-    if (const int rc = sqlite3_bind_blob64(m_statement, index, bytes.data(), bytes.size(),
-                                           SQLITE_TRANSIENT);
+    if (const int rc =
+            sqlite3_bind_blob64(m_statement, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT);
         rc != SQLITE_OK)
         fail(rc);
     return *this;

@@ -14,9 +14,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The files of a run's record; one of them in a folder means an earlier run wrote there.
-constexpr const char* kRecordFiles[] = {
-    kRunRecordFile, "config.json",    "summary.json", "metrics.csv",
-    "layers.csv",   "histograms.csv", "events.jsonl", "run.sqlite-wal"};
+constexpr const char* kRecordFiles[] = {kRunRecordFile, "config.json",   "summary.json",
+                                        "metrics.csv",  "layers.csv",    "histograms.csv",
+                                        "events.jsonl", "run.sqlite-wal"};
 
 void refuseEarlierRun(const std::string& dir) {
     for (const char* name : kRecordFiles)
@@ -49,8 +49,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     else // nothing of the earlier run may describe this one
         removeEarlierRun(dir);
     writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
-    m_db = std::make_unique<SqliteDb>(dir + "/" + kRunRecordFile,
-                                      SqliteDb::Mode::ReadWriteCreate);
+    m_db = std::make_unique<SqliteDb>(dir + "/" + kRunRecordFile, SqliteDb::Mode::ReadWriteCreate);
     // WAL: a commit appends to the log, readers (export, the GUI) see whole transactions while
     // the run goes. synchronous=NORMAL: a crash or kill loses nothing committed; a power cut may
     // lose the last steps, never the database's consistency.
@@ -61,9 +60,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         .bind(2, std::to_string(kRunRecordSchemaVersion))
         .run();
     meta.bind(1, std::string_view("config")).bind(2, config.toJson().dump()).run();
-    meta.bind(1, std::string_view("stage_names"))
-        .bind(2, nlohmann::json(stageNames).dump())
-        .run();
+    meta.bind(1, std::string_view("stage_names")).bind(2, nlohmann::json(stageNames).dump()).run();
     m_db->exec("COMMIT;");
     m_insertStep = m_db->prepare(
         "INSERT INTO steps(step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, "
@@ -77,8 +74,8 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     m_insertHistogram =
         m_db->prepare("INSERT INTO histograms(step, stage, role, bins, attempt) VALUES (?1, ?2, "
                       "?3, ?4, ?5)");
-    m_insertEvent = m_db->prepare(
-        "INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
+    m_insertEvent =
+        m_db->prepare("INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     m_stageCount = static_cast<int>(stageNames.size());
     setRecipe(config);

@@ -9,7 +9,16 @@
 
 namespace plab {
 
-enum class ScalingPolicy { None, Static, Dynamic, Enhanced, PerLayer, AmaxCurrent, AmaxDelayed, Mx };
+enum class ScalingPolicy {
+    None,
+    Static,
+    Dynamic,
+    Enhanced,
+    PerLayer,
+    AmaxCurrent,
+    AmaxDelayed,
+    Mx
+};
 
 struct ScalingPolicyInfo {
     ScalingPolicy policy;
@@ -26,16 +35,14 @@ inline constexpr ScalingPolicyInfo kScalingPolicies[] = {
      true},
     {ScalingPolicy::Dynamic, "dynamic",
      "GradScaler: back off on overflow, grow after growth_interval clean steps", true, false},
-    {ScalingPolicy::Enhanced, "enhanced",
-     "dynamic with a rising floor (Mellempudi et al. 2019)", true, false},
+    {ScalingPolicy::Enhanced, "enhanced", "dynamic with a rising floor (Mellempudi et al. 2019)",
+     true, false},
     {ScalingPolicy::PerLayer, "per-layer", "per-layer analytic gradient scales (Zhao et al. 2020)",
      false, false},
     {ScalingPolicy::AmaxCurrent, "amax-current",
-     "per-tensor scales from this step's amax (Transformer Engine, current scaling)", false,
-     false},
+     "per-tensor scales from this step's amax (Transformer Engine, current scaling)", false, false},
     {ScalingPolicy::AmaxDelayed, "amax-delayed",
-     "per-tensor scales from an amax history (Transformer Engine, delayed scaling)", false,
-     false},
+     "per-tensor scales from an amax history (Transformer Engine, delayed scaling)", false, false},
     {ScalingPolicy::Mx, "mx", "blocks of 32 values with a shared E8M0 scale (OCP MX)", false,
      false},
 };

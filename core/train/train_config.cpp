@@ -334,8 +334,9 @@ TrainConfig configFromJson(const json& j) {
         t.number("lr", c.learningRate, 1e-12, 1e6);
         std::string optimizer = kOptimizerNames[0].name;
         t.text("optimizer", optimizer);
-        const auto named = std::find_if(std::begin(kOptimizerNames), std::end(kOptimizerNames),
-                                        [&](const OptimizerName& n) { return optimizer == n.name; });
+        const auto named =
+            std::find_if(std::begin(kOptimizerNames), std::end(kOptimizerNames),
+                         [&](const OptimizerName& n) { return optimizer == n.name; });
         if (named == std::end(kOptimizerNames)) {
             std::string expected;
             for (const OptimizerName& n : kOptimizerNames)
@@ -410,8 +411,8 @@ TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
         throw ConfigError("expected an object of train.lr, scaling or recipe, got " +
                           patch.dump().substr(0, 80));
     for (auto it = patch.begin(); it != patch.end(); ++it) {
-        const bool lrOnly = it.key() == "train" && it->is_object() && it->size() == 1 &&
-                            it->contains("lr");
+        const bool lrOnly =
+            it.key() == "train" && it->is_object() && it->size() == 1 && it->contains("lr");
         if (!lrOnly && it.key() != "scaling" && it.key() != "recipe")
             throw ConfigError(it.key() + ": cannot change while a run goes (expected train.lr, " +
                               "scaling or recipe)");

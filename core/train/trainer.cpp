@@ -26,8 +26,7 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
     // none: scale 1; static: the given scale; the tensor-scaling policies keep the loss scale
     // and rescale their tensors.
     return std::make_unique<StaticScaler>(
-        config.scalingPolicy == ScalingPolicy::None ? 1.0 : config.lossScale,
-        config.scalingPolicy);
+        config.scalingPolicy == ScalingPolicy::None ? 1.0 : config.lossScale, config.scalingPolicy);
 }
 
 namespace {

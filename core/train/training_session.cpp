@@ -340,8 +340,8 @@ void TrainingSession::apply(const Command& c) {
         m_trainer->setScaling(*c.scaling);
         setEffective([&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         record([&](RunLog& log) {
-            log.logEvent(step, "policy", "scaling policy set to " +
-                                               std::string(toString(c.scaling->scalingPolicy)),
+            log.logEvent(step, "policy",
+                         "scaling policy set to " + std::string(toString(c.scaling->scalingPolicy)),
                          {{"scaling", m_config.toJson().at("scaling")}});
         });
         noteEdit(step, {{"scaling", m_config.toJson().at("scaling")}});
@@ -484,9 +484,10 @@ void TrainingSession::run(std::stop_token stop) {
                 // A paced run waits for its next step's time; a command ends the wait at once.
                 if (const double pace = m_pace.load();
                     pace > 0 && m_commands.empty() && m_state.load() == SessionState::Running) {
-                    const auto due = m_lastStepAt + std::chrono::duration_cast<
-                                                        std::chrono::steady_clock::duration>(
-                                                        std::chrono::duration<double>(1.0 / pace));
+                    const auto due =
+                        m_lastStepAt +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(1.0 / pace));
                     if (std::chrono::steady_clock::now() < due) {
                         m_wake.wait_until(lock, stop, due, [&] { return !m_commands.empty(); });
                         continue;
