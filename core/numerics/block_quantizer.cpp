@@ -1,0 +1,117 @@
+// The CPU's block-scaled cast: the per-block bodies of block_kernels.h over the blocks (spread
+// over the pool in fixed block ranges, so results do not depend on the thread count), with the
+// fused element quantiser in between.
+#include "numerics/block_quantizer.h"
+
+#include "numerics/block_kernels.h"
+#include "numerics/reference_quantize.h"
+#include "util/thread_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace plab {
+namespace {
+
+blocks::Geometry geometryOf(const BlockLayout& layout, std::size_t n, int blockSize) {
+    if (blockSize < 1)
+        throw std::invalid_argument("block size " + std::to_string(blockSize) +
+                                    ": expected at least 1");
+    blocks::Geometry g;
+    g.rows = layout.cols == 0 ? 1 : layout.rows;
+    g.cols = layout.cols == 0 ? n : layout.cols;
+    g.side = static_cast<std::size_t>(blockSize);
+    g.tiles = layout.tiles;
+    if (g.rows * g.cols != n)
+        throw std::invalid_argument("block layout " + std::to_string(g.rows) + " x " +
+                                    std::to_string(g.cols) + " does not hold " + std::to_string(n) +
+                                    " elements");
+    return g;
+}
+
+// Blocks per task: enough elements to amortise a task (as the element quantiser's chunks).
+template <class Body>
+void overBlocks(std::size_t blocks, std::size_t elements, ThreadPool* pool, const Body& body) {
+    constexpr std::size_t kElementsPerTask = 1 << 16;
+    const std::size_t perBlock =
+        std::max<std::size_t>(1, elements / std::max<std::size_t>(1, blocks));
+    const std::size_t blocksPerTask = std::max<std::size_t>(1, kElementsPerTask / perBlock);
+    const std::size_t tasks = (blocks + blocksPerTask - 1) / blocksPerTask;
+    auto run = [&](std::size_t task) {
+        const std::size_t end = std::min(blocks, (task + 1) * blocksPerTask);
+        for (std::size_t b = task * blocksPerTask; b < end; ++b)
+            body(b);
+    };
+    if (pool == nullptr || pool->threadCount() == 1 || tasks <= 1) {
+        for (std::size_t t = 0; t < tasks; ++t)
+            run(t);
+        return;
+    }
+    pool->parallelFor(tasks, run);
+}
+
+} // namespace
+
+std::size_t blockCount(const BlockLayout& layout, std::size_t n, int blockSize) {
+    return geometryOf(layout, n, blockSize).blockCount();
+}
+
+BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                   std::span<const float> in, std::span<float> out,
+                                   const BlockLayout& layout, QuantStats* stats,
+                                   BlockStats* blockStats, const QuantizeOptions& options,
+                                   std::vector<BlockInfo>& blocksOut) {
+    if (in.size() != out.size())
+        throw std::invalid_argument("quantizeBlocks: input has " + std::to_string(in.size()) +
+                                    " elements but output has " + std::to_string(out.size()));
+    const std::size_t n = in.size();
+    const blocks::Geometry g = geometryOf(layout, n, scheme.blockSize);
+    const std::size_t count = n == 0 ? 0 : g.blockCount();
+    blocksOut.assign(count, BlockInfo{});
+
+    const FormatSpec& format = element.config().format;
+    blocks::ScaleBlocks scale{};
+    scale.in = in.data();
+    scale.out = out.data();
+    scale.info = blocksOut.data();
+    scale.geometry = g;
+    scale.rule = makeScaleRule(scheme, format);
+    BlockQuantizeResult result;
+    if (scheme.kind == BlockScaleKind::Nvfp4) {
+        const blocks::NonNanAmaxBits amaxOf{in.data()};
+        std::uint32_t amax = 0;
+        for (std::size_t i = 0; i < n; ++i)
+            amax = std::max(amax, amaxOf(i));
+        result.tensorScale =
+            blocks::nvfp4TensorScale(element::floatOf(amax), scale.rule.maxElement);
+    }
+    scale.tensorScale = result.tensorScale;
+    scale.fourOverSix = scheme.fourOverSix;
+    if (scheme.fourOverSix) {
+        scale.elementRule = makeElementRule(element.config());
+        scale.stochastic = element.config().rounding == Rounding::Stochastic;
+        scale.seed = options.seed;
+        scale.stream = options.stream;
+        scale.firstIndex = options.firstIndex;
+    }
+    overBlocks(count, n, options.pool, scale);
+    element.quantize(out, out, stats, options);
+    overBlocks(count, n, options.pool,
+               blocks::DequantizeBlocks{out.data(), blocksOut.data(), g, result.tensorScale});
+
+    // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
+    // flushed, not true zeros.
+    if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4)
+        for (const BlockInfo& b : blocksOut)
+            if (b.scale.decoded == 0.0f && b.nonzero > 0) {
+                stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
+                stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
+            }
+    if (blockStats != nullptr)
+        for (const BlockInfo& b : blocksOut)
+            blockStats->add(b);
+    return result;
+}
+
+} // namespace plab

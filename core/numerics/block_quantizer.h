@@ -1,0 +1,45 @@
+// Block-scaled quantisation on the CPU: each block's scale from its amax (block_scale.h), the
+// elements scaled into the element format's range, one fused quantise pass over the whole tensor
+// (counted as the element format sees the scaled values, as for per-element casts), and the
+// dequantisation. On request, per-block statistics (block_stats.h).
+#pragma once
+
+#include "numerics/block_scheme.h"
+#include "numerics/block_stats.h"
+#include "numerics/quantizer.h"
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace plab {
+
+// How a tensor's elements form blocks. The tensor is row-major (rows, cols); blocks run along a
+// row (the reduction dimension of the product that reads the tensor), a row's trailing partial
+// block being a block of its own; with tiles, square blockSize x blockSize tiles (weights, so
+// that forward and the transposed backward read the same quantised values), partial at the
+// right and bottom edges.
+struct BlockLayout {
+    std::size_t rows = 1;
+    std::size_t cols = 0; // 0: one row of all the elements (a 1-D tensor)
+    bool tiles = false;
+};
+
+// The number of blocks of a tensor of n elements.
+std::size_t blockCount(const BlockLayout& layout, std::size_t n, int blockSize);
+
+struct BlockQuantizeResult {
+    float tensorScale = 1.0f; // NVFP4's s_enc; 1 for the others
+};
+
+// out <- the block-scaled cast of in (out may be in). The element quantiser should saturate (a
+// scale chosen to fill the range must clip, not overflow). blockStats, when given, gets every
+// block added. blocksOut, when given, receives each block's facts (scales included). Throws
+// std::invalid_argument when the sizes or the layout do not fit.
+BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                   std::span<const float> in, std::span<float> out,
+                                   const BlockLayout& layout, QuantStats* stats,
+                                   BlockStats* blockStats, const QuantizeOptions& options,
+                                   std::vector<BlockInfo>& blocksOut);
+
+} // namespace plab

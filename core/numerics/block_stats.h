@@ -1,0 +1,52 @@
+// What a block-scaled cast counts per block, on statistics steps: the distribution of the
+// decoded block scales, blocks that flush or saturate wholly or in part, and the dynamic range
+// inside blocks (what a block's elements must span against what the element format can).
+#pragma once
+
+#include "numerics/block_scale.h"
+#include "numerics/quant_stats.h"
+
+#include <array>
+#include <cstdint>
+
+namespace plab {
+
+// One block's facts from the quantise passes (filled by the CPU quantiser and by the GPU's
+// kernel bodies alike, then folded into BlockStats on the host).
+struct BlockInfo {
+    float amax = 0.0f;            // largest non-NaN |x| (Inf included)
+    float finiteAmax = 0.0f;      // largest finite |x|
+    float minNonzero = 0.0f;      // smallest finite nonzero |x|; 0 when there is none
+    blocks::BlockScale scale;     // the block's scale as the cast used it
+    std::uint32_t nonzero = 0;    // nonzero, non-NaN inputs
+    std::uint32_t nonzeroOut = 0; // nonzero, non-NaN outputs
+    std::uint32_t saturated = 0;  // elements whose scaled |x| exceeded the element format's max
+};
+
+// Dynamic-range histogram: log2(amax_b / smallest nonzero |x| in the block), 4 bins per binade
+// from 0; the last bin holds kRangeMaxBinades binades and more.
+inline constexpr int kRangeBinsPerBinade = 4;
+inline constexpr int kRangeMaxBinades = 64;
+inline constexpr int kRangeBins = kRangeMaxBinades * kRangeBinsPerBinade + 1;
+int rangeBin(float amax, float minNonzero);
+
+struct BlockStats {
+    std::uint64_t blocks = 0;
+    std::uint64_t zeroBlocks = 0;          // every input zero (or NaN): nothing to lose
+    std::uint64_t flushedBlocks = 0;       // nonzero inputs, every output zero
+    std::uint64_t saturatedBlocks = 0;     // at least one element clipped to the element max
+    std::uint64_t flushedInLiveBlocks = 0; // elements flushed in blocks that kept something
+    std::uint64_t liveElements = 0;        // nonzero inputs of the blocks that kept something
+    // Decoded scales of the blocks with a nonzero input, in QuantStats' log2 bin layout.
+    std::array<std::uint64_t, kHistBinCount> scaleHistogram{};
+    std::array<std::uint64_t, kRangeBins> rangeHistogram{}; // blocks with a nonzero input
+
+    void add(const BlockInfo& block);
+    void merge(const BlockStats& other);
+    bool empty() const { return blocks == 0; }
+    double flushedBlockShare() const;   // of blocks with a nonzero input
+    double saturatedBlockShare() const; // of all blocks
+    double flushedInLiveShare() const;  // of the live blocks' nonzero inputs
+};
+
+} // namespace plab

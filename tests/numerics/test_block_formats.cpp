@@ -1,0 +1,567 @@
+// Block-scaled casts (NVFP4, FP32 blocks, MX floor and ceil) against a scalar reference written
+// here from the formulas of numerics/block_scale.h (one block, one element at a time, with the
+// element reference quantiser), on random tensors and on edge cases: all-zero blocks, a block of
+// one huge value, NaN/Inf inside a block, subnormal scales, partial trailing blocks, 2-D tiles at
+// odd shapes; the per-block counters on a constructed tensor; thread-count independence of
+// stochastic rounding; MX floor against the per-tensor MX path it replaces.
+#include <QTest>
+
+#include "numerics/block_quantizer.h"
+#include "numerics/philox.h"
+#include "numerics/reference_quantize.h"
+#include "train/tensor_scaling.h"
+#include "util/thread_pool.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace plab;
+
+class TestBlockFormats : public QObject {
+    Q_OBJECT
+private slots:
+    void matchesReference_data();
+    void matchesReference();
+    void nvfp4ScaleFormulaByHand();
+    void nvfp4FollowsTheFormulaOrder();
+    void subnormalScales();
+    void zeroScaleBlockIsFlushed();
+    void mxCeilNeverSaturates();
+    void mxFloorMatchesPerTensorMxPath();
+    void fourOverSixNeverWorse();
+    void blockCountersOnConstructedTensor();
+    void stochasticBlocksIndependentOfThreads();
+    void badLayoutIsRefused();
+    void namedBlockFormats();
+};
+
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+std::uint32_t bits(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+}
+
+// ---- The reference: one block at a time, written from the formulas ---------------------------
+
+float e4m3Saturating(float x) {
+    return quantizeReference({parseFormat("fp8-e4m3"), Rounding::NearestEven, Overflow::Saturate},
+                             x);
+}
+
+struct RefScale {
+    float toElement, decoded;
+};
+
+RefScale referenceScale(const BlockScheme& s, const FormatSpec& element, float amax,
+                        float finiteAmax, float tensorScale, float target) {
+    const auto maxElem = static_cast<float>(element.maxFinite());
+    switch (s.kind) {
+    case BlockScaleKind::Nvfp4: {
+        const float q = e4m3Saturating(amax * (tensorScale * (1.0f / target)));
+        const float r = std::min(1.0f / (q * (1.0f / tensorScale)), FLT_MAX);
+        return {r, q}; // q = 0: x * FLT_MAX saturates, and x_q * 0 = 0
+    }
+    case BlockScaleKind::Fp32: {
+        float scale = 1.0f;
+        if (finiteAmax > 0.0f) {
+            scale = std::min(maxElem / finiteAmax, FLT_MAX);
+            if (s.powerOfTwoScales) {
+                int e;
+                std::frexp(scale, &e);
+                scale = std::ldexp(1.0f, e - 1); // 2^floor(log2 scale)
+            }
+        }
+        return {scale, 1.0f / scale};
+    }
+    case BlockScaleKind::Mx: {
+        int x = -127;
+        if (s.scaleRounding == ScaleRounding::Floor) {
+            int emaxElem;
+            std::frexp(element.maxFinite(), &emaxElem);
+            if (finiteAmax > 0.0f) {
+                int e;
+                std::frexp(static_cast<double>(finiteAmax), &e);
+                x = std::clamp((e - 1) - (emaxElem - 1), -127, 127);
+            }
+        } else {
+            // The smallest power of two at or above y, as an E8M0 value (2^-127 .. 2^127).
+            const float y = finiteAmax * (1.0f / maxElem);
+            if (y > std::ldexp(1.0f, -127)) {
+                int e;
+                const double m = std::frexp(static_cast<double>(y), &e); // y = m 2^e, m in [.5, 1)
+                x = std::min(m == 0.5 ? e - 1 : e, 127);
+            }
+        }
+        return {std::ldexp(1.0f, -x), std::ldexp(1.0f, x)};
+    }
+    }
+    return {1.0f, 1.0f};
+}
+
+struct RefResult {
+    std::vector<float> out;
+    QuantStats stats;
+};
+
+// Blocks as index lists: 1 x side along rows, or side x side tiles.
+std::vector<std::vector<std::size_t>> referenceBlocks(std::size_t rows, std::size_t cols,
+                                                      std::size_t side, bool tiles) {
+    std::vector<std::vector<std::size_t>> blocks;
+    const std::size_t rowStep = tiles ? side : 1;
+    for (std::size_t r0 = 0; r0 < rows; r0 += rowStep)
+        for (std::size_t c0 = 0; c0 < cols; c0 += side) {
+            std::vector<std::size_t> block;
+            for (std::size_t r = r0; r < std::min(rows, r0 + rowStep); ++r)
+                for (std::size_t c = c0; c < std::min(cols, c0 + side); ++c)
+                    block.push_back(r * cols + c);
+            blocks.push_back(block);
+        }
+    return blocks;
+}
+
+RefResult reference(const QuantConfig& element, const BlockScheme& s, const std::vector<float>& in,
+                    std::size_t rows, std::size_t cols, bool tiles, std::uint64_t seed = 0,
+                    std::uint64_t stream = 0) {
+    RefResult r;
+    r.out.resize(in.size());
+    const auto maxElem = static_cast<float>(element.format.maxFinite());
+    float tensorScale = 1.0f;
+    if (s.kind == BlockScaleKind::Nvfp4) {
+        float amaxT = 0.0f;
+        for (float v : in)
+            if (!std::isnan(v))
+                amaxT = std::max(amaxT, std::fabs(v));
+        tensorScale = std::min(448.0f * 6.0f / amaxT, FLT_MAX);
+        if (amaxT == 0.0f || tensorScale == 0.0f)
+            tensorScale = 1.0f;
+    }
+    auto word = [&](std::size_t i) {
+        return element.rounding == Rounding::Stochastic ? philox::elementWord(i, stream, seed) : 0u;
+    };
+    for (const auto& block :
+         referenceBlocks(rows, cols, static_cast<std::size_t>(s.blockSize), tiles)) {
+        float amax = 0.0f, finiteAmax = 0.0f;
+        for (std::size_t i : block) {
+            if (std::isnan(in[i]))
+                continue;
+            amax = std::max(amax, std::fabs(in[i]));
+            if (std::isfinite(in[i]))
+                finiteAmax = std::max(finiteAmax, std::fabs(in[i]));
+        }
+        auto cast = [&](const RefScale& sc, std::vector<float>& out, QuantStats* stats) {
+            double err = 0.0;
+            for (std::size_t i : block) {
+                QuantClass cls;
+                const float scaled = in[i] * sc.toElement;
+                const float q = quantizeReference(element, scaled, word(i), &cls);
+                out[i] = (q * sc.decoded) / tensorScale;
+                if (std::isfinite(in[i]))
+                    err += std::pow(static_cast<double>(out[i]) - in[i], 2);
+                if (stats != nullptr) {
+                    // A zero-scale NVFP4 block is zeros: its nonzero inputs count as flushed.
+                    if (sc.decoded == 0.0f && in[i] != 0.0f && !std::isnan(in[i]))
+                        cls = QuantClass::Underflow;
+                    ++stats->counts[static_cast<std::size_t>(cls)];
+                }
+            }
+            return err;
+        };
+        RefScale sc = referenceScale(s, element.format, amax, finiteAmax, tensorScale, maxElem);
+        if (s.kind == BlockScaleKind::Nvfp4 && s.fourOverSix) {
+            std::vector<float> a(in.size()), b(in.size());
+            const RefScale four =
+                referenceScale(s, element.format, amax, finiteAmax, tensorScale, 4);
+            if (cast(four, b, nullptr) < cast(sc, a, nullptr))
+                sc = four;
+        }
+        cast(sc, r.out, &r.stats);
+    }
+    return r;
+}
+
+// A tensor with a spread of magnitudes, signs, exact zeros and the specials.
+std::vector<float> mixedTensor(std::size_t n, std::uint64_t seed, bool specials) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> log2mag(-30.0f, 12.0f);
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        v[i] = normal(rng) * std::exp2(log2mag(rng) * ((i / 40) % 3 == 0 ? 1.0f : 0.2f));
+        if (i % 17 == 3)
+            v[i] = 0.0f;
+    }
+    if (specials && n > 100) {
+        v[5] = kNaN;
+        v[60] = kInf;
+        v[61] = -kInf;
+        v[99] = 1e-40f; // a float32 subnormal
+        for (std::size_t i = 32; i < 48; ++i)
+            v[i] = 0.0f; // an all-zero block of 16
+    }
+    return v;
+}
+
+BlockScheme scheme(BlockScaleKind kind, int size, ScaleRounding rounding = ScaleRounding::Floor,
+                   bool pow2 = false, bool fourOverSix = false) {
+    BlockScheme s;
+    s.kind = kind;
+    s.blockSize = size;
+    s.scaleRounding = rounding;
+    s.powerOfTwoScales = pow2;
+    s.fourOverSix = fourOverSix;
+    return s;
+}
+
+QuantConfig saturating(const char* format, Rounding rounding = Rounding::NearestEven) {
+    return {parseFormat(format), rounding, Overflow::Saturate};
+}
+
+bool sameBits(const std::vector<float>& a, const std::vector<float>& b, std::size_t* where) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (bits(a[i]) != bits(b[i]) && !(std::isnan(a[i]) && std::isnan(b[i]))) {
+            *where = i;
+            return false;
+        }
+    return true;
+}
+
+} // namespace
+
+void TestBlockFormats::matchesReference_data() {
+    QTest::addColumn<QString>("element");
+    QTest::addColumn<int>("kind");
+    QTest::addColumn<int>("size");
+    QTest::addColumn<bool>("ceil");
+    QTest::addColumn<bool>("pow2");
+    QTest::addColumn<bool>("fourOverSix");
+    QTest::addColumn<bool>("stochastic");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<bool>("tiles");
+    const int nv = static_cast<int>(BlockScaleKind::Nvfp4),
+              fp = static_cast<int>(BlockScaleKind::Fp32),
+              mx = static_cast<int>(BlockScaleKind::Mx);
+    QTest::newRow("nvfp4 1-D") << "fp4-e2m1" << nv << 16 << false << false << false << false << 1
+                               << 1003 << false;
+    QTest::newRow("nvfp4 rows, partial")
+        << "fp4-e2m1" << nv << 16 << false << false << false << false << 7 << 37 << false;
+    QTest::newRow("nvfp4 stochastic")
+        << "fp4-e2m1" << nv << 16 << false << false << false << true << 5 << 100 << false;
+    QTest::newRow("nvfp4 tiles 37x53")
+        << "fp4-e2m1" << nv << 16 << false << false << false << false << 37 << 53 << true;
+    QTest::newRow("nvfp4 4/6") << "fp4-e2m1" << nv << 16 << false << false << true << false << 3
+                               << 200 << false;
+    QTest::newRow("nvfp4 4/6 stochastic tiles")
+        << "fp4-e2m1" << nv << 16 << false << false << true << true << 20 << 33 << true;
+    QTest::newRow("fp8 block128") << "fp8-e4m3" << fp << 128 << false << false << false << false
+                                  << 3 << 300 << false;
+    QTest::newRow("fp8 block128 pow2")
+        << "fp8-e4m3" << fp << 128 << false << true << false << false << 1 << 1000 << false;
+    QTest::newRow("fp8 128x128 tiles")
+        << "fp8-e4m3" << fp << 128 << false << false << false << false << 130 << 257 << true;
+    QTest::newRow("mxfp8 floor") << "fp8-e4m3" << mx << 32 << false << false << false << false << 1
+                                 << 1000 << false;
+    QTest::newRow("mxfp8 ceil") << "fp8-e4m3" << mx << 32 << true << false << false << false << 4
+                                << 250 << false;
+    QTest::newRow("mxfp6 e3m2 ceil")
+        << "fp6-e3m2" << mx << 32 << true << false << false << false << 1 << 999 << false;
+    QTest::newRow("mxfp6 e2m3 floor sr")
+        << "fp6-e2m3" << mx << 32 << false << false << false << true << 1 << 999 << false;
+    QTest::newRow("mxfp4 ceil tiles")
+        << "fp4-e2m1" << mx << 32 << true << false << false << false << 45 << 70 << true;
+}
+
+void TestBlockFormats::matchesReference() {
+    QFETCH(QString, element);
+    QFETCH(int, kind);
+    QFETCH(int, size);
+    QFETCH(bool, ceil);
+    QFETCH(bool, pow2);
+    QFETCH(bool, fourOverSix);
+    QFETCH(bool, stochastic);
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(bool, tiles);
+    const BlockScheme s =
+        scheme(static_cast<BlockScaleKind>(kind), size,
+               ceil ? ScaleRounding::Ceil : ScaleRounding::Floor, pow2, fourOverSix);
+    const QuantConfig config = saturating(
+        element.toUtf8().constData(), stochastic ? Rounding::Stochastic : Rounding::NearestEven);
+    for (const bool specials : {false, true}) {
+        const auto r = static_cast<std::size_t>(rows), c = static_cast<std::size_t>(cols);
+        const std::vector<float> in = mixedTensor(r * c, 11 + r, specials);
+        const RefResult want = reference(config, s, in, r, c, tiles, 42, 7);
+        std::vector<float> out(in.size());
+        QuantStats stats;
+        std::vector<BlockInfo> info;
+        QuantizeOptions options;
+        options.seed = 42;
+        options.stream = 7;
+        quantizeBlocks(Quantizer(config), s, in, out, {r, c, tiles}, &stats, nullptr, options,
+                       info);
+        std::size_t where = 0;
+        QVERIFY2(sameBits(out, want.out, &where),
+                 qPrintable(QString("element %1 (%2): got %3, reference %4")
+                                .arg(where)
+                                .arg(double(in[where]), 0, 'g', 9)
+                                .arg(double(out[where]), 0, 'g', 9)
+                                .arg(double(want.out[where]), 0, 'g', 9)));
+        QCOMPARE(stats.counts, want.stats.counts);
+        QCOMPARE(info.size(), referenceBlocks(r, c, static_cast<std::size_t>(size), tiles).size());
+    }
+}
+
+void TestBlockFormats::nvfp4ScaleFormulaByHand() {
+    // amax_t = 12: s_enc = 2688 / 12 = 224. Block 0's amax 12: q = e4m3(12 * 224/6 = 448) = 448,
+    // r = 1 / (448 / 224) = 0.5: 12 -> 6 (exact), 1 -> 0.5. Block 1's amax 0.75: q = e4m3(28)
+    // = 28, r = 8: 0.75 -> 6, 0.3 -> 2.4 -> 2 (E2M1), dequantised 2 * 28 / 224 = 0.25.
+    std::vector<float> in(32, 0.0f);
+    in[0] = 12.0f;
+    in[1] = 1.0f;
+    in[16] = 0.75f;
+    in[17] = 0.3f;
+    std::vector<float> out(in.size());
+    std::vector<BlockInfo> info;
+    const BlockQuantizeResult r =
+        quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in,
+                       out, {}, nullptr, nullptr, {}, info);
+    QCOMPARE(bits(r.tensorScale), bits(224.0f));
+    QCOMPARE(info.size(), std::size_t{2});
+    QCOMPARE(bits(info[0].scale.decoded), bits(448.0f));
+    QCOMPARE(bits(info[1].scale.decoded), bits(28.0f));
+    QCOMPARE(bits(out[0]), bits(12.0f));
+    QCOMPARE(bits(out[1]), bits(1.0f));
+    QCOMPARE(bits(out[16]), bits(0.75f));
+    QCOMPARE(bits(out[17]), bits(0.25f));
+}
+
+void TestBlockFormats::nvfp4FollowsTheFormulaOrder() {
+    // q_b = e4m3(amax_b * (s_enc * (1/6))), not e4m3(amax_b * s_enc / 6): for these two values
+    // the products land on either side of an E4M3 midpoint (found by a search).
+    std::vector<float> in(32, 0.0f);
+    in[0] = 1616.91138f;
+    in[16] = 6.54163361f;
+    std::vector<float> out(in.size());
+    std::vector<BlockInfo> info;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in, out,
+                   {}, nullptr, nullptr, {}, info);
+    QCOMPARE(bits(info[1].scale.decoded), bits(1.875f));
+}
+
+void TestBlockFormats::subnormalScales() {
+    // MX ceil: y = amax / 448 subnormal. Above 2^-127 it rounds up to 2^-126 (code 1); at or
+    // below 2^-127, code 0 (2^-127). Floor: the exponent clamps at -127.
+    auto mxScale = [](float amax, ScaleRounding rounding) {
+        std::vector<float> in = {amax, 0, 0, 0}, out(4);
+        std::vector<BlockInfo> info;
+        quantizeBlocks(Quantizer(saturating("fp8-e4m3")), scheme(BlockScaleKind::Mx, 4, rounding),
+                       in, out, {}, nullptr, nullptr, {}, info);
+        return info[0].scale.decoded;
+    };
+    // (QCOMPARE on floats treats everything below 1e-5 as equal: compare the bits.)
+    QCOMPARE(bits(mxScale(448.0f * 1.5f * std::ldexp(1.0f, -127), ScaleRounding::Ceil)),
+             bits(std::ldexp(1.0f, -126)));
+    QCOMPARE(bits(mxScale(448.0f * std::ldexp(1.0f, -128), ScaleRounding::Ceil)),
+             bits(std::ldexp(1.0f, -127)));
+    QCOMPARE(bits(mxScale(1e-44f, ScaleRounding::Ceil)), bits(std::ldexp(1.0f, -127)));
+    QCOMPARE(bits(mxScale(1e-44f, ScaleRounding::Floor)), bits(std::ldexp(1.0f, -127)));
+    QCOMPARE(bits(mxScale(3e38f, ScaleRounding::Ceil)),
+             bits(std::ldexp(1.0f, 120))); // 2^119 < 3e38/448
+    // NVFP4: a block 2^-14 below the tensor's amax gets an E4M3 subnormal scale (< 2^-6).
+    std::vector<float> in(32, 0.0f), out(32);
+    in[0] = 6.0f;         // s_enc = 448
+    in[16] = 6.0f / 4096; // q_b = e4m3(2^-12 * 6 * 448 / 6) = 448 / 4096 = 0.109375 = 7 * 2^-6
+    in[17] = -in[16] / 3;
+    std::vector<BlockInfo> info;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in, out,
+                   {}, nullptr, nullptr, {}, info);
+    QCOMPARE(bits(info[1].scale.decoded), bits(0.109375f));
+    QCOMPARE(bits(out[16]), bits(in[16]));
+    QCOMPARE(bits(out[17]),
+             bits((-2.0f * 0.109375f) / 448.0f)); // -2 / 6 of the block max, rounded to -2
+}
+
+void TestBlockFormats::zeroScaleBlockIsFlushed() {
+    // A block 2^-30 below the tensor's amax gets q_b = 0 (under E4M3's smallest subnormal): it
+    // comes out as zeros, counted as flushed, and the block as wholly flushed.
+    std::vector<float> in(32, 0.0f);
+    in[0] = 1.0f;
+    for (std::size_t i = 16; i < 32; ++i)
+        in[i] = std::ldexp(1.0f, -30) * (i % 2 ? 1.0f : -1.0f);
+    std::vector<float> out(in.size());
+    QuantStats stats;
+    BlockStats blocks;
+    std::vector<BlockInfo> info;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in, out,
+                   {}, &stats, &blocks, {}, info);
+    QCOMPARE(bits(info[1].scale.decoded), bits(0.0f));
+    for (std::size_t i = 16; i < 32; ++i)
+        QCOMPARE(bits(std::fabs(out[i])), bits(0.0f)); // +-0
+    QCOMPARE(stats.count(QuantClass::Underflow), 16ull);
+    QCOMPARE(stats.count(QuantClass::Zero), 15ull); // block 0's true zeros
+    QCOMPARE(blocks.flushedBlocks, 1ull);
+    QCOMPARE(blocks.blocks, 2ull);
+}
+
+void TestBlockFormats::mxCeilNeverSaturates() {
+    // Rounded up, the scale leaves every block's amax at or below the element max; rounded down
+    // (OCP), blocks whose amax's significand exceeds the element max's clip.
+    const std::vector<float> in = mixedTensor(4096, 5, false);
+    std::vector<float> out(in.size());
+    std::vector<BlockInfo> info;
+    for (const char* format : {"fp8-e4m3", "fp6-e3m2", "fp4-e2m1"}) {
+        BlockStats ceilStats, floorStats;
+        quantizeBlocks(Quantizer(saturating(format)),
+                       scheme(BlockScaleKind::Mx, 32, ScaleRounding::Ceil), in, out, {}, nullptr,
+                       &ceilStats, {}, info);
+        for (const BlockInfo& b : info)
+            QVERIFY(b.finiteAmax <=
+                    b.scale.decoded * static_cast<float>(parseFormat(format).maxFinite()));
+        quantizeBlocks(Quantizer(saturating(format)), scheme(BlockScaleKind::Mx, 32), in, out, {},
+                       nullptr, &floorStats, {}, info);
+        QCOMPARE(ceilStats.saturatedBlocks, 0ull);
+        QVERIFY2(floorStats.saturatedBlocks > 0, format);
+    }
+}
+
+void TestBlockFormats::mxFloorMatchesPerTensorMxPath() {
+    // The block quantiser with OCP's rule gives today's MX scaling bit for bit.
+    const std::vector<float> in = mixedTensor(1000, 9, true);
+    for (const char* format : {"fp8-e4m3", "fp6-e2m3", "fp4-e2m1"}) {
+        const Quantizer q(saturating(format));
+        std::vector<float> viaMx = in, viaBlocks(in.size()), scratch;
+        QuantStats mxStats, blockStats;
+        quantizeMx(q, viaMx, &mxStats, {}, scratch);
+        std::vector<BlockInfo> info;
+        quantizeBlocks(q, scheme(BlockScaleKind::Mx, 32), in, viaBlocks, {}, &blockStats, nullptr,
+                       {}, info);
+        std::size_t where = 0;
+        QVERIFY2(sameBits(viaBlocks, viaMx, &where), qPrintable(QString::number(where)));
+        QCOMPARE(blockStats.counts, mxStats.counts);
+        QCOMPARE(blockStats.histogram, mxStats.histogram);
+    }
+}
+
+void TestBlockFormats::fourOverSixNeverWorse() {
+    const std::vector<float> in = mixedTensor(16 * 64, 3, false);
+    std::vector<float> six(in.size()), best(in.size());
+    std::vector<BlockInfo> info;
+    const Quantizer q(saturating("fp4-e2m1"));
+    quantizeBlocks(q, scheme(BlockScaleKind::Nvfp4, 16), in, six, {}, nullptr, nullptr, {}, info);
+    quantizeBlocks(q, scheme(BlockScaleKind::Nvfp4, 16, ScaleRounding::Floor, false, true), in,
+                   best, {}, nullptr, nullptr, {}, info);
+    int improved = 0;
+    for (std::size_t b = 0; b < 64; ++b) {
+        double errSix = 0.0, errBest = 0.0;
+        for (std::size_t i = b * 16; i < b * 16 + 16; ++i) {
+            errSix += std::pow(double(six[i]) - in[i], 2);
+            errBest += std::pow(double(best[i]) - in[i], 2);
+        }
+        QVERIFY(errBest <= errSix);
+        improved += errBest < errSix ? 1 : 0;
+    }
+    QVERIFY2(improved > 0, "4/6 chose 4 for no block of a normal-distributed tensor");
+}
+
+void TestBlockFormats::blockCountersOnConstructedTensor() {
+    // Blocks of 4 in MXFP4 (E2M1: max 6, min subnormal 0.5, 2.6 binades of normals):
+    //   0: all zero;  1: {8, 0.001, 0, 0}: 0.001 flushed in a live block, range log2(8000) ~ 12.97;
+    //   2: {1, 1, 1, 1}: range 0;  3: {3, 0, NaN, 0}: only its NaN besides 3.
+    // With floor rounding, block 1's scale is 2^(3 - 2) = 2: 8 / 2 = 4 fits, nothing saturates;
+    // block 4: {7, 0, 0, 0} -> scale 2^(2-2) = 1, 7 > 6 saturates.
+    const std::vector<float> in = {0, 0, 0, 0, 8,    0.001f, 0, 0, 1, 1,
+                                   1, 1, 3, 0, kNaN, 0,      7, 0, 0, 0};
+    std::vector<float> out(in.size());
+    BlockStats s;
+    std::vector<BlockInfo> info;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Mx, 4), in, out, {},
+                   nullptr, &s, {}, info);
+    QCOMPARE(s.blocks, 5ull);
+    QCOMPARE(s.zeroBlocks, 1ull);
+    QCOMPARE(s.flushedBlocks, 0ull);
+    QCOMPARE(s.saturatedBlocks, 1ull);
+    QCOMPARE(s.flushedInLiveBlocks, 1ull);
+    QCOMPARE(s.liveElements, 8ull);      // 2 + 4 + 1 + 1
+    QCOMPARE(s.rangeHistogram[0], 3ull); // blocks 2, 3, 4: one nonzero magnitude each
+    QCOMPARE(s.rangeHistogram[static_cast<std::size_t>(std::floor(std::log2(8.0 / 0.001f) * 4))],
+             1ull);
+    QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(2.0f))], 1ull);
+    QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(1.0f))], 1ull);  // 7: 2^(2-2)
+    QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(0.5f))], 1ull);  // 3: 2^(1-2)
+    QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(0.25f))], 1ull); // 1 / 2^2
+    QCOMPARE(bits(out[16]), bits(6.0f));
+    QVERIFY(std::isnan(out[14]));
+    // A wholly flushed block: MX's scale follows the block's amax, so one needs a block below
+    // the scale's floor (2^-127) relative to the element's subnormal.
+    const std::vector<float> tiny = {1e-45f, 0, 0, 0};
+    BlockStats t;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Mx, 4), tiny,
+                   out = tiny, {}, nullptr, &t, {}, info);
+    QCOMPARE(t.flushedBlocks, 1ull);
+    QCOMPARE(t.flushedBlockShare(), 1.0);
+}
+
+void TestBlockFormats::stochasticBlocksIndependentOfThreads() {
+    const std::vector<float> in = mixedTensor(300000, 21, true);
+    const QuantConfig config = saturating("fp4-e2m1", Rounding::Stochastic);
+    std::vector<float> reference;
+    QuantStats referenceStats;
+    for (unsigned threads : {1u, 2u, 3u}) {
+        ThreadPool pool(threads);
+        QuantizeOptions options;
+        options.seed = 3;
+        options.stream = 99;
+        options.pool = &pool;
+        std::vector<float> out(in.size());
+        QuantStats stats;
+        std::vector<BlockInfo> info;
+        quantizeBlocks(Quantizer(config),
+                       scheme(BlockScaleKind::Nvfp4, 16, ScaleRounding::Floor, false, true), in,
+                       out, {600, 500, true}, &stats, nullptr, options, info);
+        if (threads == 1) {
+            reference = out;
+            referenceStats = stats;
+            continue;
+        }
+        std::size_t where = 0;
+        QVERIFY2(sameBits(out, reference, &where), qPrintable(QString::number(where)));
+        QCOMPARE(stats.counts, referenceStats.counts);
+    }
+}
+
+void TestBlockFormats::badLayoutIsRefused() {
+    std::vector<float> in(10), out(10);
+    std::vector<BlockInfo> info;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             quantizeBlocks(Quantizer(saturating("fp8-e4m3")),
+                                            scheme(BlockScaleKind::Mx, 32), in, out, {3, 4, false},
+                                            nullptr, nullptr, {}, info));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             quantizeBlocks(Quantizer(saturating("fp8-e4m3")),
+                                            scheme(BlockScaleKind::Mx, 0), in, out, {}, nullptr,
+                                            nullptr, {}, info));
+}
+
+void TestBlockFormats::namedBlockFormats() {
+    const BlockFormat* nv = findBlockFormat("nvfp4");
+    QVERIFY(nv != nullptr);
+    QCOMPARE(nv->scheme.blockSize, 16);
+    QCOMPARE(nv->element.name, std::string("fp4-e2m1"));
+    QCOMPARE(findBlockFormat("fp8-block128")->scheme.blockSize, 128);
+    QCOMPARE(scaleFormatName(findBlockFormat("mxfp6-e2m3")->scheme), std::string("e8m0"));
+    QVERIFY(findBlockFormat("fp8-e4m3") == nullptr);
+    QVERIFY(parseScaleRounding("ceil") == ScaleRounding::Ceil);
+    QVERIFY_THROWS_EXCEPTION(FormatError, parseScaleRounding("up"));
+}
+
+QTEST_APPLESS_MAIN(TestBlockFormats)
+#include "test_block_formats.moc"
