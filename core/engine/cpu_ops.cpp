@@ -94,9 +94,16 @@ void CpuOps::quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double sc
     plab::quantizeScaled(q, span(in), span(out), scale, stats, options, inputAmax);
 }
 
-MxResult CpuOps::quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
-                            const QuantizeOptions& options) {
-    return plab::quantizeMx(element, span(values), stats, options, m_mxScratch);
+BlockQuantizeResult CpuOps::quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                           Tensor in, Tensor out, const BlockLayout& layout,
+                                           QuantStats* stats, BlockStats* blockStats,
+                                           const QuantizeOptions& options) {
+    return plab::quantizeBlocks(element, scheme, span(in), span(out), layout, stats, blockStats,
+                                options, m_blockInfo);
+}
+
+QuantError CpuOps::errorMoments(Tensor input, Tensor output) {
+    return measureError(span(input), span(output));
 }
 
 void CpuOps::forward(Layer& layer, float* out, const float* in, const float* weights, int batch,

@@ -34,8 +34,11 @@ public:
                   const QuantizeOptions& options) override;
     void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale, QuantStats* stats,
                         const QuantizeOptions& options, double* inputAmax) override;
-    MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
-                        const QuantizeOptions& options) override;
+    BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                       Tensor in, Tensor out, const BlockLayout& layout,
+                                       QuantStats* stats, BlockStats* blockStats,
+                                       const QuantizeOptions& options) override;
+    QuantError errorMoments(Tensor input, Tensor output) override;
 
     void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override;
@@ -56,7 +59,7 @@ public:
 private:
     std::vector<std::unique_ptr<float[]>> m_buffers;
     std::vector<std::unique_ptr<std::uint8_t[]>> m_labels;
-    std::vector<float> m_mxScratch;
+    std::vector<BlockInfo> m_blockInfo;
 };
 
 } // namespace plab

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "nn/softmax_cross_entropy.h"
+#include "numerics/block_kernels.h"
 #include "numerics/philox.h"
 #include "numerics/quantize_element.h"
 
@@ -37,10 +38,14 @@ inline PLAB_HOST_DEVICE std::uint32_t absBits(float x) {
 // The emulated narrow accumulator of matrix products (Accumulation): the running sum is rounded
 // to the accumulation format after every chunk of `every` products, with the random bits the
 // CPU's quantise call would use for output element `index` (seed 0, stream 0).
+// With promoteEvery, chunks of that many products are summed in the format (rounded after every
+// addition; a stochastic rounding draws the word of product i from stream i + 1) and added to an
+// FP32 total, as nn/matmul.cpp's promoted products.
 struct AccumulatorRounding {
     bool enabled = false;
     bool stochastic = false;
     int every = 0;
+    int promoteEvery = 0;
     ElementRule rule;
 
     PLAB_HOST_DEVICE float round(float c, size_t index) const {
@@ -54,6 +59,22 @@ struct AccumulatorRounding {
     // which is rounded after every chunk (one chunk of k when nothing is emulated).
     template <class Term>
     PLAB_HOST_DEVICE float sum(float running, int k, size_t index, const Term& term) const {
+        if (enabled && promoteEvery > 0) {
+            for (int start = 0; start < k; start += promoteEvery) {
+                const int end = start + promoteEvery < k ? start + promoteEvery : k;
+                float chunk = 0.0f;
+                for (int i = start; i < end; ++i) {
+                    QuantClass cls;
+                    const std::uint32_t word =
+                        stochastic
+                            ? philox::elementWord(index, static_cast<std::uint64_t>(i) + 1, 0)
+                            : 0u;
+                    chunk = quantizeElement(rule, chunk + term(i), word, cls);
+                }
+                running += chunk;
+            }
+            return running;
+        }
         const int step = (!enabled || every <= 0 || every >= k) ? k : every;
         for (int start = 0; start < k; start += step) {
             const int end = start + step < k ? start + step : k;
@@ -493,46 +514,48 @@ struct CommitMaster {
     }
 };
 
-// ---- MX block scaling (train/tensor_scaling.h) -----------------------------------------------
+// ---- block scaling (numerics/block_kernels.h holds the per-block bodies) ---------------------
 
-// One block of 32: scale[b] = 2^e with e = mxBlockExponent(block amax), values /= scale[b];
-// sum = 1 when the block's largest element exceeds the element format's max after scaling.
-struct MxScaleBlock {
-    float* values;
-    float* scale;
-    size_t n;
-    int emaxElement;
-    double maxElement;
-    PLAB_HOST_DEVICE Reduction operator()(size_t b) const {
-        const size_t begin = b * 32, end = begin + 32 < n ? begin + 32 : n;
-        std::uint32_t m = 0;
-        for (size_t i = begin; i < end; ++i) {
-            const std::uint32_t a = absBits(values[i]);
-            const std::uint32_t finite = a < 0x7F800000u ? a : 0u;
-            m = finite > m ? finite : m;
-        }
-        const double amax = element::floatOf(m);
-        int e = -127;
-        if (amax > 0.0) {
-            int exponent;
-            frexp(amax, &exponent); // amax in [2^(exponent-1), 2^exponent)
-            e = exponent - 1 - emaxElement;
-            e = e < -127 ? -127 : (e > 127 ? 127 : e);
-        }
-        scale[b] = ldexpf(1.0f, e);
-        const float inverse = ldexpf(1.0f, -e);
-        for (size_t i = begin; i < end; ++i)
-            values[i] *= inverse; // exact: a power of two
+// Largest non-NaN |x| (Inf included): NVFP4's tensor amax.
+struct NonNanAmax {
+    const float* x;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
         Reduction r;
-        r.sum = amax / ldexp(1.0, e) > maxElement ? 1.0 : 0.0;
+        r.maxBits = blocks::NonNanAmaxBits{x}(i);
         return r;
     }
 };
 
-struct MxUnscale {
-    float* values;
-    const float* scale;
-    PLAB_HOST_DEVICE void operator()(size_t i) const { values[i] *= scale[i / 32]; }
+// ---- error metrics (QuantError, measureError in numerics/quant_stats.cpp) --------------------
+
+// Finite pairs only. sum: x^2, sumSq: (q - x)^2.
+struct ErrorSquares {
+    const float* input;
+    const float* output;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        Reduction r;
+        const double x = input[i], q = output[i];
+        if (absBits(input[i]) < 0x7F800000u && absBits(output[i]) < 0x7F800000u) {
+            r.sum = x * x;
+            r.sumSq = (q - x) * (q - x);
+        }
+        return r;
+    }
+};
+
+// Finite pairs only. sum: 1 per pair, sumSq: q^2.
+struct OutputSquares {
+    const float* input;
+    const float* output;
+    PLAB_HOST_DEVICE Reduction operator()(size_t i) const {
+        Reduction r;
+        if (absBits(input[i]) < 0x7F800000u && absBits(output[i]) < 0x7F800000u) {
+            const double q = output[i];
+            r.sum = 1.0;
+            r.sumSq = q * q;
+        }
+        return r;
+    }
 };
 
 } // namespace plab::kernels

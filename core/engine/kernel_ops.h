@@ -33,6 +33,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace plab {
 
@@ -128,19 +129,84 @@ public:
         if (s != 1.0f)
             m_policy.forEach(n, kernels::Scale{out.data, inverse});
     }
-    // As quantizeMx(): block scales, one quantise pass over all blocks, unscale.
-    MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
-                        const QuantizeOptions& options) override {
-        const FormatSpec& f = element.config().format;
-        const std::size_t n = values.size, blocks = (n + kMxBlock - 1) / kMxBlock;
-        if (m_mxScale.size < blocks)
-            m_mxScale = allocate(blocks);
-        const kernels::Reduction r =
-            m_policy.reduce(blocks, kernels::MxScaleBlock{values.data, m_mxScale.data, n,
-                                                          mxElementEmax(f), f.maxFinite()});
-        m_policy.quantize(element, values.data, values.data, n, stats, options);
-        m_policy.forEach(n, kernels::MxUnscale{values.data, m_mxScale.data});
-        return {blocks, static_cast<std::uint64_t>(r.sum)};
+    // As quantizeBlocks() (numerics/block_quantizer.cpp), pass for pass: one thread per block
+    // scales, the fused cast, one thread per block dequantises. The blocks' facts come back to
+    // the host only when counted.
+    BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                       Tensor in, Tensor out, const BlockLayout& layout,
+                                       QuantStats* stats, BlockStats* blockStats,
+                                       const QuantizeOptions& options) override {
+        const std::size_t n = in.size;
+        BlockQuantizeResult result;
+        if (n == 0)
+            return result;
+        blocks::Geometry g;
+        g.rows = layout.cols == 0 ? 1 : layout.rows;
+        g.cols = layout.cols == 0 ? n : layout.cols;
+        g.side = static_cast<std::size_t>(scheme.blockSize);
+        g.tiles = layout.tiles;
+        if (scheme.blockSize < 1 || g.rows * g.cols != n)
+            throw std::invalid_argument("quantizeBlocks: the block layout does not fit the tensor");
+        const std::size_t count = g.blockCount();
+        if (m_blockInfoCapacity < count) {
+            m_blockInfo = static_cast<BlockInfo*>(m_policy.allocate(count * sizeof(BlockInfo)));
+            m_blockInfoCapacity = count;
+        }
+        blocks::ScaleBlocks body{};
+        body.in = in.data;
+        body.out = out.data;
+        body.info = m_blockInfo;
+        body.geometry = g;
+        body.rule = makeScaleRule(scheme, element.config().format);
+        if (scheme.kind == BlockScaleKind::Nvfp4)
+            result.tensorScale = blocks::nvfp4TensorScale(
+                element::floatOf(m_policy.reduce(n, kernels::NonNanAmax{in.data}).maxBits),
+                body.rule.maxElement);
+        body.tensorScale = result.tensorScale;
+        body.fourOverSix = scheme.fourOverSix;
+        if (scheme.fourOverSix) {
+            body.elementRule = makeElementRule(element.config());
+            body.stochastic = element.config().rounding == Rounding::Stochastic;
+            body.seed = options.seed;
+            body.stream = options.stream;
+            body.firstIndex = options.firstIndex;
+        }
+        m_policy.forEach(count, body);
+        m_policy.quantize(element, out.data, out.data, n, stats, options);
+        m_policy.forEach(count,
+                         blocks::DequantizeBlocks{out.data, m_blockInfo, g, result.tensorScale});
+        if (stats == nullptr && blockStats == nullptr)
+            return result;
+        m_blockInfoHost.resize(count);
+        m_policy.toHost(m_blockInfoHost.data(), m_blockInfo, count * sizeof(BlockInfo));
+        for (const BlockInfo& b : m_blockInfoHost) {
+            // As the CPU: a zero-scale NVFP4 block's nonzero inputs were flushed. The counters
+            // may still be on their way (they are added when they land): unsigned arithmetic
+            // makes the order irrelevant.
+            if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4 &&
+                b.scale.decoded == 0.0f && b.nonzero > 0) {
+                stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
+                stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
+            }
+            if (blockStats != nullptr)
+                blockStats->add(b);
+        }
+        return result;
+    }
+    QuantError errorMoments(Tensor input, Tensor output) override {
+        QuantError e;
+        const std::size_t n = std::min(input.size, output.size);
+        if (n == 0)
+            return e;
+        const kernels::Reduction a =
+            m_policy.reduce(n, kernels::ErrorSquares{input.data, output.data});
+        const kernels::Reduction b =
+            m_policy.reduce(n, kernels::OutputSquares{input.data, output.data});
+        e.count = static_cast<std::uint64_t>(b.sum);
+        e.signalSq = a.sum;
+        e.errorSq = a.sumSq;
+        e.outputSq = b.sumSq;
+        return e;
     }
     void sendStatistics() override { m_policy.sendStatistics(); }
     bool receiveStatistics(bool wait) override { return m_policy.receiveStatistics(wait); }
@@ -286,6 +352,7 @@ private:
         r.enabled = true;
         r.stochastic = acc.quantizer->config().rounding == Rounding::Stochastic;
         r.every = acc.every;
+        r.promoteEvery = acc.promoteEvery;
         r.rule = makeElementRule(acc.quantizer->config());
         return r;
     }
@@ -308,7 +375,9 @@ private:
     }
 
     Policy m_policy;
-    Tensor m_mxScale;
+    BlockInfo* m_blockInfo = nullptr; // per block, in the device's memory
+    std::size_t m_blockInfoCapacity = 0;
+    std::vector<BlockInfo> m_blockInfoHost;
     std::uint32_t* m_indices = nullptr; // a step's row indices (gatherRows)
     std::size_t m_indexCapacity = 0;
     std::unordered_map<const MaxPool2d*, std::pair<int*, std::size_t>> m_argmax;

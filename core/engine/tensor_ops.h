@@ -7,6 +7,7 @@
 
 #include "nn/layer.h"
 #include "nn/softmax_cross_entropy.h"
+#include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
 #include "train/optimizer.h"
 #include "train/per_layer_scaling.h"
@@ -70,8 +71,15 @@ public:
     virtual void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,
                                 QuantStats* stats, const QuantizeOptions& options,
                                 double* inputAmax) = 0;
-    virtual MxResult quantizeMx(const Quantizer& element, Tensor values, QuantStats* stats,
-                                const QuantizeOptions& options) = 0;
+    // Block-scaled cast (numerics/block_quantizer.h) of in into out (they may be the same);
+    // blockStats, when given, gets every block added (a GPU brings the blocks' facts back for
+    // it, so pass it on statistics steps only).
+    virtual BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
+                                               Tensor in, Tensor out, const BlockLayout& layout,
+                                               QuantStats* stats, BlockStats* blockStats,
+                                               const QuantizeOptions& options) = 0;
+    // The error metrics' sums for a cast (QuantError) from its input and its output.
+    virtual QuantError errorMoments(Tensor input, Tensor output) = 0;
     virtual void sendStatistics() {}
     virtual bool receiveStatistics(bool /*wait*/) { return true; }
     void finishStatistics() { // both, waiting

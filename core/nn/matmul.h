@@ -14,9 +14,15 @@ using MatrixMap = Eigen::Map<RowMatrix>;
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 
 // How matrix products accumulate. quantizer == nullptr: plain FP32.
+//   every:        the running sum is rounded to the format after every `every` products (0: once
+//                 at the end), the products in between summed in FP32;
+//   promoteEvery: chunks of that many products are summed in the format, rounded after every
+//                 addition, and each chunk's sum is added to an FP32 total (DeepSeek-V3's
+//                 promotion of a narrow Tensor Core accumulator). Takes precedence over every.
 struct Accumulation {
     const Quantizer* quantizer = nullptr;
-    int every = 0; // products between roundings of the running sum
+    int every = 0;
+    int promoteEvery = 0;
 };
 
 // C = A * B (beta == 0) or C += A * B (beta == 1); A is (M, K), B is (K, N), either given

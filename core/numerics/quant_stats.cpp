@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace plab {
 
@@ -68,6 +69,48 @@ void QuantStats::merge(const QuantStats& other) {
         histogram[i] += other.histogram[i];
     // NaN never enters amax, so a plain max suffices.
     amax = std::max(amax, other.amax);
+    error.merge(other.error);
+}
+
+QuantError measureError(std::span<const float> input, std::span<const float> output) {
+    QuantError e;
+    const std::size_t n = std::min(input.size(), output.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const double x = input[i], q = output[i];
+        if (!std::isfinite(x) || !std::isfinite(q))
+            continue;
+        ++e.count;
+        e.signalSq += x * x;
+        e.errorSq += (q - x) * (q - x);
+        e.outputSq += q * q;
+    }
+    return e;
+}
+
+double QuantError::mse() const {
+    return count == 0 ? std::numeric_limits<double>::quiet_NaN()
+                      : errorSq / static_cast<double>(count);
+}
+
+double QuantError::sqnrDb() const {
+    if (count == 0)
+        return std::numeric_limits<double>::quiet_NaN();
+    if (errorSq == 0.0)
+        return std::numeric_limits<double>::infinity();
+    return 10.0 * std::log10(signalSq / errorSq);
+}
+
+double QuantError::normRelativeError() const {
+    if (count == 0 || signalSq == 0.0)
+        return count == 0 || outputSq != 0.0 ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    return (std::sqrt(outputSq) - std::sqrt(signalSq)) / std::sqrt(signalSq);
+}
+
+void QuantError::merge(const QuantError& o) {
+    count += o.count;
+    signalSq += o.signalSq;
+    errorSq += o.errorSq;
+    outputSq += o.outputSq;
 }
 
 } // namespace plab

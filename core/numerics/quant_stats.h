@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace plab {
 
@@ -38,10 +39,29 @@ int histogramBin(float x);
 // log2 of the lower edge of log bin b (1 <= b <= kHistLogBins).
 double histogramBinLowerLog2(int bin);
 
+// How far a cast moved a tensor, measured on statistics steps against the unquantised values
+// (finite pairs only: Inf and NaN are counted as classes instead).
+struct QuantError {
+    std::uint64_t count = 0; // finite (input, output) pairs measured; 0: not measured
+    double signalSq = 0.0;   // sum x^2
+    double errorSq = 0.0;    // sum (q - x)^2
+    double outputSq = 0.0;   // sum q^2
+
+    bool measured() const { return count > 0; }
+    double mse() const;               // errorSq / count
+    double sqnrDb() const;            // 10 log10(signalSq / errorSq); +Inf for an exact cast
+    double normRelativeError() const; // (||q|| - ||x||) / ||x||, signed
+    void merge(const QuantError& other);
+};
+
+// The sums of QuantError over a cast's input and output (same sizes).
+QuantError measureError(std::span<const float> input, std::span<const float> output);
+
 struct QuantStats {
     std::array<std::uint64_t, kQuantClassCount> counts{};
     float amax = 0.0f; // largest |x| over non-NaN inputs (Inf if there was one)
     std::array<std::uint64_t, kHistBinCount> histogram{};
+    QuantError error; // filled by the trainer on statistics steps (not by the fused pass)
 
     std::uint64_t count(QuantClass c) const { return counts[static_cast<std::size_t>(c)]; }
     std::uint64_t total() const;

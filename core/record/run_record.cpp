@@ -102,8 +102,8 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, std::int64_t attemp
         st.gradientScale = s.real(12);
         const auto r = static_cast<std::size_t>(*role);
         st.tensorScale[r] = s.real(13);
-        st.mxBlocks[r] = static_cast<std::uint64_t>(s.integer(14));
-        st.mxSaturatedBlocks[r] = static_cast<std::uint64_t>(s.integer(15));
+        st.blocks[r].blocks = static_cast<std::uint64_t>(s.integer(14));
+        st.blocks[r].saturatedBlocks = static_cast<std::uint64_t>(s.integer(15));
     }
     return out;
 }

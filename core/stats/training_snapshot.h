@@ -2,6 +2,7 @@
 // engine's counters and histograms, plus lost updates. Plain data, copied into the mailbox.
 #pragma once
 
+#include "numerics/block_stats.h"
 #include "numerics/quant_stats.h"
 #include "train/precision_recipe.h"
 
@@ -33,8 +34,9 @@ struct StageStats {
     std::uint64_t updates = 0;     // weight updates attempted (nonzero update values)
     std::uint64_t lostUpdates = 0; // of those, how many left the master weight unchanged
     double gradientScale = 1.0;    // the scale this stage's gradients carried (per-layer policy)
-    std::array<double, kRoleCount> tensorScale{1, 1, 1, 1, 1, 1};          // amax scaling, per role
-    std::array<std::uint64_t, kRoleCount> mxBlocks{}, mxSaturatedBlocks{}; // MX scaling
+    std::array<double, kRoleCount> tensorScale{1, 1, 1, 1, 1, 1}; // amax scaling, per role
+    // Block scaling: NVFP4's s_enc lands in tensorScale; per-block statistics here.
+    std::array<BlockStats, kRoleCount> blocks{};
     double lostUpdateFraction() const {
         return updates == 0 ? 0.0 : static_cast<double>(lostUpdates) / static_cast<double>(updates);
     }

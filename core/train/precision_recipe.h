@@ -33,6 +33,9 @@ struct PrecisionRecipe {
     std::map<int, std::array<std::optional<QuantConfig>, kRoleCount>> stageOverrides;
     std::optional<QuantConfig> accumulation; // none: FP32 accumulation
     int accumulateEvery = 0;                 // products between roundings of the running sum
+    // Promotion (DeepSeek-V3): chunks of this many products summed in the accumulation format,
+    // rounded after every addition, each chunk's sum added to an FP32 total. 0: off (`every`).
+    int promoteEvery = 0;
 
     PrecisionRecipe();
     const QuantConfig& config(int stage, int stageCount, TensorRole role) const;

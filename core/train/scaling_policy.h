@@ -17,7 +17,9 @@ enum class ScalingPolicy {
     PerLayer,
     AmaxCurrent,
     AmaxDelayed,
-    Mx
+    Mx,
+    Nvfp4,
+    Blockwise
 };
 
 struct ScalingPolicyInfo {
@@ -45,7 +47,18 @@ inline constexpr ScalingPolicyInfo kScalingPolicies[] = {
      "per-tensor scales from an amax history (Transformer Engine, delayed scaling)", false, false},
     {ScalingPolicy::Mx, "mx", "blocks of 32 values with a shared E8M0 scale (OCP MX)", false,
      false},
+    {ScalingPolicy::Nvfp4, "nvfp4",
+     "blocks of 16 with an E4M3 scale under one FP32 scale per tensor (NVIDIA NVFP4)", false,
+     false},
+    {ScalingPolicy::Blockwise, "blockwise",
+     "blocks of 128 (128x128 tiles for weights) with an FP32 scale amax/max (DeepSeek-V3)", false,
+     false},
 };
+
+// Whether the policy scales weights, activations and activation gradients in blocks.
+inline bool isBlockScaling(ScalingPolicy p) {
+    return p == ScalingPolicy::Mx || p == ScalingPolicy::Nvfp4 || p == ScalingPolicy::Blockwise;
+}
 
 const ScalingPolicyInfo& info(ScalingPolicy policy);
 std::string_view toString(ScalingPolicy policy);

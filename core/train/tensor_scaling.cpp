@@ -1,4 +1,4 @@
-// Amax and MX scaling around the fused quantiser.
+// Amax scaling around the fused quantiser.
 #include "train/tensor_scaling.h"
 
 #include "util/thread_pool.h"
@@ -69,50 +69,6 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
     if (s != 1.0f)
         for (float& v : out)
             v *= inverse;
-}
-
-int mxScaleExponent(double blockAmax, const FormatSpec& element) {
-    if (!(blockAmax > 0.0) || !std::isfinite(blockAmax))
-        return -127;
-    // floor(log2 x) from frexp: exact, and the same on a GPU (engine/kernel_bodies.h).
-    int exponent = 0;
-    std::frexp(blockAmax, &exponent);
-    const int e = exponent - 1 - mxElementEmax(element);
-    return std::clamp(e, -127, 127);
-}
-
-int mxElementEmax(const FormatSpec& element) {
-    int exponent = 0;
-    std::frexp(element.maxFinite(), &exponent);
-    return exponent - 1;
-}
-
-MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,
-                    const QuantizeOptions& options, std::vector<float>& scratch) {
-    MxResult r;
-    const FormatSpec& f = element.config().format;
-    const double maxElem = f.maxFinite();
-    const std::size_t n = values.size();
-    const std::size_t blocks = (n + kMxBlock - 1) / kMxBlock;
-    scratch.resize(blocks);
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t begin = b * kMxBlock, end = std::min(n, begin + kMxBlock);
-        const double amax = amaxOf(values.subspan(begin, end - begin));
-        const int e = mxScaleExponent(amax, f);
-        scratch[b] = std::ldexp(1.0f, e);
-        r.saturatedBlocks += amax / std::ldexp(1.0, e) > maxElem ? 1u : 0u;
-        const float inverse = std::ldexp(1.0f, -e);
-        for (std::size_t i = begin; i < end; ++i)
-            values[i] *= inverse; // exact: a power of two
-    }
-    r.blocks = blocks;
-    element.quantize(values, values, stats, options); // one fused pass over all blocks
-    for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t begin = b * kMxBlock, end = std::min(n, begin + kMxBlock);
-        for (std::size_t i = begin; i < end; ++i)
-            values[i] *= scratch[b];
-    }
-    return r;
 }
 
 } // namespace plab

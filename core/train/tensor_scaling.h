@@ -1,8 +1,8 @@
-// Per-tensor and per-block scaling of the tensors an FP8 GEMM reads (weights, activations,
-// activation gradients): NVIDIA Transformer Engine's amax scaling, scale = (format max / amax) /
-// 2^margin with amax of the current tensor or the max (or most recent) of a history of past
-// amaxes; and OCP MX block scaling, 32 elements sharing an E8M0 scale 2^(floor(log2 amax) -
-// emax_elem). The tensor is scaled, quantised (counted as the format sees it) and unscaled.
+// Per-tensor scaling of the tensors an FP8 GEMM reads (weights, activations, activation
+// gradients): NVIDIA Transformer Engine's amax scaling, scale = (format max / amax) / 2^margin
+// with amax of the current tensor or the max (or most recent) of a history of past amaxes. The
+// tensor is scaled, quantised (counted as the format sees it) and unscaled. Block scaling (MX,
+// NVFP4, FP32 blocks) is numerics/block_quantizer.h.
 #pragma once
 
 #include "numerics/quantizer.h"
@@ -39,17 +39,5 @@ double amaxScale(double amax, const FormatSpec& format, int margin);
 void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<float> out,
                     double scale, QuantStats* stats, const QuantizeOptions& options,
                     double* inputAmax = nullptr);
-
-struct MxResult {
-    std::uint64_t blocks = 0;
-    std::uint64_t saturatedBlocks = 0; // blocks whose largest element exceeded the element max
-};
-inline constexpr std::size_t kMxBlock = 32;
-// The E8M0 exponent of a block: floor(log2 amax) - emax_elem, clamped to E8M0's [-127, 127].
-int mxScaleExponent(double blockAmax, const FormatSpec& element);
-int mxElementEmax(const FormatSpec& element); // floor(log2(element max))
-// values <- per block of 32: Q(values / X) * X with X = 2^mxScaleExponent. scratch is reused.
-MxResult quantizeMx(const Quantizer& element, std::span<float> values, QuantStats* stats,
-                    const QuantizeOptions& options, std::vector<float>& scratch);
 
 } // namespace plab

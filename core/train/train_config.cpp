@@ -57,6 +57,15 @@ public:
         out = v.get<std::string>();
     }
 
+    void flag(const char* key, bool& out) {
+        if (!has(key))
+            return;
+        const json& v = m_j.at(key);
+        if (!v.is_boolean())
+            throw ConfigError(path(key) + ": expected true or false, got " + v.dump());
+        out = v.get<bool>();
+    }
+
     void finish() const {
         for (auto it = m_j.begin(); it != m_j.end(); ++it)
             if (!m_known.contains(it.key())) {
@@ -137,13 +146,19 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
         const json& a = r.at("accumulation");
         Reader ar(a, "config.recipe.accumulation");
         std::string format = "fp32";
-        int every = 0; // 0: one chunk, the whole sum rounded once to the format
+        int every = 0;   // 0: one chunk, the whole sum rounded once to the format
+        int promote = 0; // 0: no promotion
         ar.text("format", format);
         ar.number("every", every, 0, 1 << 20);
+        ar.number("promote_every", promote, 0, 1 << 20);
         ar.finish();
+        if (every > 0 && promote > 0)
+            throw ConfigError("config.recipe.accumulation: every and promote_every are two "
+                              "modes; give one of them");
         if (format != "fp32") {
             recipe.accumulation = readQuant(json(format), "config.recipe.accumulation.format");
             recipe.accumulateEvery = every;
+            recipe.promoteEvery = promote;
         }
     }
     if (r.has("overrides")) {
@@ -369,6 +384,8 @@ TrainConfig configFromJson(const json& j) {
         if (!parsed)
             throw ConfigError("config.scaling.policy: \"" + policy + "\" (expected " +
                               scalingPolicyNames() + ")");
+        if (*parsed != c.scalingPolicy) // a policy's own defaults, unless given below
+            c.weightTiles = *parsed == ScalingPolicy::Nvfp4 || *parsed == ScalingPolicy::Blockwise;
         c.scalingPolicy = *parsed;
         if (info(c.scalingPolicy).adaptsLossScale)
             c.lossScale = 65536.0; // GradScaler's initial scale unless given
@@ -398,6 +415,16 @@ TrainConfig configFromJson(const json& j) {
             throw ConfigError("config.scaling.amax_algorithm: \"" + algorithm +
                               "\" (expected max or most_recent)");
         c.amaxMostRecent = algorithm == "most_recent";
+        s.number("block_size", c.blockSize, 0, 4096);
+        std::string rounding(toString(c.scaleRounding));
+        s.text("scale_rounding", rounding);
+        if (rounding != "floor" && rounding != "ceil")
+            throw ConfigError("config.scaling.scale_rounding: \"" + rounding +
+                              "\" (expected floor or ceil)");
+        c.scaleRounding = parseScaleRounding(rounding);
+        s.flag("weight_tiles", c.weightTiles);
+        s.flag("pow2_scales", c.pow2Scales);
+        s.flag("four_over_six", c.fourOverSix);
         s.finish();
     }
     if (top.has("timeline"))
@@ -442,8 +469,11 @@ json TrainConfig::toJson() const {
     for (TensorRole r : kAllRoles)
         recipeJson[std::string(toString(r))] = quantJson(recipe.roles[static_cast<std::size_t>(r)]);
     if (recipe.accumulation)
-        recipeJson["accumulation"] = {{"format", recipe.accumulation->format.name},
-                                      {"every", recipe.accumulateEvery}};
+        recipeJson["accumulation"] = // one of the two modes (they exclude each other)
+            recipe.promoteEvery > 0 ? json{{"format", recipe.accumulation->format.name},
+                                           {"promote_every", recipe.promoteEvery}}
+                                    : json{{"format", recipe.accumulation->format.name},
+                                           {"every", recipe.accumulateEvery}};
     json overrides = json::array();
     for (const auto& [stage, roles] : recipe.stageOverrides) {
         json o = {{"stage", stage}};
@@ -506,7 +536,12 @@ json TrainConfig::toJson() const {
           {"cumulative_cap", cumulativeCap},
           {"margin", amaxMargin},
           {"amax_history", amaxHistory},
-          {"amax_algorithm", amaxMostRecent ? "most_recent" : "max"}}},
+          {"amax_algorithm", amaxMostRecent ? "most_recent" : "max"},
+          {"block_size", blockSize},
+          {"scale_rounding", std::string(toString(scaleRounding))},
+          {"weight_tiles", weightTiles},
+          {"pow2_scales", pow2Scales},
+          {"four_over_six", fourOverSix}}},
     };
     if (!timeline.empty()) {
         json edits = json::array();
@@ -526,6 +561,28 @@ void TrainConfig::setScalingFrom(const TrainConfig& o) {
     amaxMargin = o.amaxMargin;
     amaxHistory = o.amaxHistory;
     amaxMostRecent = o.amaxMostRecent;
+    blockSize = o.blockSize;
+    scaleRounding = o.scaleRounding;
+    weightTiles = o.weightTiles;
+    pow2Scales = o.pow2Scales;
+    fourOverSix = o.fourOverSix;
+}
+
+std::optional<BlockScheme> TrainConfig::blockScheme() const {
+    if (!isBlockScaling(scalingPolicy))
+        return std::nullopt;
+    BlockScheme s;
+    s.kind = scalingPolicy == ScalingPolicy::Nvfp4       ? BlockScaleKind::Nvfp4
+             : scalingPolicy == ScalingPolicy::Blockwise ? BlockScaleKind::Fp32
+                                                         : BlockScaleKind::Mx;
+    s.blockSize = blockSize > 0                               ? blockSize
+                  : scalingPolicy == ScalingPolicy::Nvfp4     ? 16
+                  : scalingPolicy == ScalingPolicy::Blockwise ? 128
+                                                              : 32;
+    s.scaleRounding = scaleRounding;
+    s.powerOfTwoScales = pow2Scales;
+    s.fourOverSix = fourOverSix;
+    return s;
 }
 
 void applySetting(json& j, const std::string& assignment) {
@@ -696,6 +753,39 @@ const std::vector<Preset>& presets() {
             {"activation_gradients", "fp8-e5m2"},
             {"overrides", {{{"stage", -1}, {"weights", "fp8-e4m3"}, {"activations", "fp16"}}}}}},
           {"scaling", {{"policy", "mx"}}}}},
+        {"mxfp8-ceil",
+         "as mxfp8-e4m3 with each block's E8M0 scale rounded up (Transformer Engine's MXFP8 "
+         "cast; arXiv 2506.08027): no element saturates",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e4m3"}}},
+          {"scaling", {{"policy", "mx"}, {"scale_rounding", "ceil"}}}}},
+        {"nvfp4",
+         "NVIDIA's NVFP4 recipe (arXiv 2509.25149): E2M1 in blocks of 16 with E4M3 scales and a "
+         "tensor scale, weights in 16x16 tiles, stochastic rounding on gradients, the last stage "
+         "in BF16",
+         {{"recipe",
+           {{"weights", "fp4-e2m1"},
+            {"activations", "fp4-e2m1"},
+            {"activation_gradients", {{"format", "fp4-e2m1"}, {"rounding", "stochastic"}}},
+            {"overrides",
+             {{{"stage", -1},
+               {"weights", "bf16"},
+               {"activations", "bf16"},
+               {"activation_gradients", "bf16"}}}}}},
+          {"scaling", {{"policy", "nvfp4"}, {"weight_tiles", true}}}}},
+        {"fp8-blockwise",
+         "DeepSeek-V3's FP8 recipe (arXiv 2412.19437): E4M3 everywhere in 1x128 blocks (weights "
+         "128x128) with FP32 scales, products accumulated in e8m13 and promoted to FP32 every "
+         "128, BF16 optimiser state",
+         {{"recipe",
+           {{"weights", "fp8-e4m3"},
+            {"activations", "fp8-e4m3"},
+            {"activation_gradients", "fp8-e4m3"},
+            {"optimizer_state", "bf16"},
+            {"accumulation", {{"format", "e8m13"}, {"promote_every", 128}}}}},
+          {"scaling", {{"policy", "blockwise"}, {"weight_tiles", true}}}}},
         {"fp8-e4m3",
          "E4M3 for weights, activations and gradients (saturating), FP32 master weights, loss "
          "scale 2^8",

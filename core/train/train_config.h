@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nn/model.h"
+#include "numerics/block_scheme.h"
 #include "train/dynamic_scaler.h"
 #include "train/precision_recipe.h"
 #include "train/scaling_policy.h"
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,12 +79,20 @@ struct TrainConfig {
     int amaxMargin = 0;                                // amax scaling (Transformer Engine)
     int amaxHistory = 1024;
     bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
+    // Block scaling (mx, nvfp4, blockwise): see blockScheme().
+    int blockSize = 0; // elements per block; 0: the policy's (32, 16, 128)
+    ScaleRounding scaleRounding = ScaleRounding::Floor; // mx: OCP's floor or TE's ceil
+    bool weightTiles = false; // weights in square tiles (nvfp4 and blockwise by default)
+    bool pow2Scales = false;  // blockwise: scales rounded to powers of two
+    bool fourOverSix = false; // nvfp4: per block, map amax to 4 or 6, whichever errs less
 
     std::vector<TimedEdit> timeline; // in step order; written only when not empty
 
     nlohmann::json toJson() const;
     // Takes the scaling.* settings (policy, scale and every policy parameter) from another config.
     void setScalingFrom(const TrainConfig& other);
+    // The block scheme of a block-scaling policy (nullopt for the others).
+    std::optional<BlockScheme> blockScheme() const;
     // Field by field: what a replay test compares (a config and its config.json read back).
     bool operator==(const TrainConfig&) const = default;
 };

@@ -226,7 +226,8 @@ void Trainer::buildQuantizers() {
     m_accumulation = {};
     if (m_config.recipe.accumulation) {
         m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
-        m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery};
+        m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery,
+                          m_config.recipe.promoteEvery};
     }
 }
 
@@ -235,8 +236,10 @@ void Trainer::applyScalingPolicy() {
     m_perLayer = policy == ScalingPolicy::PerLayer;
     m_tensorScaling = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
                       : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
-                      : policy == ScalingPolicy::Mx          ? TensorScalingKind::Mx
+                      : isBlockScaling(policy)               ? TensorScalingKind::Blocks
                                                              : TensorScalingKind::None;
+    if (const std::optional<BlockScheme> scheme = m_config.blockScheme())
+        m_blockScheme = *scheme;
     const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
     m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
                          {emptyHistory, emptyHistory, emptyHistory});
@@ -316,7 +319,7 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
         if (m_model.endsStage(i)) {
             const Tensor out = activation(m_out, i, batch);
             quantizeRole(m_model.stageOf(i), TensorRole::Activations, out, out,
-                         collect && withStats, withStats);
+                         activationLayout(i, batch), collect && withStats, withStats);
         }
     }
 }
@@ -328,7 +331,8 @@ void Trainer::backward(int batch, bool collect) {
     for (std::size_t i = layers.size(); i-- > 0;) {
         if (m_model.endsStage(i)) {
             const Tensor g = activation(m_dout, i, batch);
-            quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, g, g, collect, true);
+            quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, g, g,
+                         activationLayout(i, batch), collect, true);
         }
         // Nothing below the first weight layer needs a gradient.
         float* din = i > firstWeight ? m_dout[i - 1].data : nullptr;
@@ -357,8 +361,11 @@ void Trainer::backward(int batch, bool collect) {
         QuantStats* counted =
             collect ? &stats()[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
                     : nullptr;
+        const Tensor kept = collect ? keepForError(g, g) : Tensor{};
         m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted,
                         options(s, TensorRole::WeightGradients));
+        if (collect)
+            measureError(*counted, kept, g);
     }
 }
 
@@ -479,49 +486,97 @@ StepResult Trainer::step() {
     return result;
 }
 
-void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values, bool collect,
-                           bool training) {
+void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
+                           const BlockLayout& layout, bool collect, bool training) {
     StageStats& st = stats()[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
     const Quantizer& q = quantizer(stage, role);
     const QuantizeOptions opts = options(stage, role);
+    const Tensor kept = collect ? keepForError(in, values) : Tensor{};
     const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
                             role == TensorRole::ActivationGradients;
-    if (m_tensorScaling == TensorScalingKind::None || !scaledRole) {
+    // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
+    // in BF16 under a block-scaled recipe is cast plainly.
+    const bool wide = q.config().format.exponentBits >= 8;
+    if (m_tensorScaling == TensorScalingKind::None || !scaledRole ||
+        (m_tensorScaling == TensorScalingKind::Blocks && wide)) {
         m_ops->quantize(q, in, values, stats, opts);
-        return;
+    } else if (m_tensorScaling == TensorScalingKind::Blocks) {
+        quantizeBlocks(stage, role, in, values, layout, collect);
+    } else {
+        AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
+                                   ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
+                                                                                     : r == 1 ? 1
+                                                                                              : 2]
+                                   : nullptr;
+        // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
+        // history's and records this tensor's amax during the pass (one read of the data).
+        const bool fromHistory = history != nullptr && !history->empty();
+        double amax = 0.0;
+        if (fromHistory)
+            amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
+        else
+            amax = m_ops->amax(in);
+        const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
+        if (collect)
+            st.tensorScale[r] = scale;
+        double current = amax;
+        m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
+        if (history != nullptr && training) // evaluation must not change what training sees
+            history->push(current);         // this tensor's amax serves the steps after it
     }
-    if (m_tensorScaling == TensorScalingKind::Mx) {
-        if (in.data != values.data) // MX scales in place, block by block
-            m_ops->copy(values, in);
-        const MxResult mx = m_ops->quantizeMx(q, values, stats, opts);
-        if (collect) {
-            st.mxBlocks[r] += mx.blocks;
-            st.mxSaturatedBlocks[r] += mx.saturatedBlocks;
-        }
-        return;
-    }
-    AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
-                               ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
-                                                                                 : r == 1 ? 1
-                                                                                          : 2]
-                               : nullptr;
-    // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
-    // history's and records this tensor's amax during the pass (one read of the data).
-    const bool fromHistory = history != nullptr && !history->empty();
-    double amax = 0.0;
-    if (fromHistory)
-        amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
-    else
-        amax = m_ops->amax(in);
-    const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
     if (collect)
-        st.tensorScale[r] = scale;
-    double current = amax;
-    m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
-    if (history != nullptr && training) // evaluation must not change what training sees
-        history->push(current);         // this tensor's amax serves the steps after it
+        measureError(*stats, kept, values);
+}
+
+void Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                             const BlockLayout& layout, bool collect) {
+    StageStats& st = stats()[static_cast<std::size_t>(stage)];
+    const auto r = static_cast<std::size_t>(role);
+    const Quantizer& q = quantizer(stage, role);
+    QuantizeOptions opts = options(stage, role);
+    const std::size_t body =
+        layout.cols == 0 ? in.size : std::min(in.size, layout.rows * layout.cols);
+    const BlockQuantizeResult result = m_ops->quantizeBlocks(
+        q, m_blockScheme, in.slice(0, body), values.slice(0, body), layout,
+        collect ? &st.roles[r] : nullptr, collect ? &st.blocks[r] : nullptr, opts);
+    if (collect)
+        st.tensorScale[r] = result.tensorScale;
+    if (body == in.size)
+        return;
+    opts.firstIndex = body; // the biases: one row of blocks, their own random words
+    m_ops->quantizeBlocks(q, m_blockScheme, in.slice(body, in.size - body),
+                          values.slice(body, in.size - body), {}, collect ? &st.roles[r] : nullptr,
+                          collect ? &st.blocks[r] : nullptr, opts);
+}
+
+Tensor Trainer::keepForError(Tensor in, Tensor out) {
+    if (in.data != out.data)
+        return in;
+    if (m_errorInput.size < in.size)
+        m_errorInput = m_ops->allocate(in.size);
+    const Tensor kept = m_errorInput.slice(0, in.size);
+    m_ops->copy(kept, in);
+    return kept;
+}
+
+void Trainer::measureError(QuantStats& stats, Tensor input, Tensor output) {
+    stats.error.merge(m_ops->errorMoments(input, output));
+}
+
+BlockLayout Trainer::weightLayout(int stage) const {
+    // A weight layer's parameters: its (outputs, fan-in) matrix, then one bias per output.
+    const Layer& layer = *m_model.layers()[m_model.stageWeightLayer(stage)];
+    const std::size_t outputs = layer.parameterCount() - layer.weightCount();
+    if (outputs == 0)
+        return {};
+    return {outputs, layer.weightCount() / outputs, m_config.weightTiles};
+}
+
+BlockLayout Trainer::activationLayout(std::size_t layer, int batch) const {
+    return {static_cast<std::size_t>(batch),
+            static_cast<std::size_t>(m_model.layers()[layer]->outputShape().size()), false};
 }
 
 std::string Trainer::locateOverflow(double loss) const {
@@ -543,7 +598,7 @@ void Trainer::refreshWeights(bool collect, bool training) {
         return;
     for (int s = 0; s < m_model.stageCount(); ++s)
         quantizeRole(s, TensorRole::Weights, stageParameters(m_master, s),
-                     stageParameters(m_weights, s), collect, training);
+                     stageParameters(m_weights, s), weightLayout(s), collect, training);
 }
 
 Evaluation Trainer::evaluate() {

@@ -97,8 +97,18 @@ private:
     // Quantises one tensor of a role (in -> values; they may be the same), through amax or MX
     // scaling where the policy asks for it; `training` false (evaluation) leaves the amax
     // history alone.
-    void quantizeRole(int stage, TensorRole role, Tensor in, Tensor values, bool collect,
-                      bool training);
+    // layout: the tensor's rows for block scaling (elements past rows x cols, a weight layer's
+    // biases, form one more row).
+    void quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
+                      const BlockLayout& layout, bool collect, bool training);
+    void quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                        const BlockLayout& layout, bool collect);
+    // On statistics steps: where the cast's input can still be read after the cast (a copy when
+    // it is cast in place), and the error metrics from it.
+    Tensor keepForError(Tensor in, Tensor out);
+    void measureError(QuantStats& stats, Tensor input, Tensor output);
+    BlockLayout weightLayout(int stage) const;
+    BlockLayout activationLayout(std::size_t layer, int batch) const;
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
     void forward(int batch, bool collect, bool withStats);
     void backward(int batch, bool collect);
@@ -139,7 +149,9 @@ private:
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
     double m_lossScale = 1.0; // the policy's scale for the current step
-    enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Mx } m_tensorScaling{};
+    enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Blocks } m_tensorScaling{};
+    BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
+    Tensor m_errorInput;       // the input of a cast in place, kept on statistics steps
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
 
     std::vector<std::uint32_t> m_order;

@@ -153,6 +153,7 @@ void layers(const OpsFactory& candidate, Report& report) {
     };
     const Quantizer fp16(QuantConfig::forFormat(parseFormat("fp16")));
     const Quantizer bf16sr(QuantConfig::forFormat(parseFormat("bf16"), Rounding::Stochastic));
+    const Quantizer e8m13(QuantConfig::forFormat(parseFormat("e8m13")));
     struct AccCase {
         std::string name;
         Accumulation acc;
@@ -162,6 +163,8 @@ void layers(const OpsFactory& candidate, Report& report) {
         {"fp32 accumulation", {}, kFp32Bound},
         {"fp16 accumulator every 8", {&fp16, 8}, kAccumulatorBound},
         {"bf16 stochastic accumulator every 16", {&bf16sr, 16}, 4 * kAccumulatorBound},
+        {"e8m13 promoted every 16", {&e8m13, 0, 16}, kAccumulatorBound},
+        {"fp16 promoted every 8", {&fp16, 0, 8}, kAccumulatorBound},
     };
     const int batch = 5;
     for (const Case& c : cases)
@@ -262,16 +265,45 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                                   amaxG == amaxW,
                               what + ": scaled quantise not bit-identical");
             }
+            for (const BlockFormat& bf : blockFormats()) {
+                // Every block rule on this element format, in rows and in tiles, with 4/6.
+                BlockScheme scheme = bf.scheme;
+                scheme.fourOverSix = scheme.kind == BlockScaleKind::Nvfp4;
+                scheme.scaleRounding =
+                    bf.name == "mxfp8-e4m3" ? ScaleRounding::Ceil : ScaleRounding::Floor;
+                const std::vector<float> w(v.begin(), v.begin() + 4000);
+                for (const BlockLayout layout : {BlockLayout{}, BlockLayout{40, 100, true}}) {
+                    Mirror a(cpu, w), b(*ops, w), ao(cpu, w), bo(*ops, w);
+                    QuantStats sw, sg;
+                    BlockStats bw, bg;
+                    const BlockQuantizeResult rw =
+                        cpu.quantizeBlocks(q, scheme, a.t, ao.t, layout, &sw, &bw, o);
+                    const BlockQuantizeResult rg =
+                        ops->quantizeBlocks(q, scheme, b.t, bo.t, layout, &sg, &bg, o);
+                    ops->finishStatistics();
+                    report.expect(bitIdentical(bo.read(), ao.read()) && sameStats(sg, sw) &&
+                                      rg.tensorScale == rw.tensorScale && bg.blocks == bw.blocks &&
+                                      bg.flushedBlocks == bw.flushedBlocks &&
+                                      bg.saturatedBlocks == bw.saturatedBlocks &&
+                                      bg.scaleHistogram == bw.scaleHistogram &&
+                                      bg.rangeHistogram == bw.rangeHistogram,
+                                  what + ": " + bf.name + " block cast not bit-identical" +
+                                      (layout.tiles ? " (tiles)" : ""));
+                }
+            }
             {
                 Mirror a(cpu, v), b(*ops, v);
-                QuantStats sw, sg;
-                const MxResult rw = cpu.quantizeMx(q, a.t, &sw, o);
-                const MxResult rg = ops->quantizeMx(q, b.t, &sg, o);
-                ops->finishStatistics();
-                report.expect(bitIdentical(b.read(), a.read()) && sameStats(sg, sw) &&
-                                  rg.blocks == rw.blocks &&
-                                  rg.saturatedBlocks == rw.saturatedBlocks,
-                              what + ": MX quantise not bit-identical");
+                const std::vector<float> half = randomValues(v.size(), 77, 0.5f);
+                Mirror ah(cpu, half), bh(*ops, half);
+                const QuantError ew = cpu.errorMoments(a.t, ah.t);
+                const QuantError eg = ops->errorMoments(b.t, bh.t);
+                // Sums in another order: equal to rounding.
+                auto close = [](double x, double y) {
+                    return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+                };
+                report.expect(eg.count == ew.count && close(eg.signalSq, ew.signalSq) &&
+                                  close(eg.errorSq, ew.errorSq) && close(eg.outputSq, ew.outputSq),
+                              what + ": error moments differ");
             }
         }
 }

@@ -3,13 +3,12 @@
 // element reference quantiser), on random tensors and on edge cases: all-zero blocks, a block of
 // one huge value, NaN/Inf inside a block, subnormal scales, partial trailing blocks, 2-D tiles at
 // odd shapes; the per-block counters on a constructed tensor; thread-count independence of
-// stochastic rounding; MX floor against the per-tensor MX path it replaces.
+// stochastic rounding.
 #include <QTest>
 
 #include "numerics/block_quantizer.h"
 #include "numerics/philox.h"
 #include "numerics/reference_quantize.h"
-#include "train/tensor_scaling.h"
 #include "util/thread_pool.h"
 
 #include <cfloat>
@@ -31,7 +30,6 @@ private slots:
     void subnormalScales();
     void zeroScaleBlockIsFlushed();
     void mxCeilNeverSaturates();
-    void mxFloorMatchesPerTensorMxPath();
     void fourOverSixNeverWorse();
     void blockCountersOnConstructedTensor();
     void stochasticBlocksIndependentOfThreads();
@@ -430,24 +428,6 @@ void TestBlockFormats::mxCeilNeverSaturates() {
                        nullptr, &floorStats, {}, info);
         QCOMPARE(ceilStats.saturatedBlocks, 0ull);
         QVERIFY2(floorStats.saturatedBlocks > 0, format);
-    }
-}
-
-void TestBlockFormats::mxFloorMatchesPerTensorMxPath() {
-    // The block quantiser with OCP's rule gives today's MX scaling bit for bit.
-    const std::vector<float> in = mixedTensor(1000, 9, true);
-    for (const char* format : {"fp8-e4m3", "fp6-e2m3", "fp4-e2m1"}) {
-        const Quantizer q(saturating(format));
-        std::vector<float> viaMx = in, viaBlocks(in.size()), scratch;
-        QuantStats mxStats, blockStats;
-        quantizeMx(q, viaMx, &mxStats, {}, scratch);
-        std::vector<BlockInfo> info;
-        quantizeBlocks(q, scheme(BlockScaleKind::Mx, 32), in, viaBlocks, {}, &blockStats, nullptr,
-                       {}, info);
-        std::size_t where = 0;
-        QVERIFY2(sameBits(viaBlocks, viaMx, &where), qPrintable(QString::number(where)));
-        QCOMPARE(blockStats.counts, mxStats.counts);
-        QCOMPARE(blockStats.histogram, mxStats.histogram);
     }
 }
 

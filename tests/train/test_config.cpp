@@ -102,6 +102,15 @@ void TestConfig::errors_data() {
                                    << "config.train: expected an object";
     QTest::newRow("policy") << R"({"scaling": {"policy": "zhao"}})"
                             << "config.scaling.policy";
+    QTest::newRow("two accumulation modes")
+        << R"({"recipe": {"accumulation": {"format": "e8m13", "every": 4, "promote_every": 128}}})"
+        << "config.recipe.accumulation";
+    QTest::newRow("scale rounding") << R"({"scaling": {"policy": "mx", "scale_rounding": "up"}})"
+                                    << "config.scaling.scale_rounding";
+    QTest::newRow("weight tiles") << R"({"scaling": {"policy": "nvfp4", "weight_tiles": 1}})"
+                                  << "config.scaling.weight_tiles";
+    QTest::newRow("block size") << R"({"scaling": {"policy": "blockwise", "block_size": -2}})"
+                                << "config.scaling.block_size";
     QTest::newRow("backoff") << R"({"scaling": {"policy": "dynamic", "backoff_factor": 2}})"
                              << "config.scaling.backoff_factor";
     QTest::newRow("timeline not an array") << R"({"timeline": 5})"
@@ -230,10 +239,16 @@ void TestConfig::everyKeyReplaysFieldByField() {
           {"cumulative_cap", 512.0},
           {"margin", 1},
           {"amax_history", 16},
-          {"amax_algorithm", "most_recent"}}},
+          {"amax_algorithm", "most_recent"},
+          {"block_size", 64},
+          {"scale_rounding", "ceil"},
+          {"weight_tiles", true},
+          {"pow2_scales", true},
+          {"four_over_six", true}}},
         {"timeline",
          {{{"step", 5}, {"set", {{"train", {{"lr", 0.01}}}}}},
-          {{"step", 9}, {"set", {{"scaling", {{"scale", 4096.0}}}, {"recipe", {{"weights", "bf16"}}}}}}}}};
+          {{"step", 9},
+           {"set", {{"scaling", {{"scale", 4096.0}}}, {"recipe", {{"weights", "bf16"}}}}}}}}};
     TrainConfig c;
     try {
         c = configFromJson(every);

@@ -318,23 +318,22 @@ void TestScalers::scaledPassEqualsThreePasses() {
 }
 
 void TestScalers::mxBlocks() {
-    const FormatSpec e4m3 = parseFormat("fp8-e4m3");
-    QCOMPARE(mxScaleExponent(1.0, e4m3), -8); // emax_elem(E4M3) = 8
-    QCOMPARE(mxScaleExponent(300.0, e4m3), 0);
-    QCOMPARE(mxScaleExponent(0.0, e4m3), -127);
-    QCOMPARE(mxScaleExponent(1e-45, e4m3), -127);               // clamped to E8M0's range
-    QCOMPARE(mxScaleExponent(6.0, parseFormat("fp4-e2m1")), 0); // emax_elem(E2M1) = 2
-    // Three blocks: the first's largest element is 1.9 * 2^8, above 1.75 * 2^8 = 448 after
-    // scaling by 2^0, so it saturates; the second's (1.5 * 2^8) does not; the third is short.
+    // OCP's rule through the block quantiser: X = floor(log2 amax) - emax_elem, emax_elem(E4M3)
+    // = 8. Three blocks of 32: the first's largest element is 1.9 * 2^8, above 1.75 * 2^8 = 448
+    // after scaling by 2^0, so it saturates; the second's (1.5 * 2^8) does not; the third is
+    // short and all 0.25 (X = -2 - 8).
     std::vector<float> v(70, 0.25f);
     v[3] = 1.9f * 256.0f;
     v[40] = 1.5f * 256.0f;
-    std::vector<float> scratch;
-    const Quantizer q(QuantConfig::forFormat(e4m3));
+    const Quantizer q(QuantConfig::forFormat(parseFormat("fp8-e4m3")));
     QuantStats stats;
-    const MxResult r = quantizeMx(q, v, &stats, {}, scratch);
-    QCOMPARE(r.blocks, 3ull);
-    QCOMPARE(r.saturatedBlocks, 1ull);
+    BlockStats blocks;
+    std::vector<BlockInfo> info;
+    quantizeBlocks(q, BlockScheme{}, v, v, {}, &stats, &blocks, {}, info);
+    QCOMPARE(blocks.blocks, 3ull);
+    QCOMPARE(blocks.saturatedBlocks, 1ull);
+    QCOMPARE(info[0].scale.decoded, 1.0f);
+    QCOMPARE(info[2].scale.decoded, std::ldexp(1.0f, -10));
     QCOMPARE(v[3], 448.0f);         // clipped to the element max times the block scale
     QCOMPARE(v[40], 384.0f);        // exact
     QCOMPARE(v[0], 0.25f);          // 0.25 / 2^0 = 2^-2: a normal E4M3 value
@@ -344,7 +343,8 @@ void TestScalers::mxBlocks() {
 void TestScalers::policiesTrain_data() {
     QTest::addColumn<QString>("preset");
     for (const char* p : {"fp16-amp", "fp16-zhao", "fp8-e5m2-mellempudi", "fp8-hybrid-delayed",
-                          "fp8-hybrid-current", "mxfp8-e4m3", "mxfp6", "mxfp4"})
+                          "fp8-hybrid-current", "mxfp8-e4m3", "mxfp6", "mxfp4", "mxfp8-ceil",
+                          "nvfp4", "fp8-blockwise"})
         QTest::newRow(p) << QString::fromLatin1(p);
 }
 
@@ -362,8 +362,10 @@ void TestScalers::policiesTrain() {
         QVERIFY(!t.step().diverged);
     const double after = t.evaluate().accuracy;
     QVERIFY2(after > before + 0.1, qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(after)));
-    if (preset.startsWith(QLatin1String("mx")))
-        QVERIFY(t.stageStats()[1].mxBlocks[static_cast<std::size_t>(TensorRole::Activations)] > 0);
+    if (preset.startsWith(QLatin1String("mx")) || preset == QLatin1String("nvfp4") ||
+        preset == QLatin1String("fp8-blockwise"))
+        QVERIFY(t.stageStats()[1].blocks[static_cast<std::size_t>(TensorRole::Activations)].blocks >
+                0);
     if (preset.startsWith(QLatin1String("fp8-hybrid")))
         QVERIFY(t.stageStats()[1].tensorScale[static_cast<std::size_t>(TensorRole::Weights)] !=
                 1.0);
