@@ -1,6 +1,7 @@
 // Sparse varint histogram encoding.
 #include "record/histogram_blob.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace plab {
@@ -29,28 +30,36 @@ std::uint64_t getVarint(std::string_view blob, std::size_t& pos) {
 
 } // namespace
 
-std::string encodeHistogram(const std::array<std::uint64_t, kHistBinCount>& histogram) {
+std::string encodeBins(std::span<const std::uint64_t> bins) {
     std::string out;
-    for (int b = 0; b < kHistBinCount; ++b)
-        if (const std::uint64_t n = histogram[static_cast<std::size_t>(b)]) {
-            putVarint(out, static_cast<std::uint64_t>(b));
+    for (std::size_t b = 0; b < bins.size(); ++b)
+        if (const std::uint64_t n = bins[b]) {
+            putVarint(out, b);
             putVarint(out, n);
         }
     return out;
 }
 
-std::array<std::uint64_t, kHistBinCount> decodeHistogram(std::string_view blob) {
-    std::array<std::uint64_t, kHistBinCount> histogram{};
+void decodeBins(std::string_view blob, std::span<std::uint64_t> bins) {
+    std::fill(bins.begin(), bins.end(), 0);
     std::size_t pos = 0;
     while (pos < blob.size()) {
         const std::uint64_t bin = getVarint(blob, pos);
         const std::uint64_t count = getVarint(blob, pos);
-        if (bin >= static_cast<std::uint64_t>(kHistBinCount))
+        if (bin >= bins.size())
             throw std::invalid_argument("histogram blob names bin " + std::to_string(bin) +
-                                        " (the histogram has " + std::to_string(kHistBinCount) +
-                                        ")");
-        histogram[bin] = count;
+                                        " (the histogram has " + std::to_string(bins.size()) + ")");
+        bins[bin] = count;
     }
+}
+
+std::string encodeHistogram(const std::array<std::uint64_t, kHistBinCount>& histogram) {
+    return encodeBins(histogram);
+}
+
+std::array<std::uint64_t, kHistBinCount> decodeHistogram(std::string_view blob) {
+    std::array<std::uint64_t, kHistBinCount> histogram{};
+    decodeBins(blob, histogram);
     return histogram;
 }
 

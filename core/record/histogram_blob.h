@@ -5,13 +5,18 @@
 
 #include "numerics/quant_stats.h"
 
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace plab {
 
-std::string encodeHistogram(const std::array<std::uint64_t, kHistBinCount>& histogram);
+// Any histogram (the block statistics' too); decoding fills `bins`, which gives the bin count.
+std::string encodeBins(std::span<const std::uint64_t> bins);
 // Throws std::invalid_argument for a truncated blob or a bin out of range (a damaged record).
+void decodeBins(std::string_view blob, std::span<std::uint64_t> bins);
+
+std::string encodeHistogram(const std::array<std::uint64_t, kHistBinCount>& histogram);
 std::array<std::uint64_t, kHistBinCount> decodeHistogram(std::string_view blob);
 
 } // namespace plab

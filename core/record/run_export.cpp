@@ -1,6 +1,7 @@
 // CSV/JSONL exports of the run record database.
 #include "record/run_export.h"
 
+#include "numerics/block_stats.h"
 #include "numerics/quant_stats.h"
 #include "record/histogram_blob.h"
 #include "record/record_file.h"
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -84,16 +86,32 @@ void exportMetrics(SqliteDb& db, const std::string& dir) {
     out.commit();
 }
 
-void exportLayers(SqliteDb& db, const std::string& dir) {
+std::string stageName(const std::vector<std::string>& names, std::int64_t stage) {
+    return stage >= 0 && static_cast<std::size_t>(stage) < names.size()
+               ? names[static_cast<std::size_t>(stage)]
+               : std::string("?");
+}
+
+// Empty cells for a cast whose error was not measured.
+std::string errorCells(const QuantError& e) {
+    if (!e.measured())
+        return ",,";
+    return recordNumber(e.mse()) + ',' + recordNumber(e.sqnrDb()) + ',' +
+           recordNumber(e.normRelativeError());
+}
+
+void exportLayers(SqliteDb& db, const std::string& dir, int version) {
     const std::vector<std::string> names = stageNames(db);
     ExportFile out(dir, "layers.csv");
     out.add("step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
             "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
-            "mx_saturated_blocks\n");
+            "mx_saturated_blocks,mse,sqnr_db,norm_rel_error\n");
     SqliteStatement s = db.prepare(
-        "SELECT step, stage, role, format, total, zero, underflow, subnormal, normal, overflow, "
-        "nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-        "mx_saturated_blocks FROM stats ORDER BY seq");
+        std::string("SELECT step, stage, role, format, total, zero, underflow, subnormal, normal, "
+                    "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
+                    "mx_blocks, mx_saturated_blocks, ") +
+        (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
+        " FROM stats ORDER BY seq");
     while (s.next()) {
         const std::int64_t stage = s.integer(1);
         QuantStats q;
@@ -109,8 +127,74 @@ void exportLayers(SqliteDb& db, const std::string& dir) {
         row += ',' + recordNumber(s.real(11)) + ',' + recordNumber(q.flushedShare()) + ',' +
                std::to_string(s.integer(12)) + ',' + std::to_string(s.integer(13)) + ',' +
                recordNumber(s.real(14)) + ',' + recordNumber(s.real(15)) + ',' +
-               std::to_string(s.integer(16)) + ',' + std::to_string(s.integer(17)) + '\n';
-        out.add(row);
+               std::to_string(s.integer(16)) + ',' + std::to_string(s.integer(17)) + ',';
+        QuantError e;
+        if (!s.isNull(18))
+            e = {static_cast<std::uint64_t>(s.integer(18)), s.real(19), s.real(20), s.real(21)};
+        out.add(row + errorCells(e) + '\n');
+    }
+    out.commit();
+}
+
+// log2 of a histogram's quantile (q in [0, 1]) over log bins; NaN when empty. binLog2(b) is the
+// lower edge of bin b.
+template <class Bins, class Edge>
+double quantileLog2(const Bins& bins, double q, std::size_t first, Edge binLog2) {
+    std::uint64_t total = 0;
+    for (std::size_t b = first; b < bins.size(); ++b)
+        total += bins[b];
+    if (total == 0)
+        return std::numeric_limits<double>::quiet_NaN();
+    const auto target = static_cast<std::uint64_t>(q * static_cast<double>(total - 1));
+    std::uint64_t seen = 0;
+    for (std::size_t b = first; b < bins.size(); ++b) {
+        seen += bins[b];
+        if (seen > target)
+            return binLog2(b);
+    }
+    return binLog2(bins.size() - 1);
+}
+
+void exportBlocks(SqliteDb& db, const std::string& dir) {
+    const std::vector<std::string> names = stageNames(db);
+    ExportFile out(dir, "blocks.csv");
+    out.add("step,stage,stage_name,role,blocks,zero_blocks,flushed_blocks,saturated_blocks,"
+            "flushed_in_live_blocks,live_elements,scale_log2_min,scale_log2_median,"
+            "scale_log2_max,range_log2_median,range_log2_max\n");
+    SqliteStatement s = db.prepare(
+        "SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, saturated_blocks, "
+        "flushed_in_live, live_elements, scale_bins, range_bins FROM blocks ORDER BY seq");
+    while (s.next()) {
+        const std::int64_t stage = s.integer(1);
+        std::string row = std::to_string(s.integer(0)) + ',' + std::to_string(stage) + ',' +
+                          stageName(names, stage) + ',' + s.text(2);
+        for (int c = 3; c <= 8; ++c)
+            row += ',' + std::to_string(s.integer(c));
+        if (s.isNull(9)) { // histograms on histogram steps only
+            out.add(row + ",,,,,\n");
+            continue;
+        }
+        BlockStats b;
+        try {
+            decodeBins(s.blob(9), b.scaleHistogram);
+            decodeBins(s.blob(10), b.rangeHistogram);
+        } catch (const std::invalid_argument& e) {
+            throw RecordError(db.path() + ": is not a readable run record [blocks: " + e.what() +
+                              "]");
+        }
+        // Scales: the lower edge of their bin (exact for powers of two); ranges likewise.
+        auto scaleEdge = [](std::size_t bin) {
+            return histogramBinLowerLog2(static_cast<int>(bin));
+        };
+        auto rangeEdge = [](std::size_t bin) {
+            return static_cast<double>(bin) / kRangeBinsPerBinade;
+        };
+        row += ',' + recordNumber(quantileLog2(b.scaleHistogram, 0.0, 1, scaleEdge)) + ',' +
+               recordNumber(quantileLog2(b.scaleHistogram, 0.5, 1, scaleEdge)) + ',' +
+               recordNumber(quantileLog2(b.scaleHistogram, 1.0, 1, scaleEdge)) + ',' +
+               recordNumber(quantileLog2(b.rangeHistogram, 0.5, 0, rangeEdge)) + ',' +
+               recordNumber(quantileLog2(b.rangeHistogram, 1.0, 0, rangeEdge));
+        out.add(row + '\n');
     }
     out.commit();
 }
@@ -152,20 +236,26 @@ void exportEvents(SqliteDb& db, const std::string& dir) {
 
 } // namespace
 
-void checkRunRecord(SqliteDb& db) {
+int checkRunRecord(SqliteDb& db) {
     for (const char* table : {"meta", "steps", "stats", "histograms", "events", "summary"})
         if (!db.hasTable(table))
             throw RecordError(db.path() + ": is not a run record (no table " + table + ")");
     SqliteStatement v = db.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
     const std::string version = v.next() ? v.text(0) : std::string("none");
-    if (version != std::to_string(kRunRecordSchemaVersion))
-        throw RecordError(db.path() + ": run record schema version " + version +
-                          " (this build reads version " + std::to_string(kRunRecordSchemaVersion) +
-                          ")");
+    for (int known = kOldestReadableSchemaVersion; known <= kRunRecordSchemaVersion; ++known)
+        if (version == std::to_string(known)) {
+            if (known >= 2 && !db.hasTable("blocks"))
+                throw RecordError(db.path() + ": is not a run record (no table blocks)");
+            return known;
+        }
+    throw RecordError(db.path() + ": run record schema version " + version +
+                      " (this build reads versions " +
+                      std::to_string(kOldestReadableSchemaVersion) + " to " +
+                      std::to_string(kRunRecordSchemaVersion) + ")");
 }
 
 void exportRunRecord(SqliteDb& db, const std::string& outDir) {
-    checkRunRecord(db);
+    const int version = checkRunRecord(db);
     std::error_code ec;
     std::filesystem::create_directories(outDir, ec);
     if (ec)
@@ -174,7 +264,9 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
     db.exec("BEGIN;");
     try {
         exportMetrics(db, outDir);
-        exportLayers(db, outDir);
+        exportLayers(db, outDir, version);
+        if (version >= 2)
+            exportBlocks(db, outDir);
         exportHistograms(db, outDir);
         exportEvents(db, outDir);
     } catch (...) {

@@ -1,6 +1,7 @@
 // The run record's CSV/JSONL exports, for pandas, spreadsheets and papers: metrics.csv (a row
 // per step), layers.csv (a row per statistics step, stage and role), histograms.csv (the
-// non-empty log2|x| bins of each recorded histogram), events.jsonl. Columns as documented in
+// non-empty log2|x| bins of each recorded histogram), blocks.csv (a row per statistics step,
+// stage and role cast in blocks; from schema version 2), events.jsonl. Columns as documented in
 // the README (The run directory). Each file is written whole to a temporary file and renamed
 // over the target, so an export is complete or leaves the previous file.
 #pragma once
@@ -12,8 +13,8 @@
 namespace plab {
 
 // Throws RecordError ("PATH: is not a run record (no table steps)") unless db has the record's
-// tables.
-void checkRunRecord(SqliteDb& db);
+// tables and a schema version this build reads; returns that version.
+int checkRunRecord(SqliteDb& db);
 // From an open record database (the writer's, at the end of a run).
 void exportRunRecord(SqliteDb& db, const std::string& outDir);
 // From DIR/run.sqlite (a killed run's included: its write-ahead log is read too). Throws

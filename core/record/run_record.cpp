@@ -18,7 +18,7 @@ RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
         throw RecordError(path + ": no run record here (a run folder holds run.sqlite)");
     // Read-write (nothing is written): SQLite needs it to read a live or killed run's log.
     m_db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
-    checkRunRecord(*m_db);
+    m_version = checkRunRecord(*m_db);
     SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = 'stage_names'");
     if (s.next()) {
         const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
@@ -71,13 +71,17 @@ std::vector<StepScalars> RunRecord::steps() const {
 namespace {
 
 // Rows of the stats table, grouped into statistics steps (rows of one step are consecutive).
-std::vector<RecordedStatistics> readStatistics(SqliteDb& db, std::int64_t attempt,
+// With the block counters (and, when withHistograms, their histograms) from version 2 on.
+std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::int64_t attempt,
                                                std::size_t stageCount,
-                                               std::optional<std::int64_t> onlyStep) {
+                                               std::optional<std::int64_t> onlyStep,
+                                               bool withHistograms) {
     SqliteStatement s = db.prepare(
-        "SELECT step, stage, role, zero, underflow, subnormal, normal, overflow, nan, amax, "
-        "updates, lost_updates, grad_scale, tensor_scale, mx_blocks, mx_saturated_blocks "
-        "FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) ORDER BY seq");
+        std::string("SELECT step, stage, role, zero, underflow, subnormal, normal, overflow, nan, "
+                    "amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
+                    "mx_saturated_blocks, ") +
+        (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
+        " FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) ORDER BY seq");
     s.bind(1, attempt);
     if (onlyStep)
         s.bind(2, *onlyStep);
@@ -104,6 +108,47 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, std::int64_t attemp
         st.tensorScale[r] = s.real(13);
         st.blocks[r].blocks = static_cast<std::uint64_t>(s.integer(14));
         st.blocks[r].saturatedBlocks = static_cast<std::uint64_t>(s.integer(15));
+        if (!s.isNull(16))
+            q.error = {static_cast<std::uint64_t>(s.integer(16)), s.real(17), s.real(18),
+                       s.real(19)};
+    }
+    if (version < 2 || out.empty())
+        return out;
+    SqliteStatement b = db.prepare(
+        "SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, saturated_blocks, "
+        "flushed_in_live, live_elements, scale_bins, range_bins FROM blocks WHERE attempt = ?1 "
+        "AND (?2 IS NULL OR step = ?2) ORDER BY seq");
+    b.bind(1, attempt);
+    if (onlyStep)
+        b.bind(2, *onlyStep);
+    std::size_t at = 0; // both tables are in step order
+    while (b.next()) {
+        const std::int64_t step = b.integer(0), stage = b.integer(1);
+        const std::optional<TensorRole> role = parseRole(b.text(2));
+        while (at < out.size() && out[at].step < step)
+            ++at;
+        if (at == out.size())
+            break;
+        if (!role || out[at].step != step || stage < 0 ||
+            static_cast<std::size_t>(stage) >= stageCount)
+            continue;
+        BlockStats& bs =
+            out[at].stages[static_cast<std::size_t>(stage)].blocks[static_cast<std::size_t>(*role)];
+        bs.blocks = static_cast<std::uint64_t>(b.integer(3));
+        bs.zeroBlocks = static_cast<std::uint64_t>(b.integer(4));
+        bs.flushedBlocks = static_cast<std::uint64_t>(b.integer(5));
+        bs.saturatedBlocks = static_cast<std::uint64_t>(b.integer(6));
+        bs.flushedInLiveBlocks = static_cast<std::uint64_t>(b.integer(7));
+        bs.liveElements = static_cast<std::uint64_t>(b.integer(8));
+        if (!withHistograms || b.isNull(9))
+            continue;
+        try {
+            decodeBins(b.blob(9), bs.scaleHistogram);
+            decodeBins(b.blob(10), bs.rangeHistogram);
+        } catch (const std::invalid_argument& e) {
+            throw RecordError(db.path() + ": is not a readable run record [blocks: " + e.what() +
+                              "]");
+        }
     }
     return out;
 }
@@ -111,7 +156,8 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, std::int64_t attemp
 } // namespace
 
 std::vector<RecordedStatistics> RunRecord::statistics() const {
-    return readStatistics(*m_db, lastAttempt(), m_stageNames.size(), std::nullopt);
+    return readStatistics(*m_db, m_version, lastAttempt(), m_stageNames.size(), std::nullopt,
+                          false);
 }
 
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
@@ -133,7 +179,7 @@ std::vector<std::int64_t> RunRecord::histogramSteps() const {
 
 std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step) const {
     const std::int64_t attempt = lastAttempt();
-    auto stats = readStatistics(*m_db, attempt, m_stageNames.size(), step);
+    auto stats = readStatistics(*m_db, m_version, attempt, m_stageNames.size(), step, true);
     if (stats.empty())
         return std::nullopt;
     RecordedStatistics out = std::move(stats.back());

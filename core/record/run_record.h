@@ -60,6 +60,7 @@ private:
     std::int64_t lastAttempt() const; // the resets the run went through (schema: attempt)
     std::string m_dir;
     std::unique_ptr<SqliteDb> m_db;
+    int m_version = 0; // the record's schema version
     std::vector<std::string> m_stageNames;
 };
 

@@ -11,7 +11,9 @@
 namespace plab {
 
 inline constexpr const char* kRunRecordFile = "run.sqlite";
-inline constexpr int kRunRecordSchemaVersion = 1;
+// Version 2 added the error sums to stats and the blocks table; this build reads 1 and 2.
+inline constexpr int kRunRecordSchemaVersion = 2;
+inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -20,18 +22,29 @@ CREATE TABLE steps(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEG
   epoch INTEGER,
   loss REAL, accuracy REAL, scale REAL, skipped INTEGER, samples_per_s REAL, lr REAL,
   test_loss REAL, test_accuracy REAL);
--- One row per statistics step, stage and tensor role: the quantiser's class counts.
+-- One row per statistics step, stage and tensor role: the quantiser's class counts, and the
+-- error sums of the cast (QuantError: err_count finite pairs, sums of x^2, (q-x)^2, q^2; NULL
+-- where not measured: master weights and optimiser state).
 CREATE TABLE stats(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
   stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
   subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
   lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, mx_blocks INTEGER,
-  mx_saturated_blocks INTEGER);
+  mx_saturated_blocks INTEGER, err_count INTEGER, signal_sq REAL, error_sq REAL, output_sq REAL);
 CREATE INDEX stats_by_step ON stats(step);
 -- log2|x| histograms of the unquantised inputs (histogram_blob.h), every histograms_every-th
 -- statistics step.
 CREATE TABLE histograms(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,
   step INTEGER NOT NULL, stage INTEGER NOT NULL, role TEXT NOT NULL, bins BLOB NOT NULL);
 CREATE INDEX histograms_by_step ON histograms(step);
+-- Block-scaled casts (numerics/block_stats.h), one row per statistics step, stage and role that
+-- was cast in blocks. The histograms (histogram_blob.h: decoded block scales in the log2 bin
+-- layout; per-block dynamic range, 4 bins per binade) every histograms_every-th statistics
+-- step, else NULL.
+CREATE TABLE blocks(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  stage INTEGER NOT NULL, role TEXT NOT NULL, blocks INTEGER, zero_blocks INTEGER,
+  flushed_blocks INTEGER, saturated_blocks INTEGER, flushed_in_live INTEGER,
+  live_elements INTEGER, scale_bins BLOB, range_bins BLOB);
+CREATE INDEX blocks_by_step ON blocks(step);
 -- What happened: start, edits (change holds the config patch, as JSON, that the edit applied),
 -- scale changes, skips, divergence, reset, end.
 CREATE TABLE events(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, type TEXT NOT NULL,

@@ -69,8 +69,13 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     m_insertStats = m_db->prepare(
         "INSERT INTO stats(step, stage, role, format, total, zero, underflow, subnormal, normal, "
         "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-        "mx_saturated_blocks, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
-        "?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)");
+        "mx_saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq) VALUES (?1, "
+        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+        "?21, ?22, ?23)");
+    m_insertBlocks = m_db->prepare(
+        "INSERT INTO blocks(step, stage, role, blocks, zero_blocks, flushed_blocks, "
+        "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, attempt) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
     m_insertHistogram =
         m_db->prepare("INSERT INTO histograms(step, stage, role, bins, attempt) VALUES (?1, ?2, "
                       "?3, ?4, ?5)");
@@ -209,8 +214,30 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
                 .bind(16, stages[s].tensorScale[r])
                 .bind(17, static_cast<std::int64_t>(stages[s].blocks[r].blocks))
                 .bind(18, static_cast<std::int64_t>(stages[s].blocks[r].saturatedBlocks))
-                .bind(19, m_attempt)
-                .run();
+                .bind(19, m_attempt);
+            if (q.error.measured()) // else NULL: not measured
+                m_insertStats.bind(20, static_cast<std::int64_t>(q.error.count))
+                    .bind(21, q.error.signalSq)
+                    .bind(22, q.error.errorSq)
+                    .bind(23, q.error.outputSq);
+            m_insertStats.run();
+            const BlockStats& b = stages[s].blocks[r];
+            if (!b.empty()) {
+                m_insertBlocks.bind(1, step)
+                    .bind(2, static_cast<std::int64_t>(s))
+                    .bind(3, roleName)
+                    .bind(4, static_cast<std::int64_t>(b.blocks))
+                    .bind(5, static_cast<std::int64_t>(b.zeroBlocks))
+                    .bind(6, static_cast<std::int64_t>(b.flushedBlocks))
+                    .bind(7, static_cast<std::int64_t>(b.saturatedBlocks))
+                    .bind(8, static_cast<std::int64_t>(b.flushedInLiveBlocks))
+                    .bind(9, static_cast<std::int64_t>(b.liveElements))
+                    .bind(12, m_attempt);
+                if (withHistograms)
+                    m_insertBlocks.bindBlob(10, encodeBins(b.scaleHistogram))
+                        .bindBlob(11, encodeBins(b.rangeHistogram));
+                m_insertBlocks.run();
+            }
             if (withHistograms)
                 m_insertHistogram.bind(1, step)
                     .bind(2, static_cast<std::int64_t>(s))

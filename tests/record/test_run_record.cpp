@@ -10,9 +10,11 @@
 #include "train/run_log.h"
 #include "train/training_session.h"
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 
 using namespace plab;
 
@@ -26,6 +28,8 @@ private slots:
     void resetStartsANewAttempt();
     void budgetStopsHistogramsAndSaysSo();
     void aReaderDuringTheRunDoesNotFailIt();
+    void blockStatisticsAndErrorsAreRecorded();
+    void versionOneRecordStillReads();
 };
 
 namespace {
@@ -238,5 +242,104 @@ void TestRunRecord::aReaderDuringTheRunDoesNotFailIt() {
     QVERIFY(reader.summary().finished);
 }
 
-QTEST_GUILESS_MAIN(TestRunRecord)
+// An NVFP4 run: its block counters and histograms land in the record and blocks.csv, the error
+// metrics in layers.csv (empty where not measured: master weights), and Open run reads them back.
+void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    nlohmann::json j = findPreset("nvfp4").json;
+    j["model"] = {{"hidden", {32}}};
+    j["train"] = {{"steps", 4}, {"batch_size", 16}, {"histograms_every", 2}};
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(3, 200, 50));
+    {
+        TrainingSession session(configFromJson(j), data, run);
+        session.start();
+        session.waitUntilDone();
+    }
+    const RunRecord record(run);
+    const std::optional<RecordedStatistics> last = record.latestHistograms();
+    QVERIFY(last.has_value());
+    QCOMPARE(last->step, std::int64_t{3}); // statistics steps 1..4, histograms at 1 and 3
+    const StageStats& first = last->stages[0];
+    const BlockStats& acts = first.blocks[static_cast<std::size_t>(TensorRole::Activations)];
+    // 16 rows of 32 activations in blocks of 16.
+    QCOMPARE(acts.blocks, 32ull);
+    std::uint64_t scaled = 0;
+    for (std::uint64_t n : acts.scaleHistogram)
+        scaled += n;
+    QCOMPARE(scaled, acts.blocks - acts.zeroBlocks);
+    // Weights: the first layer's matrix in 16x16 tiles, and its biases in a row of blocks.
+    QVERIFY(first.blocks[static_cast<std::size_t>(TensorRole::Weights)].blocks > 0);
+    // The BF16 last stage is cast plainly: no blocks.
+    QCOMPARE(last->stages[1].blocks[static_cast<std::size_t>(TensorRole::Activations)].blocks,
+             0ull);
+    const QuantError& e = first.role(TensorRole::Activations).error;
+    QVERIFY(e.measured());
+    QVERIFY2(e.sqnrDb() > 5.0 && e.sqnrDb() < 40.0, qPrintable(QString::number(e.sqnrDb())));
+    QVERIFY(!first.role(TensorRole::MasterWeights).error.measured());
+
+    const std::string blocks = readAll(run + "/blocks.csv");
+    QVERIFY(blocks.rfind("step,stage,stage_name,role,blocks,zero_blocks,flushed_blocks,"
+                         "saturated_blocks,flushed_in_live_blocks,live_elements,scale_log2_min,",
+                         0) == 0);
+    QVERIFY(blocks.find("\n1,0,") != std::string::npos);
+    QVERIFY(blocks.find("\n4,0,") != std::string::npos);
+    const std::string layers = readAll(run + "/layers.csv");
+    QVERIFY(layers.find(",mse,sqnr_db,norm_rel_error\n") != std::string::npos);
+    std::istringstream rows(layers);
+    std::string line;
+    int measured = 0, unmeasured = 0;
+    while (std::getline(rows, line)) {
+        if (line.find(",master_weights,") != std::string::npos)
+            unmeasured += line.substr(line.size() - 2) == ",," ? 1 : 0;
+        if (line.find(",activations,") != std::string::npos)
+            measured += line.back() != ',' ? 1 : 0;
+    }
+    QCOMPARE(unmeasured, 4 * 2); // 4 statistics steps, 2 stages
+    QCOMPARE(measured, 4 * 2);
+}
+
+// A record written before the error sums and the blocks table (schema version 1) still exports
+// and opens, with empty error cells and no blocks.csv.
+void TestRunRecord::versionOneRecordStillReads() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"});
+        StepScalars s;
+        s.step = 1;
+        log.logStep(s);
+        log.logStats(1, someStats(2));
+        log.commit();
+        log.close();
+    }
+    {
+        SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
+        db.exec("DROP TABLE blocks; ALTER TABLE stats DROP COLUMN err_count; ALTER TABLE stats "
+                "DROP COLUMN signal_sq; ALTER TABLE stats DROP COLUMN error_sq; ALTER TABLE stats "
+                "DROP COLUMN output_sq; UPDATE meta SET value = '1' WHERE key = "
+                "'schema_version';");
+    }
+    std::filesystem::remove(run + "/layers.csv");
+    std::filesystem::remove(run + "/blocks.csv");
+    exportRunRecord(run, run);
+    QVERIFY(!std::filesystem::exists(run + "/blocks.csv"));
+    QVERIFY(readAll(run + "/layers.csv").find("0.047619047619047616,0,0,1,1,0,0,,,\n") !=
+            std::string::npos);
+    QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
+    {
+        SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
+        db.exec("UPDATE meta SET value = '3' WHERE key = 'schema_version';");
+    }
+    try {
+        RunRecord future(run);
+        QFAIL("a record of a later schema version was read");
+    } catch (const RecordError& e) {
+        QVERIFY2(std::string(e.what()).find(
+                     "schema version 3 (this build reads versions 1 to 2)") != std::string::npos,
+                 e.what());
+    }
+}
+
+QTEST_MAIN(TestRunRecord)
 #include "test_run_record.moc"
