@@ -1,9 +1,11 @@
 // `bench quantize` (`bench train` is in command_bench_train.cpp): quantise-with-counting throughput
 // for each format and rounding mode, next to a plain copy of the same buffers in the same run (the
-// ratio is the figure to quote).
+// ratio is the figure to quote). Block formats (nvfp4, ...) add their ratio to the element
+// format's cast with the same rounding: what the blocks cost.
 #include "cli_commands.h"
 
 #include "device/compute_backend.h"
+#include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
 
@@ -26,8 +28,9 @@ struct BenchArgs {
     int repeat = 5;
     bool noStats = false;
     std::string device = "cpu";
-    std::vector<std::string> formats = {"fp16",     "bf16",     "fp8-e4m3", "fp8-e5m2",
-                                        "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"};
+    std::vector<std::string> formats = {"fp16",         "bf16",       "fp8-e4m3", "fp8-e5m2",
+                                        "fp6-e3m2",     "fp6-e2m3",   "fp4-e2m1", "nvfp4",
+                                        "fp8-block128", "mxfp8-e4m3", "mxfp4"};
 };
 
 CpuKernel parseKernel(const std::string& name) {
@@ -73,6 +76,10 @@ int runDeviceQuantizeBench(const BenchArgs& args, const DeviceChoice& device) {
     std::printf("%-14s %-14s %12s %12s %14s\n", "format", "rounding", "G elem/s", "x copy",
                 "copy GB/s");
     for (const std::string& name : args.formats) {
+        if (findBlockFormat(name) != nullptr) {
+            std::printf("%-14s (block formats are measured on the CPU only)\n", name.c_str());
+            continue;
+        }
         for (Rounding rounding : kAllRoundings) {
             const DeviceTiming t = cuda->timeQuantize(
                 device.index, QuantConfig::forFormat(parseFormat(name), rounding), in, args.repeat,
@@ -117,22 +124,45 @@ int runQuantizeBench(const BenchArgs& args) {
     std::printf("bench quantize: %zu float32 elements, %u thread(s), kernel %s, %s, best of %d\n",
                 n, pool.threadCount(), toString(Quantizer(QuantConfig{}, kernel).kernel()),
                 args.noStats ? "values only" : "with counters and histogram", args.repeat);
-    std::printf("%-14s %-14s %12s %12s\n", "format", "rounding", "G elem/s", "x copy");
-    std::printf("%-14s %-14s %12.3f %12.3f\n", "(copy)", "-", copyRate / 1e9, 1.0);
+    std::printf("%-14s %-14s %12s %12s %12s\n", "format", "rounding", "G elem/s", "x copy",
+                "x element");
+    std::printf("%-14s %-14s %12.3f %12.3f %12s\n", "(copy)", "-", copyRate / 1e9, 1.0, "-");
     QuantStats stats;
+    BlockStats blockStats;
+    std::vector<BlockInfo> blocks;
     for (const std::string& name : args.formats) {
+        const BlockFormat* block = findBlockFormat(name);
         for (Rounding rounding : kAllRoundings) {
-            const Quantizer q(QuantConfig::forFormat(parseFormat(name), rounding), kernel);
             QuantizeOptions options;
             options.pool = &pool;
             options.seed = 7;
+            // A block format: its element format saturates (block_quantizer.h), measured too so
+            // that the block cost reads as a ratio (x element).
+            const QuantConfig config =
+                block != nullptr ? QuantConfig{block->element, rounding, Overflow::Saturate}
+                                 : QuantConfig::forFormat(parseFormat(name), rounding);
+            const Quantizer q(config, kernel);
             const double s = bestSeconds(args.repeat, [&] {
                 stats.reset();
                 q.quantize(in, out, args.noStats ? nullptr : &stats, options);
             });
             const double rate = static_cast<double>(n) / s;
-            std::printf("%-14s %-14s %12.3f %12.3f\n", name.c_str(),
-                        std::string(toString(rounding)).c_str(), rate / 1e9, rate / copyRate);
+            if (block == nullptr) {
+                std::printf("%-14s %-14s %12.3f %12.3f %12s\n", name.c_str(),
+                            std::string(toString(rounding)).c_str(), rate / 1e9, rate / copyRate,
+                            "-");
+                continue;
+            }
+            const double blockSeconds = bestSeconds(args.repeat, [&] {
+                stats.reset();
+                blockStats = BlockStats{};
+                quantizeBlocks(q, block->scheme, in, out, {}, args.noStats ? nullptr : &stats,
+                               args.noStats ? nullptr : &blockStats, options, blocks);
+            });
+            const double blockRate = static_cast<double>(n) / blockSeconds;
+            std::printf("%-14s %-14s %12.3f %12.3f %12.3f\n", name.c_str(),
+                        std::string(toString(rounding)).c_str(), blockRate / 1e9,
+                        blockRate / copyRate, blockRate / rate);
         }
     }
     return 0;

@@ -1,6 +1,7 @@
-// `formats [--format F]`: the table of formats and their properties.
+// `formats [--format F]`: the table of formats and their properties, then the block formats.
 #include "cli_commands.h"
 
+#include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
 #include "numerics/rounding.h"
 
@@ -60,6 +61,15 @@ void printRow(const FormatSpec& f) {
                 specials(f).c_str(), std::string(toString(defaultOverflow(f))).c_str());
 }
 
+void printBlockFormats() {
+    std::printf("\nBlock formats (quantize --format NAME; scaling.policy mx, nvfp4, blockwise "
+                "in training):\n");
+    std::printf("%-14s %-10s %6s %-26s %s\n", "format", "element", "block", "scale", "description");
+    for (const BlockFormat& b : blockFormats())
+        std::printf("%-14s %-10s %6d %-26s %s\n", b.name.c_str(), b.element.name.c_str(),
+                    b.scheme.blockSize, scaleFormatName(b.scheme).c_str(), b.description.c_str());
+}
+
 } // namespace
 
 Command addFormatsCommand(CLI::App& app) {
@@ -76,6 +86,7 @@ Command addFormatsCommand(CLI::App& app) {
                 }
                 for (const FormatSpec& f : namedFormats())
                     printRow(f);
+                printBlockFormats();
                 std::printf(
                     "\nCustom formats: eXmY[:bias=B][:sub|:nosub][:ieee|:fn|:fnuz|:finite]"
                     "[:signed|:unsigned][:nozero], e.g. e5m2:bias=16:nosub.\n"

@@ -1,11 +1,14 @@
 // `quantize`: numbers from stdin through a format. Text mode prints each value's quantised value,
-// code, class and relative error; --binary streams float32 to float32 for pipes.
+// code, class and relative error; --binary streams float32 to float32 for pipes. Block formats
+// (nvfp4, mxfp8-e4m3, ...) go to quantize_blocks.h.
 #include "cli_commands.h"
 
+#include "numerics/block_scheme.h"
 #include "numerics/codec.h"
 #include "numerics/philox.h"
 #include "numerics/quantizer.h"
 #include "numerics/reference_quantize.h"
+#include "quantize_blocks.h"
 
 #include <cerrno>
 #include <cmath>
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,7 +30,46 @@ struct QuantizeArgs {
     std::string overflow; // empty: the format's default
     std::uint64_t seed = 0;
     bool binary = false;
+    // Block formats only.
+    std::string scaleRounding; // MX: floor (default) or ceil
+    bool fourOverSix = false;  // nvfp4
+    bool pow2Scales = false;   // fp8-block128
 };
+
+// The block format a --format names, with its options, or nullopt for an element format. Throws
+// std::invalid_argument for an option the format does not take.
+std::optional<BlockQuantizeArgs> blockArgs(const QuantizeArgs& args) {
+    const BlockFormat* format = findBlockFormat(args.format);
+    if (format == nullptr) {
+        if (!args.scaleRounding.empty() || args.fourOverSix || args.pow2Scales)
+            throw std::invalid_argument("quantize: --scale-rounding, --four-over-six and "
+                                        "--pow2-scales apply to block formats (nvfp4, "
+                                        "fp8-block128, mxfp8-e4m3, ...), not to \"" +
+                                        args.format + "\"");
+        return std::nullopt;
+    }
+    BlockQuantizeArgs b{*format, parseRounding(args.rounding), args.seed};
+    BlockScheme& s = b.format.scheme;
+    if (!args.overflow.empty() && parseOverflow(args.overflow) != Overflow::Saturate)
+        throw std::invalid_argument("quantize: --overflow " + args.overflow + ": block format " +
+                                    args.format + " saturates (its scale fills the range)");
+    if (!args.scaleRounding.empty()) {
+        if (s.kind != BlockScaleKind::Mx)
+            throw std::invalid_argument("quantize: --scale-rounding applies to MX formats, not "
+                                        "to " +
+                                        args.format);
+        s.scaleRounding = parseScaleRounding(args.scaleRounding);
+    }
+    if (args.fourOverSix && s.kind != BlockScaleKind::Nvfp4)
+        throw std::invalid_argument("quantize: --four-over-six applies to nvfp4, not to " +
+                                    args.format);
+    if (args.pow2Scales && s.kind != BlockScaleKind::Fp32)
+        throw std::invalid_argument("quantize: --pow2-scales applies to fp8-block128, not to " +
+                                    args.format);
+    s.fourOverSix = args.fourOverSix;
+    s.powerOfTwoScales = args.pow2Scales;
+    return b;
+}
 
 QuantConfig makeConfig(const QuantizeArgs& args) {
     QuantConfig config =
@@ -123,7 +166,8 @@ int runBinary(const QuantConfig& config, std::uint64_t seed) {
 Command addQuantizeCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("quantize", "Quantise numbers from stdin to a format");
     auto args = std::make_shared<QuantizeArgs>();
-    cmd->add_option("--format,-f", args->format, "Format name or eXmY[:options] (see `formats`)")
+    cmd->add_option("--format,-f", args->format,
+                    "Format name, eXmY[:options] or a block format such as nvfp4 (see `formats`)")
         ->required();
     cmd->add_option("--rounding,-r", args->rounding,
                     "nearest-even | nearest-away | toward-zero | stochastic")
@@ -134,8 +178,18 @@ Command addQuantizeCommand(CLI::App& app) {
         ->check(unsigned64())
         ->capture_default_str();
     cmd->add_flag("--binary", args->binary,
-                  "Read little-endian float32 from stdin until EOF, write quantised float32");
+                  "Read little-endian float32 from stdin until EOF, write quantised float32 (a "
+                  "block format dequantises the whole input as one tensor)");
+    cmd->add_option("--scale-rounding", args->scaleRounding,
+                    "MX block formats: floor (OCP) | ceil (Transformer Engine)");
+    cmd->add_flag("--four-over-six", args->fourOverSix,
+                  "nvfp4: per block, map the amax to 4 or 6, whichever errs less");
+    cmd->add_flag("--pow2-scales", args->pow2Scales,
+                  "fp8-block128: scales rounded to powers of two");
     return {cmd, [args] {
+                if (const std::optional<BlockQuantizeArgs> block = blockArgs(*args))
+                    return args->binary ? quantizeBlocksBinary(*block)
+                                        : quantizeBlocksText(*block, readTextNumbers(std::cin));
                 const QuantConfig config = makeConfig(*args);
                 return args->binary ? runBinary(config, args->seed) : runText(config, args->seed);
             }};

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <bit>
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -24,6 +25,7 @@ private slots:
     void formatsCustom();
     void quantizeText();
     void quantizeBinary();
+    void quantizeBlockFormats();
     void badInput_data();
     void badInput();
     void benchRuns();
@@ -150,6 +152,48 @@ void TestCli::quantizeBinary() {
     QCOMPARE(out[3], 2.5f);
 }
 
+// A block format treats stdin as one tensor: the text table shows each block's scale (NVFP4's
+// tensor scale too), --binary the dequantised values; formats lists the block formats.
+void TestCli::quantizeBlockFormats() {
+    // amax_t = 12: s_enc = 2688 / 12 = 224; block 0's q_b = e4m3(12 * 224 / 6) = 448; block 1's
+    // amax 0.75: q_b = e4m3(28) = 28, so 0.3 -> 0.3 * 8 = 2.4 -> 2 (E2M1) -> 2 * 28 / 224 = 0.25.
+    QByteArray text = "12 1";
+    for (int i = 2; i < 16; ++i)
+        text += " 0";
+    text += " 0.75 0.3";
+    const Result r =
+        runCli({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("nvfp4")}, text);
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.out.contains("tensor scale s_enc 224\n"), r.out.constData());
+    QVERIFY(r.out.contains("block 0: amax 12, scale 448,"));
+    QVERIFY(r.out.contains("block 1: amax 0.75, scale 28,"));
+    QVERIFY(r.out.simplified().contains("0.300000012 0.25 normal"));
+
+    const std::vector<float> in = {12.0f, 1.0f, 0.75f, 0.3f};
+    const QByteArray bytes(reinterpret_cast<const char*>(in.data()),
+                           static_cast<qsizetype>(in.size() * sizeof(float)));
+    // MXFP4 floor (OCP): 12 -> X = 3 - 2 = 1, 0.3 / 2 = 0.15 flushes (E2M1's smallest is 0.5);
+    // ceil: 12 / 6 = 2 exactly -> X = 1 too, so both agree here, and 0.75 / 2 -> 0.5 -> 1.
+    for (const char* rounding : {"floor", "ceil"}) {
+        const Result b = runCli({QStringLiteral("quantize"), QStringLiteral("-f"),
+                                 QStringLiteral("mxfp4"), QStringLiteral("--scale-rounding"),
+                                 QString::fromLatin1(rounding), QStringLiteral("--binary")},
+                                bytes);
+        QCOMPARE(b.exitCode, 0);
+        QCOMPARE(b.out.size(), bytes.size());
+        std::vector<float> out(in.size());
+        std::memcpy(out.data(), b.out.constData(), bytes.size());
+        QCOMPARE(out[0], 12.0f);
+        QCOMPARE(out[1], 1.0f);
+        QCOMPARE(out[2], 1.0f);
+        QCOMPARE(std::bit_cast<std::uint32_t>(out[3]), 0u);
+    }
+    const Result formats = runCli({QStringLiteral("formats")});
+    for (const char* name : {"nvfp4", "fp8-block128", "mxfp8-e4m3", "mxfp6-e3m2", "mxfp4"})
+        QVERIFY2(formats.out.contains(name), name);
+    QVERIFY(formats.out.simplified().contains("fp8-block128 fp8-e4m3 128 fp32"));
+}
+
 void TestCli::badInput_data() {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QByteArray>("input");
@@ -167,6 +211,17 @@ void TestCli::badInput_data() {
     QTest::newRow("bad rounding") << q({"-f", "fp16", "-r", "up"}) << QByteArray("1") << "\"up\"";
     QTest::newRow("bad overflow") << q({"-f", "fp16", "--overflow", "wrap"}) << QByteArray("1")
                                   << "\"wrap\"";
+    QTest::newRow("scale rounding on nvfp4") << q({"-f", "nvfp4", "--scale-rounding", "ceil"})
+                                             << QByteArray("1") << "applies to MX formats";
+    QTest::newRow("scale rounding on an element format")
+        << q({"-f", "fp16", "--scale-rounding", "ceil"}) << QByteArray("1")
+        << "apply to block formats";
+    QTest::newRow("bad scale rounding") << q({"-f", "mxfp4", "--scale-rounding", "up"})
+                                        << QByteArray("1") << "\"up\": expected floor or ceil";
+    QTest::newRow("block format that overflows")
+        << q({"-f", "nvfp4", "--overflow", "inf"}) << QByteArray("1") << "saturates";
+    QTest::newRow("block binary partial float")
+        << q({"-f", "nvfp4", "--binary"}) << QByteArray(6, '\0') << "2 trailing byte(s)";
     QTest::newRow("non-numeric word")
         << q({"-f", "fp16"}) << QByteArray("1 2 x3 4") << "word 3 \"x3\"";
     QTest::newRow("trailing partial float")
@@ -235,6 +290,13 @@ void TestCli::benchRuns() {
     // One row per format and rounding mode.
     QCOMPARE(r.out.count("fp16 "), 4);
     QCOMPARE(r.out.count("fp4-e2m1 "), 4);
+    const Result blocks =
+        runCli({QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--size"),
+                QStringLiteral("4096"), QStringLiteral("--repeat"), QStringLiteral("1"),
+                QStringLiteral("--formats"), QStringLiteral("nvfp4")});
+    QCOMPARE(blocks.exitCode, 0);
+    QCOMPARE(blocks.out.count("nvfp4 "), 4);
+    QVERIFY(blocks.out.contains("x element"));
 }
 
 namespace {
