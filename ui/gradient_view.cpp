@@ -97,6 +97,10 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
     connect(m_role, &QComboBox::currentIndexChanged, this, &GradientView::refresh);
 }
 
+int GradientView::stage() const {
+    return m_stage->currentIndex();
+}
+
 TensorRole GradientView::role() const {
     return static_cast<TensorRole>(m_role->currentData().toInt());
 }
@@ -186,6 +190,7 @@ void GradientView::refresh() {
         m_fractions = {};
         m_counters->setText(tr("Press Train or Step to see the values of each layer."));
         m_plot->replot(QCustomPlot::rpQueuedReplot);
+        emit shown();
         return;
     }
     const TensorRole r = role();
@@ -219,15 +224,25 @@ void GradientView::refresh() {
 
     m_fractions = whatIf(stats, format, factor);
     const auto pct = [](double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); };
+    // The cast's error, measured at the step (not re-estimated for the slider's what-if).
+    QString error;
+    if (stats.error.measured())
+        error = tr(" &nbsp;·&nbsp; SQNR %1 dB, norm %2%3% &nbsp;")
+                    .arg(std::isinf(stats.error.sqnrDb())
+                             ? tr("exact (inf)")
+                             : QString::number(stats.error.sqnrDb(), 'f', 1))
+                    .arg(stats.error.normRelativeError() >= 0 ? QStringLiteral("+") : QString())
+                    .arg(100.0 * stats.error.normRelativeError(), 0, 'f', 2);
     m_counters->setText(
         tr("<b>%1</b> in <b>%2</b> at scale 2^%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
            "<span style='color:#c03030'>flushed %5</span> &nbsp;·&nbsp; subnormal %6 &nbsp;·&nbsp; "
-           "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9 &nbsp; (step %10)")
+           "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9%10 &nbsp; (step %11)")
             .arg(tr(roleTitle(r)), QString::fromStdString(format.name))
             .arg(std::log2(isScaledRole(r) ? m_whatIfScale : 1.0))
             .arg(pct(m_fractions.zero), pct(m_fractions.flushed), pct(m_fractions.subnormal),
-                 pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan))
+                 pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan), error)
             .arg(m_snapshot.statsStep));
+    emit shown();
 }
 
 } // namespace plab

@@ -36,6 +36,13 @@ public:
     QComboBox* stageBox() const { return m_stage; }
     QComboBox* roleBox() const { return m_role; }
     TensorRole role() const;
+    int stage() const;
+    const TrainingSnapshot& snapshot() const { return m_snapshot; }
+    const TrainConfig& config() const { return m_config; }
+
+signals:
+    // A new snapshot, or another stage or role chosen: the views beside it follow.
+    void shown();
 
 private:
     void refresh();

@@ -5,9 +5,11 @@
 #include "record/run_export.h"
 #include "record/run_record.h"
 
+#include "blocks_view.h"
 #include "compare_dialog.h"
 #include "flush_heatmap_view.h"
 #include "format_inspector.h"
+#include "format_what_if_table.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "recipe_editor.h"
@@ -70,6 +72,17 @@ QString megabytes(std::uint64_t bytes) {
 
 } // namespace
 
+void MainWindow::updateDetailViews() {
+    // Only the visible one: the what-if casts a few thousand values through 14 formats.
+    const TrainingSnapshot& s = m_gradientView->snapshot();
+    if (m_detailTabs->currentWidget() == m_blocks)
+        m_blocks->show(s, m_gradientView->config(), m_gradientView->stage(),
+                       m_gradientView->role());
+    else if (m_detailTabs->currentWidget() == m_formatWhatIf)
+        m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
+                             m_gradientView->role());
+}
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("Precision Lab"));
     setMinimumSize(900, 620);
@@ -80,9 +93,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_heatmap = new FlushHeatmapView(this);
     m_recipeEditor = new RecipeEditor(this);
 
+    m_blocks = new BlocksView(this);
+    m_formatWhatIf = new FormatWhatIfTable(this);
     auto* timeTabs = new QTabWidget(this);
+    m_detailTabs = timeTabs;
     timeTabs->addTab(m_timeView, tr("Loss and scale"));
     timeTabs->addTab(m_heatmap, tr("Flushed per layer"));
+    timeTabs->addTab(m_blocks, tr("Blocks"));
+    timeTabs->addTab(m_formatWhatIf, tr("Formats what-if"));
+    timeTabs->setTabToolTip(2, tr("The block-scaled cast of the tensor shown above: block "
+                                  "scales, dynamic range inside blocks, flushed and saturated "
+                                  "blocks"));
+    timeTabs->setTabToolTip(3, tr("The tensor shown above in every format and block format, "
+                                  "from a sample kept at the last statistics step"));
+    connect(m_gradientView, &GradientView::shown, this, &MainWindow::updateDetailViews);
+    connect(timeTabs, &QTabWidget::currentChanged, this, &MainWindow::updateDetailViews);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(m_gradientView);
     splitter->addWidget(timeTabs);

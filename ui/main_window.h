@@ -19,7 +19,9 @@ class QSpinBox;
 
 namespace plab {
 
+class BlocksView;
 class FlushHeatmapView;
+class FormatWhatIfTable;
 class FormatInspector;
 class GradientView;
 class LossScaleSlider;
@@ -69,6 +71,9 @@ public:
     std::int64_t viewedStep() const { return m_viewedStep; }
     RecipeEditor* recipeEditor() const { return m_recipeEditor; }
     FlushHeatmapView* heatmapView() const { return m_heatmap; }
+    BlocksView* blocksView() const { return m_blocks; }
+    FormatWhatIfTable* formatWhatIf() const { return m_formatWhatIf; }
+    QTabWidget* detailTabs() const { return m_detailTabs; }
     FormatInspector* formatInspector();
     // Test hook: errors go to this string instead of a modal dialog when set.
     void setErrorSink(QString* sink) { m_errorSink = sink; }
@@ -111,6 +116,10 @@ private:
     GradientView* m_gradientView;
     TimeView* m_timeView;
     FlushHeatmapView* m_heatmap;
+    BlocksView* m_blocks;
+    FormatWhatIfTable* m_formatWhatIf;
+    QTabWidget* m_detailTabs;
+    void updateDetailViews(); // the visible one of blocks / what-if, for the gradient view's
     RecipeEditor* m_recipeEditor;
     FormatInspector* m_inspector = nullptr;
     QMenu* m_recentMenu = nullptr;

@@ -164,13 +164,11 @@ public:
                 body.rule.maxElement);
         body.tensorScale = result.tensorScale;
         body.fourOverSix = scheme.fourOverSix;
-        if (scheme.fourOverSix) {
-            body.elementRule = makeElementRule(element.config());
-            body.stochastic = element.config().rounding == Rounding::Stochastic;
-            body.seed = options.seed;
-            body.stream = options.stream;
-            body.firstIndex = options.firstIndex;
-        }
+        body.elementRule = makeElementRule(element.config());
+        body.stochastic = element.config().rounding == Rounding::Stochastic;
+        body.seed = options.seed;
+        body.stream = options.stream;
+        body.firstIndex = options.firstIndex;
         m_policy.forEach(count, body);
         m_policy.quantize(element, out.data, out.data, n, stats, options);
         m_policy.forEach(count,

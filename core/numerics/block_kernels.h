@@ -63,7 +63,8 @@ struct ScaleBlocks {
     Geometry geometry;
     ScaleRule rule;
     float tensorScale = 1.0f; // NVFP4's s_enc
-    // 4/6: the element rule and the random words the element cast will use.
+    // The element rule and the random words the element cast will use: for 4/6, and to tell
+    // which elements past the element max the cast rounds past it (clips).
     bool fourOverSix = false;
     ElementRule elementRule;
     bool stochastic = false;
@@ -97,14 +98,20 @@ struct ScaleBlocks {
                 facts.scale = four;
         }
         const float toElement = facts.scale.toElement;
+        const std::uint32_t maxBits = element::bitsOf(rule.maxElement);
         geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
             for (std::size_t i = begin; i < begin + length; ++i) {
                 const float scaled = in[i] * toElement;
-                facts.saturated += (absBitsOf(scaled) > element::bitsOf(rule.maxElement) &&
-                                    absBitsOf(scaled) <= 0x7F800000u)
-                                       ? 1u
-                                       : 0u;
                 out[i] = scaled;
+                const std::uint32_t a = absBitsOf(scaled);
+                if (a <= maxBits || a > 0x7F800000u)
+                    continue;
+                // Past the max: clipped only if the cast rounds it past (its Overflow class).
+                const std::uint32_t word =
+                    stochastic ? philox::elementWord(firstIndex + i, stream, seed) : 0u;
+                QuantClass cls;
+                quantizeElement(elementRule, scaled, word, cls);
+                facts.saturated += cls == QuantClass::Overflow ? 1u : 0u;
             }
         });
         info[b] = facts;

@@ -88,13 +88,11 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     }
     scale.tensorScale = result.tensorScale;
     scale.fourOverSix = scheme.fourOverSix;
-    if (scheme.fourOverSix) {
-        scale.elementRule = makeElementRule(element.config());
-        scale.stochastic = element.config().rounding == Rounding::Stochastic;
-        scale.seed = options.seed;
-        scale.stream = options.stream;
-        scale.firstIndex = options.firstIndex;
-    }
+    scale.elementRule = makeElementRule(element.config());
+    scale.stochastic = element.config().rounding == Rounding::Stochastic;
+    scale.seed = options.seed;
+    scale.stream = options.stream;
+    scale.firstIndex = options.firstIndex;
     overBlocks(count, n, options.pool, scale);
     element.quantize(out, out, stats, options);
     overBlocks(count, n, options.pool,

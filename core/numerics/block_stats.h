@@ -20,7 +20,7 @@ struct BlockInfo {
     blocks::BlockScale scale;     // the block's scale as the cast used it
     std::uint32_t nonzero = 0;    // nonzero, non-NaN inputs
     std::uint32_t nonzeroOut = 0; // nonzero, non-NaN outputs
-    std::uint32_t saturated = 0;  // elements whose scaled |x| exceeded the element format's max
+    std::uint32_t saturated = 0;  // elements the cast rounded past the element max (clipped)
 };
 
 // Dynamic-range histogram: log2(amax_b / smallest nonzero |x| in the block), 4 bins per binade

@@ -37,6 +37,13 @@ struct StageStats {
     std::array<double, kRoleCount> tensorScale{1, 1, 1, 1, 1, 1}; // amax scaling, per role
     // Block scaling: NVFP4's s_enc lands in tensorScale; per-block statistics here.
     std::array<BlockStats, kRoleCount> blocks{};
+    // A sample of each cast's unquantised input (stats/tensor_sample.h) for the format what-if,
+    // in rows of samples' runLength values; empty for master weights and optimiser state.
+    struct Sample {
+        std::vector<float> values;
+        std::size_t runLength = 0;
+    };
+    std::array<Sample, kRoleCount> samples{};
     double lostUpdateFraction() const {
         return updates == 0 ? 0.0 : static_cast<double>(lostUpdates) / static_cast<double>(updates);
     }

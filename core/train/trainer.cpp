@@ -4,6 +4,7 @@
 #include "device/compute_backend.h"
 #include "engine/cpu_ops.h"
 #include "nn/softmax_cross_entropy.h"
+#include "stats/tensor_sample.h"
 #include "train/per_layer_scaling.h"
 
 #include <algorithm>
@@ -362,6 +363,10 @@ void Trainer::backward(int batch, bool collect) {
             collect ? &stats()[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
                     : nullptr;
         const Tensor kept = collect ? keepForError(g, g) : Tensor{};
+        if (collect)
+            keepSample(stats()[static_cast<std::size_t>(s)]
+                           .samples[static_cast<std::size_t>(TensorRole::WeightGradients)],
+                       kept, weightLayout(s));
         m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted,
                         options(s, TensorRole::WeightGradients));
         if (collect)
@@ -494,6 +499,8 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
     const Quantizer& q = quantizer(stage, role);
     const QuantizeOptions opts = options(stage, role);
     const Tensor kept = collect ? keepForError(in, values) : Tensor{};
+    if (collect)
+        keepSample(st.samples[r], kept, layout);
     const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
                             role == TensorRole::ActivationGradients;
     // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
@@ -563,6 +570,19 @@ Tensor Trainer::keepForError(Tensor in, Tensor out) {
 
 void Trainer::measureError(QuantStats& stats, Tensor input, Tensor output) {
     stats.error.merge(m_ops->errorMoments(input, output));
+}
+
+void Trainer::keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout) {
+    const std::vector<SampleRun> runs = sampleRuns(input.size);
+    sample.values.resize(0);
+    for (const SampleRun& run : runs) {
+        const std::size_t at = sample.values.size();
+        sample.values.resize(at + run.length);
+        m_ops->download(sample.values.data() + at, input.slice(run.offset, run.length));
+    }
+    // Kept whole, the tensor's own rows; else the runs.
+    const bool whole = runs.size() == 1 && runs[0].length == input.size;
+    sample.runLength = whole ? (layout.cols == 0 ? input.size : layout.cols) : kSampleRunLength;
 }
 
 BlockLayout Trainer::weightLayout(int stage) const {

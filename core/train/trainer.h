@@ -107,6 +107,8 @@ private:
     // it is cast in place), and the error metrics from it.
     Tensor keepForError(Tensor in, Tensor out);
     void measureError(QuantStats& stats, Tensor input, Tensor output);
+    // On statistics steps: a sample of a cast's input for the format what-if.
+    void keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout);
     BlockLayout weightLayout(int stage) const;
     BlockLayout activationLayout(std::size_t layer, int batch) const;
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN

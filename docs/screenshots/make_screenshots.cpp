@@ -3,7 +3,9 @@
 // Run through
 // docs/regenerate-screenshots.sh, which builds this and writes docs/images/.
 //   make_screenshots <out-dir>
+#include "blocks_view.h"
 #include "format_inspector.h"
+#include "format_what_if_table.h"
 #include "gradient_view.h"
 #include "main_window.h"
 #include "training_controller.h"
@@ -104,6 +106,41 @@ int main(int argc, char** argv) {
     window.gradientView()->stageBox()->setCurrentIndex(stages->count() - 1);
     QTest::qWait(300);
     if (!save(&window, outDir + QStringLiteral("/open-run.png")))
+        return 1;
+
+    // NVFP4, 200 steps in: the first layer's activation gradients in blocks, then every format
+    // on their sample.
+    for (QComboBox* box : window.findChildren<QComboBox*>())
+        if (box->findText(QStringLiteral("nvfp4")) >= 0 &&
+            box->findText(QStringLiteral("fp8-blockwise")) >= 0)
+            box->setCurrentText(QStringLiteral("nvfp4"));
+    if (const QString error = window.applySettings(); !error.isEmpty()) {
+        std::fprintf(stderr, "make_screenshots: nvfp4: %s\n", qPrintable(error));
+        return 1;
+    }
+    window.controller()->train();
+    if (!waitUntil(
+            [&] {
+                const auto* s = window.controller()->latest();
+                return s != nullptr && s->scalars.step >= 200;
+            },
+            120000)) {
+        std::fprintf(stderr, "make_screenshots: nvfp4 training did not reach step 200\n");
+        return 1;
+    }
+    window.controller()->pause();
+    waitUntil([&] { return window.controller()->state() == plab::SessionState::Paused; }, 10000);
+    window.gradientView()->stageBox()->setCurrentIndex(0);
+    QComboBox* roles = window.gradientView()->roleBox();
+    roles->setCurrentIndex(
+        roles->findData(static_cast<int>(plab::TensorRole::ActivationGradients)));
+    window.detailTabs()->setCurrentWidget(window.blocksView());
+    QTest::qWait(300);
+    if (!save(&window, outDir + QStringLiteral("/blocks.png")))
+        return 1;
+    window.detailTabs()->setCurrentWidget(window.formatWhatIf());
+    QTest::qWait(300);
+    if (!save(&window, outDir + QStringLiteral("/format-what-if.png")))
         return 1;
     return 0;
 }

@@ -33,6 +33,7 @@ private slots:
     void fourOverSixNeverWorse();
     void blockCountersOnConstructedTensor();
     void stochasticBlocksIndependentOfThreads();
+    void saturatedMeansRoundedPastTheMax();
     void badLayoutIsRefused();
     void namedBlockFormats();
 };
@@ -516,6 +517,22 @@ void TestBlockFormats::stochasticBlocksIndependentOfThreads() {
         QVERIFY2(sameBits(out, reference, &where), qPrintable(QString::number(where)));
         QCOMPARE(stats.counts, referenceStats.counts);
     }
+}
+
+void TestBlockFormats::saturatedMeansRoundedPastTheMax() {
+    // MXFP4 (floor): 6.4 and 7.5 both get X = 2 - 2 = 0. E2M1 rounds 6.4 to 6 (a rounding, not
+    // a clip) but 7.5 past 6 (to 8): only the second block saturated, as the class counts say.
+    const std::vector<float> in = {6.4f, 0, 0, 0, 7.5f, 0, 0, 0};
+    std::vector<float> out(in.size());
+    BlockStats blocks;
+    QuantStats stats;
+    std::vector<BlockInfo> info;
+    quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Mx, 4), in, out, {},
+                   &stats, &blocks, {}, info);
+    QCOMPARE(info[0].saturated, 0u);
+    QCOMPARE(info[1].saturated, 1u);
+    QCOMPARE(blocks.saturatedBlocks, 1ull);
+    QCOMPARE(stats.count(QuantClass::Overflow), 1ull);
 }
 
 void TestBlockFormats::badLayoutIsRefused() {

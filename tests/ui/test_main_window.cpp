@@ -7,10 +7,12 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "blocks_view.h"
 #include "compare_dialog.h"
 #include "device/compute_backend.h"
 #include "flush_heatmap_view.h"
 #include "format_inspector.h"
+#include "format_what_if_table.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "main_window.h"
@@ -23,6 +25,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QLabel>
 #include <QLineEdit>
 #include <QTableWidget>
 #include <qcustomplot.h>
@@ -49,6 +52,7 @@ private slots:
     void applyShowsTheNewRunAtOnce();
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
+    void blocksAndFormatWhatIfFollowTheView();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -465,10 +469,10 @@ void TestMainWindow::openRunShowsAPastRun() {
     QTemporaryDir runs;
     const std::string recorded = runs.path().toStdString() + "/every";
     {
-        TrainConfig config = configFromJson({{"data", {{"train_size", 200}, {"test_size", 50}}},
-                                             {"model", {{"hidden", {8}}}},
-                                             {"train", {{"steps", 5}, {"batch_size", 16},
-                                                        {"histograms_every", 1}}}});
+        TrainConfig config = configFromJson(
+            {{"data", {{"train_size", 200}, {"test_size", 50}}},
+             {"model", {{"hidden", {8}}}},
+             {"train", {{"steps", 5}, {"batch_size", 16}, {"histograms_every", 1}}}});
         TrainingSession session(config, c->data(), recorded);
         session.start();
         session.waitUntilDone();
@@ -498,7 +502,8 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QCOMPARE(c->config().model.type, std::string("mlp"));
     QCOMPARE(c->config().model.hidden, (std::vector<int>{256, 256}));
     QCOMPARE(c->config().dataSource, std::string("synthetic"));
-    QCOMPARE(c->config().recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
+    QCOMPARE(c->config()
+                 .recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
                  .format.name,
              std::string("fp16"));
     QCOMPARE(c->config().lossScale, 1.0);
@@ -550,8 +555,8 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     // 6. Export report and Save session; the session holds the start and the two edits.
     QTemporaryDir dir;
     QCOMPARE(w.exportReport(dir.path()), QString());
-    for (const char* name : {"gradients.png", "training.pdf", "config.json", "summary.json",
-                             "metrics.csv"})
+    for (const char* name :
+         {"gradients.png", "training.pdf", "config.json", "summary.json", "metrics.csv"})
         QVERIFY2(QFileInfo::exists(dir.filePath(QLatin1String(name))), name);
     QCOMPARE(w.saveSession(dir.filePath(QStringLiteral("session.json"))), QString());
     QFile f(dir.filePath(QStringLiteral("session.json")));
@@ -561,6 +566,64 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QCOMPARE(session.timeline.size(), std::size_t{2}); // the scale, then the policy
     QCOMPARE(session.timeline[0].step, paused);
     QVERIFY(error.isEmpty());
+}
+
+// With NVFP4 the Blocks tab shows the chosen tensor's block scales and counts, the what-if tab
+// every format on its sample with NVFP4 (in use) in bold, and the shares line the cast's SQNR;
+// with FP32 the Blocks tab says why there are no blocks.
+void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
+    TrainingController* c = m_window->controller();
+    QComboBox* preset = nullptr;
+    for (QComboBox* box : m_window->findChildren<QComboBox*>())
+        if (box->findText(QStringLiteral("nvfp4")) >= 0 &&
+            box->findText(QStringLiteral("fp8-blockwise")) >= 0)
+            preset = box;
+    QVERIFY(preset != nullptr);
+    preset->setCurrentText(QStringLiteral("nvfp4"));
+    QCOMPARE(m_window->applySettings(), QString());
+    QVERIFY(c->config().scalingPolicy == ScalingPolicy::Nvfp4);
+    c->step();
+    c->step();
+    QTRY_VERIFY(c->latest() && c->latest()->scalars.step == 2);
+    GradientView* view = m_window->gradientView();
+    view->stageBox()->setCurrentIndex(0);
+    view->roleBox()->setCurrentIndex(
+        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
+    m_window->detailTabs()->setCurrentWidget(m_window->blocksView());
+    const QString counts = m_window->blocksView()->countsText();
+    QVERIFY2(counts.contains(QLatin1String("fp4-e2m1 in blocks of 16 (scale e4m3")),
+             qPrintable(counts));
+    QVERIFY2(counts.contains(QLatin1String("step 2")), qPrintable(counts));
+    QVERIFY(m_window->blocksView()->scalePlot()->plottableCount() > 0);
+    QVERIFY(!static_cast<QCPBars*>(m_window->blocksView()->scalePlot()->plottable(0))
+                 ->data()
+                 ->isEmpty());
+    // The shares line carries the measured error of the cast.
+    const QString shares = view->findChildren<QLabel*>().back()->text();
+    QVERIFY2(shares.contains(QLatin1String("SQNR")), qPrintable(shares));
+
+    m_window->detailTabs()->setCurrentWidget(m_window->formatWhatIf());
+    QTableWidget* table = m_window->formatWhatIf()->table();
+    QCOMPARE(table->rowCount(), 7 + static_cast<int>(blockFormats().size()));
+    int boldRow = -1;
+    for (int row = 0; row < table->rowCount(); ++row)
+        if (table->item(row, 0)->font().bold())
+            boldRow = row;
+    QVERIFY(boldRow >= 0);
+    QCOMPARE(table->item(boldRow, 0)->text(), QStringLiteral("nvfp4"));
+    QVERIFY2(m_window->formatWhatIf()->caption().contains(QLatin1String("In use: nvfp4")),
+             qPrintable(m_window->formatWhatIf()->caption()));
+
+    preset->setCurrentText(QStringLiteral("fp32"));
+    QCOMPARE(m_window->applySettings(), QString());
+    c->step();
+    QTRY_VERIFY(c->latest() && c->latest()->scalars.step == 1);
+    m_window->detailTabs()->setCurrentWidget(m_window->blocksView());
+    QVERIFY2(m_window->blocksView()->countsText().contains(QLatin1String("Not block-scaled")),
+             qPrintable(m_window->blocksView()->countsText()));
+    preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    m_window->detailTabs()->setCurrentIndex(0);
+    QCOMPARE(m_window->applySettings(), QString());
 }
 
 QTEST_MAIN(TestMainWindow)

@@ -1,0 +1,53 @@
+// Every format on one sample.
+#include "stats/what_if_formats.h"
+
+#include "numerics/block_quantizer.h"
+#include "numerics/quantizer.h"
+
+#include <algorithm>
+
+namespace plab {
+namespace {
+
+FormatOutcome outcome(std::string name, bool block, const QuantStats& stats,
+                      std::span<const float> in, std::span<const float> out) {
+    FormatOutcome o;
+    o.name = std::move(name);
+    o.blockFormat = block;
+    o.flushed = stats.flushedShare();
+    o.subnormal = stats.fraction(QuantClass::Subnormal);
+    o.overflow = stats.fraction(QuantClass::Overflow);
+    o.sqnrDb = measureError(in, out).sqnrDb();
+    return o;
+}
+
+} // namespace
+
+std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength) {
+    std::vector<FormatOutcome> out;
+    std::vector<float> cast(sample.size());
+    for (const char* name :
+         {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"}) {
+        QuantStats stats;
+        Quantizer(QuantConfig::forFormat(parseFormat(name))).quantize(sample, cast, &stats);
+        out.push_back(outcome(name, false, stats, sample, cast));
+    }
+    // Whole rows for the block layout; the rest (a partial row) as one more tensor.
+    const std::size_t length = std::max<std::size_t>(1, runLength);
+    const std::size_t rows = sample.size() / length, body = rows * length;
+    std::vector<BlockInfo> blocks;
+    for (const BlockFormat& f : blockFormats()) {
+        const Quantizer element({f.element, Rounding::NearestEven, Overflow::Saturate});
+        QuantStats stats;
+        if (body > 0)
+            quantizeBlocks(element, f.scheme, sample.first(body), std::span(cast).first(body),
+                           {rows, length, false}, &stats, nullptr, {}, blocks);
+        if (body < sample.size())
+            quantizeBlocks(element, f.scheme, sample.subspan(body), std::span(cast).subspan(body),
+                           {}, &stats, nullptr, {}, blocks);
+        out.push_back(outcome(f.name, true, stats, sample, cast));
+    }
+    return out;
+}
+
+} // namespace plab

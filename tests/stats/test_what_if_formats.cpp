@@ -1,0 +1,92 @@
+// The format what-if: the sample a statistics step keeps (evenly spaced aligned runs), and every
+// format on it, with outcomes a researcher can check by reasoning: on values around 2^-20 FP16
+// flushes part, BF16 nothing; per-block scales rescue FP8 and FP4 where per-element casts flush;
+// SQNR orders the formats by their mantissa bits; and a trainer's statistics step carries the
+// samples the GUI's table reads.
+#include <QTest>
+
+#include "stats/tensor_sample.h"
+#include "stats/what_if_formats.h"
+#include "train/trainer.h"
+
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace plab;
+
+class TestWhatIfFormats : public QObject {
+    Q_OBJECT
+private slots:
+    void sampleRunsAreAlignedAndSpread();
+    void formatsOnSmallValues();
+    void trainerKeepsSamples();
+};
+
+void TestWhatIfFormats::sampleRunsAreAlignedAndSpread() {
+    QCOMPARE(sampleRuns(0).size(), std::size_t{0});
+    const std::vector<SampleRun> small = sampleRuns(4096);
+    QCOMPARE(small.size(), std::size_t{1});
+    QCOMPARE(small[0].length, std::size_t{4096});
+    const std::size_t n = 1'000'003;
+    const std::vector<SampleRun> runs = sampleRuns(n);
+    QCOMPARE(runs.size(), kSampleRuns);
+    QCOMPARE(runs.front().offset, std::size_t{0});
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        QCOMPARE(runs[i].length, kSampleRunLength);
+        QCOMPARE(runs[i].offset % kSampleRunLength, std::size_t{0});
+        QVERIFY(runs[i].offset + runs[i].length <= n);
+        if (i > 0) // in order, none twice
+            QVERIFY(runs[i].offset > runs[i - 1].offset);
+    }
+    QVERIFY(runs.back().offset + kSampleRunLength > n - 2 * kSampleRunLength); // reaches the end
+}
+
+void TestWhatIfFormats::formatsOnSmallValues() {
+    std::mt19937_64 rng(1);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> sample(4096);
+    for (float& v : sample)
+        v = normal(rng) * std::ldexp(1.0f, -20);
+    std::map<std::string, FormatOutcome> by;
+    for (const FormatOutcome& o : compareFormats(sample, 128))
+        by[o.name] = o;
+    QCOMPARE(by.size(), std::size_t{7 + blockFormats().size()});
+    // 2^-20 is below FP16's normal range (2^-14): subnormal, some flushed below 2^-25.
+    QVERIFY(by["fp16"].subnormal > 0.9);
+    QVERIFY(by["fp16"].flushed > 0.0 && by["fp16"].flushed < 0.05);
+    QCOMPARE(by["bf16"].flushed, 0.0);
+    // E4M3's smallest value is 2^-9: every value flushes, SQNR 0 dB (the error is the signal).
+    QCOMPARE(by["fp8-e4m3"].flushed, 1.0);
+    QVERIFY(std::fabs(by["fp8-e4m3"].sqnrDb) < 1e-9);
+    // A block scale brings the values into range: nothing flushes wholesale.
+    QVERIFY(by["mxfp8-e4m3"].flushed < 0.02);
+    QVERIFY(by["nvfp4"].flushed < by["fp4-e2m1"].flushed);
+    // More mantissa bits, more SQNR (the block formats at their element's precision).
+    QVERIFY(by["bf16"].sqnrDb > by["mxfp8-e4m3"].sqnrDb);
+    QVERIFY(by["mxfp8-e4m3"].sqnrDb > by["mxfp8-e5m2"].sqnrDb);
+    QVERIFY(by["mxfp8-e5m2"].sqnrDb > by["mxfp4"].sqnrDb);
+    QVERIFY2(
+        by["nvfp4"].sqnrDb > by["mxfp4"].sqnrDb, // finer blocks and scales
+        qPrintable(QStringLiteral("%1 vs %2").arg(by["nvfp4"].sqnrDb).arg(by["mxfp4"].sqnrDb)));
+}
+
+void TestWhatIfFormats::trainerKeepsSamples() {
+    TrainConfig config = configFromJson(
+        {{"model", {{"hidden", {32}}}}, {"train", {{"steps", 2}, {"batch_size", 16}}}});
+    Trainer t(config, std::make_shared<const DataSplit>(makeSyntheticData(1, 200, 50)));
+    t.step();
+    const StageStats& first = t.stageStats()[0];
+    const auto& acts = first.samples[static_cast<std::size_t>(TensorRole::Activations)];
+    QCOMPARE(acts.values.size(), std::size_t{16 * 32}); // small: kept whole
+    QCOMPARE(acts.runLength, std::size_t{32});          // in the tensor's rows
+    QVERIFY(!first.samples[static_cast<std::size_t>(TensorRole::WeightGradients)].values.empty());
+    QVERIFY(first.samples[static_cast<std::size_t>(TensorRole::MasterWeights)].values.empty());
+    // The sample is the input of the cast: FP32 here, so it is what the layer produced (ReLU:
+    // no negative values).
+    for (float v : acts.values)
+        QVERIFY(v >= 0.0f);
+}
+
+QTEST_APPLESS_MAIN(TestWhatIfFormats)
+#include "test_what_if_formats.moc"

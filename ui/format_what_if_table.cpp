@@ -1,0 +1,116 @@
+// FormatWhatIfTable: compareFormats() into a QTableWidget.
+#include "format_what_if_table.h"
+
+#include "stats/tensor_sample.h"
+#include "stats/what_if_formats.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace plab {
+namespace {
+
+QString percent(double v) {
+    return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%');
+}
+
+QTableWidgetItem* cell(const QString& text, bool bold, bool number) {
+    auto* item = new QTableWidgetItem(text);
+    item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+    if (number)
+        item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (bold) {
+        QFont f = item->font();
+        f.setBold(true);
+        item->setFont(f);
+    }
+    return item;
+}
+
+} // namespace
+
+FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
+    m_caption = new QLabel(this);
+    m_caption->setWordWrap(true);
+    m_table = new QTableWidget(0, 5, this);
+    m_table->setHorizontalHeaderLabels(
+        {tr("format"), tr("flushed"), tr("subnormal"), tr("overflow"), tr("SQNR (dB)")});
+    m_table->verticalHeader()->hide();
+    // Compact rows: the 14 formats fit the tab without scrolling.
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->setToolTip(tr("Flushed: nonzero values that would become zero, of the nonzero "
+                           "values. SQNR: signal over quantisation noise, 10 log10(sum x^2 / "
+                           "sum (q - x)^2). Block formats saturate; element formats keep "
+                           "their default overflow (Inf where they have it)."));
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_caption);
+    layout->addWidget(m_table, 1);
+    m_caption->setText(tr("Press Train or Step: each statistics step keeps a sample of every "
+                          "tensor to compare the formats on."));
+}
+
+QString FormatWhatIfTable::caption() const {
+    return m_caption->text();
+}
+
+void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
+                             TensorRole role) {
+    if (stage < 0 || stage >= static_cast<int>(snapshot.stages.size()))
+        return;
+    const auto& sample =
+        snapshot.stages[static_cast<std::size_t>(stage)].samples[static_cast<std::size_t>(role)];
+    const FormatSpec& inUse =
+        config.recipe.config(stage, static_cast<int>(snapshot.stages.size()), role).format;
+    std::string current = inUse.name;
+    if (const std::optional<BlockScheme> scheme = config.blockScheme())
+        for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to
+            if (f.element.sameParameters(inUse) && f.scheme.kind == scheme->kind &&
+                f.scheme.blockSize == scheme->blockSize && inUse.exponentBits < 8)
+                current = f.name;
+    if (snapshot.statsStep == m_step && stage == m_stage && static_cast<int>(role) == m_role &&
+        current == m_current)
+        return; // the same sample: nothing to recompute
+    m_step = snapshot.statsStep;
+    m_stage = stage;
+    m_role = static_cast<int>(role);
+    m_current = current;
+    if (sample.values.empty()) {
+        m_table->setRowCount(0);
+        m_caption->setText(tr("No sample of this tensor: samples are kept by live runs (not in "
+                              "the run record), for the cast tensors (not master weights or "
+                              "optimiser state)."));
+        return;
+    }
+    const std::vector<FormatOutcome> outcomes = compareFormats(sample.values, sample.runLength);
+    m_caption->setText(
+        tr("%1 values of %2 at step %3 (%4), blocks along rows of %5. In use: %6.")
+            .arg(sample.values.size())
+            .arg(QString::fromStdString(snapshot.stageNames[static_cast<std::size_t>(stage)]))
+            .arg(snapshot.statsStep)
+            .arg(sample.values.size() < kSampleRuns * kSampleRunLength
+                     ? tr("the whole tensor")
+                     : tr("%1 evenly spaced runs of %2").arg(kSampleRuns).arg(kSampleRunLength))
+            .arg(sample.runLength)
+            .arg(QString::fromStdString(current)));
+    m_table->setRowCount(static_cast<int>(outcomes.size()));
+    for (int row = 0; row < static_cast<int>(outcomes.size()); ++row) {
+        const FormatOutcome& o = outcomes[static_cast<std::size_t>(row)];
+        const bool bold = o.name == current;
+        m_table->setItem(row, 0, cell(QString::fromStdString(o.name), bold, false));
+        m_table->setItem(row, 1, cell(percent(o.flushed), bold, true));
+        m_table->setItem(row, 2, cell(percent(o.subnormal), bold, true));
+        m_table->setItem(row, 3, cell(percent(o.overflow), bold, true));
+        m_table->setItem(
+            row, 4,
+            cell(std::isinf(o.sqnrDb) ? tr("exact") : QString::number(o.sqnrDb, 'f', 1), bold,
+                 true));
+    }
+}
+
+} // namespace plab

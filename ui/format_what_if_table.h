@@ -1,0 +1,37 @@
+// FormatWhatIfTable: "what would this tensor look like in another format", for the tensor the
+// gradient view shows: every element and block format side by side (flushed, subnormal,
+// overflow, SQNR) on the sample the last statistics step kept of it (stats/tensor_sample.h),
+// computed at once (stats/what_if_formats.h), without retraining. The format in use is bold.
+#pragma once
+
+#include "stats/training_snapshot.h"
+#include "train/train_config.h"
+
+#include <QWidget>
+
+class QLabel;
+class QTableWidget;
+
+namespace plab {
+
+class FormatWhatIfTable : public QWidget {
+    Q_OBJECT
+public:
+    explicit FormatWhatIfTable(QWidget* parent = nullptr);
+
+    void show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
+              TensorRole role);
+    QTableWidget* table() const { return m_table; }
+    QString caption() const;
+
+private:
+    QLabel* m_caption;
+    QTableWidget* m_table;
+    // What the table was computed from: recomputed only when it changes.
+    std::int64_t m_step = -1;
+    int m_stage = -1;
+    int m_role = -1;
+    std::string m_current;
+};
+
+} // namespace plab
