@@ -1,6 +1,9 @@
 // CpuOps: the CPU engine's functions behind TensorOps; host memory, so spans are direct.
 #include "engine/cpu_ops.h"
 
+#include "engine/kernel_bodies.h"
+#include "nn/matmul.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -104,6 +107,20 @@ BlockQuantizeResult CpuOps::quantizeBlocks(const Quantizer& element, const Block
 
 QuantError CpuOps::errorMoments(Tensor input, Tensor output) {
     return measureError(span(input), span(output));
+}
+
+// The GPU engine's bodies, looped: the same sums in the same order on both engines.
+void CpuOps::hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t cols,
+                        std::uint32_t signs) {
+    const kernels::Hadamard16Rows body{out.data, in.data, rows, cols, signs};
+    for (std::size_t i = 0; i < rows * cols; ++i)
+        body(i);
+}
+
+void CpuOps::transpose(Tensor out, Tensor in, std::size_t rows, std::size_t cols) {
+    ConstMatrixMap from(in.data, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+    MatrixMap(out.data, static_cast<Eigen::Index>(cols), static_cast<Eigen::Index>(rows)) =
+        from.transpose();
 }
 
 void CpuOps::forward(Layer& layer, float* out, const float* in, const float* weights, int batch,

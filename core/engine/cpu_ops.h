@@ -39,6 +39,9 @@ public:
                                        QuantStats* stats, BlockStats* blockStats,
                                        const QuantizeOptions& options) override;
     QuantError errorMoments(Tensor input, Tensor output) override;
+    void hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t cols,
+                    std::uint32_t signs) override;
+    void transpose(Tensor out, Tensor in, std::size_t rows, std::size_t cols) override;
 
     void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override;

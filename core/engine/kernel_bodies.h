@@ -209,6 +209,51 @@ struct ActivationBackward {
     }
 };
 
+// ---- the random Hadamard transform of the weight-gradient operands (nvfp4's hadamard) -------
+
+// out = (H16 D / 4) in along the rows, in groups of 16: for row r = 16 g + j and column c,
+// out[r][c] = (1/4) sum_k H16[j][k] s_k in[16 g + k][c], with H16[j][k] = (-1)^popcount(j & k)
+// (Sylvester's Hadamard matrix) and s_k = -1 where bit k of signs is set. H16 D / 4 is
+// orthogonal, so the transform of both operands cancels in their product. A trailing group of
+// fewer than 16 rows is copied. out must not be in.
+struct Hadamard16Rows {
+    float* out;
+    const float* in;
+    size_t rows, cols;
+    std::uint32_t signs;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        const size_t r = i / cols, c = i % cols, first = r - r % 16;
+        if (first + 16 > rows) {
+            out[i] = in[i];
+            return;
+        }
+        const std::uint32_t j = static_cast<std::uint32_t>(r % 16);
+        float sum = 0.0f;
+        for (std::uint32_t k = 0; k < 16; ++k) {
+            std::uint32_t bits = j & k, parity = 0;
+            while (bits != 0) {
+                parity ^= bits & 1u;
+                bits >>= 1;
+            }
+            const bool negative = (parity ^ ((signs >> k) & 1u)) != 0;
+            const float v = in[(first + k) * cols + c];
+            sum += negative ? -v : v;
+        }
+        out[i] = sum * 0.25f;
+    }
+};
+
+// out (cols, rows) = in (rows, cols) transposed; one thread per element of out.
+struct Transpose {
+    float* out;
+    const float* in;
+    size_t rows, cols;
+    PLAB_HOST_DEVICE void operator()(size_t i) const {
+        const size_t c = i / rows, r = i % rows;
+        out[i] = in[r * cols + c];
+    }
+};
+
 // dst row i = src row index[i], one thread per element of dst.
 struct GatherRows {
     float* dst;

@@ -191,6 +191,14 @@ public:
         }
         return result;
     }
+    void hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t cols,
+                    std::uint32_t signs) override {
+        m_policy.forEach(rows * cols,
+                         kernels::Hadamard16Rows{out.data, in.data, rows, cols, signs});
+    }
+    void transpose(Tensor out, Tensor in, std::size_t rows, std::size_t cols) override {
+        m_policy.forEach(rows * cols, kernels::Transpose{out.data, in.data, rows, cols});
+    }
     QuantError errorMoments(Tensor input, Tensor output) override {
         QuantError e;
         const std::size_t n = std::min(input.size, output.size);

@@ -80,6 +80,11 @@ public:
                                                const QuantizeOptions& options) = 0;
     // The error metrics' sums for a cast (QuantError) from its input and its output.
     virtual QuantError errorMoments(Tensor input, Tensor output) = 0;
+    // out = the random Hadamard transform of in's rows in groups of 16 (kernels::Hadamard16Rows),
+    // and out = in transposed; in is (rows, cols), out another tensor.
+    virtual void hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t cols,
+                            std::uint32_t signs) = 0;
+    virtual void transpose(Tensor out, Tensor in, std::size_t rows, std::size_t cols) = 0;
     virtual void sendStatistics() {}
     virtual bool receiveStatistics(bool /*wait*/) { return true; }
     void finishStatistics() { // both, waiting

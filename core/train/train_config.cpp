@@ -425,6 +425,7 @@ TrainConfig configFromJson(const json& j) {
         s.flag("weight_tiles", c.weightTiles);
         s.flag("pow2_scales", c.pow2Scales);
         s.flag("four_over_six", c.fourOverSix);
+        s.flag("hadamard", c.hadamard);
         s.finish();
     }
     if (top.has("timeline"))
@@ -541,7 +542,8 @@ json TrainConfig::toJson() const {
           {"scale_rounding", std::string(toString(scaleRounding))},
           {"weight_tiles", weightTiles},
           {"pow2_scales", pow2Scales},
-          {"four_over_six", fourOverSix}}},
+          {"four_over_six", fourOverSix},
+          {"hadamard", hadamard}}},
     };
     if (!timeline.empty()) {
         json edits = json::array();
@@ -566,6 +568,7 @@ void TrainConfig::setScalingFrom(const TrainConfig& o) {
     weightTiles = o.weightTiles;
     pow2Scales = o.pow2Scales;
     fourOverSix = o.fourOverSix;
+    hadamard = o.hadamard;
 }
 
 std::optional<BlockScheme> TrainConfig::blockScheme() const {
@@ -763,8 +766,8 @@ const std::vector<Preset>& presets() {
           {"scaling", {{"policy", "mx"}, {"scale_rounding", "ceil"}}}}},
         {"nvfp4",
          "NVIDIA's NVFP4 recipe (arXiv 2509.25149): E2M1 in blocks of 16 with E4M3 scales and a "
-         "tensor scale, weights in 16x16 tiles, stochastic rounding on gradients, the last stage "
-         "in BF16",
+         "tensor scale, weights in 16x16 tiles, stochastic rounding on gradients, a random "
+         "Hadamard transform on the weight-gradient inputs, the last stage in BF16",
          {{"recipe",
            {{"weights", "fp4-e2m1"},
             {"activations", "fp4-e2m1"},
@@ -774,7 +777,7 @@ const std::vector<Preset>& presets() {
                {"weights", "bf16"},
                {"activations", "bf16"},
                {"activation_gradients", "bf16"}}}}}},
-          {"scaling", {{"policy", "nvfp4"}, {"weight_tiles", true}}}}},
+          {"scaling", {{"policy", "nvfp4"}, {"weight_tiles", true}, {"hadamard", true}}}}},
         {"fp8-blockwise",
          "DeepSeek-V3's FP8 recipe (arXiv 2412.19437): E4M3 everywhere in 1x128 blocks (weights "
          "128x128) with FP32 scales, products accumulated in e8m13 and promoted to FP32 every "

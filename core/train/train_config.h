@@ -85,6 +85,8 @@ struct TrainConfig {
     bool weightTiles = false; // weights in square tiles (nvfp4 and blockwise by default)
     bool pow2Scales = false;  // blockwise: scales rounded to powers of two
     bool fourOverSix = false; // nvfp4: per block, map amax to 4 or 6, whichever errs less
+    // Block policies: the random Hadamard transform of linear layers' weight-gradient operands.
+    bool hadamard = false;
 
     std::vector<TimedEdit> timeline; // in step order; written only when not empty
 

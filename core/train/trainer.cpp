@@ -3,6 +3,7 @@
 
 #include "device/compute_backend.h"
 #include "engine/cpu_ops.h"
+#include "nn/linear.h"
 #include "nn/softmax_cross_entropy.h"
 #include "stats/tensor_sample.h"
 #include "train/per_layer_scaling.h"
@@ -241,6 +242,14 @@ void Trainer::applyScalingPolicy() {
                                                              : TensorScalingKind::None;
     if (const std::optional<BlockScheme> scheme = m_config.blockScheme())
         m_blockScheme = *scheme;
+    m_hadamard = m_config.hadamard && m_tensorScaling == TensorScalingKind::Blocks;
+    // SplitMix64 of the seed: 16 random signs, the same for the whole run.
+    std::uint64_t z = m_config.seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    m_hadamardSigns = static_cast<std::uint32_t>((z ^ (z >> 31)) & 0xFFFFu);
+    m_rawOut.assign(m_model.layers().size(), Tensor{});
+    m_rawGrad.assign(m_model.layers().size(), Tensor{});
     const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
     m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
                          {emptyHistory, emptyHistory, emptyHistory});
@@ -309,6 +318,9 @@ void Trainer::nextBatch() {
 void Trainer::forward(int batch, bool collect, bool withStats) {
     const Tensor input =
         m_input.slice(0, static_cast<std::size_t>(batch) * m_model.inputShape().size());
+    const bool keepRaw = m_hadamard && withStats; // training, not evaluation
+    if (keepRaw)
+        m_ops->copy(ensure(m_rawInput, input.size, *m_ops), input);
     // The data enters in stage 0's activation format (not counted: it is the dataset's property).
     m_ops->quantize(quantizer(0, TensorRole::Activations), input, input, nullptr,
                     options(0, TensorRole::Activations));
@@ -319,6 +331,8 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
                        batch, m_accumulation);
         if (m_model.endsStage(i)) {
             const Tensor out = activation(m_out, i, batch);
+            if (keepRaw)
+                m_ops->copy(ensure(m_rawOut[i], out.size, *m_ops), out);
             quantizeRole(m_model.stageOf(i), TensorRole::Activations, out, out,
                          activationLayout(i, batch), collect && withStats, withStats);
         }
@@ -332,6 +346,8 @@ void Trainer::backward(int batch, bool collect) {
     for (std::size_t i = layers.size(); i-- > 0;) {
         if (m_model.endsStage(i)) {
             const Tensor g = activation(m_dout, i, batch);
+            if (m_hadamard)
+                m_ops->copy(ensure(m_rawGrad[i], g.size, *m_ops), g);
             quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, g, g,
                          activationLayout(i, batch), collect, true);
         }
@@ -341,6 +357,18 @@ void Trainer::backward(int batch, bool collect) {
         const std::size_t offset = m_model.parameterOffset(i);
         m_ops->backward(*layers[i], din, m_grads.data + offset, m_dout[i].data, in, m_out[i].data,
                         m_forwardWeights + offset, batch, m_accumulation);
+        if (m_hadamard && layers[i]->hasWeights()) {
+            if (hadamardFor(i))
+                hadamardWeightGradient(i, batch);
+        } else if (m_hadamard && m_rawGrad[i].data != nullptr && i > 0 &&
+                   m_model.stageOf(i - 1) == m_model.stageOf(i)) {
+            // Down to the stage's weight layer, the gradient before the cast follows the same
+            // backward (an activation's or a pooling's).
+            const Tensor rawBelow =
+                ensure(m_rawGrad[i - 1], activation(m_dout, i - 1, batch).size, *m_ops);
+            m_ops->backward(*layers[i], rawBelow.data, nullptr, m_rawGrad[i].data, in,
+                            m_out[i].data, m_forwardWeights + offset, batch, m_accumulation);
+        }
         if (m_perLayer && din != nullptr && layers[i]->hasWeights()) {
             // Zhao et al.: this layer picks the scale of the gradient it passes down.
             const int s = m_model.stageOf(i);
@@ -583,6 +611,69 @@ void Trainer::keepSample(StageStats::Sample& sample, Tensor input, const BlockLa
     // Kept whole, the tensor's own rows; else the runs.
     const bool whole = runs.size() == 1 && runs[0].length == input.size;
     sample.runLength = whole ? (layout.cols == 0 ? input.size : layout.cols) : kSampleRunLength;
+}
+
+Tensor Trainer::ensure(Tensor& t, std::size_t n, TensorOps& ops) {
+    if (t.size < n)
+        t = ops.allocate(n);
+    return t.slice(0, n);
+}
+
+bool Trainer::hadamardFor(std::size_t layer) const {
+    // Linear layers whose gradients are cast narrow (a stage a recipe keeps in BF16 is not an
+    // FP4 product, and convolutions reduce over positions too).
+    if (dynamic_cast<const Linear*>(m_model.layers()[layer].get()) == nullptr ||
+        m_rawGrad[layer].data == nullptr)
+        return false;
+    const int s = m_model.stageOf(layer);
+    return quantizer(s, TensorRole::ActivationGradients).config().format.exponentBits < 8;
+}
+
+Tensor Trainer::castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
+                               const Quantizer& q, QuantizeOptions options) {
+    const Tensor transposed = ensure(m_rhtTransposed, batch * width, *m_ops);
+    m_ops->hadamard16(into, raw, batch, width, m_hadamardSigns);
+    m_ops->transpose(transposed, into, batch, width); // (width, batch): blocks along the batch
+    if (q.config().format.exponentBits < 8) {
+        BlockScheme alongBatch = m_blockScheme;
+        m_ops->quantizeBlocks(q, alongBatch, transposed, transposed, {width, batch, false}, nullptr,
+                              nullptr, options);
+    } else {
+        m_ops->quantize(q, transposed, transposed, nullptr, options);
+    }
+    m_ops->transpose(into, transposed, width, batch);
+    return into;
+}
+
+void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
+    const auto& l = static_cast<const Linear&>(*m_model.layers()[layer]);
+    const auto b = static_cast<std::size_t>(batch);
+    const auto in = static_cast<std::size_t>(l.inFeatures());
+    const auto out = static_cast<std::size_t>(l.outFeatures());
+    const int s = m_model.stageOf(layer);
+    // The casts of these operands are not counted: the roles count the forward and input-
+    // gradient casts, and these are the same tensors cast again along another dimension.
+    QuantizeOptions gradientWords = options(s, TensorRole::ActivationGradients);
+    gradientWords.stream ^= 8; // streams of their own (roles use 0..5)
+    const Tensor dy = castAlongBatch(m_rawGrad[layer].slice(0, b * out), b, out,
+                                     ensure(m_rhtOperandA, b * out, *m_ops),
+                                     quantizer(s, TensorRole::ActivationGradients), gradientWords);
+    const int inputStage = layer == 0 ? 0 : m_model.stageOf(layer - 1);
+    QuantizeOptions activationWords = options(inputStage, TensorRole::Activations);
+    activationWords.stream ^= 8;
+    const Tensor rawInput =
+        layer == 0 ? m_rawInput.slice(0, b * in) : m_rawOut[layer - 1].slice(0, b * in);
+    const Tensor x =
+        castAlongBatch(rawInput, b, in, ensure(m_rhtOperandB, b * in, *m_ops),
+                       quantizer(inputStage, TensorRole::Activations), activationWords);
+    // dW = dy^T x from the transformed operands; the bias gradient (a sum over the batch,
+    // which the transform would change) stays the one backward computed.
+    const std::size_t offset = m_model.parameterOffset(layer);
+    const Tensor dw = ensure(m_rhtWeightGradient, l.parameterCount(), *m_ops);
+    m_ops->fill(dw, 0.0f);
+    m_ops->backward(*m_model.layers()[layer], nullptr, dw.data, dy.data, x.data, m_out[layer].data,
+                    m_forwardWeights + offset, batch, m_accumulation);
+    m_ops->copy(m_grads.slice(offset, l.weightCount()), dw.slice(0, l.weightCount()));
 }
 
 BlockLayout Trainer::weightLayout(int stage) const {

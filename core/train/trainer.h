@@ -110,6 +110,14 @@ private:
     // On statistics steps: a sample of a cast's input for the format what-if.
     void keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout);
     BlockLayout weightLayout(int stage) const;
+    // The random Hadamard transform (scaling.hadamard): a linear layer's weight gradient from
+    // its operands as they were before the casts (kept in m_raw*), each transformed along the
+    // batch in groups of 16 and cast in blocks along it, as NVIDIA's NVFP4 recipe does.
+    bool hadamardFor(std::size_t layer) const;
+    void hadamardWeightGradient(std::size_t layer, int batch);
+    Tensor castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
+                          const Quantizer& q, QuantizeOptions options);
+    static Tensor ensure(Tensor& t, std::size_t n, TensorOps& ops);
     BlockLayout activationLayout(std::size_t layer, int batch) const;
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
     void forward(int batch, bool collect, bool withStats);
@@ -154,6 +162,12 @@ private:
     enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Blocks } m_tensorScaling{};
     BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
     Tensor m_errorInput;       // the input of a cast in place, kept on statistics steps
+    bool m_hadamard = false;
+    std::uint32_t m_hadamardSigns = 0; // the transform's random diagonal, fixed per run
+    // Per layer, for the transform: a stage end's output and gradient before their casts (and
+    // the gradients below it within its stage), the data before its cast; work space.
+    std::vector<Tensor> m_rawOut, m_rawGrad;
+    Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransposed, m_rhtWeightGradient;
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
 
     std::vector<std::uint32_t> m_order;

@@ -292,6 +292,18 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                 }
             }
             {
+                // The Hadamard transform (the same body on both) and the transpose: exact.
+                const std::vector<float> w(v.begin(), v.begin() + 40 * 100);
+                Mirror a(cpu, w), b(*ops, w), ah(cpu, w), bh(*ops, w), at(cpu, w), bt(*ops, w);
+                cpu.hadamard16(ah.t, a.t, 40, 100, 0xB00Fu);
+                ops->hadamard16(bh.t, b.t, 40, 100, 0xB00Fu);
+                cpu.transpose(at.t, ah.t, 40, 100);
+                ops->transpose(bt.t, bh.t, 40, 100);
+                report.expect(bitIdentical(bh.read(), ah.read()) &&
+                                  bitIdentical(bt.read(), at.read()),
+                              what + ": Hadamard transform or transpose differ");
+            }
+            {
                 Mirror a(cpu, v), b(*ops, v);
                 const std::vector<float> half = randomValues(v.size(), 77, 0.5f);
                 Mirror ah(cpu, half), bh(*ops, half);
