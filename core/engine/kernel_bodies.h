@@ -47,10 +47,18 @@ struct AccumulatorRounding {
     int every = 0;
     int promoteEvery = 0;
     ElementRule rule;
+    // hasFp32Range() formats (nn/matmul.h): nearest-even by adding to the bits and masking.
+    bool bitRounding = false;
+    std::uint32_t roundHalf = 0, keepMask = 0;
+    int droppedBits = 0;
 
     PLAB_HOST_DEVICE float round(float c, size_t index) const {
         if (!enabled)
             return c;
+        if (bitRounding) {
+            const std::uint32_t u = element::bitsOf(c);
+            return element::floatOf((u + roundHalf + ((u >> droppedBits) & 1u)) & keepMask);
+        }
         QuantClass cls;
         const std::uint32_t word = stochastic ? philox::elementWord(index, 0, 0) : 0u;
         return quantizeElement(rule, c, word, cls);
@@ -64,6 +72,10 @@ struct AccumulatorRounding {
                 const int end = start + promoteEvery < k ? start + promoteEvery : k;
                 float chunk = 0.0f;
                 for (int i = start; i < end; ++i) {
+                    if (bitRounding) {
+                        chunk = round(chunk + term(i), index);
+                        continue;
+                    }
                     QuantClass cls;
                     const std::uint32_t word =
                         stochastic

@@ -359,6 +359,12 @@ private:
         r.stochastic = acc.quantizer->config().rounding == Rounding::Stochastic;
         r.every = acc.every;
         r.promoteEvery = acc.promoteEvery;
+        if (hasFp32Range(acc.quantizer->config())) {
+            r.bitRounding = true;
+            r.droppedBits = 23 - acc.quantizer->config().format.mantissaBits;
+            r.roundHalf = (1u << (r.droppedBits - 1)) - 1u;
+            r.keepMask = ~((1u << r.droppedBits) - 1u);
+        }
         r.rule = makeElementRule(acc.quantizer->config());
         return r;
     }

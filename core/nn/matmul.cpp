@@ -18,15 +18,16 @@ void roundInPlace(MatrixMap m, const Accumulation& acc) {
     acc.quantizer->quantize(values, values, nullptr);
 }
 
-// Rounding to nearest-even of a float to a format with FP32's exponent field (8 bits, bias 127,
-// subnormals, Inf/NaN; e.g. e8m13): the mantissa's dropped bits, carrying into the exponent,
-// so that a vector loop can do it. Other formats go through the Quantizer.
+} // namespace
+
 bool hasFp32Range(const QuantConfig& c) {
     const FormatSpec& f = c.format;
     return f.exponentBits == 8 && f.bias == 127 && f.subnormals && f.isSigned && f.hasZero &&
            f.specials == SpecialValues::Ieee && f.mantissaBits < 23 &&
            c.rounding == Rounding::NearestEven && c.overflow == Overflow::Inf;
 }
+
+namespace {
 
 // chunk[j] <- round(chunk[j] + a * b[j]) for the FP32-range formats (hasFp32Range): the hot loop
 // of promoted products, compiled for AVX-512 and AVX2 too (picked at load time where the CPU

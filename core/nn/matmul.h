@@ -8,6 +8,7 @@
 namespace plab {
 
 class Quantizer;
+struct QuantConfig;
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatrixMap = Eigen::Map<RowMatrix>;
@@ -24,6 +25,12 @@ struct Accumulation {
     int every = 0;
     int promoteEvery = 0;
 };
+
+// True for nearest-even rounding to a format with FP32's exponent field (8 bits, bias 127,
+// subnormals, Inf/NaN; e.g. e8m13): then rounding is adding to the bits and masking the dropped
+// mantissa bits (the carry runs into the exponent), which vector loops and GPU threads do
+// cheaply; the promoted products take that path, other formats go through the Quantizer.
+bool hasFp32Range(const QuantConfig& config);
 
 // C = A * B (beta == 0) or C += A * B (beta == 1); A is (M, K), B is (K, N), either given
 // transposed through Eigen's .transpose() views by the callers below.
