@@ -3,6 +3,7 @@
 #include "nn/matmul.h"
 
 #include "numerics/quantizer.h"
+#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <bit>
@@ -32,9 +33,7 @@ namespace {
 // chunk[j] <- round(chunk[j] + a * b[j]) for the FP32-range formats (hasFp32Range): the hot loop
 // of promoted products, compiled for AVX-512 and AVX2 too (picked at load time where the CPU
 // has them); the arithmetic is the same on every path.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
+PLAB_VECTOR_CLONES
 void addRoundedRow(float* chunk, const float* b, float a, std::size_t n, int drop,
                    std::uint32_t half, std::uint32_t keep) {
     for (std::size_t j = 0; j < n; ++j) {

@@ -72,21 +72,20 @@ struct ScaleBlocks {
 
     PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         BlockInfo facts;
-        std::uint32_t amaxBits = 0, finiteBits = 0, minBits = 0x7F800000u;
+        std::uint32_t amaxBits = 0, finiteBits = 0, minBits = 0x7F800000u, nonzero = 0;
         geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
-            for (std::size_t i = begin; i < begin + length; ++i) {
+            for (std::size_t i = begin; i < begin + length; ++i) { // branch-free: it vectorises
                 const std::uint32_t a = absBitsOf(in[i]);
-                if (a > 0x7F800000u)
-                    continue; // NaN: stays NaN, counted by the element cast
-                amaxBits = a > amaxBits ? a : amaxBits;
-                if (a < 0x7F800000u) {
-                    finiteBits = a > finiteBits ? a : finiteBits;
-                    if (a != 0)
-                        minBits = a < minBits ? a : minBits;
-                }
-                facts.nonzero += a != 0 ? 1u : 0u;
+                const bool notNan = a <= 0x7F800000u, finite = a < 0x7F800000u;
+                const std::uint32_t kept = notNan ? a : 0u, keptFinite = finite ? a : 0u;
+                const std::uint32_t small = (finite && a != 0) ? a : 0x7F800000u;
+                amaxBits = kept > amaxBits ? kept : amaxBits;
+                finiteBits = keptFinite > finiteBits ? keptFinite : finiteBits;
+                minBits = small < minBits ? small : minBits;
+                nonzero += kept != 0 ? 1u : 0u;
             }
         });
+        facts.nonzero = nonzero;
         facts.amax = element::floatOf(amaxBits);
         facts.finiteAmax = element::floatOf(finiteBits);
         facts.minNonzero = minBits == 0x7F800000u ? 0.0f : element::floatOf(minBits);
@@ -99,21 +98,30 @@ struct ScaleBlocks {
         }
         const float toElement = facts.scale.toElement;
         const std::uint32_t maxBits = element::bitsOf(rule.maxElement);
+        std::uint32_t largest = 0; // of the scaled values, NaN left out
         geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
             for (std::size_t i = begin; i < begin + length; ++i) {
                 const float scaled = in[i] * toElement;
                 out[i] = scaled;
                 const std::uint32_t a = absBitsOf(scaled);
-                if (a <= maxBits || a > 0x7F800000u)
-                    continue;
-                // Past the max: clipped only if the cast rounds it past (its Overflow class).
-                const std::uint32_t word =
-                    stochastic ? philox::elementWord(firstIndex + i, stream, seed) : 0u;
-                QuantClass cls;
-                quantizeElement(elementRule, scaled, word, cls);
-                facts.saturated += cls == QuantClass::Overflow ? 1u : 0u;
+                const std::uint32_t kept = a <= 0x7F800000u ? a : 0u;
+                largest = kept > largest ? kept : largest;
             }
         });
+        if (largest > maxBits) // rarely: which of the values past the max does the cast clip?
+            geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
+                for (std::size_t i = begin; i < begin + length; ++i) {
+                    const std::uint32_t a = absBitsOf(out[i]);
+                    if (a <= maxBits || a > 0x7F800000u)
+                        continue;
+                    // Clipped only if the cast rounds it past the max (its Overflow class).
+                    const std::uint32_t word =
+                        stochastic ? philox::elementWord(firstIndex + i, stream, seed) : 0u;
+                    QuantClass cls;
+                    quantizeElement(elementRule, out[i], word, cls);
+                    facts.saturated += cls == QuantClass::Overflow ? 1u : 0u;
+                }
+            });
         info[b] = facts;
     }
 

@@ -6,6 +6,7 @@
 #include "numerics/block_kernels.h"
 #include "numerics/reference_quantize.h"
 #include "util/thread_pool.h"
+#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -30,18 +31,42 @@ blocks::Geometry geometryOf(const BlockLayout& layout, std::size_t n, int blockS
     return g;
 }
 
+// The per-block bodies over a range of blocks, and NVFP4's tensor amax: the hot loops, cloned
+// for AVX2 / AVX-512 (the bodies inline into each copy).
+PLAB_VECTOR_CLONES
+void scaleBlockRange(const blocks::ScaleBlocks& body, std::size_t first, std::size_t last) {
+    for (std::size_t b = first; b < last; ++b)
+        body(b);
+}
+
+PLAB_VECTOR_CLONES
+void dequantizeBlockRange(const blocks::DequantizeBlocks& body, std::size_t first,
+                          std::size_t last) {
+    for (std::size_t b = first; b < last; ++b)
+        body(b);
+}
+
+PLAB_VECTOR_CLONES
+std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
+    const blocks::NonNanAmaxBits bits{in};
+    std::uint32_t amax = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = bits(i);
+        amax = a > amax ? a : amax;
+    }
+    return amax;
+}
+
 // Blocks per task: enough elements to amortise a task (as the element quantiser's chunks).
-template <class Body>
-void overBlocks(std::size_t blocks, std::size_t elements, ThreadPool* pool, const Body& body) {
+template <class Range>
+void overBlocks(std::size_t blocks, std::size_t elements, ThreadPool* pool, const Range& range) {
     constexpr std::size_t kElementsPerTask = 1 << 16;
     const std::size_t perBlock =
         std::max<std::size_t>(1, elements / std::max<std::size_t>(1, blocks));
     const std::size_t blocksPerTask = std::max<std::size_t>(1, kElementsPerTask / perBlock);
     const std::size_t tasks = (blocks + blocksPerTask - 1) / blocksPerTask;
     auto run = [&](std::size_t task) {
-        const std::size_t end = std::min(blocks, (task + 1) * blocksPerTask);
-        for (std::size_t b = task * blocksPerTask; b < end; ++b)
-            body(b);
+        range(task * blocksPerTask, std::min(blocks, (task + 1) * blocksPerTask));
     };
     if (pool == nullptr || pool->threadCount() == 1 || tasks <= 1) {
         for (std::size_t t = 0; t < tasks; ++t)
@@ -79,12 +104,8 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     scale.rule = makeScaleRule(scheme, format);
     BlockQuantizeResult result;
     if (scheme.kind == BlockScaleKind::Nvfp4) {
-        const blocks::NonNanAmaxBits amaxOf{in.data()};
-        std::uint32_t amax = 0;
-        for (std::size_t i = 0; i < n; ++i)
-            amax = std::max(amax, amaxOf(i));
-        result.tensorScale =
-            blocks::nvfp4TensorScale(element::floatOf(amax), scale.rule.maxElement);
+        result.tensorScale = blocks::nvfp4TensorScale(
+            element::floatOf(nonNanAmaxBits(in.data(), n)), scale.rule.maxElement);
     }
     scale.tensorScale = result.tensorScale;
     scale.fourOverSix = scheme.fourOverSix;
@@ -93,10 +114,13 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     scale.seed = options.seed;
     scale.stream = options.stream;
     scale.firstIndex = options.firstIndex;
-    overBlocks(count, n, options.pool, scale);
-    element.quantize(out, out, stats, options);
     overBlocks(count, n, options.pool,
-               blocks::DequantizeBlocks{out.data(), blocksOut.data(), g, result.tensorScale});
+               [&](std::size_t first, std::size_t last) { scaleBlockRange(scale, first, last); });
+    element.quantize(out, out, stats, options);
+    const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale};
+    overBlocks(count, n, options.pool, [&](std::size_t first, std::size_t last) {
+        dequantizeBlockRange(dequantize, first, last);
+    });
 
     // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
     // flushed, not true zeros.

@@ -42,7 +42,6 @@ struct ScaleRule {
     int emaxElement = 0;     // MX floor: floor(log2(element max))
     float maxElement = 0;    // the element format's max finite
     bool powerOfTwo = false; // FP32 blocks: scale rounded down to a power of two
-    ElementRule e4m3;        // NVFP4: the block scale's format (E4M3, nearest-even, saturating)
 };
 
 struct BlockScale {
@@ -56,11 +55,23 @@ inline PLAB_HOST_DEVICE float nvfp4TensorScale(float amaxTensor, float maxElemen
     return (amaxTensor == 0.0f || s == 0.0f) ? 1.0f : s;
 }
 
-inline PLAB_HOST_DEVICE BlockScale nvfp4BlockScale(const ScaleRule& rule, float amaxBlock,
-                                                   float tensorScale, float target) {
-    QuantClass cls;
-    const float q =
-        quantizeElement(rule.e4m3, amaxBlock * (tensorScale * (1.0f / target)), 0u, cls);
+// v (>= 0, not NaN) to OCP E4M3, nearest-even, saturating, on the bits: NVFP4's block scale
+// (a test holds it to the reference quantiser over a sweep of float32 values).
+inline PLAB_HOST_DEVICE float e4m3SaturatingNearestEven(float v) {
+    if (v >= 448.0f) // 448 and past it (464, the midpoint to 480, ties to 448's even code)
+        return 448.0f;
+    if (v >= 0.015625f) { // normal, 2^-6 and up: keep 3 mantissa bits, the carry runs up
+        const std::uint32_t u = element::bitsOf(v);
+        return element::floatOf((u + 0x7FFFFu + ((u >> 20) & 1u)) & 0xFFF00000u);
+    }
+    // Subnormal: multiples of 2^-9, rounded to nearest-even by the float adder (v * 512 < 8).
+    const float k = (v * 512.0f + 12582912.0f) - 12582912.0f; // 12582912 = 1.5 * 2^23
+    return k * 0.001953125f;
+}
+
+inline PLAB_HOST_DEVICE BlockScale nvfp4BlockScale(float amaxBlock, float tensorScale,
+                                                   float target) {
+    const float q = e4m3SaturatingNearestEven(amaxBlock * (tensorScale * (1.0f / target)));
     float r = 1.0f / (q * (1.0f / tensorScale));
     r = r < FLT_MAX ? r : FLT_MAX;
     return {q == 0.0f ? 0.0f : r, q}; // q_b = 0: the block is zeros (x * 0 keeps the rule's result)
@@ -102,7 +113,7 @@ inline PLAB_HOST_DEVICE BlockScale blockScale(const ScaleRule& rule, float amax,
                                               float tensorScale, float target) {
     switch (rule.kind) {
     case static_cast<int>(ScaleKind::Nvfp4):
-        return nvfp4BlockScale(rule, amax, tensorScale, target);
+        return nvfp4BlockScale(amax, tensorScale, target);
     case static_cast<int>(ScaleKind::Fp32):
         return fp32BlockScale(rule, finiteAmax);
     default: {

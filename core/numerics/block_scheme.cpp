@@ -1,8 +1,6 @@
 // Block schemes and the named block formats.
 #include "numerics/block_scheme.h"
 
-#include "numerics/reference_quantize.h"
-
 #include <cmath>
 
 namespace plab {
@@ -27,7 +25,6 @@ blocks::ScaleRule makeScaleRule(const BlockScheme& scheme, const FormatSpec& ele
     r.emaxElement = exponent - 1;
     r.maxElement = static_cast<float>(element.maxFinite());
     r.powerOfTwo = scheme.powerOfTwoScales;
-    r.e4m3 = makeElementRule({parseFormat("fp8-e4m3"), Rounding::NearestEven, Overflow::Saturate});
     return r;
 }
 

@@ -1,6 +1,8 @@
 // Folding per-block facts into the block statistics.
 #include "numerics/block_stats.h"
 
+#include "numerics/quantize_element.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -9,9 +11,9 @@ namespace plab {
 int rangeBin(float amax, float minNonzero) {
     if (!(minNonzero > 0.0f) || !std::isfinite(amax))
         return kRangeBins - 1;
-    const double binades = std::log2(static_cast<double>(amax) / minNonzero);
-    const double bin = std::floor(binades * kRangeBinsPerBinade);
-    return static_cast<int>(std::clamp(bin, 0.0, static_cast<double>(kRangeBins - 1)));
+    const int bins =
+        histogramBinOfBits(element::bitsOf(amax)) - histogramBinOfBits(element::bitsOf(minNonzero));
+    return std::clamp(bins, 0, kRangeBins - 1);
 }
 
 void BlockStats::add(const BlockInfo& b) {
@@ -27,7 +29,8 @@ void BlockStats::add(const BlockInfo& b) {
         flushedInLiveBlocks += b.nonzero - std::min(b.nonzero, b.nonzeroOut);
         liveElements += b.nonzero;
     }
-    ++scaleHistogram[static_cast<std::size_t>(histogramBin(b.scale.decoded))];
+    ++scaleHistogram[static_cast<std::size_t>(
+        histogramBinOfBits(element::bitsOf(b.scale.decoded)))];
     ++rangeHistogram[static_cast<std::size_t>(rangeBin(b.finiteAmax, b.minNonzero))];
 }
 

@@ -23,8 +23,9 @@ struct BlockInfo {
     std::uint32_t saturated = 0;  // elements the cast rounded past the element max (clipped)
 };
 
-// Dynamic-range histogram: log2(amax_b / smallest nonzero |x| in the block), 4 bins per binade
-// from 0; the last bin holds kRangeMaxBinades binades and more.
+// Dynamic-range histogram: log2(amax_b / smallest nonzero |x| in the block) in quarter binades,
+// as the distance between the two values' log2 bins (quant_stats.h's layout: exact for powers of
+// two, within one bin otherwise); the last bin holds kRangeMaxBinades binades and more.
 inline constexpr int kRangeBinsPerBinade = 4;
 inline constexpr int kRangeMaxBinades = 64;
 inline constexpr int kRangeBins = kRangeMaxBinades * kRangeBinsPerBinade + 1;

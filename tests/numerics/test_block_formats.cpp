@@ -11,6 +11,7 @@
 #include "numerics/reference_quantize.h"
 #include "util/thread_pool.h"
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -27,6 +28,7 @@ private slots:
     void matchesReference();
     void nvfp4ScaleFormulaByHand();
     void nvfp4FollowsTheFormulaOrder();
+    void e4m3ScaleRoundingMatchesTheReference();
     void subnormalScales();
     void zeroScaleBlockIsFlushed();
     void mxCeilNeverSaturates();
@@ -47,6 +49,12 @@ std::uint32_t bits(float x) {
     std::uint32_t u;
     std::memcpy(&u, &x, 4);
     return u;
+}
+
+// E4M3 (OCP: bias 7, subnormals, no Inf, 0x7F is NaN) decoded from its code.
+float decodeE4m3(std::uint32_t code) {
+    const std::uint32_t e = (code >> 3) & 0xF, m = code & 7;
+    return e == 0 ? std::ldexp(float(m), -9) : std::ldexp(1.0f + float(m) / 8.0f, int(e) - 7);
 }
 
 // ---- The reference: one block at a time, written from the formulas ---------------------------
@@ -356,6 +364,40 @@ void TestBlockFormats::nvfp4FollowsTheFormulaOrder() {
     QCOMPARE(bits(info[1].scale.decoded), bits(1.875f));
 }
 
+void TestBlockFormats::e4m3ScaleRoundingMatchesTheReference() {
+    // NVFP4's block scales round on the bits: against the reference quantiser for every 4099th
+    // positive float32 pattern (all binades), around every E4M3 value, and at every exact
+    // midpoint between two (the ties) and its neighbours.
+    const QuantConfig e4m3{parseFormat("fp8-e4m3"), Rounding::NearestEven, Overflow::Saturate};
+    std::size_t wrong = 0;
+    QString first;
+    auto check = [&](float v) {
+        const float want = quantizeReference(e4m3, v);
+        const float got = blocks::e4m3SaturatingNearestEven(v);
+        if (bits(got) != bits(want) && wrong++ == 0)
+            first = QStringLiteral("%1: got %2, reference %3")
+                        .arg(double(v), 0, 'g', 9)
+                        .arg(double(got))
+                        .arg(double(want));
+    };
+    for (std::uint64_t u = 0; u <= 0x7F800000u; u += 4099)
+        check(std::bit_cast<float>(static_cast<std::uint32_t>(u)));
+    check(std::numeric_limits<float>::infinity());
+    std::vector<float> grid;
+    for (std::uint32_t code = 0; code < 0x7F; ++code) // the positive finite E4M3 values
+        grid.push_back(decodeE4m3(code));
+    for (std::size_t i = 0; i + 1 < grid.size(); ++i) {
+        const float mid = (grid[i] + grid[i + 1]) / 2;
+        check(mid);
+        check(std::nextafter(mid, 0.0f));
+        check(std::nextafter(mid, 1000.0f));
+        check(grid[i]);
+        check(std::nextafter(grid[i], 0.0f));
+    }
+    QVERIFY2(wrong == 0,
+             qPrintable(QStringLiteral("%1 values wrong, first %2").arg(wrong).arg(first)));
+}
+
 void TestBlockFormats::subnormalScales() {
     // MX ceil: y = amax / 448 subnormal. Above 2^-127 it rounds up to 2^-126 (code 1); at or
     // below 2^-127, code 0 (2^-127). Floor: the exponent clamps at -127.
@@ -473,8 +515,10 @@ void TestBlockFormats::blockCountersOnConstructedTensor() {
     QCOMPARE(s.flushedInLiveBlocks, 1ull);
     QCOMPARE(s.liveElements, 8ull);      // 2 + 4 + 1 + 1
     QCOMPARE(s.rangeHistogram[0], 3ull); // blocks 2, 3, 4: one nonzero magnitude each
-    QCOMPARE(s.rangeHistogram[static_cast<std::size_t>(std::floor(std::log2(8.0 / 0.001f) * 4))],
-             1ull);
+    // Block 1's range: the distance of 8's and 0.001's log2 bins (log2 8000 = 12.97 binades).
+    const int range = histogramBin(8.0f) - histogramBin(0.001f);
+    QCOMPARE(range, 52);
+    QCOMPARE(s.rangeHistogram[static_cast<std::size_t>(range)], 1ull);
     QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(2.0f))], 1ull);
     QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(1.0f))], 1ull);  // 7: 2^(2-2)
     QCOMPARE(s.scaleHistogram[static_cast<std::size_t>(histogramBin(0.5f))], 1ull);  // 3: 2^(1-2)

@@ -1,0 +1,14 @@
+// PLAB_VECTOR_CLONES: compile a hot loop for AVX-512 and AVX2 besides the baseline, the copy for
+// this CPU picked when the program loads (GCC's target_clones), so that the core's plain C++
+// loops vectorise where the CPU can without a per-ISA source file. Results must not depend on
+// the copy: the files that use it are compiled with -ffp-contract=off (no fused multiply-add),
+// and integer and exact float operations give the same bits at any width.
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define PLAB_VECTOR_CLONES                                                                         \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PLAB_VECTOR_CLONES
+#endif
