@@ -14,6 +14,17 @@
 #include <cstddef>
 #include <cstdint>
 
+// The per-block bodies are inlined into their callers: the CPU's callers are compiled for
+// AVX2 / AVX-512 too (util/vector_clones.h), and a body left out of line would run as baseline
+// code.
+#if defined(__CUDACC__)
+#define PLAB_INLINE_BODY __forceinline__
+#elif defined(__GNUC__)
+#define PLAB_INLINE_BODY __attribute__((always_inline)) inline
+#else
+#define PLAB_INLINE_BODY inline
+#endif
+
 namespace plab::blocks {
 
 // Where block b's elements are: `count` spans (rows of a tile, or one span of a row).
@@ -29,7 +40,7 @@ struct Geometry {
     }
     // fn(begin, length) for each contiguous span of block b.
     template <class Fn>
-    PLAB_HOST_DEVICE void forEachSpan(std::size_t b, const Fn& fn) const {
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void forEachSpan(std::size_t b, const Fn& fn) const {
         const std::size_t perRow = blocksPerRow();
         const std::size_t group = b / perRow, column = (b % perRow) * side;
         const std::size_t length = column + side < cols ? side : cols - column;
@@ -70,7 +81,7 @@ struct ScaleBlocks {
     bool stochastic = false;
     std::uint64_t seed = 0, stream = 0, firstIndex = 0;
 
-    PLAB_HOST_DEVICE void operator()(std::size_t b) const {
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         BlockInfo facts;
         std::uint32_t amaxBits = 0, finiteBits = 0, minBits = 0x7F800000u, nonzero = 0;
         geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
@@ -150,7 +161,7 @@ struct DequantizeBlocks {
     Geometry geometry;
     float tensorScale = 1.0f;
 
-    PLAB_HOST_DEVICE void operator()(std::size_t b) const {
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         const BlockScale s = info[b].scale;
         std::uint32_t nonzero = 0;
         geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
