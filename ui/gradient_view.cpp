@@ -222,7 +222,8 @@ void GradientView::refresh() {
     m_plot->yAxis->setRange(0.0, std::max(ymax * 1.15, 1e-3));
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 
-    m_fractions = whatIf(stats, format, factor);
+    // At the scale the step ran with, the exact counts; at another, the histogram's estimate.
+    m_fractions = factor == 1.0 ? measuredFractions(stats) : whatIf(stats, format, factor);
     const auto pct = [](double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); };
     // The cast's error, measured at the step (not re-estimated for the slider's what-if).
     QString error;

@@ -9,6 +9,17 @@ double shiftedBinCentreLog2(int bin, double factor) {
     return histogramBinLowerLog2(bin) + 0.5 / kHistBinsPerBinade + std::log2(factor);
 }
 
+WhatIfFractions measuredFractions(const QuantStats& recorded) {
+    WhatIfFractions f;
+    f.zero = recorded.fraction(QuantClass::Zero);
+    f.flushed = recorded.fraction(QuantClass::Underflow);
+    f.subnormal = recorded.fraction(QuantClass::Subnormal);
+    f.normal = recorded.fraction(QuantClass::Normal);
+    f.overflow = recorded.fraction(QuantClass::Overflow);
+    f.nan = recorded.fraction(QuantClass::NaN);
+    return f;
+}
+
 WhatIfFractions whatIf(const QuantStats& recorded, const FormatSpec& format, double factor) {
     WhatIfFractions f;
     const double total = static_cast<double>(recorded.total());

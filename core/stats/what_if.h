@@ -20,6 +20,8 @@ struct WhatIfFractions {
 
 // factor multiplies the values the histogram was recorded from (new scale / recorded scale).
 WhatIfFractions whatIf(const QuantStats& recorded, const FormatSpec& format, double factor);
+// The shares the cast itself counted (no estimate): what the views show at the recorded scale.
+WhatIfFractions measuredFractions(const QuantStats& recorded);
 
 // log2 of a log bin's centre after the shift; the bin layout is numerics/quant_stats.h's.
 double shiftedBinCentreLog2(int bin, double factor);
