@@ -140,35 +140,18 @@ public:
         BlockQuantizeResult result;
         if (n == 0)
             return result;
-        blocks::Geometry g;
-        g.rows = layout.cols == 0 ? 1 : layout.rows;
-        g.cols = layout.cols == 0 ? n : layout.cols;
-        g.side = static_cast<std::size_t>(scheme.blockSize);
-        g.tiles = layout.tiles;
-        if (scheme.blockSize < 1 || g.rows * g.cols != n)
-            throw std::invalid_argument("quantizeBlocks: the block layout does not fit the tensor");
+        const blocks::Geometry g = blockGeometry(layout, n, scheme.blockSize);
         const std::size_t count = g.blockCount();
         if (m_blockInfoCapacity < count) {
             m_blockInfo = static_cast<BlockInfo*>(m_policy.allocate(count * sizeof(BlockInfo)));
             m_blockInfoCapacity = count;
         }
-        blocks::ScaleBlocks body{};
-        body.in = in.data;
-        body.out = out.data;
-        body.info = m_blockInfo;
-        body.geometry = g;
-        body.rule = makeScaleRule(scheme, element.config().format);
         if (scheme.kind == BlockScaleKind::Nvfp4)
             result.tensorScale = blocks::nvfp4TensorScale(
                 element::floatOf(m_policy.reduce(n, kernels::NonNanAmax{in.data}).maxBits),
-                body.rule.maxElement);
-        body.tensorScale = result.tensorScale;
-        body.fourOverSix = scheme.fourOverSix;
-        body.elementRule = makeElementRule(element.config());
-        body.stochastic = element.config().rounding == Rounding::Stochastic;
-        body.seed = options.seed;
-        body.stream = options.stream;
-        body.firstIndex = options.firstIndex;
+                static_cast<float>(element.config().format.maxFinite()));
+        const blocks::ScaleBlocks body = scaleBlocksBody(
+            element, scheme, in.data, out.data, m_blockInfo, g, result.tensorScale, options);
         m_policy.forEach(count, body);
         m_policy.quantize(element, out.data, out.data, n, stats, options);
         m_policy.forEach(count,
@@ -177,18 +160,7 @@ public:
             return result;
         m_blockInfoHost.resize(count);
         m_policy.toHost(m_blockInfoHost.data(), m_blockInfo, count * sizeof(BlockInfo));
-        for (const BlockInfo& b : m_blockInfoHost) {
-            // As the CPU: a zero-scale NVFP4 block's nonzero inputs were flushed. The counters
-            // may still be on their way (they are added when they land): unsigned arithmetic
-            // makes the order irrelevant.
-            if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4 &&
-                b.scale.decoded == 0.0f && b.nonzero > 0) {
-                stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
-                stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
-            }
-            if (blockStats != nullptr)
-                blockStats->add(b);
-        }
+        foldBlockFacts(m_blockInfoHost, scheme, stats, blockStats);
         return result;
     }
     void hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t cols,

@@ -13,9 +13,9 @@
 #include <string>
 
 namespace plab {
-namespace {
+namespace {} // namespace
 
-blocks::Geometry geometryOf(const BlockLayout& layout, std::size_t n, int blockSize) {
+blocks::Geometry blockGeometry(const BlockLayout& layout, std::size_t n, int blockSize) {
     if (blockSize < 1)
         throw std::invalid_argument("block size " + std::to_string(blockSize) +
                                     ": expected at least 1");
@@ -30,6 +30,8 @@ blocks::Geometry geometryOf(const BlockLayout& layout, std::size_t n, int blockS
                                     " elements");
     return g;
 }
+
+namespace {
 
 // The per-block bodies over a range of blocks, and NVFP4's tensor amax: the hot loops, cloned
 // for AVX2 / AVX-512 (the bodies inline into each copy).
@@ -79,7 +81,43 @@ void overBlocks(std::size_t blocks, std::size_t elements, ThreadPool* pool, cons
 } // namespace
 
 std::size_t blockCount(const BlockLayout& layout, std::size_t n, int blockSize) {
-    return geometryOf(layout, n, blockSize).blockCount();
+    return blockGeometry(layout, n, blockSize).blockCount();
+}
+
+blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme& scheme,
+                                    const float* in, float* out, BlockInfo* info,
+                                    const blocks::Geometry& geometry, float tensorScale,
+                                    const QuantizeOptions& options) {
+    blocks::ScaleBlocks body{};
+    body.in = in;
+    body.out = out;
+    body.info = info;
+    body.geometry = geometry;
+    body.rule = makeScaleRule(scheme, element.config().format);
+    body.tensorScale = tensorScale;
+    body.fourOverSix = scheme.fourOverSix;
+    body.elementRule = makeElementRule(element.config());
+    body.stochastic = element.config().rounding == Rounding::Stochastic;
+    body.seed = options.seed;
+    body.stream = options.stream;
+    body.firstIndex = options.firstIndex;
+    return body;
+}
+
+void foldBlockFacts(std::span<const BlockInfo> blocks, const BlockScheme& scheme, QuantStats* stats,
+                    BlockStats* blockStats) {
+    for (const BlockInfo& b : blocks) {
+        // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
+        // flushed, not true zeros. A GPU's counters may still be on their way (added when they
+        // land): unsigned arithmetic makes the order irrelevant.
+        if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4 && b.scale.decoded == 0.0f &&
+            b.nonzero > 0) {
+            stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
+            stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
+        }
+        if (blockStats != nullptr)
+            blockStats->add(b);
+    }
 }
 
 BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
@@ -91,29 +129,17 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         throw std::invalid_argument("quantizeBlocks: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
     const std::size_t n = in.size();
-    const blocks::Geometry g = geometryOf(layout, n, scheme.blockSize);
+    const blocks::Geometry g = blockGeometry(layout, n, scheme.blockSize);
     const std::size_t count = n == 0 ? 0 : g.blockCount();
     blocksOut.assign(count, BlockInfo{});
 
-    const FormatSpec& format = element.config().format;
-    blocks::ScaleBlocks scale{};
-    scale.in = in.data();
-    scale.out = out.data();
-    scale.info = blocksOut.data();
-    scale.geometry = g;
-    scale.rule = makeScaleRule(scheme, format);
     BlockQuantizeResult result;
-    if (scheme.kind == BlockScaleKind::Nvfp4) {
-        result.tensorScale = blocks::nvfp4TensorScale(
-            element::floatOf(nonNanAmaxBits(in.data(), n)), scale.rule.maxElement);
-    }
-    scale.tensorScale = result.tensorScale;
-    scale.fourOverSix = scheme.fourOverSix;
-    scale.elementRule = makeElementRule(element.config());
-    scale.stochastic = element.config().rounding == Rounding::Stochastic;
-    scale.seed = options.seed;
-    scale.stream = options.stream;
-    scale.firstIndex = options.firstIndex;
+    if (scheme.kind == BlockScaleKind::Nvfp4)
+        result.tensorScale =
+            blocks::nvfp4TensorScale(element::floatOf(nonNanAmaxBits(in.data(), n)),
+                                     static_cast<float>(element.config().format.maxFinite()));
+    const blocks::ScaleBlocks scale = scaleBlocksBody(
+        element, scheme, in.data(), out.data(), blocksOut.data(), g, result.tensorScale, options);
     overBlocks(count, n, options.pool,
                [&](std::size_t first, std::size_t last) { scaleBlockRange(scale, first, last); });
     element.quantize(out, out, stats, options);
@@ -122,17 +148,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         dequantizeBlockRange(dequantize, first, last);
     });
 
-    // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
-    // flushed, not true zeros.
-    if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4)
-        for (const BlockInfo& b : blocksOut)
-            if (b.scale.decoded == 0.0f && b.nonzero > 0) {
-                stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
-                stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
-            }
-    if (blockStats != nullptr)
-        for (const BlockInfo& b : blocksOut)
-            blockStats->add(b);
+    foldBlockFacts(blocksOut, scheme, stats, blockStats);
     return result;
 }
 

@@ -4,6 +4,7 @@
 // dequantisation. On request, per-block statistics (block_stats.h).
 #pragma once
 
+#include "numerics/block_kernels.h"
 #include "numerics/block_scheme.h"
 #include "numerics/block_stats.h"
 #include "numerics/quantizer.h"
@@ -41,5 +42,16 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
                                    const BlockLayout& layout, QuantStats* stats,
                                    BlockStats* blockStats, const QuantizeOptions& options,
                                    std::vector<BlockInfo>& blocksOut);
+
+// The pieces quantizeBlocks is made of, for the GPU engine to run the same passes: the blocks
+// of a layout (throws std::invalid_argument as quantizeBlocks does), the scale pass's body, and
+// the blocks' facts folded into the statistics.
+blocks::Geometry blockGeometry(const BlockLayout& layout, std::size_t n, int blockSize);
+blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme& scheme,
+                                    const float* in, float* out, BlockInfo* info,
+                                    const blocks::Geometry& geometry, float tensorScale,
+                                    const QuantizeOptions& options);
+void foldBlockFacts(std::span<const BlockInfo> blocks, const BlockScheme& scheme, QuantStats* stats,
+                    BlockStats* blockStats);
 
 } // namespace plab
