@@ -6,6 +6,7 @@
 //   DequantizeBlocks: (x_q * decoded) / tensorScale, counting the block's nonzero outputs.
 #pragma once
 
+#include "numerics/block_lanes.h" // PLAB_BLOCK_LANES on the CPU
 #include "numerics/block_scale.h"
 #include "numerics/block_stats.h"
 #include "numerics/philox.h"
@@ -24,6 +25,12 @@
 #else
 #define PLAB_INLINE_BODY inline
 #endif
+// The lambdas handed to forEachSpan too (a lambda does not inherit its caller's target).
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define PLAB_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define PLAB_INLINE_LAMBDA
+#endif
 
 namespace plab::blocks {
 
@@ -38,24 +45,171 @@ struct Geometry {
         const std::size_t rowGroups = tiles ? (rows + side - 1) / side : rows;
         return rowGroups * blocksPerRow();
     }
-    // fn(begin, length) for each contiguous span of block b.
-    template <class Fn>
-    PLAB_INLINE_BODY PLAB_HOST_DEVICE void forEachSpan(std::size_t b, const Fn& fn) const {
+    // Blocks in a run that is contiguous in memory: 1 along rows, a row group's with tiles.
+    PLAB_HOST_DEVICE std::size_t blocksPerUnit() const { return tiles ? blocksPerRow() : 1; }
+    // The element where block b starts, for b a multiple of blocksPerUnit() or blockCount()
+    // (then the element count): the blocks [f, l) of whole units are the elements
+    // [elementBegin(f), elementBegin(l)).
+    PLAB_HOST_DEVICE std::size_t elementBegin(std::size_t b) const {
         const std::size_t perRow = blocksPerRow();
-        const std::size_t group = b / perRow, column = (b % perRow) * side;
-        const std::size_t length = column + side < cols ? side : cols - column;
+        if (!tiles)
+            return (b / perRow) * cols + (b % perRow) * side;
+        const std::size_t row = (b / perRow) * side;
+        return (row < rows ? row : rows) * cols;
+    }
+    // Where block b is: its row group (a row, or a tile's rows), first column and width.
+    struct Place {
+        std::size_t group = 0, column = 0, length = 0;
+    };
+    PLAB_HOST_DEVICE Place place(std::size_t b) const {
+        const std::size_t perRow = blocksPerRow();
+        Place p;
+        p.group = b / perRow;
+        p.column = (b % perRow) * side;
+        p.length = p.column + side < cols ? side : cols - p.column;
+        return p;
+    }
+    // The place of the block after p (the CPU walks blocks in order without dividing).
+    PLAB_HOST_DEVICE void advance(Place& p) const {
+        p.column += side;
+        if (p.column >= cols) {
+            p.column = 0;
+            ++p.group;
+        }
+        p.length = p.column + side < cols ? side : cols - p.column;
+    }
+    // fn(begin, length) for each contiguous span of the block at p.
+    template <class Fn>
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void forEachSpan(const Place& p, const Fn& fn) const {
         if (!tiles) {
-            fn(group * cols + column, length);
+            fn(p.group * cols + p.column, p.length);
             return;
         }
-        const std::size_t first = group * side, last = first + side < rows ? first + side : rows;
+        const std::size_t first = p.group * side, last = first + side < rows ? first + side : rows;
         for (std::size_t r = first; r < last; ++r)
-            fn(r * cols + column, length);
+            fn(r * cols + p.column, p.length);
     }
 };
 
 inline PLAB_HOST_DEVICE std::uint32_t absBitsOf(float x) {
     return element::bitsOf(x) & 0x7FFFFFFFu;
+}
+
+// What the scale pass needs of a block's elements, as |x| float bits (ordered as the values).
+struct SpanFacts {
+    std::uint32_t amaxBits = 0;          // largest non-NaN |x|
+    std::uint32_t finiteBits = 0;        // largest finite |x|
+    std::uint32_t minBits = 0x7F800000u; // smallest finite nonzero |x| (Inf bits: none)
+    std::uint32_t nonzero = 0;           // nonzero non-NaN elements
+    std::uint32_t atLeastClip = 0;       // scaled elements with clipBits <= |x| <= Inf
+};
+
+inline PLAB_HOST_DEVICE void scanElement(std::uint32_t a, SpanFacts& f) {
+    const bool notNan = a <= 0x7F800000u, finite = a < 0x7F800000u;
+    const std::uint32_t kept = notNan ? a : 0u, keptFinite = finite ? a : 0u;
+    const std::uint32_t small = (finite && a != 0) ? a : 0x7F800000u;
+    f.amaxBits = kept > f.amaxBits ? kept : f.amaxBits;
+    f.finiteBits = keptFinite > f.finiteBits ? keptFinite : f.finiteBits;
+    f.minBits = small < f.minBits ? small : f.minBits;
+    f.nonzero += kept != 0 ? 1u : 0u;
+}
+
+// The amaxes, smallest nonzero and nonzero count of in[0, length), added to f.
+PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t length, SpanFacts& f) {
+    std::size_t i = 0;
+#if defined(PLAB_BLOCK_LANES)
+    if (length >= 16) {
+        using lanes::I16;
+        constexpr std::int32_t kInf = 0x7F800000;
+        I16 amax{}, finite{}, small = I16{} + kInf, nonzero{};
+        for (; i + 16 <= length; i += 16) {
+            // Selects and single comparisons (a comparison gives -1 lanes): GCC lowers them to
+            // mask registers; combining two comparisons bitwise goes element by element.
+            const I16 a = lanes::absBits(in + i);
+            const I16 kept = a <= kInf ? a : 0, keptFinite = a < kInf ? a : 0;
+            amax = lanes::maxOf(amax, kept);
+            finite = lanes::maxOf(finite, keptFinite);
+            small = lanes::minOf(small, keptFinite != 0 ? keptFinite : kInf);
+            nonzero -= kept != 0;
+        }
+        // Without an Inf the finite amax is the amax: its fold is skipped.
+        const std::uint32_t am = lanes::maxAcross(amax);
+        const std::uint32_t fi =
+            am < static_cast<std::uint32_t>(kInf) ? am : lanes::maxAcross(finite);
+        const std::uint32_t mi = lanes::minAcross(small);
+        f.amaxBits = am > f.amaxBits ? am : f.amaxBits;
+        f.finiteBits = fi > f.finiteBits ? fi : f.finiteBits;
+        f.minBits = mi < f.minBits ? mi : f.minBits;
+        f.nonzero += lanes::sumAcross(nonzero);
+    }
+#endif
+    for (; i < length; ++i)
+        scanElement(absBitsOf(in[i]), f);
+}
+
+// out = in * toElement over a span, counting the scaled values with clipBits <= |x| <= Inf.
+PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, std::size_t length,
+                                                 float toElement, std::uint32_t clipBits,
+                                                 SpanFacts& f) {
+    std::size_t i = 0;
+    std::uint32_t clipped = 0;
+#if defined(PLAB_BLOCK_LANES)
+    if (length >= 16) {
+        using lanes::F16;
+        using lanes::I16;
+        constexpr std::int32_t kInf = 0x7F800000;
+        const std::int32_t clip = static_cast<std::int32_t>(clipBits);
+        I16 count{};
+        for (; i + 16 <= length; i += 16) {
+            F16 x;
+            __builtin_memcpy(&x, in + i, sizeof x);
+            const F16 scaled = x * toElement;
+            __builtin_memcpy(out + i, &scaled, sizeof scaled);
+            const I16 a = (I16)scaled & 0x7FFFFFFF;
+            const I16 kept = a <= kInf ? a : 0; // NaN out (clip > 0)
+            count -= kept >= clip;
+        }
+        clipped += lanes::sumAcross(count);
+    }
+#endif
+    for (; i < length; ++i) {
+        const float scaled = in[i] * toElement;
+        out[i] = scaled;
+        const std::uint32_t a = absBitsOf(scaled);
+        clipped += (a >= clipBits && a <= 0x7F800000u) ? 1u : 0u;
+    }
+    f.atLeastClip += clipped;
+}
+// values = (x_q * decoded) / tensorScale over a span; returns the nonzero non-NaN results.
+PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t
+dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float tensorScale) {
+    std::size_t i = 0;
+    std::uint32_t nonzero = 0;
+#if defined(PLAB_BLOCK_LANES)
+    if (length >= 16) {
+        using lanes::F16;
+        using lanes::I16;
+        constexpr std::int32_t kInf = 0x7F800000;
+        I16 count{};
+        for (; i + 16 <= length; i += 16) {
+            F16 x;
+            __builtin_memcpy(&x, values + i, sizeof x);
+            const F16 v = (x * s.decoded) / tensorScale;
+            __builtin_memcpy(values + i, &v, sizeof v);
+            const I16 a = (I16)v & 0x7FFFFFFF;
+            const I16 kept = a <= kInf ? a : 0;
+            count -= kept != 0;
+        }
+        nonzero += lanes::sumAcross(count);
+    }
+#endif
+    for (; i < length; ++i) {
+        const float v = dequantize(values[i], s, tensorScale);
+        const std::uint32_t a = absBitsOf(v);
+        nonzero += (a != 0 && a <= 0x7F800000u) ? 1u : 0u;
+        values[i] = v;
+    }
+    return nonzero;
 }
 
 // Largest non-NaN |x| (Inf included), as float bits: NVFP4's tensor amax.
@@ -66,6 +220,27 @@ struct NonNanAmaxBits {
         return a <= 0x7F800000u ? a : 0u;
     }
 };
+
+// The smallest |x| bits the element cast counts as clipped (rounded past the max: its Overflow
+// class). For the deterministic roundings the class is monotone in |x|, so it is searched once
+// per cast; stochastic rounding decides per element, so there it is the first value past the max
+// (the few such elements are then checked with their random words). 0x7F800001: none clips.
+inline PLAB_HOST_DEVICE std::uint32_t clipThresholdBits(const ElementRule& rule, float maxElement,
+                                                        bool stochastic) {
+    std::uint32_t lo = element::bitsOf(maxElement) + 1u, hi = 0x7F800001u;
+    if (stochastic)
+        return lo;
+    while (lo < hi) {
+        const std::uint32_t mid = lo + (hi - lo) / 2;
+        QuantClass cls;
+        quantizeElement(rule, element::floatOf(mid), 0u, cls);
+        if (cls == QuantClass::Overflow)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
 
 struct ScaleBlocks {
     const float* in;
@@ -79,67 +254,90 @@ struct ScaleBlocks {
     bool fourOverSix = false;
     ElementRule elementRule;
     bool stochastic = false;
+    std::uint32_t clipBits = 0x7F800001u; // clipThresholdBits of the element rule
     std::uint64_t seed = 0, stream = 0, firstIndex = 0;
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
+        (*this)(b, geometry.place(b));
+    }
+    // Three steps, so that the CPU can run each over many blocks in turn (independent blocks
+    // overlap in the core; one block's scale is a long chain of dependent operations).
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b,
+                                                      const Geometry::Place& at) const {
+        findFacts(b, at);
+        chooseScale(b, at);
+        applyScale(b, at);
+    }
+
+    // The block's amaxes, smallest nonzero and nonzero count, into info[b] (the rest reset).
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void findFacts(std::size_t b,
+                                                     const Geometry::Place& at) const {
+        SpanFacts span;
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length)
+                                     PLAB_INLINE_LAMBDA { scanSpan(in + begin, length, span); });
+        info[b] = factsOf(span);
+    }
+
+    static PLAB_INLINE_BODY PLAB_HOST_DEVICE BlockInfo factsOf(const SpanFacts& span) {
         BlockInfo facts;
-        std::uint32_t amaxBits = 0, finiteBits = 0, minBits = 0x7F800000u, nonzero = 0;
-        geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
-            for (std::size_t i = begin; i < begin + length; ++i) { // branch-free: it vectorises
-                const std::uint32_t a = absBitsOf(in[i]);
-                const bool notNan = a <= 0x7F800000u, finite = a < 0x7F800000u;
-                const std::uint32_t kept = notNan ? a : 0u, keptFinite = finite ? a : 0u;
-                const std::uint32_t small = (finite && a != 0) ? a : 0x7F800000u;
-                amaxBits = kept > amaxBits ? kept : amaxBits;
-                finiteBits = keptFinite > finiteBits ? keptFinite : finiteBits;
-                minBits = small < minBits ? small : minBits;
-                nonzero += kept != 0 ? 1u : 0u;
-            }
-        });
-        facts.nonzero = nonzero;
-        facts.amax = element::floatOf(amaxBits);
-        facts.finiteAmax = element::floatOf(finiteBits);
-        facts.minNonzero = minBits == 0x7F800000u ? 0.0f : element::floatOf(minBits);
-        facts.scale = blockScale(rule, facts.amax, facts.finiteAmax, tensorScale, rule.maxElement);
+        facts.nonzero = span.nonzero;
+        facts.amax = element::floatOf(span.amaxBits);
+        facts.finiteAmax = element::floatOf(span.finiteBits);
+        facts.minNonzero = span.minBits == 0x7F800000u ? 0.0f : element::floatOf(span.minBits);
+        return facts;
+    }
+
+    // The block's scale from its amaxes (findFacts first), into info[b].scale.
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void chooseScale(std::size_t b,
+                                                       const Geometry::Place& at) const {
+        const BlockInfo& facts = info[b];
+        BlockScale scale =
+            blockScale(rule, facts.amax, facts.finiteAmax, tensorScale, rule.maxElement);
         if (fourOverSix && rule.kind == static_cast<int>(ScaleKind::Nvfp4)) {
             const BlockScale four =
                 blockScale(rule, facts.amax, facts.finiteAmax, tensorScale, 4.0f);
-            if (squaredError(b, four) < squaredError(b, facts.scale))
-                facts.scale = four;
+            if (squaredError(at, four) < squaredError(at, scale))
+                scale = four;
         }
-        const float toElement = facts.scale.toElement;
-        const std::uint32_t maxBits = element::bitsOf(rule.maxElement);
-        std::uint32_t largest = 0; // of the scaled values, NaN left out
-        geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
+        info[b].scale = scale;
+    }
+
+    // The block's elements scaled into out, and the ones the cast will clip counted.
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void applyScale(std::size_t b,
+                                                      const Geometry::Place& at) const {
+        const float toElement = info[b].scale.toElement;
+        SpanFacts span;
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
+            scaleSpan(in + begin, out + begin, length, toElement, clipBits, span);
+        });
+        info[b].saturated = saturatedOf(at, span.atLeastClip);
+    }
+
+    // Of the `candidates` scaled values at or past clipBits, the ones the cast clips: all of
+    // them, or with stochastic rounding the ones their random words round past the max.
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t saturatedOf(const Geometry::Place& at,
+                                                                std::uint32_t candidates) const {
+        if (!stochastic || candidates == 0)
+            return candidates;
+        std::uint32_t saturated = 0;
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
             for (std::size_t i = begin; i < begin + length; ++i) {
-                const float scaled = in[i] * toElement;
-                out[i] = scaled;
-                const std::uint32_t a = absBitsOf(scaled);
-                const std::uint32_t kept = a <= 0x7F800000u ? a : 0u;
-                largest = kept > largest ? kept : largest;
+                const std::uint32_t a = absBitsOf(out[i]);
+                if (a < clipBits || a > 0x7F800000u)
+                    continue;
+                QuantClass cls; // clipped: the cast's Overflow class
+                quantizeElement(elementRule, out[i],
+                                philox::elementWord(firstIndex + i, stream, seed), cls);
+                saturated += cls == QuantClass::Overflow ? 1u : 0u;
             }
         });
-        if (largest > maxBits) // rarely: which of the values past the max does the cast clip?
-            geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
-                for (std::size_t i = begin; i < begin + length; ++i) {
-                    const std::uint32_t a = absBitsOf(out[i]);
-                    if (a <= maxBits || a > 0x7F800000u)
-                        continue;
-                    // Clipped only if the cast rounds it past the max (its Overflow class).
-                    const std::uint32_t word =
-                        stochastic ? philox::elementWord(firstIndex + i, stream, seed) : 0u;
-                    QuantClass cls;
-                    quantizeElement(elementRule, out[i], word, cls);
-                    facts.saturated += cls == QuantClass::Overflow ? 1u : 0u;
-                }
-            });
-        info[b] = facts;
+        return saturated;
     }
 
     // The block's squared error, finite elements only, if it were cast with scale s.
-    PLAB_HOST_DEVICE double squaredError(std::size_t b, const BlockScale& s) const {
+    PLAB_HOST_DEVICE double squaredError(const Geometry::Place& at, const BlockScale& s) const {
         double sum = 0.0;
-        geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
             for (std::size_t i = begin; i < begin + length; ++i) {
                 if (absBitsOf(in[i]) >= 0x7F800000u)
                     continue;
@@ -162,15 +360,14 @@ struct DequantizeBlocks {
     float tensorScale = 1.0f;
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
+        (*this)(b, geometry.place(b));
+    }
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b,
+                                                      const Geometry::Place& at) const {
         const BlockScale s = info[b].scale;
         std::uint32_t nonzero = 0;
-        geometry.forEachSpan(b, [&](std::size_t begin, std::size_t length) {
-            for (std::size_t i = begin; i < begin + length; ++i) {
-                const float v = dequantize(values[i], s, tensorScale);
-                const std::uint32_t a = absBitsOf(v);
-                nonzero += (a != 0 && a <= 0x7F800000u) ? 1u : 0u;
-                values[i] = v;
-            }
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
+            nonzero += dequantizeSpan(values + begin, length, s, tensorScale);
         });
         info[b].nonzeroOut = nonzero;
     }

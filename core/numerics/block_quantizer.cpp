@@ -4,16 +4,15 @@
 #include "numerics/block_quantizer.h"
 
 #include "numerics/block_kernels.h"
+#include "numerics/block_range_passes.h"
 #include "numerics/reference_quantize.h"
 #include "util/thread_pool.h"
-#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace plab {
-namespace {} // namespace
 
 blocks::Geometry blockGeometry(const BlockLayout& layout, std::size_t n, int blockSize) {
     if (blockSize < 1)
@@ -30,55 +29,6 @@ blocks::Geometry blockGeometry(const BlockLayout& layout, std::size_t n, int blo
                                     " elements");
     return g;
 }
-
-namespace {
-
-// The per-block bodies over a range of blocks, and NVFP4's tensor amax: the hot loops, cloned
-// for AVX2 / AVX-512 (the bodies inline into each copy).
-PLAB_VECTOR_CLONES
-void scaleBlockRange(const blocks::ScaleBlocks& body, std::size_t first, std::size_t last) {
-    for (std::size_t b = first; b < last; ++b)
-        body(b);
-}
-
-PLAB_VECTOR_CLONES
-void dequantizeBlockRange(const blocks::DequantizeBlocks& body, std::size_t first,
-                          std::size_t last) {
-    for (std::size_t b = first; b < last; ++b)
-        body(b);
-}
-
-PLAB_VECTOR_CLONES
-std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
-    const blocks::NonNanAmaxBits bits{in};
-    std::uint32_t amax = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t a = bits(i);
-        amax = a > amax ? a : amax;
-    }
-    return amax;
-}
-
-// Blocks per task: enough elements to amortise a task (as the element quantiser's chunks).
-template <class Range>
-void overBlocks(std::size_t blocks, std::size_t elements, ThreadPool* pool, const Range& range) {
-    constexpr std::size_t kElementsPerTask = 1 << 16;
-    const std::size_t perBlock =
-        std::max<std::size_t>(1, elements / std::max<std::size_t>(1, blocks));
-    const std::size_t blocksPerTask = std::max<std::size_t>(1, kElementsPerTask / perBlock);
-    const std::size_t tasks = (blocks + blocksPerTask - 1) / blocksPerTask;
-    auto run = [&](std::size_t task) {
-        range(task * blocksPerTask, std::min(blocks, (task + 1) * blocksPerTask));
-    };
-    if (pool == nullptr || pool->threadCount() == 1 || tasks <= 1) {
-        for (std::size_t t = 0; t < tasks; ++t)
-            run(t);
-        return;
-    }
-    pool->parallelFor(tasks, run);
-}
-
-} // namespace
 
 std::size_t blockCount(const BlockLayout& layout, std::size_t n, int blockSize) {
     return blockGeometry(layout, n, blockSize).blockCount();
@@ -101,6 +51,8 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
     body.seed = options.seed;
     body.stream = options.stream;
     body.firstIndex = options.firstIndex;
+    body.clipBits =
+        blocks::clipThresholdBits(body.elementRule, body.rule.maxElement, body.stochastic);
     return body;
 }
 
@@ -134,19 +86,74 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     blocksOut.assign(count, BlockInfo{});
 
     BlockQuantizeResult result;
-    if (scheme.kind == BlockScaleKind::Nvfp4)
+    blocks::ScaleBlocks scale =
+        scaleBlocksBody(element, scheme, in.data(), out.data(), blocksOut.data(), g, 1.0f, options);
+    // The three passes run on one cache-sized chunk of whole units (a block, or a row group of
+    // tiles) at a time, so the tensor goes through memory once instead of three times. Chunks
+    // are grouped into tasks of fixed ranges: the result does not depend on the thread count.
+    constexpr std::size_t kChunkElements = 4096, kTaskElements = 1 << 16;
+    const std::size_t unit = g.blocksPerUnit();
+    const std::size_t units = (count + unit - 1) / unit;
+    const std::size_t unitElements = std::max<std::size_t>(1, n / std::max<std::size_t>(1, units));
+    const std::size_t unitsPerChunk = std::max<std::size_t>(1, kChunkElements / unitElements);
+    const std::size_t chunks = (units + unitsPerChunk - 1) / unitsPerChunk;
+    const std::size_t chunksPerTask =
+        std::max<std::size_t>(1, kTaskElements / (unitsPerChunk * unitElements));
+    const std::size_t tasks = (chunks + chunksPerTask - 1) / chunksPerTask;
+    const bool parallel = options.pool != nullptr && options.pool->threadCount() > 1 && tasks > 1;
+    auto overTasks = [&](const auto& runTask) {
+        if (parallel) {
+            options.pool->parallelFor(tasks, runTask);
+        } else {
+            for (std::size_t t = 0; t < tasks; ++t)
+                runTask(t);
+        }
+    };
+    auto chunkBlocks = [&](std::size_t c) {
+        return std::pair{c * unitsPerChunk * unit, std::min(count, (c + 1) * unitsPerChunk * unit)};
+    };
+    auto taskChunks = [&](std::size_t task) {
+        return std::pair{task * chunksPerTask, std::min(chunks, (task + 1) * chunksPerTask)};
+    };
+
+    // NVFP4 needs the tensor amax before any scale: the blocks' facts are found first, over the
+    // whole tensor, and the amax taken from them (one pass, which the others fold into theirs).
+    const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4;
+    if (factsFirst) {
+        overTasks([&](std::size_t task) {
+            const auto [firstChunk, lastChunk] = taskChunks(task);
+            if (firstChunk < lastChunk)
+                blocks::findFactsRange(scale, chunkBlocks(firstChunk).first,
+                                       chunkBlocks(lastChunk - 1).second);
+        });
+        float amax = 0.0f; // of non-NaN |x|, Inf included: the blocks' amaxes are
+        for (const BlockInfo& b : blocksOut)
+            amax = b.amax > amax ? b.amax : amax;
         result.tensorScale =
-            blocks::nvfp4TensorScale(element::floatOf(nonNanAmaxBits(in.data(), n)),
-                                     static_cast<float>(element.config().format.maxFinite()));
-    const blocks::ScaleBlocks scale = scaleBlocksBody(
-        element, scheme, in.data(), out.data(), blocksOut.data(), g, result.tensorScale, options);
-    overBlocks(count, n, options.pool,
-               [&](std::size_t first, std::size_t last) { scaleBlockRange(scale, first, last); });
-    element.quantize(out, out, stats, options);
+            blocks::nvfp4TensorScale(amax, static_cast<float>(element.config().format.maxFinite()));
+        scale.tensorScale = result.tensorScale;
+    }
     const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale};
-    overBlocks(count, n, options.pool, [&](std::size_t first, std::size_t last) {
-        dequantizeBlockRange(dequantize, first, last);
+
+    std::vector<QuantTally> tallies(stats == nullptr ? 0 : (parallel ? tasks : 1));
+    overTasks([&](std::size_t task) {
+        QuantTally* tally = tallies.empty() ? nullptr : &tallies[parallel ? task : 0];
+        const auto [firstChunk, lastChunk] = taskChunks(task);
+        for (std::size_t c = firstChunk; c < lastChunk; ++c) {
+            const auto [first, last] = chunkBlocks(c);
+            if (!factsFirst)
+                blocks::findFactsRange(scale, first, last);
+            blocks::scaleRange(scale, first, last);
+            const std::size_t begin = g.elementBegin(first), end = g.elementBegin(last);
+            QuantizeOptions piece = options;
+            piece.firstIndex += begin;
+            const std::span<float> chunk = out.subspan(begin, end - begin);
+            element.quantizePiece(chunk, chunk, tally, piece);
+            blocks::dequantizeRange(dequantize, first, last);
+        }
     });
+    for (const QuantTally& tally : tallies)
+        tally.addTo(*stats);
 
     foldBlockFacts(blocksOut, scheme, stats, blockStats);
     return result;

@@ -30,7 +30,6 @@
 
 #include <cfloat>
 #include <cstdint>
-#include <math.h>
 
 namespace plab::blocks {
 
@@ -77,6 +76,24 @@ inline PLAB_HOST_DEVICE BlockScale nvfp4BlockScale(float amaxBlock, float tensor
     return {q == 0.0f ? 0.0f : r, q}; // q_b = 0: the block is zeros (x * 0 keeps the rule's result)
 }
 
+// 2^x as a float, x in [-149, 127], from the bits (ldexpf is a library call per block).
+inline PLAB_HOST_DEVICE float pow2f(int x) {
+    return x >= -126 ? element::floatOf(static_cast<std::uint32_t>(x + 127) << 23)
+                     : element::floatOf(1u << (x + 149));
+}
+
+// floor(log2 v) of a finite v > 0, from the bits (subnormals included).
+inline PLAB_HOST_DEVICE int floorLog2(float v) {
+    const std::uint32_t bits = element::bitsOf(v);
+    const int field = static_cast<int>(bits >> 23);
+    if (field > 0)
+        return field - 127;
+    int top = 22; // a subnormal: the highest set significand bit
+    while (((bits >> top) & 1u) == 0u)
+        --top;
+    return top - 149;
+}
+
 // The E8M0 exponent X of a block (see above); finiteAmax is the block's largest finite |x|.
 inline PLAB_HOST_DEVICE int mxExponent(const ScaleRule& rule, float finiteAmax) {
     if (rule.kind == static_cast<int>(ScaleKind::MxCeil)) {
@@ -84,15 +101,14 @@ inline PLAB_HOST_DEVICE int mxExponent(const ScaleRule& rule, float finiteAmax) 
         const std::uint32_t bits = element::bitsOf(y);
         const int field = static_cast<int>((bits >> 23) & 0xFFu);
         const bool fraction = (bits & 0x7FFFFFu) != 0;
-        int code = field == 0 ? (y > ldexpf(1.0f, -127) ? 1 : 0) : field + (fraction ? 1 : 0);
+        // 0x00400000: 2^-127, a subnormal
+        int code = field == 0 ? (bits > 0x00400000u ? 1 : 0) : field + (fraction ? 1 : 0);
         code = code > 254 ? 254 : code;
         return code - 127;
     }
     if (!(finiteAmax > 0.0f))
         return -127;
-    int exponent;
-    frexp(static_cast<double>(finiteAmax), &exponent); // exact: amax in [2^(e-1), 2^e)
-    const int e = exponent - 1 - rule.emaxElement;
+    const int e = floorLog2(finiteAmax) - rule.emaxElement;
     return e < -127 ? -127 : (e > 127 ? 127 : e);
 }
 
@@ -118,7 +134,7 @@ inline PLAB_HOST_DEVICE BlockScale blockScale(const ScaleRule& rule, float amax,
         return fp32BlockScale(rule, finiteAmax);
     default: {
         const int x = mxExponent(rule, finiteAmax);
-        return {ldexpf(1.0f, -x), ldexpf(1.0f, x)};
+        return {pow2f(-x), pow2f(x)};
     }
     }
 }

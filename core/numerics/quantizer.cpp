@@ -196,4 +196,27 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
         addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
 }
 
+QuantTally::QuantTally() : m_counters(std::make_unique<kernels::KernelCounters>()) {}
+QuantTally::~QuantTally() = default;
+QuantTally::QuantTally(QuantTally&&) noexcept = default;
+QuantTally& QuantTally::operator=(QuantTally&&) noexcept = default;
+
+void QuantTally::addTo(QuantStats& stats) const {
+    addCounters(*m_counters, m_elements, stats);
+}
+
+void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
+                              const QuantizeOptions& options) const {
+    if (in.size() != out.size())
+        throw std::invalid_argument("quantize: input has " + std::to_string(in.size()) +
+                                    " elements but output has " + std::to_string(out.size()));
+    kernels::QuantKernelParams params = m_impl->params;
+    params.seed = options.seed;
+    params.stream = options.stream;
+    m_impl->run(params, static_cast<int>(m_config.rounding), in.data(), out.data(), in.size(),
+                options.firstIndex, tally != nullptr ? tally->m_counters.get() : nullptr);
+    if (tally != nullptr)
+        tally->m_elements += in.size();
+}
+
 } // namespace plab

@@ -28,6 +28,28 @@ struct QuantizeOptions {
     ThreadPool* pool = nullptr;   // null: the calling thread does all the work
 };
 
+namespace kernels {
+struct KernelCounters;
+}
+
+// Counters summed over many quantizePiece calls on one thread, folded into QuantStats once: for
+// callers that cast one tensor in many small pieces (the block quantiser's cache-sized chunks),
+// where a QuantStats per piece would cost more than the piece.
+class QuantTally {
+public:
+    QuantTally();
+    ~QuantTally();
+    QuantTally(QuantTally&&) noexcept;
+    QuantTally& operator=(QuantTally&&) noexcept;
+    // Adds the counts so far to stats.
+    void addTo(QuantStats& stats) const;
+
+private:
+    friend class Quantizer;
+    std::unique_ptr<kernels::KernelCounters> m_counters;
+    std::uint64_t m_elements = 0;
+};
+
 class Quantizer {
 public:
     // Throws FormatError if `kernel` is not supported on this CPU.
@@ -44,6 +66,11 @@ public:
     // Throws std::invalid_argument if the sizes differ.
     void quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,
                   const QuantizeOptions& options = {}) const;
+
+    // One piece of a larger tensor, on the calling thread (options.pool is ignored); the
+    // piece's first element has random word options.firstIndex. tally may be null.
+    void quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
+                       const QuantizeOptions& options) const;
 
 private:
     QuantConfig m_config;

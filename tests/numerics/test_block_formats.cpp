@@ -114,9 +114,16 @@ RefScale referenceScale(const BlockScheme& s, const FormatSpec& element, float a
     return {1.0f, 1.0f};
 }
 
+// A block's facts as the scalar reference finds them (block_stats.h's BlockInfo, by hand).
+struct RefBlock {
+    float amax = 0.0f, finiteAmax = 0.0f, minNonzero = 0.0f, decoded = 1.0f;
+    std::uint32_t nonzero = 0, nonzeroOut = 0, saturated = 0;
+};
+
 struct RefResult {
     std::vector<float> out;
     QuantStats stats;
+    std::vector<RefBlock> blocks;
 };
 
 // Blocks as index lists: 1 x side along rows, or side x side tiles.
@@ -157,13 +164,21 @@ RefResult reference(const QuantConfig& element, const BlockScheme& s, const std:
     for (const auto& block :
          referenceBlocks(rows, cols, static_cast<std::size_t>(s.blockSize), tiles)) {
         float amax = 0.0f, finiteAmax = 0.0f;
+        RefBlock facts;
         for (std::size_t i : block) {
             if (std::isnan(in[i]))
                 continue;
-            amax = std::max(amax, std::fabs(in[i]));
-            if (std::isfinite(in[i]))
-                finiteAmax = std::max(finiteAmax, std::fabs(in[i]));
+            const float a = std::fabs(in[i]);
+            amax = std::max(amax, a);
+            facts.nonzero += a != 0.0f ? 1u : 0u;
+            if (std::isfinite(in[i])) {
+                finiteAmax = std::max(finiteAmax, a);
+                if (a != 0.0f && (facts.minNonzero == 0.0f || a < facts.minNonzero))
+                    facts.minNonzero = a;
+            }
         }
+        facts.amax = amax;
+        facts.finiteAmax = finiteAmax;
         auto cast = [&](const RefScale& sc, std::vector<float>& out, QuantStats* stats) {
             double err = 0.0;
             for (std::size_t i : block) {
@@ -190,7 +205,14 @@ RefResult reference(const QuantConfig& element, const BlockScheme& s, const std:
             if (cast(four, b, nullptr) < cast(sc, a, nullptr))
                 sc = four;
         }
-        cast(sc, r.out, &r.stats);
+        QuantStats blockStats;
+        cast(sc, r.out, &blockStats);
+        r.stats.merge(blockStats);
+        facts.decoded = sc.decoded;
+        facts.saturated = static_cast<std::uint32_t>(blockStats.count(QuantClass::Overflow));
+        for (std::size_t i : block)
+            facts.nonzeroOut += (r.out[i] != 0.0f && !std::isnan(r.out[i])) ? 1u : 0u;
+        r.blocks.push_back(facts);
     }
     return r;
 }
@@ -323,7 +345,32 @@ void TestBlockFormats::matchesReference() {
                                 .arg(double(out[where]), 0, 'g', 9)
                                 .arg(double(want.out[where]), 0, 'g', 9)));
         QCOMPARE(stats.counts, want.stats.counts);
-        QCOMPARE(info.size(), referenceBlocks(r, c, static_cast<std::size_t>(size), tiles).size());
+        QCOMPARE(info.size(), want.blocks.size());
+        for (std::size_t b = 0; b < info.size(); ++b) {
+            const BlockInfo& got = info[b];
+            const RefBlock& ref = want.blocks[b];
+            const bool same =
+                bits(got.amax) == bits(ref.amax) && bits(got.finiteAmax) == bits(ref.finiteAmax) &&
+                bits(got.minNonzero) == bits(ref.minNonzero) &&
+                bits(got.scale.decoded) == bits(ref.decoded) && got.nonzero == ref.nonzero &&
+                got.nonzeroOut == ref.nonzeroOut && got.saturated == ref.saturated;
+            if (!same)
+                QFAIL(qPrintable(QString("block %1: amax %2/%3 min %4/%5 scale %6/%7 nonzero "
+                                         "%8/%9 out %10/%11 saturated %12/%13 (got/reference)")
+                                     .arg(b)
+                                     .arg(double(got.amax))
+                                     .arg(double(ref.amax))
+                                     .arg(double(got.minNonzero))
+                                     .arg(double(ref.minNonzero))
+                                     .arg(double(got.scale.decoded))
+                                     .arg(double(ref.decoded))
+                                     .arg(got.nonzero)
+                                     .arg(ref.nonzero)
+                                     .arg(got.nonzeroOut)
+                                     .arg(ref.nonzeroOut)
+                                     .arg(got.saturated)
+                                     .arg(ref.saturated)));
+        }
     }
 }
 

@@ -1,0 +1,100 @@
+// Sixteen float32 lanes for the CPU's block passes (block_kernels.h, block_quantizer.cpp): GCC's
+// vector extensions, which lower to what the calling function's target_clones copy has (one
+// AVX-512 register, two AVX2 ones, four SSE ones); a block of 16 is too short for the
+// auto-vectoriser. |x| bits are below 2^31, so signed lanes order them as unsigned ones would
+// (x86 has no unsigned vector compare before AVX-512: GCC would go element by element), and
+// two comparisons are never combined bitwise (GCC 12 then also goes element by element with
+// AVX-512 masks): selects and single comparisons only. Integer and exact float operations, so
+// the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar loops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__GNUC__) && !defined(__CUDACC__) && defined(__x86_64__)
+#define PLAB_BLOCK_LANES 1
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi" // always inlined: no vector crosses a call
+
+#define PLAB_LANE_INLINE __attribute__((always_inline)) inline
+
+namespace plab::blocks::lanes {
+
+using I16 = std::int32_t __attribute__((vector_size(64)));
+using F16 = float __attribute__((vector_size(64)));
+
+PLAB_LANE_INLINE I16 absBits(const float* p) {
+    I16 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v & 0x7FFFFFFF;
+}
+PLAB_LANE_INLINE I16 maxOf(I16 a, I16 b) {
+    return a > b ? a : b;
+}
+PLAB_LANE_INLINE I16 minOf(I16 a, I16 b) {
+    return a < b ? a : b;
+}
+// Halving shuffles down to lane 0.
+#define PLAB_LANES_FOLD(v, op)                                                                     \
+    v = op(v,                                                                                      \
+           __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));   \
+    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));      \
+    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));      \
+    v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0))
+PLAB_LANE_INLINE I16 plus(I16 a, I16 b) {
+    return a + b;
+}
+// The same three as function objects, for foldEach.
+struct Max {
+    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return maxOf(a, b); }
+};
+struct Min {
+    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return minOf(a, b); }
+};
+struct Plus {
+    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return a + b; }
+};
+PLAB_LANE_INLINE std::uint32_t maxAcross(I16 v) {
+    PLAB_LANES_FOLD(v, maxOf);
+    return static_cast<std::uint32_t>(v[0]);
+}
+PLAB_LANE_INLINE std::uint32_t minAcross(I16 v) {
+    PLAB_LANES_FOLD(v, minOf);
+    return static_cast<std::uint32_t>(v[0]);
+}
+PLAB_LANE_INLINE std::uint32_t sumAcross(I16 v) {
+    PLAB_LANES_FOLD(v, plus);
+    return static_cast<std::uint32_t>(v[0]);
+}
+#undef PLAB_LANES_FOLD
+
+// Sixteen vectors folded to one whose lane k is the fold of v[k]'s lanes (v is overwritten):
+// pairs of vectors halve their partials level by level, 15 operations where 16 separate folds
+// take 64, and the result lands in lanes ready for the next step.
+template <class Op>
+PLAB_LANE_INLINE I16 foldEach(I16 (&v)[16], Op op = {}) {
+    for (int k = 0; k < 8; ++k) // [k: 8 partials | k+1: 8 partials]
+        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17,
+                                          18, 19, 20, 21, 22, 23),
+                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24,
+                                          25, 26, 27, 28, 29, 30, 31));
+    for (int k = 0; k < 4; ++k) // 4 partials each of 4 blocks
+        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17,
+                                          18, 19, 24, 25, 26, 27),
+                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20,
+                                          21, 22, 23, 28, 29, 30, 31));
+    for (int k = 0; k < 2; ++k) // 2 partials each of 8 blocks
+        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17,
+                                          20, 21, 24, 25, 28, 29),
+                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18,
+                                          19, 22, 23, 26, 27, 30, 31));
+    return op(__builtin_shufflevector(v[0], v[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                      28, 30),
+              __builtin_shufflevector(v[0], v[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                      29, 31));
+}
+
+} // namespace plab::blocks::lanes
+
+#pragma GCC diagnostic pop
+#endif

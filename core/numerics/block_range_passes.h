@@ -1,0 +1,21 @@
+// The CPU's block passes over a range of blocks [first, last): the per-block bodies of
+// block_kernels.h in order, 16 blocks at a time where blocks are whole 1-D runs of a multiple
+// of 16 elements (their folds done together, block_lanes.h), cloned for AVX2 / AVX-512. The
+// GPU engine runs the same bodies one thread per block; results are the same bits.
+#pragma once
+
+#include "numerics/block_kernels.h"
+
+#include <cstddef>
+
+namespace plab::blocks {
+
+// Each block's amaxes, smallest nonzero and nonzero count into info (findFacts).
+void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
+// Each block's scale (chooseScale; facts first), then its elements scaled into out and the
+// clipped ones counted (applyScale).
+void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
+// Each block dequantised in place, its nonzero outputs counted.
+void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last);
+
+} // namespace plab::blocks
