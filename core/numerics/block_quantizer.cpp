@@ -83,7 +83,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     const std::size_t n = in.size();
     const blocks::Geometry g = blockGeometry(layout, n, scheme.blockSize);
     const std::size_t count = n == 0 ? 0 : g.blockCount();
-    blocksOut.assign(count, BlockInfo{});
+    blocksOut.resize(count); // every field of every block is written by the passes
 
     BlockQuantizeResult result;
     blocks::ScaleBlocks scale =
@@ -118,7 +118,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
 
     // NVFP4 needs the tensor amax before any scale: the blocks' facts are found first, over the
     // whole tensor, and the amax taken from them (one pass, which the others fold into theirs).
-    const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4;
+    const bool nvfp4 = scheme.kind == BlockScaleKind::Nvfp4, factsFirst = nvfp4;
     if (factsFirst) {
         overTasks([&](std::size_t task) {
             const auto [firstChunk, lastChunk] = taskChunks(task);
@@ -135,9 +135,17 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     }
     const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale};
 
+    // Each chunk's blocks go into the statistics while they are in cache: per task when tasks
+    // run in parallel, merged in task order afterwards (integer sums: any order gives the same).
     std::vector<QuantTally> tallies(stats == nullptr ? 0 : (parallel ? tasks : 1));
+    std::vector<BlockStats> taskBlockStats(blockStats != nullptr && parallel ? tasks : 0);
+    // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
+    // flushed, not true zeros (the element cast counted them as zeros).
+    std::vector<std::uint64_t> zeroScaleFlushed(tasks, 0);
     overTasks([&](std::size_t task) {
         QuantTally* tally = tallies.empty() ? nullptr : &tallies[parallel ? task : 0];
+        BlockStats* chunkStats =
+            parallel && blockStats != nullptr ? &taskBlockStats[task] : blockStats;
         const auto [firstChunk, lastChunk] = taskChunks(task);
         for (std::size_t c = firstChunk; c < lastChunk; ++c) {
             const auto [first, last] = chunkBlocks(c);
@@ -150,12 +158,25 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             const std::span<float> chunk = out.subspan(begin, end - begin);
             element.quantizePiece(chunk, chunk, tally, piece);
             blocks::dequantizeRange(dequantize, first, last);
+            for (std::size_t b = first; b < last; ++b) {
+                const BlockInfo& facts = blocksOut[b];
+                if (nvfp4 && facts.scale.decoded == 0.0f)
+                    zeroScaleFlushed[task] += facts.nonzero;
+                if (chunkStats != nullptr)
+                    chunkStats->add(facts);
+            }
         }
     });
-    for (const QuantTally& tally : tallies)
-        tally.addTo(*stats);
-
-    foldBlockFacts(blocksOut, scheme, stats, blockStats);
+    for (const BlockStats& s : taskBlockStats)
+        blockStats->merge(s);
+    if (stats != nullptr) {
+        for (const QuantTally& tally : tallies)
+            tally.addTo(*stats);
+        for (const std::uint64_t flushed : zeroScaleFlushed) {
+            stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= flushed;
+            stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += flushed;
+        }
+    }
     return result;
 }
 

@@ -1,6 +1,8 @@
 // QuantStats helpers and the reference definition of the log2 histogram bins.
 #include "numerics/quant_stats.h"
 
+#include "util/vector_clones.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -73,25 +75,38 @@ void QuantStats::merge(const QuantStats& other) {
     error.merge(other.error);
 }
 
+// Eight partial sums (element i into sum i % 8), added together at the end: a fixed order, so
+// the same result on every path, and one that vectorises (a single running double sum cannot be
+// reordered). Branch-free: a non-finite pair contributes zeros. Cloned for AVX2 / AVX-512; the
+// file is compiled without fused multiply-adds, so every copy does the same arithmetic.
+PLAB_VECTOR_CLONES
 QuantError measureError(std::span<const float> input, std::span<const float> output) {
-    // Branch-free so that it vectorises: a non-finite pair contributes zeros.
+    constexpr std::size_t kLanes = 8;
     QuantError e;
     const std::size_t n = std::min(input.size(), output.size());
-    double signal = 0.0, error = 0.0, out = 0.0;
-    std::uint64_t count = 0;
-    for (std::size_t i = 0; i < n; ++i) {
+    double signal[kLanes] = {}, error[kLanes] = {}, out[kLanes] = {};
+    std::uint64_t count[kLanes] = {};
+    auto add = [&](std::size_t i, std::size_t lane) {
         const bool finite = (std::bit_cast<std::uint32_t>(input[i]) & 0x7F800000u) != 0x7F800000u &&
                             (std::bit_cast<std::uint32_t>(output[i]) & 0x7F800000u) != 0x7F800000u;
         const double x = finite ? input[i] : 0.0f, q = finite ? output[i] : 0.0f;
-        count += finite ? 1u : 0u;
-        signal += x * x;
-        error += (q - x) * (q - x);
-        out += q * q;
+        count[lane] += finite ? 1u : 0u;
+        signal[lane] += x * x;
+        error[lane] += (q - x) * (q - x);
+        out[lane] += q * q;
+    };
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        for (std::size_t lane = 0; lane < kLanes; ++lane)
+            add(i + lane, lane);
+    for (std::size_t lane = 0; i < n; ++i, ++lane)
+        add(i, lane);
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+        e.count += count[lane];
+        e.signalSq += signal[lane];
+        e.errorSq += error[lane];
+        e.outputSq += out[lane];
     }
-    e.count = count;
-    e.signalSq = signal;
-    e.errorSq = error;
-    e.outputSq = out;
     return e;
 }
 
