@@ -5,6 +5,7 @@
 // per output element, no atomics: results do not depend on scheduling.
 #pragma once
 
+#include "nn/gelu_tanh.h"
 #include "nn/softmax_cross_entropy.h"
 #include "numerics/block_kernels.h"
 #include "numerics/philox.h"
@@ -174,7 +175,7 @@ struct FiniteAmax {
 
 // ---- layers ----------------------------------------------------------------------------------
 
-enum class ActivationOp { ReLU, GELU, Tanh };
+enum class ActivationOp { ReLU, GELU, Tanh, GeluTanh };
 
 struct ActivationForward {
     float* out;
@@ -191,6 +192,9 @@ struct ActivationForward {
             break;
         case ActivationOp::Tanh:
             out[i] = tanhf(x);
+            break;
+        case ActivationOp::GeluTanh:
+            out[i] = geluTanh(x);
             break;
         }
     }
@@ -216,6 +220,9 @@ struct ActivationBackward {
         }
         case ActivationOp::Tanh: // out = tanh(in): d/din = 1 - out^2
             din[i] = dout[i] * (1.0f - out[i] * out[i]);
+            break;
+        case ActivationOp::GeluTanh:
+            din[i] = dout[i] * geluTanhDerivative(x);
             break;
         }
     }
@@ -526,6 +533,7 @@ struct SgdUpdate { // update = lr first
     PLAB_HOST_DEVICE void operator()(size_t i) const { update[i] = rate * first[i]; }
 };
 
+// wd: L2 decay added to the gradient (Adam); 0 for AdamW, whose decay is in AdamUpdate.
 struct AdamMoments {
     float* first;
     float* second;
@@ -539,13 +547,15 @@ struct AdamMoments {
     }
 };
 
+// decay: AdamW's decoupled weight decay, lr * wd (0 for Adam).
 struct AdamUpdate {
     float* update;
     const float* first;
     const float* second;
-    float rate, eps;
+    const float* master;
+    float rate, eps, decay;
     PLAB_HOST_DEVICE void operator()(size_t i) const {
-        update[i] = rate * first[i] / (sqrtf(second[i]) + eps);
+        update[i] = rate * first[i] / (sqrtf(second[i]) + eps) + decay * master[i];
     }
 };
 

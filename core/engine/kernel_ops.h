@@ -283,19 +283,22 @@ public:
                 n, kernels::SgdUpdate{update.data, state.first.data, static_cast<float>(lr)});
             return;
         }
+        const bool decoupled = settings.kind == OptimizerKind::AdamW;
         m_policy.forEach(n, kernels::AdamMoments{state.first.data, state.second.data, grad.data,
                                                  master.data, static_cast<float>(settings.beta1),
-                                                 static_cast<float>(settings.beta2), wd});
+                                                 static_cast<float>(settings.beta2),
+                                                 decoupled ? 0.0f : wd});
         quantize(stateFormat, state.first, state.first, stateStats, options);
         QuantizeOptions secondOptions = options;
         secondOptions.stream ^= 0x5bd1e995u; // independent random bits for the second moment
         quantize(stateFormat, state.second, state.second, stateStats, secondOptions);
         const double c1 = 1.0 - std::pow(settings.beta1, static_cast<double>(step));
         const double c2 = 1.0 - std::pow(settings.beta2, static_cast<double>(step));
-        m_policy.forEach(n,
-                         kernels::AdamUpdate{update.data, state.first.data, state.second.data,
-                                             static_cast<float>(lr * std::sqrt(c2) / c1),
-                                             static_cast<float>(settings.epsilon * std::sqrt(c2))});
+        m_policy.forEach(
+            n, kernels::AdamUpdate{update.data, state.first.data, state.second.data, master.data,
+                                   static_cast<float>(lr * std::sqrt(c2) / c1),
+                                   static_cast<float>(settings.epsilon * std::sqrt(c2)),
+                                   decoupled ? static_cast<float>(lr) * wd : 0.0f});
     }
 
     UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
@@ -315,9 +318,17 @@ public:
 
 private:
     static kernels::ActivationOp op(ActivationKind kind) {
-        return kind == ActivationKind::ReLU   ? kernels::ActivationOp::ReLU
-               : kind == ActivationKind::GELU ? kernels::ActivationOp::GELU
-                                              : kernels::ActivationOp::Tanh;
+        switch (kind) {
+        case ActivationKind::ReLU:
+            return kernels::ActivationOp::ReLU;
+        case ActivationKind::GELU:
+            return kernels::ActivationOp::GELU;
+        case ActivationKind::GeluTanh:
+            return kernels::ActivationOp::GeluTanh;
+        case ActivationKind::Tanh:
+            break;
+        }
+        return kernels::ActivationOp::Tanh;
     }
     static kernels::ConvGeometry geometry(const Conv2d& c) {
         const FeatureShape s = c.inputShape();

@@ -1,6 +1,8 @@
 // Activation forward/backward; backward quotes the forward it differentiates.
 #include "nn/activation.h"
 
+#include "nn/gelu_tanh.h"
+
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -14,8 +16,10 @@ ActivationKind parseActivation(std::string_view text) {
         return ActivationKind::GELU;
     if (text == "tanh")
         return ActivationKind::Tanh;
+    if (text == "gelu-tanh")
+        return ActivationKind::GeluTanh;
     throw std::invalid_argument("activation \"" + std::string(text) +
-                                "\": expected relu, gelu or tanh");
+                                "\": expected relu, gelu, gelu-tanh or tanh");
 }
 
 std::string_view toString(ActivationKind kind) {
@@ -26,6 +30,8 @@ std::string_view toString(ActivationKind kind) {
         return "gelu";
     case ActivationKind::Tanh:
         return "tanh";
+    case ActivationKind::GeluTanh:
+        return "gelu-tanh";
     }
     return "?";
 }
@@ -46,6 +52,9 @@ void Activation::forward(float* out, const float* in, const float*, int batch,
     case ActivationKind::Tanh:
         for (std::size_t i = 0; i < n; ++i)
             out[i] = std::tanh(in[i]);
+        break;
+    case ActivationKind::GeluTanh:
+        geluTanhForward(out, in, n);
         break;
     }
 }
@@ -76,7 +85,20 @@ void Activation::backward(float* din, float*, const float* dout, const float* in
         for (std::size_t i = 0; i < n; ++i)
             din[i] = dout[i] * (1.0f - out[i] * out[i]);
         break;
+    case ActivationKind::GeluTanh:
+        geluTanhBackward(din, dout, in, n);
+        break;
     }
+}
+
+void geluTanhForward(float* out, const float* in, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = geluTanh(in[i]);
+}
+
+void geluTanhBackward(float* din, const float* dout, const float* in, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        din[i] = dout[i] * geluTanhDerivative(in[i]);
 }
 
 } // namespace plab

@@ -1,4 +1,5 @@
-// Element-wise activations: ReLU, GELU (exact, erf form) and Tanh.
+// Element-wise activations: ReLU, GELU (exact, erf form), GELU's tanh approximation (GPT-2's)
+// and Tanh.
 #pragma once
 
 #include "nn/layer.h"
@@ -7,7 +8,7 @@
 
 namespace plab {
 
-enum class ActivationKind { ReLU, GELU, Tanh };
+enum class ActivationKind { ReLU, GELU, Tanh, GeluTanh };
 // Throws std::invalid_argument naming the text and the accepted names.
 ActivationKind parseActivation(std::string_view text);
 std::string_view toString(ActivationKind kind);
@@ -28,5 +29,9 @@ private:
     ActivationKind m_kind;
     FeatureShape m_shape;
 };
+
+// The tanh-approximated GELU over n values (the GPT's MLP uses it without a Layer).
+void geluTanhForward(float* out, const float* in, std::size_t n);
+void geluTanhBackward(float* din, const float* dout, const float* in, std::size_t n);
 
 } // namespace plab

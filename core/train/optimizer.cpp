@@ -1,4 +1,5 @@
-// SGD (PyTorch's form: v = mu v + g, w -= lr v) and Adam, with weight decay added to the gradient.
+// SGD (PyTorch's form: v = mu v + g, w -= lr v) and Adam, with weight decay added to the gradient;
+// AdamW (Loshchilov & Hutter), Adam whose decay is decoupled: lr * wd * w joins the update.
 #include "train/optimizer.h"
 
 #include "train/train_config.h"
@@ -26,8 +27,10 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
     }
     const auto b1 = static_cast<float>(settings.beta1);
     const auto b2 = static_cast<float>(settings.beta2);
+    const bool decoupled = settings.kind == OptimizerKind::AdamW;
+    const float l2 = decoupled ? 0.0f : wd, decay = decoupled ? static_cast<float>(lr) * wd : 0.0f;
     for (std::size_t i = 0; i < n; ++i) {
-        const float g = grad[i] + wd * master[i];
+        const float g = grad[i] + l2 * master[i];
         first[i] = b1 * first[i] + (1.0f - b1) * g;
         second[i] = b2 * second[i] + (1.0f - b2) * g * g;
     }
@@ -40,7 +43,7 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
     const auto rate = static_cast<float>(lr * std::sqrt(c2) / c1);
     const auto eps = static_cast<float>(settings.epsilon * std::sqrt(c2));
     for (std::size_t i = 0; i < n; ++i)
-        update[i] = rate * first[i] / (std::sqrt(second[i]) + eps);
+        update[i] = rate * first[i] / (std::sqrt(second[i]) + eps) + decay * master[i];
 }
 
 } // namespace plab

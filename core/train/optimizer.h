@@ -1,4 +1,4 @@
-// Optimisers: SGD with momentum and weight decay, and Adam. They see unscaled gradients, and keep
+// Optimisers: SGD with momentum and weight decay, Adam and AdamW. They see unscaled gradients, and keep
 // their state (momentum, Adam moments) in the recipe's optimiser-state format.
 #pragma once
 

@@ -24,14 +24,14 @@ public:
     using std::invalid_argument::invalid_argument;
 };
 
-enum class OptimizerKind { Sgd, Adam };
+enum class OptimizerKind { Sgd, Adam, AdamW };
 struct OptimizerName {
     OptimizerKind kind;
     const char* name;
 };
 // The one name table: the parser, the writer and their messages read it.
-inline constexpr OptimizerName kOptimizerNames[] = {{OptimizerKind::Sgd, "sgd"},
-                                                    {OptimizerKind::Adam, "adam"}};
+inline constexpr OptimizerName kOptimizerNames[] = {
+    {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}};
 
 // A change made while a run goes (a GUI edit, a replayed session's): after `step` steps, before
 // the next, the config patch `set` (train.lr, scaling.*, recipe) is merged into the run's config.

@@ -126,7 +126,7 @@ void Trainer::allocateEngineState() {
     m_update = m_ops->allocate(params);
     m_optimizerState = {};
     m_optimizerState.first = m_ops->allocate(params);
-    if (config.optimizer == OptimizerKind::Adam)
+    if (config.optimizer != OptimizerKind::Sgd)
         m_optimizerState.second = m_ops->allocate(params);
     const auto batch = static_cast<std::size_t>(config.batchSize);
     const auto sampleSize = static_cast<std::size_t>(m_model.inputShape().size());

@@ -145,6 +145,11 @@ void layers(const OpsFactory& candidate, Report& report) {
              return std::make_unique<Activation>(ActivationKind::Tanh, FeatureShape{40, 1, 1});
          },
          {40, 1, 1}},
+        {"gelu-tanh",
+         [] {
+             return std::make_unique<Activation>(ActivationKind::GeluTanh, FeatureShape{40, 1, 1});
+         },
+         {40, 1, 1}},
         {"flatten",
          [] {
              return std::make_unique<Flatten>(FeatureShape{3, 4, 4});
@@ -323,7 +328,7 @@ void quantisers(const OpsFactory& candidate, Report& report) {
 void optimisers(const OpsFactory& candidate, Report& report) {
     const std::size_t n = 5000;
     const std::vector<float> grad = randomValues(n, 10, 1e-3f), master = randomValues(n, 11);
-    for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Adam})
+    for (OptimizerKind kind : {OptimizerKind::Sgd, OptimizerKind::Adam, OptimizerKind::AdamW})
         for (const char* state : {"fp32", "bf16"}) {
             const OptimizerSettings settings{kind, 0.9, 1e-4, 0.9, 0.999, 1e-8};
             const Quantizer stateFormat(
@@ -333,7 +338,7 @@ void optimisers(const OpsFactory& candidate, Report& report) {
                 Mirror g(o, grad), m(o, master), u(o, std::vector<float>(n)),
                     s(o, std::vector<float>(n));
                 OptimizerState st{o.allocate(n),
-                                  kind == OptimizerKind::Adam ? o.allocate(n) : Tensor{}};
+                                  kind != OptimizerKind::Sgd ? o.allocate(n) : Tensor{}};
                 QuantizeOptions opts;
                 opts.seed = 3;
                 for (int step = 1; step <= 3; ++step) {
@@ -348,7 +353,9 @@ void optimisers(const OpsFactory& candidate, Report& report) {
             const std::unique_ptr<TensorOps> ops = candidate();
             TensorOps::UpdateCounts cw, cg;
             const std::vector<float> want = run(cpu, cw), got = run(*ops, cg);
-            const std::string what = std::string(kind == OptimizerKind::Sgd ? "sgd" : "adam") +
+            const std::string what = std::string(kind == OptimizerKind::Sgd    ? "sgd"
+                                                 : kind == OptimizerKind::Adam ? "adam"
+                                                                               : "adamw") +
                                      " with " + state + " state";
             compare(report, what + ": master weights", got, want, kFp32Bound);
             report.expect(cg.updates == cw.updates && cg.lost == cw.lost,

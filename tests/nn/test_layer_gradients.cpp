@@ -45,7 +45,8 @@ double relativeError(double a, double b) {
 
 void TestLayerGradients::layers_data() {
     QTest::addColumn<QString>("kind");
-    for (const char* k : {"linear", "conv3", "conv5", "maxpool", "relu", "gelu", "tanh", "flatten"})
+    for (const char* k :
+         {"linear", "conv3", "conv5", "maxpool", "relu", "gelu", "tanh", "gelu-tanh", "flatten"})
         QTest::newRow(k) << QString::fromLatin1(k);
 }
 
@@ -67,6 +68,8 @@ void TestLayerGradients::layers() {
         layer = std::make_unique<Activation>(ActivationKind::GELU, image);
     else if (kind == QLatin1String("tanh"))
         layer = std::make_unique<Activation>(ActivationKind::Tanh, image);
+    else if (kind == QLatin1String("gelu-tanh"))
+        layer = std::make_unique<Activation>(ActivationKind::GeluTanh, image);
     else
         layer = std::make_unique<Flatten>(image);
 

@@ -1,0 +1,223 @@
+#include "nn/transformer/gpt_model.h"
+
+#include "nn/activation.h"
+#include "nn/matmul.h"
+#include "nn/softmax_cross_entropy.h"
+#include "nn/transformer/causal_attention.h"
+#include "nn/transformer/embedding.h"
+#include "nn/transformer/layer_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+namespace plab::transformer {
+namespace {
+
+// out (N, O) = in (N, I) . W^T (O, I) + b (O)
+void linearForward(float* out, const float* in, const float* w, const float* b, int rows,
+                   int inputs, int outputs) {
+    matmulNT(MatrixMap(out, rows, outputs), ConstMatrixMap(in, rows, inputs),
+             ConstMatrixMap(w, outputs, inputs), false, {});
+    for (int r = 0; r < rows; ++r) {
+        float* o = out + static_cast<std::ptrdiff_t>(r) * outputs;
+        for (int j = 0; j < outputs; ++j)
+            o[j] += b[j];
+    }
+}
+
+// din (N, I) = dout (N, O) . W (O, I) (+= when accumulate); dW (O, I) += dout^T . in;
+// db (O) += column sums of dout.
+void linearBackward(float* din, float* dw, float* db, const float* dout, const float* in,
+                    const float* w, int rows, int inputs, int outputs, bool accumulate) {
+    if (din != nullptr)
+        matmulNN(MatrixMap(din, rows, inputs), ConstMatrixMap(dout, rows, outputs),
+                 ConstMatrixMap(w, outputs, inputs), accumulate, {});
+    matmulTN(MatrixMap(dw, outputs, inputs), ConstMatrixMap(dout, rows, outputs),
+             ConstMatrixMap(in, rows, inputs), true, {});
+    for (int r = 0; r < rows; ++r) {
+        const float* d = dout + static_cast<std::ptrdiff_t>(r) * outputs;
+        for (int j = 0; j < outputs; ++j)
+            db[j] += d[j];
+    }
+}
+
+} // namespace
+
+GptModel::GptModel(const GptSpec& spec) : m_spec(spec) {
+    if (spec.vocab < 1 || spec.vocab > 256 || spec.context < 1 || spec.width < 1 ||
+        spec.heads < 1 || spec.blocks < 1)
+        throw std::invalid_argument("gpt: vocabulary 1..256, context, width, heads and blocks at "
+                                    "least 1 expected");
+    if (spec.width % spec.heads != 0)
+        throw std::invalid_argument("gpt: width " + std::to_string(spec.width) +
+                                    " is not divisible by heads " + std::to_string(spec.heads));
+    const auto v = static_cast<std::size_t>(spec.vocab), t = static_cast<std::size_t>(spec.context),
+               c = static_cast<std::size_t>(spec.width);
+    m_tok = add("tok.weight", v, c);
+    m_pos = add("pos.weight", t, c);
+    for (int l = 0; l < spec.blocks; ++l) {
+        const std::string p = "blocks." + std::to_string(l) + ".";
+        BlockOffsets o{};
+        o.ln1w = add(p + "ln1.weight", c, 1);
+        o.ln1b = add(p + "ln1.bias", c, 1);
+        o.ln2w = add(p + "ln2.weight", c, 1);
+        o.ln2b = add(p + "ln2.bias", c, 1);
+        o.qkvw = add(p + "qkv.weight", 3 * c, c);
+        o.qkvb = add(p + "qkv.bias", 3 * c, 1);
+        o.projw = add(p + "proj.weight", c, c);
+        o.projb = add(p + "proj.bias", c, 1);
+        o.fcw = add(p + "fc.weight", 4 * c, c);
+        o.fcb = add(p + "fc.bias", 4 * c, 1);
+        o.outw = add(p + "out.weight", c, 4 * c);
+        o.outb = add(p + "out.bias", c, 1);
+        m_blockOffsets.push_back(o);
+    }
+    m_lnfw = add("ln.weight", c, 1);
+    m_lnfb = add("ln.bias", c, 1);
+    m_headw = add("head.weight", v, c);
+    m_headb = add("head.bias", v, 1);
+}
+
+std::size_t GptModel::add(const std::string& name, std::size_t rows, std::size_t cols) {
+    m_tensors.push_back({name, m_count, rows, cols});
+    m_count += rows * cols;
+    return m_tensors.back().offset;
+}
+
+void GptModel::initParameters(float* params, std::uint64_t seed) const {
+    std::mt19937_64 rng(seed);
+    const float projStd = 0.02f / std::sqrt(2.0f * static_cast<float>(m_spec.blocks));
+    for (const GptTensor& t : m_tensors) {
+        float* p = params + t.offset;
+        const bool norm = t.name.find("ln") != std::string::npos;
+        if (t.matrix()) {
+            const bool projection =
+                t.name.ends_with("proj.weight") || t.name.ends_with("out.weight");
+            std::normal_distribution<float> normal(0.0f, projection ? projStd : 0.02f);
+            for (std::size_t i = 0; i < t.size(); ++i)
+                p[i] = normal(rng);
+        } else {
+            std::fill(p, p + t.size(), norm && t.name.ends_with("weight") ? 1.0f : 0.0f);
+        }
+    }
+}
+
+void GptModel::resize(int batch, int time) {
+    if (batch == m_batch && time == m_time)
+        return;
+    m_batch = batch;
+    m_time = time;
+    const auto rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(time);
+    const auto c = static_cast<std::size_t>(m_spec.width);
+    const auto att = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_spec.heads) *
+                     static_cast<std::size_t>(time) * static_cast<std::size_t>(time);
+    m_acts.assign(static_cast<std::size_t>(m_spec.blocks), {});
+    for (BlockActivations& a : m_acts) {
+        a.in.resize(rows * c);
+        a.ln1.resize(rows * c);
+        a.ln1Mean.resize(rows);
+        a.ln1Rstd.resize(rows);
+        a.qkv.resize(rows * 3 * c);
+        a.att.resize(att);
+        a.attOut.resize(rows * c);
+        a.mid.resize(rows * c);
+        a.ln2.resize(rows * c);
+        a.ln2Mean.resize(rows);
+        a.ln2Rstd.resize(rows);
+        a.fc.resize(rows * 4 * c);
+        a.gelu.resize(rows * 4 * c);
+    }
+    m_final.resize(rows * c);
+    m_lnf.resize(rows * c);
+    m_lnfMean.resize(rows);
+    m_lnfRstd.resize(rows);
+    m_logits.resize(rows * static_cast<std::size_t>(m_spec.vocab));
+    m_dlogits.resize(m_logits.size());
+}
+
+double GptModel::forward(const float* params, const std::uint8_t* tokens,
+                         const std::uint8_t* targets, int batch, int time) {
+    if (batch < 1 || time < 1 || time > m_spec.context)
+        throw std::invalid_argument("gpt forward: batch >= 1 and time in 1.." +
+                                    std::to_string(m_spec.context) + " expected");
+    resize(batch, time);
+    const int rows = batch * time, c = m_spec.width;
+    const auto n = static_cast<std::size_t>(rows);
+    m_tokens.assign(tokens, tokens + n);
+    m_targets.assign(targets, targets + n);
+    for (std::size_t i = 0; i < n; ++i)
+        if (tokens[i] >= m_spec.vocab || targets[i] >= m_spec.vocab)
+            throw std::invalid_argument("gpt forward: a byte past the vocabulary");
+
+    const AttentionShape shape{batch, time, c, m_spec.heads};
+    embeddingForward(m_acts[0].in.data(), tokens, params + m_tok, params + m_pos, batch, time, c);
+    for (std::size_t l = 0; l < m_acts.size(); ++l) {
+        BlockActivations& a = m_acts[l];
+        const BlockOffsets& o = m_blockOffsets[l];
+        layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), a.in.data(),
+                         params + o.ln1w, params + o.ln1b, rows, c);
+        linearForward(a.qkv.data(), a.ln1.data(), params + o.qkvw, params + o.qkvb, rows, c, 3 * c);
+        attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape);
+        linearForward(a.mid.data(), a.attOut.data(), params + o.projw, params + o.projb, rows, c,
+                      c);
+        for (std::size_t i = 0; i < a.mid.size(); ++i)
+            a.mid[i] += a.in[i]; // residual
+        layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.mid.data(),
+                         params + o.ln2w, params + o.ln2b, rows, c);
+        linearForward(a.fc.data(), a.ln2.data(), params + o.fcw, params + o.fcb, rows, c, 4 * c);
+        geluTanhForward(a.gelu.data(), a.fc.data(), a.fc.size());
+        float* next = l + 1 < m_acts.size() ? m_acts[l + 1].in.data() : m_final.data();
+        linearForward(next, a.gelu.data(), params + o.outw, params + o.outb, rows, 4 * c, c);
+        for (std::size_t i = 0; i < a.mid.size(); ++i)
+            next[i] += a.mid[i]; // residual
+    }
+    layerNormForward(m_lnf.data(), m_lnfMean.data(), m_lnfRstd.data(), m_final.data(),
+                     params + m_lnfw, params + m_lnfb, rows, c);
+    linearForward(m_logits.data(), m_lnf.data(), params + m_headw, params + m_headb, rows, c,
+                  m_spec.vocab);
+    return softmaxCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data(), 1.0f)
+        .loss;
+}
+
+void GptModel::backward(const float* params, float* grads) {
+    if (m_batch == 0)
+        throw std::logic_error("gpt backward before forward");
+    std::fill(grads, grads + m_count, 0.0f);
+    const int rows = m_batch * m_time, c = m_spec.width;
+    const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
+    const AttentionShape shape{m_batch, m_time, c, m_spec.heads};
+    std::vector<float> dlnf(n), dx(n), dmid(n), dln(n), dattOut(n);
+    std::vector<float> dqkv(3 * n), dfc(4 * n);
+
+    linearBackward(dlnf.data(), grads + m_headw, grads + m_headb, m_dlogits.data(), m_lnf.data(),
+                   params + m_headw, rows, c, m_spec.vocab, false);
+    layerNormBackward(dx.data(), grads + m_lnfw, grads + m_lnfb, dlnf.data(), m_final.data(),
+                      params + m_lnfw, m_lnfMean.data(), m_lnfRstd.data(), rows, c, false);
+    for (std::size_t l = m_acts.size(); l-- > 0;) {
+        const BlockActivations& a = m_acts[l];
+        const BlockOffsets& o = m_blockOffsets[l];
+        // next = mid + out(gelu(fc(ln2(mid)))): dx flows to mid directly and through the MLP.
+        linearBackward(dfc.data(), grads + o.outw, grads + o.outb, dx.data(), a.gelu.data(),
+                       params + o.outw, rows, 4 * c, c, false);
+        geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
+        linearBackward(dln.data(), grads + o.fcw, grads + o.fcb, dfc.data(), a.ln2.data(),
+                       params + o.fcw, rows, c, 4 * c, false);
+        dmid = dx;
+        layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
+                          params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
+        // mid = in + proj(attention(qkv(ln1(in)))).
+        linearBackward(dattOut.data(), grads + o.projw, grads + o.projb, dmid.data(),
+                       a.attOut.data(), params + o.projw, rows, c, c, false);
+        attentionBackward(dqkv.data(), dattOut.data(), a.qkv.data(), a.att.data(), shape);
+        linearBackward(dln.data(), grads + o.qkvw, grads + o.qkvb, dqkv.data(), a.ln1.data(),
+                       params + o.qkvw, rows, c, 3 * c, false);
+        dx = dmid;
+        layerNormBackward(dx.data(), grads + o.ln1w, grads + o.ln1b, dln.data(), a.in.data(),
+                          params + o.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, c, true);
+    }
+    embeddingBackward(grads + m_tok, grads + m_pos, dx.data(), m_tokens.data(), m_batch, m_time, c);
+}
+
+} // namespace plab::transformer

@@ -1,0 +1,84 @@
+// The tiny byte-level GPT (the PyTorch peer ../shared/peers/gpt_torch.py, layer for layer):
+// token + position embedding; `blocks` pre-LayerNorm blocks of causal self-attention (fused QKV,
+// output projection) and a GELU (tanh) MLP width -> 4 width -> width, each added to the residual
+// stream; a final LayerNorm and an untied head (with bias) to vocabulary logits; the mean
+// cross-entropy of the next byte. Parameters in one flat buffer in PyTorch's named_parameters()
+// order (so that a state dict maps onto it one to one); activations kept for backward, llm.c
+// style. FP32 throughout: the precision recipe's casts attach to it in the trainer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace plab::transformer {
+
+struct GptSpec {
+    int vocab = 256, context = 64, width = 128, heads = 4, blocks = 2;
+    bool operator==(const GptSpec&) const = default;
+};
+
+// One named parameter tensor of the flat buffer: rows x cols (cols 1 for a vector).
+struct GptTensor {
+    std::string name; // PyTorch's: "blocks.0.qkv.weight"
+    std::size_t offset = 0, rows = 0, cols = 1;
+    bool matrix() const { return cols > 1; } // AdamW decays matrices (and embeddings) only
+    std::size_t size() const { return rows * cols; }
+};
+
+class GptModel {
+public:
+    // Throws std::invalid_argument for a width not divisible by heads or a size below 1.
+    explicit GptModel(const GptSpec& spec);
+
+    const GptSpec& spec() const { return m_spec; }
+    std::size_t parameterCount() const { return m_count; }
+    const std::vector<GptTensor>& tensors() const { return m_tensors; }
+
+    // The peer's initialisation: N(0, 0.02) for matrices and embeddings, N(0, 0.02 /
+    // sqrt(2 blocks)) for each block's output projections (proj, out), biases 0, LayerNorm 1 / 0.
+    void initParameters(float* params, std::uint64_t seed) const;
+
+    // Logits of tokens (B, T) (T <= context) and their mean next-byte cross-entropy in nats
+    // against targets (B, T); keeps what backward needs.
+    double forward(const float* params, const std::uint8_t* tokens, const std::uint8_t* targets,
+                   int batch, int time);
+    // grads (overwritten) of the last forward's loss.
+    void backward(const float* params, float* grads);
+    // The last forward's logits (B, T, V).
+    const std::vector<float>& logits() const { return m_logits; }
+
+private:
+    struct BlockOffsets {
+        std::size_t ln1w, ln1b, ln2w, ln2b, qkvw, qkvb, projw, projb, fcw, fcb, outw, outb;
+    };
+    // Activations of one block, rows = B * T.
+    struct BlockActivations {
+        std::vector<float> in; // (rows, C) the residual stream entering the block
+        std::vector<float> ln1, ln1Mean, ln1Rstd;
+        std::vector<float> qkv;    // (rows, 3C)
+        std::vector<float> att;    // (B, H, T, T)
+        std::vector<float> attOut; // (rows, C)
+        std::vector<float> mid;    // (rows, C) in + proj(attOut)
+        std::vector<float> ln2, ln2Mean, ln2Rstd;
+        std::vector<float> fc;   // (rows, 4C)
+        std::vector<float> gelu; // (rows, 4C)
+    };
+
+    std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
+    void resize(int batch, int time);
+
+    GptSpec m_spec;
+    std::vector<GptTensor> m_tensors;
+    std::size_t m_count = 0;
+    std::size_t m_tok = 0, m_pos = 0, m_lnfw = 0, m_lnfb = 0, m_headw = 0, m_headb = 0;
+    std::vector<BlockOffsets> m_blockOffsets;
+
+    int m_batch = 0, m_time = 0;
+    std::vector<std::uint8_t> m_tokens, m_targets;
+    std::vector<BlockActivations> m_acts;
+    std::vector<float> m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
+};
+
+} // namespace plab::transformer

@@ -1,0 +1,172 @@
+// The tiny GPT (core/nn/transformer/gpt_model) against PyTorch: the fixture written by
+// make_gpt_fixture.py holds the peer's weights, one batch, its loss and its gradients; the same
+// weights here must give the same loss and gradients (normalised error 1e-5). And the whole
+// model against finite differences, and the peer's initialisation.
+#include "nn/transformer/gpt_model.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <vector>
+
+using namespace plab::transformer;
+
+class TestGptModel : public QObject {
+    Q_OBJECT
+private slots:
+    void matchesPyTorch();
+    void finiteDifferences();
+    void initialisationAsThePeer();
+    void rejectsBadShapes();
+};
+
+namespace {
+
+struct Fixture {
+    GptSpec spec;
+    int batch = 0, time = 0;
+    std::vector<std::uint8_t> tokens, targets;
+    double loss = 0.0;
+    std::vector<float> params, grads;
+};
+
+bool readFixture(const char* path, Fixture& f) {
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+    std::size_t at = 0;
+    auto take = [&](void* dst, std::size_t n) {
+        if (at + n > bytes.size())
+            return false;
+        std::memcpy(dst, bytes.data() + at, n);
+        at += n;
+        return true;
+    };
+    char magic[4];
+    std::int32_t h[7];
+    if (!take(magic, 4) || std::memcmp(magic, "GPTF", 4) != 0 || !take(h, sizeof h))
+        return false;
+    f.spec = {h[0], h[1], h[2], h[3], h[4]};
+    f.batch = h[5];
+    f.time = h[6];
+    const auto rows = static_cast<std::size_t>(f.batch * f.time);
+    f.tokens.resize(rows);
+    f.targets.resize(rows);
+    if (!take(f.tokens.data(), rows) || !take(f.targets.data(), rows) || !take(&f.loss, 8))
+        return false;
+    const std::size_t n = GptModel(f.spec).parameterCount();
+    f.params.resize(n);
+    f.grads.resize(n);
+    return take(f.params.data(), n * 4) && take(f.grads.data(), n * 4) && at == bytes.size();
+}
+
+double normalisedError(const float* got, const float* want, std::size_t n) {
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+        norm += double(want[i]) * want[i];
+    }
+    return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+} // namespace
+
+void TestGptModel::matchesPyTorch() {
+    Fixture f;
+    QVERIFY2(readFixture(qgetenv("PLAB_GPT_FIXTURE").constData(), f),
+             "tests/transformer/gpt_peer_fixture.bin missing or not as make_gpt_fixture.py writes");
+    GptModel model(f.spec);
+    const double loss =
+        model.forward(f.params.data(), f.tokens.data(), f.targets.data(), f.batch, f.time);
+    QVERIFY2(
+        std::fabs(loss - f.loss) <= 1e-5 * f.loss,
+        qPrintable(QString("loss %1, PyTorch %2").arg(loss, 0, 'g', 10).arg(f.loss, 0, 'g', 10)));
+    std::vector<float> grads(model.parameterCount());
+    model.backward(f.params.data(), grads.data());
+    const double all = normalisedError(grads.data(), f.grads.data(), grads.size());
+    QVERIFY2(all <= 1e-5, qPrintable(QString("gradients: normalised error %1").arg(all)));
+    for (const GptTensor& t : model.tensors()) {
+        const double e =
+            normalisedError(grads.data() + t.offset, f.grads.data() + t.offset, t.size());
+        QVERIFY2(
+            e <= 1e-4,
+            qPrintable(
+                QString("%1: normalised error %2").arg(QString::fromStdString(t.name)).arg(e)));
+    }
+}
+
+void TestGptModel::finiteDifferences() {
+    // A small model in which every parameter kind is checked (every 7th element).
+    const GptSpec spec{16, 6, 8, 2, 2};
+    GptModel model(spec);
+    std::vector<float> params(model.parameterCount());
+    std::mt19937_64 rng(3);
+    std::normal_distribution<float> normal(0.0f, 0.3f);
+    for (float& p : params)
+        p = normal(rng);
+    const std::vector<std::uint8_t> tokens = {1, 5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4};
+    const std::vector<std::uint8_t> targets = {5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4, 8};
+    model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+    std::vector<float> grads(params.size());
+    model.backward(params.data(), grads.data());
+    const float h = 1e-2f;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < params.size(); i += 7) {
+        const float keep = params[i];
+        params[i] = keep + h;
+        const double plus = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        params[i] = keep - h;
+        const double minus = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        params[i] = keep;
+        const double numeric = (plus - minus) / (2.0 * h);
+        worst =
+            std::max(worst, std::fabs(numeric - grads[i]) /
+                                std::max({std::fabs(numeric), std::fabs(double(grads[i])), 1e-2}));
+    }
+    QVERIFY2(worst < 2e-2, qPrintable(QString("worst relative error %1").arg(worst)));
+}
+
+void TestGptModel::initialisationAsThePeer() {
+    GptModel model(GptSpec{});
+    QCOMPARE(model.parameterCount(), std::size_t{470784}); // the peer's "0.47M parameters"
+    std::vector<float> params(model.parameterCount());
+    model.initParameters(params.data(), 1);
+    auto stddev = [&](const GptTensor& t) {
+        double s = 0.0;
+        for (std::size_t i = 0; i < t.size(); ++i)
+            s += double(params[t.offset + i]) * params[t.offset + i];
+        return std::sqrt(s / double(t.size()));
+    };
+    for (const GptTensor& t : model.tensors()) {
+        const QString name = QString::fromStdString(t.name);
+        if (name.endsWith("proj.weight") || name.endsWith("out.weight"))
+            QVERIFY2(std::fabs(stddev(t) - 0.01) < 0.001, qPrintable(name)); // 0.02 / sqrt(4)
+        else if (t.matrix())
+            QVERIFY2(std::fabs(stddev(t) - 0.02) < 0.002, qPrintable(name));
+        else if (name.contains("ln") && name.endsWith("weight"))
+            QVERIFY2(std::all_of(params.begin() + t.offset, params.begin() + t.offset + t.size(),
+                                 [](float v) { return v == 1.0f; }),
+                     qPrintable(name));
+        else
+            QVERIFY2(std::all_of(params.begin() + t.offset, params.begin() + t.offset + t.size(),
+                                 [](float v) { return v == 0.0f; }),
+                     qPrintable(name));
+    }
+}
+
+void TestGptModel::rejectsBadShapes() {
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, GptModel(GptSpec{256, 64, 130, 4, 2}));
+    GptModel model(GptSpec{16, 4, 8, 2, 1});
+    std::vector<float> params(model.parameterCount());
+    const std::vector<std::uint8_t> ok(10, 1), past(10, 20);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             model.forward(params.data(), ok.data(), ok.data(), 2, 5)); // T > 4
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                             model.forward(params.data(), past.data(), ok.data(), 2, 4));
+}
+
+QTEST_APPLESS_MAIN(TestGptModel)
+#include "test_gpt_model.moc"
