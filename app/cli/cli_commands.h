@@ -67,5 +67,7 @@ Command addDevicesCommand(CLI::App& app);
 Command addExportCommand(CLI::App& app);
 // `bench train`, registered under `bench`: sets `action` when it is the subcommand parsed.
 void addBenchTrainSubcommand(CLI::App* bench, std::function<int()>& action);
+// `bench gpt`, registered under `bench` likewise.
+void addBenchGptSubcommand(CLI::App* bench, std::function<int()>& action);
 
 } // namespace plab::cli

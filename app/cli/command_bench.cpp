@@ -195,6 +195,7 @@ Command addBenchCommand(CLI::App& app) {
     auto action = std::make_shared<std::function<int()>>();
     quantize->callback([args, action] { *action = [args] { return runQuantizeBench(*args); }; });
     addBenchTrainSubcommand(cmd, *action);
+    addBenchGptSubcommand(cmd, *action);
     return {cmd, [action] { return (*action)(); }};
 }
 

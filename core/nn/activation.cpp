@@ -2,6 +2,7 @@
 #include "nn/activation.h"
 
 #include "nn/gelu_tanh.h"
+#include "util/vector_clones.h"
 
 #include <cmath>
 #include <numbers>
@@ -91,11 +92,15 @@ void Activation::backward(float* din, float*, const float* dout, const float* in
     }
 }
 
+// Cloned for AVX2 / AVX-512 (the file is compiled without fused multiply-adds: every copy gives
+// the same bits).
+PLAB_VECTOR_CLONES
 void geluTanhForward(float* out, const float* in, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         out[i] = geluTanh(in[i]);
 }
 
+PLAB_VECTOR_CLONES
 void geluTanhBackward(float* din, const float* dout, const float* in, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         din[i] = dout[i] * geluTanhDerivative(in[i]);

@@ -2,10 +2,10 @@
 
 #include "nn/activation.h"
 #include "nn/matmul.h"
-#include "nn/softmax_cross_entropy.h"
 #include "nn/transformer/causal_attention.h"
 #include "nn/transformer/embedding.h"
 #include "nn/transformer/layer_norm.h"
+#include "nn/transformer/sequence_cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -177,8 +177,7 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
                      params + m_lnfw, params + m_lnfb, rows, c);
     linearForward(m_logits.data(), m_lnf.data(), params + m_headw, params + m_headb, rows, c,
                   m_spec.vocab);
-    return softmaxCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data(), 1.0f)
-        .loss;
+    return sequenceCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data());
 }
 
 void GptModel::backward(const float* params, float* grads) {
@@ -188,8 +187,13 @@ void GptModel::backward(const float* params, float* grads) {
     const int rows = m_batch * m_time, c = m_spec.width;
     const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
     const AttentionShape shape{m_batch, m_time, c, m_spec.heads};
-    std::vector<float> dlnf(n), dx(n), dmid(n), dln(n), dattOut(n);
-    std::vector<float> dqkv(3 * n), dfc(4 * n);
+    // Gradient buffers, kept between steps (sized by the first backward of a shape).
+    std::vector<float>&dlnf = m_dlnf, &dx = m_dx, &dmid = m_dmid, &dln = m_dln,
+    &dattOut = m_dattOut, &dqkv = m_dqkv, &dfc = m_dfc;
+    for (std::vector<float>* v : {&dlnf, &dx, &dmid, &dln, &dattOut})
+        v->resize(n);
+    dqkv.resize(3 * n);
+    dfc.resize(4 * n);
 
     linearBackward(dlnf.data(), grads + m_headw, grads + m_headb, m_dlogits.data(), m_lnf.data(),
                    params + m_headw, rows, c, m_spec.vocab, false);

@@ -79,6 +79,7 @@ private:
     std::vector<std::uint8_t> m_tokens, m_targets;
     std::vector<BlockActivations> m_acts;
     std::vector<float> m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
+    std::vector<float> m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc;
 };
 
 } // namespace plab::transformer

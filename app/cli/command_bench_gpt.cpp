@@ -1,0 +1,82 @@
+// `bench gpt`: the tiny GPT trained in FP32 on text, as ../shared/peers/gpt_torch.py trains it,
+// printing what the peer prints (tokens/s, final train loss, validation loss in nats and bits per
+// byte) so that tests/bench/gpt_vs_torch.sh can put the two side by side from one run. Also the
+// byte bigram model's validation bits/byte, the baseline a model must beat.
+#include "cli_commands.h"
+
+#include "data/text_corpus.h"
+#include "train/gpt_run.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace plab::cli {
+namespace {
+
+struct GptBenchArgs {
+    std::string data = "synthetic";
+    int steps = 1000;
+    int threads = 1;
+    std::uint64_t seed = 1;
+};
+
+TextCorpus loadCorpus(const std::string& data, int context, std::uint64_t seed) {
+    if (data == "synthetic")
+        return makeSyntheticText(seed, 1 << 21, context);
+    if (data == "fortunes")
+        return loadFortunes(context);
+    if (data.starts_with("text:"))
+        return loadTextFile(data.substr(5), context);
+    throw std::invalid_argument("bench gpt: --data \"" + data +
+                                "\": expected synthetic, fortunes or text:FILE");
+}
+
+int runGptBench(const GptBenchArgs& args) {
+    GptRunSettings settings;
+    settings.seed = args.seed;
+    settings.threads = args.threads;
+    const TextCorpus corpus = loadCorpus(args.data, settings.spec.context, args.seed);
+    GptRun run(settings, corpus);
+    const auto t0 = std::chrono::steady_clock::now();
+    double loss = 0.0;
+    for (int i = 0; i < args.steps; ++i) {
+        loss = run.step();
+        if (!std::isfinite(loss))
+            throw std::runtime_error("bench gpt: loss not finite at step " + std::to_string(i + 1));
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double validation = run.validationLoss();
+    const double tokens = static_cast<double>(args.steps) * settings.batch * settings.spec.context;
+    std::printf("gpt precision-lab fp32: %zu params, %d steps, %d thread(s): %.0f tokens/s, "
+                "train loss %.4f, val loss %.4f nats/byte = %.3f bits/byte, %zu bytes of text "
+                "(%s; byte bigram model %.3f bits/byte)\n",
+                run.parameters().size(), args.steps, args.threads, tokens / seconds, loss,
+                validation, validation / std::log(2.0),
+                corpus.train.size() + corpus.validation.size(), corpus.name.c_str(),
+                bigramBitsPerByte(corpus));
+    return 0;
+}
+
+} // namespace
+
+void addBenchGptSubcommand(CLI::App* bench, std::function<int()>& action) {
+    auto* cmd = bench->add_subcommand(
+        "gpt", "Train the tiny GPT in FP32 as the PyTorch peer does; tokens/s and bits/byte");
+    auto args = std::make_shared<GptBenchArgs>();
+    cmd->add_option("--data", args->data, "synthetic, fortunes or text:FILE")
+        ->capture_default_str();
+    cmd->add_option("--steps", args->steps, "Training steps (batch 32 x 64 bytes)")
+        ->check(wholeNumberAtLeast(1))
+        ->capture_default_str();
+    cmd->add_option("--threads", args->threads, "Threads for the matrix products")
+        ->check(wholeNumberAtLeast(1))
+        ->capture_default_str();
+    cmd->add_option("--seed", args->seed, "Initialisation, batches and synthetic text")
+        ->capture_default_str();
+    cmd->callback([args, &action] { action = [args] { return runGptBench(*args); }; });
+}
+
+} // namespace plab::cli

@@ -1,0 +1,46 @@
+// Training the tiny GPT in FP32 as the PyTorch peer trains it (AdamW lr 1e-3, betas 0.9 / 0.95,
+// eps 1e-8, weight decay 0.1 on matrices and embeddings only, batch 32, random windows, no
+// schedule, no clipping), and its validation loss over fixed windows. The benchmark against
+// ../shared/peers/gpt_torch.py runs this; the precision recipes' casts come in the trainer.
+#pragma once
+
+#include "data/text_corpus.h"
+#include "nn/transformer/gpt_model.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace plab {
+
+struct GptRunSettings {
+    transformer::GptSpec spec;
+    int batch = 32;
+    double lr = 1e-3, beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8, weightDecay = 0.1;
+    std::uint64_t seed = 1;
+    int validationWindows = 50; // drawn once from seed 1234, the same for every evaluation
+    int threads = 1;            // for the matrix products (OpenBLAS)
+};
+
+class GptRun {
+public:
+    GptRun(const GptRunSettings& settings, const TextCorpus& corpus);
+
+    // One training step; returns its loss (nats per byte).
+    double step();
+    // Mean loss over the validation windows (nats per byte).
+    double validationLoss();
+    std::int64_t stepsTaken() const { return m_step; }
+    const std::vector<float>& parameters() const { return m_params; }
+
+private:
+    GptRunSettings m_settings;
+    const TextCorpus& m_corpus;
+    transformer::GptModel m_model;
+    std::vector<float> m_params, m_grads, m_update, m_first, m_second;
+    std::vector<std::uint8_t> m_inputs, m_targets, m_valInputs, m_valTargets;
+    std::mt19937_64 m_rng;
+    std::int64_t m_step = 0;
+};
+
+} // namespace plab
