@@ -5,6 +5,10 @@
 #include "numerics/quantizer.h"
 #include "util/vector_clones.h"
 
+#if defined(PLAB_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -202,6 +206,32 @@ void matmulTN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
                 else
                     out.noalias() = a.middleRows(s, n).transpose() * b.middleRows(s, n);
             });
+}
+
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc) {
+#if defined(PLAB_HAVE_OPENBLAS)
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#else
+    using Strided = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
+    const Strided sa(a, transA ? k : m, transA ? m : k, Eigen::OuterStride<>(lda));
+    const Strided sb(b, transB ? n : k, transB ? k : n, Eigen::OuterStride<>(ldb));
+    Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>> sc(c, m, n, Eigen::OuterStride<>(ldc));
+    RowMatrix product(m, n);
+    if (transA && transB)
+        product.noalias() = sa.transpose() * sb.transpose();
+    else if (transA)
+        product.noalias() = sa.transpose() * sb;
+    else if (transB)
+        product.noalias() = sa * sb.transpose();
+    else
+        product.noalias() = sa * sb;
+    if (beta == 0.0f)
+        sc = alpha * product;
+    else
+        sc = alpha * product + beta * sc;
+#endif
 }
 
 } // namespace plab

@@ -41,4 +41,11 @@ void matmulNN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
 void matmulTN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc); // C (M,N) = A (K,M)^T * B(K,N)
 
+// Plain FP32 C (M, N) = alpha op(A) op(B) + beta C on row-major arrays with leading dimensions
+// (strided views: an attention head's columns): one BLAS sgemm call where the build has OpenBLAS
+// (beta 0 writes C without clearing it first, as Eigen's products do), Eigen's product otherwise.
+// opA (M, K) is A transposed when transA (A then stored K x M), likewise B.
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
+
 } // namespace plab

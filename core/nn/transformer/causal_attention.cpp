@@ -5,22 +5,23 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 namespace plab::transformer {
 namespace {
 
-// One head's slice of a (B, T, width) tensor at column `column`: a (T, hs) matrix with the
-// row stride of the tensor.
-using HeadMap = Eigen::Map<const RowMatrix, 0, Eigen::OuterStride<>>;
-using MutableHeadMap = Eigen::Map<RowMatrix, 0, Eigen::OuterStride<>>;
-
-HeadMap head(const float* tensor, int width, int time, int hs, int b, int column) {
-    return {tensor + static_cast<std::ptrdiff_t>(b) * time * width + column, time, hs,
-            Eigen::OuterStride<>(width)};
+// Where head h's q, k or v (part 0, 1, 2) of batch b starts in qkv (B, T, 3C), row stride 3C.
+const float* part(const float* qkv, const AttentionShape& s, int b, int h, int which) {
+    return qkv + static_cast<std::ptrdiff_t>(b) * s.time * 3 * s.channels +
+           static_cast<std::ptrdiff_t>(which) * s.channels + h * s.headSize();
 }
-MutableHeadMap head(float* tensor, int width, int time, int hs, int b, int column) {
-    return {tensor + static_cast<std::ptrdiff_t>(b) * time * width + column, time, hs,
-            Eigen::OuterStride<>(width)};
+float* part(float* qkv, const AttentionShape& s, int b, int h, int which) {
+    return const_cast<float*>(part(static_cast<const float*>(qkv), s, b, h, which));
+}
+// Head h of batch b in a (B, T, C) tensor, row stride C.
+template <class T>
+T* headOf(T* x, const AttentionShape& s, int b, int h) {
+    return x + static_cast<std::ptrdiff_t>(b) * s.time * s.channels + h * s.headSize();
 }
 
 } // namespace
@@ -28,20 +29,17 @@ MutableHeadMap head(float* tensor, int width, int time, int hs, int b, int colum
 void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    RowMatrix scores(t, t);
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            const HeadMap q = head(qkv, 3 * c, t, hs, b, h * hs);
-            const HeadMap k = head(qkv, 3 * c, t, hs, b, c + h * hs);
-            const HeadMap v = head(qkv, 3 * c, t, hs, b, 2 * c + h * hs);
-            scores.noalias() = q * k.transpose();
-            // (t, t) probabilities of this (batch, head)
+            // (t, t) scores, then probabilities, of this (batch, head)
             float* p = att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+            gemm(false, true, t, t, hs, 1.0f, part(qkv, s, b, h, 0), 3 * c, part(qkv, s, b, h, 1),
+                 3 * c, 0.0f, p, t); // q . k^T
             for (int i = 0; i < t; ++i) {
                 float* row = p + static_cast<std::ptrdiff_t>(i) * t;
                 float maxScore = -std::numeric_limits<float>::infinity();
                 for (int j = 0; j <= i; ++j) {
-                    row[j] = scores(i, j) * scale;
+                    row[j] *= scale;
                     maxScore = row[j] > maxScore ? row[j] : maxScore;
                 }
                 float sum = 0.0f;
@@ -55,8 +53,8 @@ void attentionForward(float* out, float* att, const float* qkv, const AttentionS
                 for (int j = i + 1; j < t; ++j)
                     row[j] = 0.0f; // masked: the future
             }
-            const Eigen::Map<const RowMatrix> probs(p, t, t);
-            head(out, c, t, hs, b, h * hs).noalias() = probs * v;
+            gemm(false, false, t, hs, t, 1.0f, p, t, part(qkv, s, b, h, 2), 3 * c, 0.0f,
+                 headOf(out, s, b, h), c); // att . v
         }
 }
 
@@ -67,28 +65,30 @@ void attentionBackward(float* dqkv, const float* dout, const float* qkv, const f
                        const AttentionShape& s) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    RowMatrix dp(t, t);
+    std::vector<float> dp(static_cast<std::size_t>(t) * static_cast<std::size_t>(t));
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            const HeadMap q = head(qkv, 3 * c, t, hs, b, h * hs);
-            const HeadMap k = head(qkv, 3 * c, t, hs, b, c + h * hs);
-            const HeadMap v = head(qkv, 3 * c, t, hs, b, 2 * c + h * hs);
-            const HeadMap dO = head(dout, c, t, hs, b, h * hs);
-            const Eigen::Map<const RowMatrix> p(
-                att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t, t, t);
-            dp.noalias() = dO * v.transpose();
-            head(dqkv, 3 * c, t, hs, b, 2 * c + h * hs).noalias() = p.transpose() * dO;
+            const float* p = att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+            const float* dO = headOf(dout, s, b, h);
+            gemm(false, true, t, t, hs, 1.0f, dO, c, part(qkv, s, b, h, 2), 3 * c, 0.0f, dp.data(),
+                 t); // dO . v^T
+            gemm(true, false, t, hs, t, 1.0f, p, t, dO, c, 0.0f, part(dqkv, s, b, h, 2),
+                 3 * c); // dv = P^T . dO
             for (int i = 0; i < t; ++i) {
+                const float* pi = p + static_cast<std::ptrdiff_t>(i) * t;
+                float* di = dp.data() + static_cast<std::ptrdiff_t>(i) * t;
                 float dot = 0.0f;
                 for (int j = 0; j <= i; ++j)
-                    dot += p(i, j) * dp(i, j);
+                    dot += pi[j] * di[j];
                 for (int j = 0; j <= i; ++j)
-                    dp(i, j) = p(i, j) * (dp(i, j) - dot) * scale;
+                    di[j] = pi[j] * (di[j] - dot) * scale;
                 for (int j = i + 1; j < t; ++j)
-                    dp(i, j) = 0.0f;
+                    di[j] = 0.0f;
             }
-            head(dqkv, 3 * c, t, hs, b, h * hs).noalias() = dp * k;
-            head(dqkv, 3 * c, t, hs, b, c + h * hs).noalias() = dp.transpose() * q;
+            gemm(false, false, t, hs, t, 1.0f, dp.data(), t, part(qkv, s, b, h, 1), 3 * c, 0.0f,
+                 part(dqkv, s, b, h, 0), 3 * c); // dq = dS . k
+            gemm(true, false, t, hs, t, 1.0f, dp.data(), t, part(qkv, s, b, h, 0), 3 * c, 0.0f,
+                 part(dqkv, s, b, h, 1), 3 * c); // dk = dS^T . q
         }
 }
 

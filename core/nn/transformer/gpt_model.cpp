@@ -18,8 +18,7 @@ namespace {
 // out (N, O) = in (N, I) . W^T (O, I) + b (O)
 void linearForward(float* out, const float* in, const float* w, const float* b, int rows,
                    int inputs, int outputs) {
-    matmulNT(MatrixMap(out, rows, outputs), ConstMatrixMap(in, rows, inputs),
-             ConstMatrixMap(w, outputs, inputs), false, {});
+    gemm(false, true, rows, outputs, inputs, 1.0f, in, inputs, w, inputs, 0.0f, out, outputs);
     for (int r = 0; r < rows; ++r) {
         float* o = out + static_cast<std::ptrdiff_t>(r) * outputs;
         for (int j = 0; j < outputs; ++j)
@@ -32,10 +31,9 @@ void linearForward(float* out, const float* in, const float* w, const float* b, 
 void linearBackward(float* din, float* dw, float* db, const float* dout, const float* in,
                     const float* w, int rows, int inputs, int outputs, bool accumulate) {
     if (din != nullptr)
-        matmulNN(MatrixMap(din, rows, inputs), ConstMatrixMap(dout, rows, outputs),
-                 ConstMatrixMap(w, outputs, inputs), accumulate, {});
-    matmulTN(MatrixMap(dw, outputs, inputs), ConstMatrixMap(dout, rows, outputs),
-             ConstMatrixMap(in, rows, inputs), true, {});
+        gemm(false, false, rows, inputs, outputs, 1.0f, dout, outputs, w, inputs,
+             accumulate ? 1.0f : 0.0f, din, inputs);
+    gemm(true, false, outputs, inputs, rows, 1.0f, dout, outputs, in, inputs, 1.0f, dw, inputs);
     for (int r = 0; r < rows; ++r) {
         const float* d = dout + static_cast<std::ptrdiff_t>(r) * outputs;
         for (int j = 0; j < outputs; ++j)
