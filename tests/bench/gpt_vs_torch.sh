@@ -1,28 +1,25 @@
-#!/ usr / bin / env bash
-#Benchmark, not a test : the tiny byte - level GPT(0.47M parameters, context 64, width 128, 4 heads,
+#!/usr/bin/env bash
+# Benchmark, not a test: the tiny byte-level GPT (0.47M parameters, context 64, width 128, 4 heads,
 # 2 blocks; AdamW, batch 32) trained in FP32 on the text of Debian's fortunes package by PyTorch
-#(shared / peers / gpt_torch.py) and by `precision - lab - cli bench gpt`, one thread each,        \
-  for each seed
-#in the same run, alternating; prints tokens / s and validation bits / byte per run, the means and
-#the ratios(issue 15's acceptance : bits / byte within 0.03 of PyTorch's over 3 seeds, tokens/s at
-#least 1.0x).GPT_STEPS(1000) and GPT_SEEDS("1 2 3") override.Needs python3 - torch, fortunes
-#and a built build / default(or $BUILD).
-set - euo pipefail cd "$(dirname " $0 ")/../.." cli =
-${BUILD : -build / default} / app / precision - lab - cli peer =
-${PEER : -../ shared / peers / gpt_torch.py} steps = ${GPT_STEPS : -1000} seeds =
-${GPT_SEEDS : -1 2 3}
+# (shared/peers/gpt_torch.py) and by `precision-lab-cli bench gpt`, one thread each, for each seed
+# in the same run, alternating; prints tokens/s and validation bits/byte per run, the means and
+# the ratios (issue 15's acceptance: bits/byte within 0.03 of PyTorch's over 3 seeds, tokens/s at
+# least 1.0x). GPT_STEPS (1000) and GPT_SEEDS ("1 2 3") override. Needs python3-torch, fortunes
+# and a built build/default (or $BUILD).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cli=${BUILD:-build/default}/app/precision-lab-cli
+peer=${PEER:-../shared/peers/gpt_torch.py}
+steps=${GPT_STEPS:-1000}
+seeds=${GPT_SEEDS:-1 2 3}
 
-field() {
-    sed - E "s/.* ([0-9.]+) $1.*/\1/" < < < "$2";
-}
 printf '%-22s %5s %10s %10s\n' run seed tokens/s bits/byte
 results=()
-for seed in $seeds;
-do
+for seed in $seeds; do
   torch=$(GPT_STEPS=$steps GPT_THREADS=1 GPT_SEED=$seed python3 "$peer" 2>&1 | grep "gpt torch")
-  ours=$("$cli" bench gpt --data fortunes --steps "$steps" --threads 1 --seed "$seed" | grep "gpt precision-lab")
-  for who in torch ours;
-do
+  ours=$("$cli" bench gpt --data fortunes --steps "$steps" --threads 1 --seed "$seed" |
+    grep "gpt precision-lab")
+  for who in torch ours; do
     line=${!who}
     tps=$(sed -E 's/.*: ([0-9]+) tokens\/s.*/\1/' <<<"$line")
     bpb=$(sed -E 's/.*= ([0-9.]+) bits\/byte.*/\1/' <<<"$line")
