@@ -6,6 +6,7 @@
 
 #include "data/text_corpus.h"
 #include "train/gpt_run.h"
+#include "train/train_config.h"
 
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,7 @@ namespace {
 
 struct GptBenchArgs {
     std::string data = "synthetic";
+    std::string preset = "fp32";
     int steps = 1000;
     int threads = 1;
     std::uint64_t seed = 1;
@@ -37,6 +39,11 @@ int runGptBench(const GptBenchArgs& args) {
     GptRunSettings settings;
     settings.seed = args.seed;
     settings.threads = args.threads;
+    if (args.preset != "fp32") {
+        TrainConfig precision = configFromJson(findPreset(args.preset).json);
+        precision.seed = args.seed;
+        settings.precision = precision;
+    }
     const TextCorpus corpus = loadCorpus(args.data, settings.spec.context, args.seed);
     GptRun run(settings, corpus);
     const auto t0 = std::chrono::steady_clock::now();
@@ -50,13 +57,26 @@ int runGptBench(const GptBenchArgs& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double validation = run.validationLoss();
     const double tokens = static_cast<double>(args.steps) * settings.batch * settings.spec.context;
-    std::printf("gpt precision-lab fp32: %zu params, %d steps, %d thread(s): %.0f tokens/s, "
+    std::printf("gpt precision-lab %s: %zu params, %d steps, %d thread(s): %.0f tokens/s, "
                 "train loss %.4f, val loss %.4f nats/byte = %.3f bits/byte, %zu bytes of text "
                 "(%s; byte bigram model %.3f bits/byte)\n",
-                run.parameters().size(), args.steps, args.threads, tokens / seconds, loss,
-                validation, validation / std::log(2.0),
+                args.preset.c_str(), run.parameters().size(), args.steps, args.threads,
+                tokens / seconds, loss, validation, validation / std::log(2.0),
                 corpus.train.size() + corpus.validation.size(), corpus.name.c_str(),
                 bigramBitsPerByte(corpus));
+    if (const GptRecipeCasts* casts = run.casts()) {
+        std::printf("loss scale %g, %lld step(s) skipped; flushed share of nonzero values over the "
+                    "run (weights, activations, activation gradients, weight gradients):\n",
+                    run.lossScale(), static_cast<long long>(run.skippedSteps()));
+        for (int stage = 0; stage < run.model().stageCount(); ++stage) {
+            std::printf("  %-18s", run.model().stageName(stage).c_str());
+            for (int o = 0; o < 4; ++o)
+                std::printf(" %9.4f%%",
+                            100.0 * casts->stats(stage, static_cast<transformer::GptOperand>(o))
+                                        .flushedShare());
+            std::printf("\n");
+        }
+    }
     return 0;
 }
 
@@ -67,6 +87,10 @@ void addBenchGptSubcommand(CLI::App* bench, std::function<int()>& action) {
         "gpt", "Train the tiny GPT in FP32 as the PyTorch peer does; tokens/s and bits/byte");
     auto args = std::make_shared<GptBenchArgs>();
     cmd->add_option("--data", args->data, "synthetic, fortunes or text:FILE")
+        ->capture_default_str();
+    cmd->add_option("--preset", args->preset,
+                    "A preset's precision recipe and scaling (see `presets`); the GPT's own "
+                    "optimiser and schedule")
         ->capture_default_str();
     cmd->add_option("--steps", args->steps, "Training steps (batch 32 x 64 bytes)")
         ->check(wholeNumberAtLeast(1))

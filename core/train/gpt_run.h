@@ -5,9 +5,13 @@
 #pragma once
 
 #include "data/text_corpus.h"
+#include "train/gpt_casts.h"
+#include "train/loss_scaler.h"
 #include "nn/transformer/gpt_model.h"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -20,14 +24,23 @@ struct GptRunSettings {
     std::uint64_t seed = 1;
     int validationWindows = 50; // drawn once from seed 1234, the same for every evaluation
     int threads = 1;            // for the matrix products (OpenBLAS)
+    // A train config whose precision recipe and scaling the run applies (its model, data and
+    // optimiser settings are not used: the GPT's are above). None: FP32.
+    std::optional<TrainConfig> precision;
 };
 
 class GptRun {
 public:
     GptRun(const GptRunSettings& settings, const TextCorpus& corpus);
 
-    // One training step; returns its loss (nats per byte).
+    // One training step; returns its loss (nats per byte). Throws std::runtime_error when the
+    // gradients overflow under a policy that cannot back off (none, static).
     double step();
+    // The recipe's casts (null for FP32) and loss scale.
+    const GptRecipeCasts* casts() const { return m_casts.get(); }
+    double lossScale() const;
+    std::int64_t skippedSteps() const { return m_skipped; }
+    const transformer::GptModel& model() const { return m_model; }
     // Mean loss over the validation windows (nats per byte).
     double validationLoss();
     std::int64_t stepsTaken() const { return m_step; }
@@ -40,7 +53,10 @@ private:
     std::vector<float> m_params, m_grads, m_update, m_first, m_second;
     std::vector<std::uint8_t> m_inputs, m_targets, m_valInputs, m_valTargets;
     std::mt19937_64 m_rng;
-    std::int64_t m_step = 0;
+    std::int64_t m_step = 0, m_skipped = 0;
+    std::unique_ptr<GptRecipeCasts> m_casts;
+    std::unique_ptr<LossScaler> m_scaler; // dynamic / enhanced
+    std::unique_ptr<Quantizer> m_master, m_state;
 };
 
 } // namespace plab

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -22,6 +23,8 @@ private slots:
     void finiteDifferences();
     void initialisationAsThePeer();
     void rejectsBadShapes();
+    void castsReachEveryOperandOfEveryStage();
+    void identityCastsChangeNothing();
 };
 
 namespace {
@@ -166,6 +169,87 @@ void TestGptModel::rejectsBadShapes() {
                              model.forward(params.data(), ok.data(), ok.data(), 2, 5)); // T > 4
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                              model.forward(params.data(), past.data(), ok.data(), 2, 4));
+}
+
+namespace {
+
+// Records which (stage, operand) pairs were cast and how many values; optionally rounds to
+// bfloat16 (truncating the low 16 bits, enough to tell that casts reach the arithmetic).
+class RecordingCasts final : public GptCasts {
+public:
+    explicit RecordingCasts(bool truncate) : m_truncate(truncate) {}
+    void cast(int stage, GptOperand operand, float* values, std::size_t count) override {
+        seen[{stage, static_cast<int>(operand)}] += count;
+        if (m_truncate)
+            for (std::size_t i = 0; i < count; ++i) {
+                std::uint32_t u;
+                std::memcpy(&u, values + i, 4);
+                u &= 0xFFFF0000u;
+                std::memcpy(values + i, &u, 4);
+            }
+    }
+    std::map<std::pair<int, int>, std::size_t> seen;
+
+private:
+    bool m_truncate;
+};
+
+struct SmallRun {
+    GptModel model{GptSpec{16, 6, 8, 2, 2}};
+    std::vector<float> params = std::vector<float>(model.parameterCount());
+    std::vector<std::uint8_t> tokens = {1, 5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4};
+    std::vector<std::uint8_t> targets = {5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4, 8};
+    SmallRun() {
+        std::mt19937_64 rng(3);
+        std::normal_distribution<float> normal(0.0f, 0.3f);
+        for (float& p : params)
+            p = normal(rng);
+    }
+    std::pair<double, std::vector<float>> lossAndGradients() {
+        const double loss = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        std::vector<float> grads(params.size());
+        model.backward(params.data(), grads.data());
+        return {loss, grads};
+    }
+};
+
+} // namespace
+
+void TestGptModel::castsReachEveryOperandOfEveryStage() {
+    SmallRun run;
+    const auto [plainLoss, plainGrads] = run.lossAndGradients();
+    RecordingCasts casts(true);
+    run.model.setCasts(&casts);
+    const auto [castLoss, castGrads] = run.lossAndGradients();
+    QCOMPARE(run.model.stageCount(), 5);
+    QCOMPARE(QString::fromStdString(run.model.stageName(0)), QString("block0.attention"));
+    QCOMPARE(QString::fromStdString(run.model.stageName(3)), QString("block1.mlp"));
+    QCOMPARE(QString::fromStdString(run.model.stageName(4)), QString("head"));
+    for (int stage = 0; stage < 5; ++stage)
+        for (int operand = 0; operand < 4; ++operand)
+            QVERIFY2(casts.seen.count({stage, operand}) == 1,
+                     qPrintable(QString("stage %1 operand %2 never cast").arg(stage).arg(operand)));
+    // Attention: its QKV and output weights (3C x C + C x C), and as activations the QKV
+    // projection's input, q k v, the probabilities (B H T T) and the output projection's input.
+    const std::size_t rows = 12, c = 8;
+    const std::size_t attentionWeights = casts.seen[{0, 0}];
+    const std::size_t attentionActivations = casts.seen[{0, 1}];
+    QCOMPARE(attentionWeights, 3 * c * c + c * c);
+    QCOMPARE(attentionActivations, rows * c + rows * 3 * c + 2 * 2 * 6 * 6 + rows * c);
+    // The casts reach the arithmetic: bfloat16-truncated operands move the loss a little.
+    QVERIFY(castLoss != plainLoss);
+    QVERIFY(std::fabs(castLoss - plainLoss) < 0.05 * plainLoss);
+    QVERIFY(normalisedError(castGrads.data(), plainGrads.data(), castGrads.size()) < 0.1);
+}
+
+void TestGptModel::identityCastsChangeNothing() {
+    SmallRun run;
+    const auto [plainLoss, plainGrads] = run.lossAndGradients();
+    RecordingCasts casts(false);
+    run.model.setCasts(&casts);
+    const auto [castLoss, castGrads] = run.lossAndGradients();
+    QCOMPARE(castLoss, plainLoss);
+    QVERIFY(std::memcmp(castGrads.data(), plainGrads.data(), 4 * castGrads.size()) == 0);
 }
 
 QTEST_APPLESS_MAIN(TestGptModel)

@@ -103,8 +103,8 @@ void TestTransformerLayers::attention() {
         return dot(out, r);
     };
     objective();
-    std::vector<float> dqkv(qkv.size(), 7.0f);
-    attentionBackward(dqkv.data(), r.data(), qkv.data(), att.data(), s);
+    std::vector<float> dqkv(qkv.size(), 7.0f), dscores(att.size());
+    attentionBackward(dqkv.data(), dscores.data(), r.data(), qkv.data(), att.data(), s);
     const double worst = worstError(qkv, dqkv, objective);
     QVERIFY2(worst < 1e-2, qPrintable(QString("worst relative error %1").arg(worst)));
     // Each row of probabilities sums to 1 over the past and is 0 over the future.

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <vector>
 
 namespace plab::transformer {
 namespace {
@@ -26,13 +25,17 @@ T* headOf(T* x, const AttentionShape& s, int b, int h) {
 
 } // namespace
 
-void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s) {
+void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
+                      const AttentionCast& castProbabilities) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    auto probabilities = [&](int b, int h) {
+        return att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+    };
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
             // (t, t) scores, then probabilities, of this (batch, head)
-            float* p = att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+            float* p = probabilities(b, h);
             gemm(false, true, t, t, hs, 1.0f, part(qkv, s, b, h, 0), 3 * c, part(qkv, s, b, h, 1),
                  3 * c, 0.0f, p, t); // q . k^T
             for (int i = 0; i < t; ++i) {
@@ -53,30 +56,38 @@ void attentionForward(float* out, float* att, const float* qkv, const AttentionS
                 for (int j = i + 1; j < t; ++j)
                     row[j] = 0.0f; // masked: the future
             }
-            gemm(false, false, t, hs, t, 1.0f, p, t, part(qkv, s, b, h, 2), 3 * c, 0.0f,
-                 headOf(out, s, b, h), c); // att . v
         }
+    if (castProbabilities)
+        castProbabilities(att, static_cast<std::size_t>(s.batch) * s.heads * t * t);
+    for (int b = 0; b < s.batch; ++b)
+        for (int h = 0; h < s.heads; ++h)
+            gemm(false, false, t, hs, t, 1.0f, probabilities(b, h), t, part(qkv, s, b, h, 2), 3 * c,
+                 0.0f, headOf(out, s, b, h), c); // att . v
 }
 
 // Per (batch, head), with P = att, dO = dout's head:
 //   dP = dO . v^T; dv = P^T . dO; dS = P * (dP - rowsum(P * dP)) (the softmax's Jacobian; 0
 //   above the diagonal, where P is 0); dq = dS . k * scale; dk = dS^T . q * scale.
-void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                       const AttentionShape& s) {
+void attentionBackward(float* dqkv, float* dscores, const float* dout, const float* qkv,
+                       const float* att, const AttentionShape& s,
+                       const AttentionCast& castScoreGradients) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    std::vector<float> dp(static_cast<std::size_t>(t) * static_cast<std::size_t>(t));
+    auto square = [&](auto* base, int b, int h) {
+        return base + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+    };
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            const float* p = att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
+            const float* p = square(att, b, h);
+            float* dp = square(dscores, b, h);
             const float* dO = headOf(dout, s, b, h);
-            gemm(false, true, t, t, hs, 1.0f, dO, c, part(qkv, s, b, h, 2), 3 * c, 0.0f, dp.data(),
+            gemm(false, true, t, t, hs, 1.0f, dO, c, part(qkv, s, b, h, 2), 3 * c, 0.0f, dp,
                  t); // dO . v^T
             gemm(true, false, t, hs, t, 1.0f, p, t, dO, c, 0.0f, part(dqkv, s, b, h, 2),
                  3 * c); // dv = P^T . dO
             for (int i = 0; i < t; ++i) {
                 const float* pi = p + static_cast<std::ptrdiff_t>(i) * t;
-                float* di = dp.data() + static_cast<std::ptrdiff_t>(i) * t;
+                float* di = dp + static_cast<std::ptrdiff_t>(i) * t;
                 float dot = 0.0f;
                 for (int j = 0; j <= i; ++j)
                     dot += pi[j] * di[j];
@@ -85,9 +96,15 @@ void attentionBackward(float* dqkv, const float* dout, const float* qkv, const f
                 for (int j = i + 1; j < t; ++j)
                     di[j] = 0.0f;
             }
-            gemm(false, false, t, hs, t, 1.0f, dp.data(), t, part(qkv, s, b, h, 1), 3 * c, 0.0f,
+        }
+    if (castScoreGradients)
+        castScoreGradients(dscores, static_cast<std::size_t>(s.batch) * s.heads * t * t);
+    for (int b = 0; b < s.batch; ++b)
+        for (int h = 0; h < s.heads; ++h) {
+            const float* dp = square(static_cast<const float*>(dscores), b, h);
+            gemm(false, false, t, hs, t, 1.0f, dp, t, part(qkv, s, b, h, 1), 3 * c, 0.0f,
                  part(dqkv, s, b, h, 0), 3 * c); // dq = dS . k
-            gemm(true, false, t, hs, t, 1.0f, dp.data(), t, part(qkv, s, b, h, 0), 3 * c, 0.0f,
+            gemm(true, false, t, hs, t, 1.0f, dp, t, part(qkv, s, b, h, 0), 3 * c, 0.0f,
                  part(dqkv, s, b, h, 1), 3 * c); // dk = dS^T . q
         }
 }

@@ -5,6 +5,9 @@
 // The two products (q.k^T and att.v) are matrix products per (batch, head), as in PyTorch.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+
 namespace plab::transformer {
 
 struct AttentionShape {
@@ -12,10 +15,19 @@ struct AttentionShape {
     int headSize() const { return channels / heads; }
 };
 
-// att is kept for backward.
-void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s);
+// Casts a whole (B, H, T, T) operand of the second or first product in place: the precision
+// recipe's hook (empty: FP32).
+using AttentionCast = std::function<void(float* values, std::size_t count)>;
+
+// att is kept for backward; castProbabilities, when set, casts att before att . v (and the cast
+// att is what backward sees).
+void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
+                      const AttentionCast& castProbabilities = {});
 // dqkv (B, T, 3C) from dout (B, T, C), the forward's qkv and att (overwritten, not accumulated).
-void attentionBackward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                       const AttentionShape& s);
+// dscores (B, H, T, T) is scratch; castScoreGradients, when set, casts the scores' gradient
+// before the products that take it back to q and k.
+void attentionBackward(float* dqkv, float* dscores, const float* dout, const float* qkv,
+                       const float* att, const AttentionShape& s,
+                       const AttentionCast& castScoreGradients = {});
 
 } // namespace plab::transformer

@@ -84,6 +84,44 @@ std::size_t GptModel::add(const std::string& name, std::size_t rows, std::size_t
     return m_tensors.back().offset;
 }
 
+std::string GptModel::stageName(int stage) const {
+    if (stage >= 2 * m_spec.blocks)
+        return "head";
+    return "block" + std::to_string(stage / 2) + (stage % 2 == 0 ? ".attention" : ".mlp");
+}
+
+int GptModel::stageOfTensor(std::size_t i) const {
+    const std::string& name = m_tensors[i].name;
+    if (name.starts_with("head."))
+        return 2 * m_spec.blocks;
+    if (!name.starts_with("blocks."))
+        return -1; // embeddings, the final norm
+    const int block = std::stoi(name.substr(7));
+    if (name.find(".qkv.") != std::string::npos || name.find(".proj.") != std::string::npos)
+        return 2 * block;
+    if (name.find(".fc.") != std::string::npos || name.find(".out.") != std::string::npos)
+        return 2 * block + 1;
+    return -1; // the blocks' norms
+}
+
+const float* GptModel::operand(int stage, GptOperand role, const float* values, std::size_t count,
+                               std::vector<float>& copy) {
+    if (m_casts == nullptr)
+        return values;
+    copy.assign(values, values + count);
+    m_casts->cast(stage, role, copy.data(), count);
+    return copy.data();
+}
+
+void GptModel::castGradients(int stage, float* grads, std::size_t weightOffset,
+                             std::size_t biasOffset) {
+    if (m_casts == nullptr)
+        return;
+    for (const GptTensor& t : m_tensors)
+        if (t.offset == weightOffset || t.offset == biasOffset)
+            m_casts->cast(stage, GptOperand::WeightGradients, grads + t.offset, t.size());
+}
+
 void GptModel::initParameters(float* params, std::uint64_t seed) const {
     std::mt19937_64 rng(seed);
     const float projStd = 0.02f / std::sqrt(2.0f * static_cast<float>(m_spec.blocks));
@@ -150,37 +188,69 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
             throw std::invalid_argument("gpt forward: a byte past the vocabulary");
 
     const AttentionShape shape{batch, time, c, m_spec.heads};
+    // With casts the products read cast weights (matrices only; biases are added in FP32).
+    m_castLastForward = m_casts != nullptr;
+    const float* w = params;
+    if (m_casts != nullptr) {
+        m_castParams.assign(params, params + m_count);
+        for (std::size_t i = 0; i < m_tensors.size(); ++i)
+            if (const int stage = stageOfTensor(i); stage >= 0 && m_tensors[i].matrix())
+                m_casts->cast(stage, GptOperand::Weights, m_castParams.data() + m_tensors[i].offset,
+                              m_tensors[i].size());
+        w = m_castParams.data();
+    }
+    const std::size_t nc = n * static_cast<std::size_t>(c);
     embeddingForward(m_acts[0].in.data(), tokens, params + m_tok, params + m_pos, batch, time, c);
     for (std::size_t l = 0; l < m_acts.size(); ++l) {
         BlockActivations& a = m_acts[l];
         const BlockOffsets& o = m_blockOffsets[l];
+        const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
         layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), a.in.data(),
                          params + o.ln1w, params + o.ln1b, rows, c);
-        linearForward(a.qkv.data(), a.ln1.data(), params + o.qkvw, params + o.qkvb, rows, c, 3 * c);
-        attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape);
-        linearForward(a.mid.data(), a.attOut.data(), params + o.projw, params + o.projb, rows, c,
-                      c);
+        linearForward(a.qkv.data(),
+                      operand(attention, GptOperand::Activations, a.ln1.data(), nc, a.ln1Cast),
+                      w + o.qkvw, w + o.qkvb, rows, c, 3 * c);
+        AttentionCast castProbabilities;
+        if (m_casts != nullptr) { // q, k and v, and the probabilities: the products' operands
+            m_casts->cast(attention, GptOperand::Activations, a.qkv.data(), a.qkv.size());
+            castProbabilities = [this, attention](float* v, std::size_t count) {
+                m_casts->cast(attention, GptOperand::Activations, v, count);
+            };
+        }
+        attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape, castProbabilities);
+        linearForward(a.mid.data(),
+                      operand(attention, GptOperand::Activations, a.attOut.data(), nc, a.attOutCast),
+                      w + o.projw, w + o.projb, rows, c, c);
         for (std::size_t i = 0; i < a.mid.size(); ++i)
             a.mid[i] += a.in[i]; // residual
         layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.mid.data(),
                          params + o.ln2w, params + o.ln2b, rows, c);
-        linearForward(a.fc.data(), a.ln2.data(), params + o.fcw, params + o.fcb, rows, c, 4 * c);
+        linearForward(a.fc.data(), operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast),
+                      w + o.fcw, w + o.fcb, rows, c, 4 * c);
         geluTanhForward(a.gelu.data(), a.fc.data(), a.fc.size());
         float* next = l + 1 < m_acts.size() ? m_acts[l + 1].in.data() : m_final.data();
-        linearForward(next, a.gelu.data(), params + o.outw, params + o.outb, rows, 4 * c, c);
+        linearForward(next,
+                      operand(mlp, GptOperand::Activations, a.gelu.data(), 4 * nc, a.geluCast),
+                      w + o.outw, w + o.outb, rows, 4 * c, c);
         for (std::size_t i = 0; i < a.mid.size(); ++i)
             next[i] += a.mid[i]; // residual
     }
     layerNormForward(m_lnf.data(), m_lnfMean.data(), m_lnfRstd.data(), m_final.data(),
                      params + m_lnfw, params + m_lnfb, rows, c);
-    linearForward(m_logits.data(), m_lnf.data(), params + m_headw, params + m_headb, rows, c,
-                  m_spec.vocab);
+    const int head = stageCount() - 1;
+    linearForward(m_logits.data(),
+                  operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast),
+                  w + m_headw, w + m_headb, rows, c, m_spec.vocab);
     return sequenceCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data());
 }
 
-void GptModel::backward(const float* params, float* grads) {
+void GptModel::backward(const float* params, float* grads, float lossScale) {
     if (m_batch == 0)
         throw std::logic_error("gpt backward before forward");
+    if (lossScale != 1.0f) { // forward writes dlogits afresh each time
+        for (float& d : m_dlogits)
+            d *= lossScale;
+    }
     std::fill(grads, grads + m_count, 0.0f);
     const int rows = m_batch * m_time, c = m_spec.width;
     const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
@@ -193,28 +263,59 @@ void GptModel::backward(const float* params, float* grads) {
     dqkv.resize(3 * n);
     dfc.resize(4 * n);
 
-    linearBackward(dlnf.data(), grads + m_headw, grads + m_headb, m_dlogits.data(), m_lnf.data(),
-                   params + m_headw, rows, c, m_spec.vocab, false);
+    // The products' operands as forward read them, and the arriving gradients cast.
+    const bool cast = m_castLastForward && m_casts != nullptr;
+    const float* w = cast ? m_castParams.data() : params;
+    auto used = [cast](const std::vector<float>& value, const std::vector<float>& castCopy) {
+        return cast ? castCopy.data() : value.data();
+    };
+    const std::size_t nc = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
+    const int head = stageCount() - 1;
+    linearBackward(dlnf.data(), grads + m_headw, grads + m_headb,
+                   operand(head, GptOperand::ActivationGradients, m_dlogits.data(),
+                           m_dlogits.size(), m_gradCast),
+                   used(m_lnf, m_lnfCast), w + m_headw, rows, c, m_spec.vocab, false);
+    castGradients(head, grads, m_headw, m_headb);
     layerNormBackward(dx.data(), grads + m_lnfw, grads + m_lnfb, dlnf.data(), m_final.data(),
                       params + m_lnfw, m_lnfMean.data(), m_lnfRstd.data(), rows, c, false);
     for (std::size_t l = m_acts.size(); l-- > 0;) {
         const BlockActivations& a = m_acts[l];
         const BlockOffsets& o = m_blockOffsets[l];
+        const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
         // next = mid + out(gelu(fc(ln2(mid)))): dx flows to mid directly and through the MLP.
-        linearBackward(dfc.data(), grads + o.outw, grads + o.outb, dx.data(), a.gelu.data(),
-                       params + o.outw, rows, 4 * c, c, false);
+        linearBackward(dfc.data(), grads + o.outw, grads + o.outb,
+                       operand(mlp, GptOperand::ActivationGradients, dx.data(), nc, m_gradCast),
+                       used(a.gelu, a.geluCast), w + o.outw, rows, 4 * c, c, false);
+        castGradients(mlp, grads, o.outw, o.outb);
         geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
-        linearBackward(dln.data(), grads + o.fcw, grads + o.fcb, dfc.data(), a.ln2.data(),
-                       params + o.fcw, rows, c, 4 * c, false);
+        linearBackward(dln.data(), grads + o.fcw, grads + o.fcb,
+                       operand(mlp, GptOperand::ActivationGradients, dfc.data(), 4 * nc, m_gradCast),
+                       used(a.ln2, a.ln2Cast), w + o.fcw, rows, c, 4 * c, false);
+        castGradients(mlp, grads, o.fcw, o.fcb);
         dmid = dx;
         layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
                           params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
-        linearBackward(dattOut.data(), grads + o.projw, grads + o.projb, dmid.data(),
-                       a.attOut.data(), params + o.projw, rows, c, c, false);
-        attentionBackward(dqkv.data(), dattOut.data(), a.qkv.data(), a.att.data(), shape);
-        linearBackward(dln.data(), grads + o.qkvw, grads + o.qkvb, dqkv.data(), a.ln1.data(),
-                       params + o.qkvw, rows, c, 3 * c, false);
+        linearBackward(dattOut.data(), grads + o.projw, grads + o.projb,
+                       operand(attention, GptOperand::ActivationGradients, dmid.data(), nc,
+                               m_gradCast),
+                       used(a.attOut, a.attOutCast), w + o.projw, rows, c, c, false);
+        castGradients(attention, grads, o.projw, o.projb);
+        AttentionCast castScoreGradients;
+        if (cast) { // dO, the gradient entering att . v's backward, and the scores' gradient
+            m_casts->cast(attention, GptOperand::ActivationGradients, dattOut.data(), nc);
+            castScoreGradients = [this, attention](float* v, std::size_t count) {
+                m_casts->cast(attention, GptOperand::ActivationGradients, v, count);
+            };
+        }
+        m_dscores.resize(a.att.size());
+        attentionBackward(dqkv.data(), m_dscores.data(), dattOut.data(), a.qkv.data(),
+                          a.att.data(), shape, castScoreGradients);
+        linearBackward(dln.data(), grads + o.qkvw, grads + o.qkvb,
+                       operand(attention, GptOperand::ActivationGradients, dqkv.data(), 3 * nc,
+                               m_gradCast),
+                       used(a.ln1, a.ln1Cast), w + o.qkvw, rows, c, 3 * c, false);
+        castGradients(attention, grads, o.qkvw, o.qkvb);
         dx = dmid;
         layerNormBackward(dx.data(), grads + o.ln1w, grads + o.ln1b, dln.data(), a.in.data(),
                           params + o.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, c, true);

@@ -14,6 +14,21 @@
 
 namespace plab::transformer {
 
+// The operands the precision recipe casts (its tensor roles, train/precision_recipe.h).
+enum class GptOperand { Weights, Activations, ActivationGradients, WeightGradients };
+
+// Casts the operands of every matrix product in place, by stage and operand: the trainer's
+// quantisers (and their counters) behind it. Stages of the GPT ("what a layer is" for per-layer
+// settings): per block an attention stage (the QKV projection, q . k^T, att . v and the output
+// projection) and an MLP stage (fc and out), then the head; 2 * blocks + 1 in all. The
+// embeddings are lookups and the LayerNorms element-wise: no product, no cast (FP32), as mixed
+// precision recipes keep them.
+class GptCasts {
+public:
+    virtual ~GptCasts() = default;
+    virtual void cast(int stage, GptOperand operand, float* values, std::size_t count) = 0;
+};
+
 struct GptSpec {
     int vocab = 256, context = 64, width = 128, heads = 4, blocks = 2;
     bool operator==(const GptSpec&) const = default;
@@ -35,6 +50,12 @@ public:
     const GptSpec& spec() const { return m_spec; }
     std::size_t parameterCount() const { return m_count; }
     const std::vector<GptTensor>& tensors() const { return m_tensors; }
+    int stageCount() const { return 2 * m_spec.blocks + 1; }
+    std::string stageName(int stage) const; // "block0.attention", "block0.mlp", ..., "head"
+    // The stage whose products read parameter tensor i (-1: none, an embedding or a norm).
+    int stageOfTensor(std::size_t i) const;
+    // Casts for the following forward and backward passes (null: FP32). Not owned.
+    void setCasts(GptCasts* casts) { m_casts = casts; }
 
     // The peer's initialisation: N(0, 0.02) for matrices and embeddings, N(0, 0.02 /
     // sqrt(2 blocks)) for each block's output projections (proj, out), biases 0, LayerNorm 1 / 0.
@@ -44,8 +65,9 @@ public:
     // against targets (B, T); keeps what backward needs.
     double forward(const float* params, const std::uint8_t* tokens, const std::uint8_t* targets,
                    int batch, int time);
-    // grads (overwritten) of the last forward's loss.
-    void backward(const float* params, float* grads);
+    // grads (overwritten) of the last forward's loss times lossScale (mixed precision's loss
+    // scaling: the gradients arrive scaled; the caller unscales them).
+    void backward(const float* params, float* grads, float lossScale = 1.0f);
     // The last forward's logits (B, T, V).
     const std::vector<float>& logits() const { return m_logits; }
 
@@ -64,9 +86,15 @@ private:
         std::vector<float> ln2, ln2Mean, ln2Rstd;
         std::vector<float> fc;   // (rows, 4C)
         std::vector<float> gelu; // (rows, 4C)
+        // With casts: the cast copies the products read (and their weight gradients need).
+        std::vector<float> ln1Cast, attOutCast, ln2Cast, geluCast;
     };
 
     std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
+    // The operand a product reads: values, or (with casts) a cast copy kept in `copy`.
+    const float* operand(int stage, GptOperand role, const float* values, std::size_t count,
+                         std::vector<float>& copy);
+    void castGradients(int stage, float* grads, std::size_t weightOffset, std::size_t biasOffset);
     void resize(int batch, int time);
 
     GptSpec m_spec;
@@ -79,7 +107,10 @@ private:
     std::vector<std::uint8_t> m_tokens, m_targets;
     std::vector<BlockActivations> m_acts;
     std::vector<float> m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
-    std::vector<float> m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc;
+    std::vector<float> m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc, m_dscores;
+    GptCasts* m_casts = nullptr;
+    bool m_castLastForward = false;
+    std::vector<float> m_castParams, m_lnfCast, m_gradCast;
 };
 
 } // namespace plab::transformer
