@@ -46,6 +46,8 @@ int runGptBench(const GptBenchArgs& args) {
     }
     const TextCorpus corpus = loadCorpus(args.data, settings.spec.context, args.seed);
     GptRun run(settings, corpus);
+    if (!run.notice().empty())
+        std::fprintf(stderr, "bench gpt: %s\n", run.notice().c_str());
     const auto t0 = std::chrono::steady_clock::now();
     double loss = 0.0;
     for (int i = 0; i < args.steps; ++i) {

@@ -36,8 +36,13 @@ GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, int stageCount)
         for (int o = 0; o < 4; ++o) {
             QuantConfig q = config.recipe.config(stage, stageCount,
                                                  roleOf(static_cast<transformer::GptOperand>(o)));
-            // A block's element cast saturates (block_quantizer.h), as in the trainer.
-            if (isBlockPolicy(config.scalingPolicy) && o != 3 && q.format.exponentBits < 8)
+            // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or
+            // tensor scale fills the range, and a stale (delayed) amax or a block's largest
+            // element past the element max must clip, not become Inf.
+            const bool scaled = isBlockPolicy(config.scalingPolicy) ||
+                                config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
+                                config.scalingPolicy == ScalingPolicy::AmaxDelayed;
+            if (scaled && o != 3)
                 q.overflow = Overflow::Saturate;
             Cast& c = m_casts[static_cast<std::size_t>(stage * 4 + o)];
             c.quantizer = std::make_unique<Quantizer>(q);
@@ -71,7 +76,8 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* val
     QuantStats* stats = m_counting ? &c.stats : nullptr;
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
-    if (!gradient && isBlockPolicy(m_config.scalingPolicy) && c.quantizer->config().format.exponentBits < 8) {
+    if (!gradient && isBlockPolicy(m_config.scalingPolicy) &&
+        c.quantizer->config().format.exponentBits < 8) {
         quantizeBlocks(*c.quantizer, *m_config.blockScheme(), v, v, {}, stats, nullptr, options,
                        m_blockInfo);
         return;
@@ -81,8 +87,9 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* val
         const double amax = amaxOf(v);
         double scaleAmax = amax;
         if (m_config.scalingPolicy == ScalingPolicy::AmaxDelayed) {
-            AmaxHistory& h = m_histories.try_emplace(call, static_cast<std::size_t>(
-                                                               m_config.amaxHistory)).first->second;
+            AmaxHistory& h =
+                m_histories.try_emplace(call, static_cast<std::size_t>(m_config.amaxHistory))
+                    .first->second;
             scaleAmax = h.empty() ? amax : (m_config.amaxMostRecent ? h.mostRecent() : h.max());
             h.push(amax);
         }

@@ -29,7 +29,8 @@ public:
 
     // Each step's casts draw their random words from (step, call) streams.
     void beginStep(std::int64_t step);
-    void cast(int stage, transformer::GptOperand operand, float* values, std::size_t count) override;
+    void cast(int stage, transformer::GptOperand operand, float* values,
+              std::size_t count) override;
 
     // Everything counted so far, by stage and role (Weights .. WeightGradients).
     const QuantStats& stats(int stage, transformer::GptOperand operand) const;
@@ -46,7 +47,7 @@ private:
 
     TrainConfig m_config;
     int m_stageCount;
-    std::vector<Cast> m_casts; // stage * 4 + operand
+    std::vector<Cast> m_casts;                        // stage * 4 + operand
     std::map<std::uint64_t, AmaxHistory> m_histories; // delayed scaling: by (step call order)
     std::int64_t m_step = 0;
     std::uint64_t m_call = 0;

@@ -42,10 +42,19 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
         m_casts = std::make_unique<GptRecipeCasts>(p, m_model.stageCount());
         m_model.setCasts(m_casts.get());
         m_scaler = makeLossScaler(p);
-        m_master = std::make_unique<Quantizer>(p.recipe.roles[static_cast<std::size_t>(
-            TensorRole::MasterWeights)]);
-        m_state = std::make_unique<Quantizer>(p.recipe.roles[static_cast<std::size_t>(
-            TensorRole::OptimizerState)]);
+        m_master = std::make_unique<Quantizer>(
+            p.recipe.roles[static_cast<std::size_t>(TensorRole::MasterWeights)]);
+        // Adam's second moment is the square of a gradient: in a format with less exponent
+        // range than FP32's (FP16, FP8: the SGD-momentum recipes' state) it flushes to zero and
+        // the update divides by epsilon alone. Such a state format is kept in FP32 (and said).
+        const QuantConfig& state =
+            p.recipe.roles[static_cast<std::size_t>(TensorRole::OptimizerState)];
+        if (state.format.exponentBits >= 8) {
+            m_state = std::make_unique<Quantizer>(state);
+        } else {
+            m_notice = "optimiser state kept in fp32: the recipe's " + state.format.name +
+                       " would flush AdamW's second moment (squared gradients)";
+        }
     }
 }
 

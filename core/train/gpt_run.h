@@ -5,14 +5,15 @@
 #pragma once
 
 #include "data/text_corpus.h"
+#include "nn/transformer/gpt_model.h"
 #include "train/gpt_casts.h"
 #include "train/loss_scaler.h"
-#include "nn/transformer/gpt_model.h"
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace plab {
@@ -40,6 +41,8 @@ public:
     const GptRecipeCasts* casts() const { return m_casts.get(); }
     double lossScale() const;
     std::int64_t skippedSteps() const { return m_skipped; }
+    // What the run changed of the recipe, and why (empty: nothing).
+    const std::string& notice() const { return m_notice; }
     const transformer::GptModel& model() const { return m_model; }
     // Mean loss over the validation windows (nats per byte).
     double validationLoss();
@@ -57,6 +60,7 @@ private:
     std::unique_ptr<GptRecipeCasts> m_casts;
     std::unique_ptr<LossScaler> m_scaler; // dynamic / enhanced
     std::unique_ptr<Quantizer> m_master, m_state;
+    std::string m_notice;
 };
 
 } // namespace plab

@@ -7,6 +7,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 using namespace plab;
 
 class TestGptRun : public QObject {
@@ -16,6 +18,7 @@ private slots:
     void fp32RecipeIsTheFp32Run();
     void fp16WithoutScalingFlushesGradients();
     void perLayerScalingIsRefused();
+    void everyOtherPresetTrains();
 };
 
 namespace {
@@ -81,6 +84,22 @@ void TestGptRun::perLayerScalingIsRefused() {
     GptRunSettings s = small();
     s.precision = preset("fp16-zhao");
     QVERIFY_THROWS_EXCEPTION(ConfigError, GptRun(s, corpus()));
+}
+
+void TestGptRun::everyOtherPresetTrains() {
+    // Every preset but the per-layer one: a few steps with finite losses, counted casts.
+    for (const Preset& p : presets()) {
+        GptRunSettings s = small();
+        s.precision = configFromJson(p.json);
+        if (s.precision->scalingPolicy == ScalingPolicy::PerLayer)
+            continue;
+        GptRun run(s, corpus());
+        double loss = 0.0;
+        for (int i = 0; i < 4; ++i)
+            loss = run.step();
+        QVERIFY2(std::isfinite(loss) && std::isfinite(run.validationLoss()), p.name.c_str());
+        QVERIFY2(run.skippedSteps() < 4, p.name.c_str());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestGptRun)

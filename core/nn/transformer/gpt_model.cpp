@@ -218,15 +218,17 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
             };
         }
         attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape, castProbabilities);
-        linearForward(a.mid.data(),
-                      operand(attention, GptOperand::Activations, a.attOut.data(), nc, a.attOutCast),
-                      w + o.projw, w + o.projb, rows, c, c);
+        linearForward(
+            a.mid.data(),
+            operand(attention, GptOperand::Activations, a.attOut.data(), nc, a.attOutCast),
+            w + o.projw, w + o.projb, rows, c, c);
         for (std::size_t i = 0; i < a.mid.size(); ++i)
             a.mid[i] += a.in[i]; // residual
         layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.mid.data(),
                          params + o.ln2w, params + o.ln2b, rows, c);
-        linearForward(a.fc.data(), operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast),
-                      w + o.fcw, w + o.fcb, rows, c, 4 * c);
+        linearForward(a.fc.data(),
+                      operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast), w + o.fcw,
+                      w + o.fcb, rows, c, 4 * c);
         geluTanhForward(a.gelu.data(), a.fc.data(), a.fc.size());
         float* next = l + 1 < m_acts.size() ? m_acts[l + 1].in.data() : m_final.data();
         linearForward(next,
@@ -239,8 +241,8 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
                      params + m_lnfw, params + m_lnfb, rows, c);
     const int head = stageCount() - 1;
     linearForward(m_logits.data(),
-                  operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast),
-                  w + m_headw, w + m_headb, rows, c, m_spec.vocab);
+                  operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast), w + m_headw,
+                  w + m_headb, rows, c, m_spec.vocab);
     return sequenceCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data());
 }
 
@@ -288,18 +290,19 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
                        used(a.gelu, a.geluCast), w + o.outw, rows, 4 * c, c, false);
         castGradients(mlp, grads, o.outw, o.outb);
         geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
-        linearBackward(dln.data(), grads + o.fcw, grads + o.fcb,
-                       operand(mlp, GptOperand::ActivationGradients, dfc.data(), 4 * nc, m_gradCast),
-                       used(a.ln2, a.ln2Cast), w + o.fcw, rows, c, 4 * c, false);
+        linearBackward(
+            dln.data(), grads + o.fcw, grads + o.fcb,
+            operand(mlp, GptOperand::ActivationGradients, dfc.data(), 4 * nc, m_gradCast),
+            used(a.ln2, a.ln2Cast), w + o.fcw, rows, c, 4 * c, false);
         castGradients(mlp, grads, o.fcw, o.fcb);
         dmid = dx;
         layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
                           params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
-        linearBackward(dattOut.data(), grads + o.projw, grads + o.projb,
-                       operand(attention, GptOperand::ActivationGradients, dmid.data(), nc,
-                               m_gradCast),
-                       used(a.attOut, a.attOutCast), w + o.projw, rows, c, c, false);
+        linearBackward(
+            dattOut.data(), grads + o.projw, grads + o.projb,
+            operand(attention, GptOperand::ActivationGradients, dmid.data(), nc, m_gradCast),
+            used(a.attOut, a.attOutCast), w + o.projw, rows, c, c, false);
         castGradients(attention, grads, o.projw, o.projb);
         AttentionCast castScoreGradients;
         if (cast) { // dO, the gradient entering att . v's backward, and the scores' gradient
@@ -309,12 +312,12 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
             };
         }
         m_dscores.resize(a.att.size());
-        attentionBackward(dqkv.data(), m_dscores.data(), dattOut.data(), a.qkv.data(),
-                          a.att.data(), shape, castScoreGradients);
-        linearBackward(dln.data(), grads + o.qkvw, grads + o.qkvb,
-                       operand(attention, GptOperand::ActivationGradients, dqkv.data(), 3 * nc,
-                               m_gradCast),
-                       used(a.ln1, a.ln1Cast), w + o.qkvw, rows, c, 3 * c, false);
+        attentionBackward(dqkv.data(), m_dscores.data(), dattOut.data(), a.qkv.data(), a.att.data(),
+                          shape, castScoreGradients);
+        linearBackward(
+            dln.data(), grads + o.qkvw, grads + o.qkvb,
+            operand(attention, GptOperand::ActivationGradients, dqkv.data(), 3 * nc, m_gradCast),
+            used(a.ln1, a.ln1Cast), w + o.qkvw, rows, c, 3 * c, false);
         castGradients(attention, grads, o.qkvw, o.qkvb);
         dx = dmid;
         layerNormBackward(dx.data(), grads + o.ln1w, grads + o.ln1b, dln.data(), a.in.data(),
