@@ -1,5 +1,5 @@
-// Optimisers: SGD with momentum and weight decay, Adam and AdamW. They see unscaled gradients, and keep
-// their state (momentum, Adam moments) in the recipe's optimiser-state format.
+// Optimisers: SGD with momentum and weight decay, Adam and AdamW. They see unscaled gradients, and
+// keep their state (momentum, Adam moments) in the recipe's optimiser-state format.
 #pragma once
 
 #include "numerics/quantizer.h"
