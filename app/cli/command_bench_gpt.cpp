@@ -8,6 +8,7 @@
 #include "train/gpt_run.h"
 #include "train/train_config.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -66,6 +67,17 @@ int runGptBench(const GptBenchArgs& args) {
                 tokens / seconds, loss, validation, validation / std::log(2.0),
                 corpus.train.size() + corpus.validation.size(), corpus.name.c_str(),
                 bigramBitsPerByte(corpus));
+    // What it writes after the validation text's first line, unprintable bytes as '?'.
+    const std::string v(corpus.validation.begin(), corpus.validation.end());
+    const std::string prompt = v.substr(0, std::min<std::size_t>(v.find('\n') + 1, 64));
+    std::string written = run.sample(prompt.empty() ? std::string("\n") : prompt, 160, args.seed);
+    for (char& ch : written)
+        if ((static_cast<unsigned char>(ch) < 32 && ch != '\n') ||
+            static_cast<unsigned char>(ch) > 126)
+            ch = '?';
+    std::printf("sample after \"%s\":\n%s\n",
+                prompt.substr(0, prompt.size() - (prompt.ends_with('\n') ? 1 : 0)).c_str(),
+                written.c_str());
     if (const GptRecipeCasts* casts = run.casts()) {
         std::printf("loss scale %g, %lld step(s) skipped; flushed share of nonzero values over the "
                     "run (weights, activations, activation gradients, weight gradients):\n",

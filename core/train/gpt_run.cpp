@@ -5,6 +5,7 @@
 #include "train/train_config.h"
 #include "train/trainer.h" // makeLossScaler
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -130,6 +131,33 @@ double GptRun::validationLoss() {
     if (m_casts)
         m_casts->setCounting(true);
     return sum / m_settings.validationWindows;
+}
+
+std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t seed) {
+    if (prompt.empty())
+        throw std::invalid_argument("gpt sample: an empty prompt (at least one byte expected)");
+    std::vector<std::uint8_t> text(prompt.begin(), prompt.end());
+    std::mt19937_64 rng(seed);
+    const int vocab = m_settings.spec.vocab, context = m_settings.spec.context;
+    if (m_casts)
+        m_casts->setCounting(false);
+    std::vector<double> p(static_cast<std::size_t>(vocab));
+    for (int i = 0; i < length; ++i) {
+        const int window = std::min<int>(context, static_cast<int>(text.size()));
+        std::vector<std::uint8_t> in(text.end() - window, text.end());
+        for (std::uint8_t& b : in) // bytes past a smaller vocabulary
+            b = static_cast<std::uint8_t>(b % vocab);
+        m_model.forward(m_params.data(), in.data(), in.data(), 1, window);
+        const float* z = m_model.logits().data() + static_cast<std::size_t>(window - 1) * vocab;
+        const float top = *std::max_element(z, z + vocab);
+        for (int c = 0; c < vocab; ++c)
+            p[static_cast<std::size_t>(c)] = std::exp(static_cast<double>(z[c]) - top);
+        std::discrete_distribution<int> next(p.begin(), p.end());
+        text.push_back(static_cast<std::uint8_t>(next(rng)));
+    }
+    if (m_casts)
+        m_casts->setCounting(true);
+    return std::string(text.begin() + static_cast<std::ptrdiff_t>(prompt.size()), text.end());
 }
 
 } // namespace plab

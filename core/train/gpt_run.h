@@ -46,6 +46,10 @@ public:
     const transformer::GptModel& model() const { return m_model; }
     // Mean loss over the validation windows (nats per byte).
     double validationLoss();
+    // `length` bytes the model writes after `prompt` (at least one byte), each drawn from its
+    // softmax at temperature 1 with a generator seeded by `seed`, the last `context` bytes as
+    // its window: what the model has learnt, to read. Not counted in the statistics.
+    std::string sample(const std::string& prompt, int length, std::uint64_t seed);
     std::int64_t stepsTaken() const { return m_step; }
     const std::vector<float>& parameters() const { return m_params; }
 

@@ -19,6 +19,7 @@ private slots:
     void fp16WithoutScalingFlushesGradients();
     void perLayerScalingIsRefused();
     void everyOtherPresetTrains();
+    void samplesWhatItLearnt();
 };
 
 namespace {
@@ -100,6 +101,24 @@ void TestGptRun::everyOtherPresetTrains() {
         QVERIFY2(std::isfinite(loss) && std::isfinite(run.validationLoss()), p.name.c_str());
         QVERIFY2(run.skippedSteps() < 4, p.name.c_str());
     }
+}
+
+void TestGptRun::samplesWhatItLearnt() {
+    // A text that repeats "abcd": after some training the model writes it on, and the same
+    // seed writes the same bytes.
+    std::string text;
+    while (text.size() < 4000)
+        text += "abcd";
+    const TextCorpus repeat =
+        splitText("abcd", std::vector<std::uint8_t>(text.begin(), text.end()), 16);
+    GptRun run(small(), repeat);
+    for (int i = 0; i < 80; ++i)
+        run.step();
+    const std::string written = run.sample("abcdab", 12, 5);
+    QCOMPARE(written.size(), std::size_t{12});
+    QCOMPARE(QString::fromStdString(written), QString("cdabcdabcdab"));
+    QCOMPARE(run.sample("abcdab", 12, 5), written);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, run.sample("", 3, 1));
 }
 
 QTEST_APPLESS_MAIN(TestGptRun)
