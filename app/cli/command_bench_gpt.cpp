@@ -67,6 +67,17 @@ int runGptBench(const GptBenchArgs& args) {
                 tokens / seconds, loss, validation, validation / std::log(2.0),
                 corpus.train.size() + corpus.validation.size(), corpus.name.c_str(),
                 bigramBitsPerByte(corpus));
+    // Outlier channels in each stage's input (LayerNorm output) on the last validation batch.
+    std::printf("channel amax (largest / median) and outlier channels (amax > 6x the median) of "
+                "each stage's input:\n");
+    for (int stage = 0; stage < run.model().stageCount(); ++stage) {
+        std::vector<float> amax = run.model().channelAmax(stage);
+        const double share = transformer::outlierChannelShare(amax);
+        std::sort(amax.begin(), amax.end());
+        std::printf("  %-18s %6.1fx  %5.1f%%\n", run.model().stageName(stage).c_str(),
+                    amax.empty() ? 0.0 : amax.back() / std::max(1e-30f, amax[amax.size() / 2]),
+                    100.0 * share);
+    }
     // What it writes after the validation text's first line, unprintable bytes as '?'.
     const std::string v(corpus.validation.begin(), corpus.validation.end());
     const std::string prompt = v.substr(0, std::min<std::size_t>(v.find('\n') + 1, 64));

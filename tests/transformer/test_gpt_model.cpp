@@ -25,6 +25,7 @@ private slots:
     void rejectsBadShapes();
     void castsReachEveryOperandOfEveryStage();
     void identityCastsChangeNothing();
+    void channelAmaxAndOutliers();
 };
 
 namespace {
@@ -250,6 +251,23 @@ void TestGptModel::identityCastsChangeNothing() {
     const auto [castLoss, castGrads] = run.lossAndGradients();
     QCOMPARE(castLoss, plainLoss);
     QVERIFY(std::memcmp(castGrads.data(), plainGrads.data(), 4 * castGrads.size()) == 0);
+}
+
+void TestGptModel::channelAmaxAndOutliers() {
+    // 1 of 8 channels at 10x the others' amax: an outlier share of 1/8; none at 6x exactly.
+    QCOMPARE(outlierChannelShare({1, 1, 1, 1, 1, 1, 1, 10}), 0.125);
+    QCOMPARE(outlierChannelShare({1, 1, 1, 6}), 0.0);
+    QCOMPARE(outlierChannelShare({}), 0.0);
+    SmallRun run;
+    QVERIFY(run.model.channelAmax(0).empty()); // before any forward
+    run.lossAndGradients();
+    for (int stage = 0; stage < run.model.stageCount(); ++stage) {
+        const std::vector<float> amax = run.model.channelAmax(stage);
+        QCOMPARE(amax.size(), std::size_t{8});
+        for (float a : amax) // LayerNorm outputs: finite, and not all zero
+            QVERIFY(std::isfinite(a) && a > 0.0f);
+    }
+    QVERIFY(run.model.channelAmax(5).empty());
 }
 
 QTEST_APPLESS_MAIN(TestGptModel)

@@ -122,6 +122,34 @@ void GptModel::castGradients(int stage, float* grads, std::size_t weightOffset,
             m_casts->cast(stage, GptOperand::WeightGradients, grads + t.offset, t.size());
 }
 
+double outlierChannelShare(const std::vector<float>& channelAmax, double factor) {
+    if (channelAmax.empty())
+        return 0.0;
+    std::vector<float> sorted = channelAmax;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t n = sorted.size();
+    const double median =
+        n % 2 == 1 ? sorted[n / 2] : 0.5 * (double(sorted[n / 2 - 1]) + sorted[n / 2]);
+    std::size_t outliers = 0;
+    for (const float a : channelAmax)
+        outliers += a > factor * median ? 1u : 0u;
+    return static_cast<double>(outliers) / static_cast<double>(n);
+}
+
+std::vector<float> GptModel::channelAmax(int stage) const {
+    if (m_batch == 0 || stage < 0 || stage >= stageCount())
+        return {};
+    const std::vector<float>& x = stage == stageCount() - 1 ? m_lnf
+                                  : stage % 2 == 0
+                                      ? m_acts[static_cast<std::size_t>(stage / 2)].ln1
+                                      : m_acts[static_cast<std::size_t>(stage / 2)].ln2;
+    const auto c = static_cast<std::size_t>(m_spec.width);
+    std::vector<float> amax(c, 0.0f);
+    for (std::size_t i = 0; i < x.size(); ++i)
+        amax[i % c] = std::max(amax[i % c], std::fabs(x[i]));
+    return amax;
+}
+
 void GptModel::initParameters(float* params, std::uint64_t seed) const {
     std::mt19937_64 rng(seed);
     const float projStd = 0.02f / std::sqrt(2.0f * static_cast<float>(m_spec.blocks));

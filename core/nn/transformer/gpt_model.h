@@ -42,6 +42,10 @@ struct GptTensor {
     std::size_t size() const { return rows * cols; }
 };
 
+// The share of channels whose amax exceeds `factor` times the median channel's amax (0 for no
+// channels): the outlier measure logged per stage.
+double outlierChannelShare(const std::vector<float>& channelAmax, double factor = 6.0);
+
 class GptModel {
 public:
     // Throws std::invalid_argument for a width not divisible by heads or a size below 1.
@@ -70,6 +74,10 @@ public:
     void backward(const float* params, float* grads, float lossScale = 1.0f);
     // The last forward's logits (B, T, V).
     const std::vector<float>& logits() const { return m_logits; }
+    // Per channel, the largest |x| over the last forward's rows of the stage's input (the
+    // LayerNorm output its first product reads, FP32, before any cast): where outlier channels
+    // (LLM.int8's outlier features) show.
+    std::vector<float> channelAmax(int stage) const;
 
 private:
     struct BlockOffsets {
