@@ -119,28 +119,17 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t len
     std::size_t i = 0;
 #if defined(PLAB_BLOCK_LANES)
     if (length >= 16) {
-        using lanes::I16;
-        constexpr std::int32_t kInf = 0x7F800000;
-        I16 amax{}, finite{}, small = I16{} + kInf, nonzero{};
-        for (; i + 16 <= length; i += 16) {
-            // Selects and single comparisons (a comparison gives -1 lanes): GCC lowers them to
-            // mask registers; combining two comparisons bitwise goes element by element.
-            const I16 a = lanes::absBits(in + i);
-            const I16 kept = a <= kInf ? a : 0, keptFinite = a < kInf ? a : 0;
-            amax = lanes::maxOf(amax, kept);
-            finite = lanes::maxOf(finite, keptFinite);
-            small = lanes::minOf(small, keptFinite != 0 ? keptFinite : kInf);
-            nonzero -= kept != 0;
-        }
+        i = length & ~std::size_t{15};
+        lanes::LaneFacts lf;
+        lanes::scanLanes(in, i, lf);
         // Without an Inf the finite amax is the amax: its fold is skipped.
-        const std::uint32_t am = lanes::maxAcross(amax);
-        const std::uint32_t fi =
-            am < static_cast<std::uint32_t>(kInf) ? am : lanes::maxAcross(finite);
-        const std::uint32_t mi = lanes::minAcross(small);
+        const std::uint32_t am = lanes::maxAcross(lf.amax);
+        const std::uint32_t fi = am < 0x7F800000u ? am : lanes::maxAcross(lf.finite);
+        const std::uint32_t mi = lanes::minAcross(lf.small);
         f.amaxBits = am > f.amaxBits ? am : f.amaxBits;
         f.finiteBits = fi > f.finiteBits ? fi : f.finiteBits;
         f.minBits = mi < f.minBits ? mi : f.minBits;
-        f.nonzero += lanes::sumAcross(nonzero);
+        f.nonzero += lanes::sumAcross(lf.nonzero);
     }
 #endif
     for (; i < length; ++i)
@@ -155,21 +144,9 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, st
     std::uint32_t clipped = 0;
 #if defined(PLAB_BLOCK_LANES)
     if (length >= 16) {
-        using lanes::F16;
-        using lanes::I16;
-        constexpr std::int32_t kInf = 0x7F800000;
-        const std::int32_t clip = static_cast<std::int32_t>(clipBits);
-        I16 count{};
-        for (; i + 16 <= length; i += 16) {
-            F16 x;
-            __builtin_memcpy(&x, in + i, sizeof x);
-            const F16 scaled = x * toElement;
-            __builtin_memcpy(out + i, &scaled, sizeof scaled);
-            const I16 a = (I16)scaled & 0x7FFFFFFF;
-            const I16 kept = a <= kInf ? a : 0; // NaN out (clip > 0)
-            count -= kept >= clip;
-        }
-        clipped += lanes::sumAcross(count);
+        i = length & ~std::size_t{15};
+        clipped += lanes::sumAcross(
+            lanes::scaleLanes(in, out, i, toElement, static_cast<std::int32_t>(clipBits)));
     }
 #endif
     for (; i < length; ++i) {
@@ -180,6 +157,7 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, st
     }
     f.atLeastClip += clipped;
 }
+
 // values = (x_q * decoded) / tensorScale over a span; returns the nonzero non-NaN results.
 PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t
 dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float tensorScale) {
@@ -187,20 +165,8 @@ dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float ten
     std::uint32_t nonzero = 0;
 #if defined(PLAB_BLOCK_LANES)
     if (length >= 16) {
-        using lanes::F16;
-        using lanes::I16;
-        constexpr std::int32_t kInf = 0x7F800000;
-        I16 count{};
-        for (; i + 16 <= length; i += 16) {
-            F16 x;
-            __builtin_memcpy(&x, values + i, sizeof x);
-            const F16 v = (x * s.decoded) / tensorScale;
-            __builtin_memcpy(values + i, &v, sizeof v);
-            const I16 a = (I16)v & 0x7FFFFFFF;
-            const I16 kept = a <= kInf ? a : 0;
-            count -= kept != 0;
-        }
-        nonzero += lanes::sumAcross(count);
+        i = length & ~std::size_t{15};
+        nonzero += lanes::sumAcross(lanes::dequantizeLanes(values, i, s.decoded, tensorScale));
     }
 #endif
     for (; i < length; ++i) {

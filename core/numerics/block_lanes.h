@@ -94,6 +94,60 @@ PLAB_LANE_INLINE I16 foldEach(I16 (&v)[16], Op op = {}) {
                                       29, 31));
 }
 
+// The three block passes over whole 16-element chunks (n a multiple of 16), their per-lane
+// results left unfolded: block_kernels.h's spans fold them for one block, the 16-block groups
+// (block_range_passes.cpp) fold 16 blocks' at once with foldEach.
+inline constexpr std::int32_t kInfBits = 0x7F800000;
+
+// Largest non-NaN |x|, largest finite |x|, smallest finite nonzero |x| (Inf bits: none) and the
+// nonzero non-NaN count (as -1 per element), per lane, as |x| bits.
+struct LaneFacts {
+    I16 amax{}, finite{}, small = I16{} + kInfBits, nonzero{};
+};
+
+PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFacts& f) {
+    for (std::size_t i = 0; i < n; i += 16) {
+        const I16 a = absBits(p + i);
+        const I16 kept = a <= kInfBits ? a : 0, keptFinite = a < kInfBits ? a : 0;
+        f.amax = maxOf(f.amax, kept);
+        f.finite = maxOf(f.finite, keptFinite);
+        f.small = minOf(f.small, keptFinite != 0 ? keptFinite : kInfBits);
+        f.nonzero -= kept != 0;
+    }
+}
+
+// out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0).
+PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, float toElement,
+                                std::int32_t clip) {
+    I16 count{};
+    for (std::size_t i = 0; i < n; i += 16) {
+        F16 x;
+        __builtin_memcpy(&x, in + i, sizeof x);
+        const F16 scaled = x * toElement;
+        __builtin_memcpy(out + i, &scaled, sizeof scaled);
+        const I16 a = (I16)scaled & 0x7FFFFFFF;
+        const I16 kept = a <= kInfBits ? a : 0; // NaN out
+        count -= kept >= clip;
+    }
+    return count;
+}
+
+// values = (values * decoded) / tensorScale; per lane, how many results are nonzero and not NaN.
+PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded,
+                                     float tensorScale) {
+    I16 count{};
+    for (std::size_t i = 0; i < n; i += 16) {
+        F16 x;
+        __builtin_memcpy(&x, values + i, sizeof x);
+        const F16 v = (x * decoded) / tensorScale;
+        __builtin_memcpy(values + i, &v, sizeof v);
+        const I16 a = (I16)v & 0x7FFFFFFF;
+        const I16 kept = a <= kInfBits ? a : 0;
+        count -= kept != 0;
+    }
+    return count;
+}
+
 } // namespace plab::blocks::lanes
 
 #pragma GCC diagnostic pop

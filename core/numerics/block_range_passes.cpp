@@ -9,33 +9,23 @@
 namespace plab::blocks {
 namespace {
 
+#if defined(PLAB_BLOCK_LANES)
 // Whole 1-D blocks of a multiple of 16 elements, block b at element b * side.
 bool groupable(const Geometry& g) {
     return !g.tiles && g.side % 16 == 0 && g.cols % g.side == 0;
 }
 
-#if defined(PLAB_BLOCK_LANES)
-constexpr std::int32_t kInf = 0x7F800000;
-
 PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
     using lanes::I16;
     const std::size_t side = body.geometry.side;
-    const float* p = body.in + b * side;
     I16 amax[16], finite[16], small[16], nonzero[16];
-    for (std::size_t k = 0; k < 16; ++k, p += side) {
-        I16 am{}, fi{}, sm = I16{} + kInf, nz{};
-        for (std::size_t j = 0; j < side; j += 16) {
-            const I16 a = lanes::absBits(p + j);
-            const I16 kept = a <= kInf ? a : 0, keptFinite = a < kInf ? a : 0;
-            am = lanes::maxOf(am, kept);
-            fi = lanes::maxOf(fi, keptFinite);
-            sm = lanes::minOf(sm, keptFinite != 0 ? keptFinite : kInf);
-            nz -= kept != 0;
-        }
-        amax[k] = am;
-        finite[k] = fi;
-        small[k] = sm;
-        nonzero[k] = nz;
+    for (std::size_t k = 0; k < 16; ++k) {
+        lanes::LaneFacts lf;
+        lanes::scanLanes(body.in + (b + k) * side, side, lf);
+        amax[k] = lf.amax;
+        finite[k] = lf.finite;
+        small[k] = lf.small;
+        nonzero[k] = lf.nonzero;
     }
     const I16 am = lanes::foldEach(amax, lanes::Max{}), fi = lanes::foldEach(finite, lanes::Max{});
     const I16 sm = lanes::foldEach(small, lanes::Min{}),
@@ -51,27 +41,15 @@ PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
 }
 
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
-    using lanes::F16;
-    using lanes::I16;
     const std::size_t side = body.geometry.side;
-    const std::int32_t clip = static_cast<std::int32_t>(body.clipBits);
-    I16 clipped[16];
+    lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
-        const float toElement = body.info[b + k].scale.toElement;
         const std::size_t begin = (b + k) * side;
-        I16 count{};
-        for (std::size_t j = begin; j < begin + side; j += 16) {
-            F16 x;
-            __builtin_memcpy(&x, body.in + j, sizeof x);
-            const F16 scaled = x * toElement;
-            __builtin_memcpy(body.out + j, &scaled, sizeof scaled);
-            const I16 a = (I16)scaled & 0x7FFFFFFF;
-            const I16 kept = a <= kInf ? a : 0; // NaN out (clip > 0)
-            count -= kept >= clip;
-        }
-        clipped[k] = count;
+        clipped[k] = lanes::scaleLanes(body.in + begin, body.out + begin, side,
+                                       body.info[b + k].scale.toElement,
+                                       static_cast<std::int32_t>(body.clipBits));
     }
-    const I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
+    const lanes::I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
     for (std::size_t k = 0; k < 16; ++k) {
         const auto c = static_cast<std::uint32_t>(candidates[k]);
         body.info[b + k].saturated =
@@ -80,44 +58,43 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
 }
 
 PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b) {
-    using lanes::F16;
-    using lanes::I16;
     const std::size_t side = body.geometry.side;
-    I16 nonzero[16];
-    for (std::size_t k = 0; k < 16; ++k) {
-        const BlockScale s = body.info[b + k].scale;
-        const std::size_t begin = (b + k) * side;
-        I16 count{};
-        for (std::size_t j = begin; j < begin + side; j += 16) {
-            F16 x;
-            __builtin_memcpy(&x, body.values + j, sizeof x);
-            const F16 v = (x * s.decoded) / body.tensorScale;
-            __builtin_memcpy(body.values + j, &v, sizeof v);
-            const I16 a = (I16)v & 0x7FFFFFFF;
-            const I16 kept = a <= kInf ? a : 0;
-            count -= kept != 0;
-        }
-        nonzero[k] = count;
-    }
-    const I16 counts = lanes::foldEach(nonzero, lanes::Plus{});
+    lanes::I16 nonzero[16];
+    for (std::size_t k = 0; k < 16; ++k)
+        nonzero[k] = lanes::dequantizeLanes(body.values + (b + k) * side, side,
+                                            body.info[b + k].scale.decoded, body.tensorScale);
+    const lanes::I16 counts = lanes::foldEach(nonzero, lanes::Plus{});
     for (std::size_t k = 0; k < 16; ++k)
         body.info[b + k].nonzeroOut = static_cast<std::uint32_t>(counts[k]);
 }
 #endif
 
+// Blocks [first, last): groups of 16 through `group` where the geometry allows, the rest one
+// at a time through `one(b, place)`.
+template <class Group, class One>
+PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size_t last,
+                                 const Group& group, const One& one) {
+    std::size_t b = first;
+#if defined(PLAB_BLOCK_LANES)
+    if (groupable(g))
+        for (; b + 16 <= last; b += 16)
+            group(b);
+#else
+    (void)group;
+#endif
+    Geometry::Place at = g.place(b);
+    for (; b < last; ++b, g.advance(at))
+        one(b, at);
+}
+
 } // namespace
 
 PLAB_VECTOR_CLONES
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    std::size_t b = first;
-#if defined(PLAB_BLOCK_LANES)
-    if (groupable(body.geometry))
-        for (; b + 16 <= last; b += 16)
-            findFacts16(body, b);
-#endif
-    Geometry::Place at = body.geometry.place(b);
-    for (; b < last; ++b, body.geometry.advance(at))
-        body.findFacts(b, at);
+    overBlocks(
+        body.geometry, first, last, [&](std::size_t b) PLAB_INLINE_LAMBDA { findFacts16(body, b); },
+        [&](std::size_t b, const Geometry::Place& at)
+            PLAB_INLINE_LAMBDA { body.findFacts(b, at); });
 }
 
 PLAB_VECTOR_CLONES
@@ -125,28 +102,19 @@ void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     Geometry::Place at = body.geometry.place(first);
     for (std::size_t b = first; b < last; ++b, body.geometry.advance(at))
         body.chooseScale(b, at); // independent blocks: their chains overlap
-    std::size_t b = first;
-#if defined(PLAB_BLOCK_LANES)
-    if (groupable(body.geometry))
-        for (; b + 16 <= last; b += 16)
-            applyScale16(body, b);
-#endif
-    at = body.geometry.place(b);
-    for (; b < last; ++b, body.geometry.advance(at))
-        body.applyScale(b, at);
+    overBlocks(
+        body.geometry, first, last,
+        [&](std::size_t b) PLAB_INLINE_LAMBDA { applyScale16(body, b); },
+        [&](std::size_t b, const Geometry::Place& place)
+            PLAB_INLINE_LAMBDA { body.applyScale(b, place); });
 }
 
 PLAB_VECTOR_CLONES
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
-    std::size_t b = first;
-#if defined(PLAB_BLOCK_LANES)
-    if (groupable(body.geometry))
-        for (; b + 16 <= last; b += 16)
-            dequantize16(body, b);
-#endif
-    Geometry::Place at = body.geometry.place(b);
-    for (; b < last; ++b, body.geometry.advance(at))
-        body(b, at);
+    overBlocks(
+        body.geometry, first, last,
+        [&](std::size_t b) PLAB_INLINE_LAMBDA { dequantize16(body, b); },
+        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
 }
 
 } // namespace plab::blocks
