@@ -56,20 +56,32 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
     return body;
 }
 
-void foldBlockFacts(std::span<const BlockInfo> blocks, const BlockScheme& scheme, QuantStats* stats,
-                    BlockStats* blockStats) {
+std::uint64_t foldBlockStats(std::span<const BlockInfo> blocks, const BlockScheme& scheme,
+                             BlockStats* blockStats) {
+    std::uint64_t flushed = 0;
     for (const BlockInfo& b : blocks) {
         // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
-        // flushed, not true zeros. A GPU's counters may still be on their way (added when they
-        // land): unsigned arithmetic makes the order irrelevant.
-        if (stats != nullptr && scheme.kind == BlockScaleKind::Nvfp4 && b.scale.decoded == 0.0f &&
-            b.nonzero > 0) {
-            stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= b.nonzero;
-            stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += b.nonzero;
-        }
+        // flushed, not true zeros.
+        if (scheme.kind == BlockScaleKind::Nvfp4 && b.scale.decoded == 0.0f)
+            flushed += b.nonzero;
         if (blockStats != nullptr)
             blockStats->add(b);
     }
+    return flushed;
+}
+
+void countZeroScaleFlushes(QuantStats* stats, std::uint64_t flushed) {
+    // A GPU's counters may still be on their way (added when they land): unsigned arithmetic
+    // makes the order irrelevant.
+    if (stats == nullptr)
+        return;
+    stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= flushed;
+    stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += flushed;
+}
+
+void foldBlockFacts(std::span<const BlockInfo> blocks, const BlockScheme& scheme, QuantStats* stats,
+                    BlockStats* blockStats) {
+    countZeroScaleFlushes(stats, foldBlockStats(blocks, scheme, blockStats));
 }
 
 BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
@@ -118,7 +130,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
 
     // NVFP4 needs the tensor amax before any scale: the blocks' facts are found first, over the
     // whole tensor, and the amax taken from them (one pass, which the others fold into theirs).
-    const bool nvfp4 = scheme.kind == BlockScaleKind::Nvfp4, factsFirst = nvfp4;
+    const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4;
     if (factsFirst) {
         overTasks([&](std::size_t task) {
             const auto [firstChunk, lastChunk] = taskChunks(task);
@@ -139,8 +151,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     // run in parallel, merged in task order afterwards (integer sums: any order gives the same).
     std::vector<QuantTally> tallies(stats == nullptr ? 0 : (parallel ? tasks : 1));
     std::vector<BlockStats> taskBlockStats(blockStats != nullptr && parallel ? tasks : 0);
-    // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
-    // flushed, not true zeros (the element cast counted them as zeros).
+    // Per task, the inputs flushed by NVFP4 blocks whose scale is 0 (foldBlockStats).
     std::vector<std::uint64_t> zeroScaleFlushed(tasks, 0);
     overTasks([&](std::size_t task) {
         QuantTally* tally = tallies.empty() ? nullptr : &tallies[parallel ? task : 0];
@@ -158,13 +169,9 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             const std::span<float> chunk = out.subspan(begin, end - begin);
             element.quantizePiece(chunk, chunk, tally, piece);
             blocks::dequantizeRange(dequantize, first, last);
-            for (std::size_t b = first; b < last; ++b) {
-                const BlockInfo& facts = blocksOut[b];
-                if (nvfp4 && facts.scale.decoded == 0.0f)
-                    zeroScaleFlushed[task] += facts.nonzero;
-                if (chunkStats != nullptr)
-                    chunkStats->add(facts);
-            }
+            zeroScaleFlushed[task] +=
+                foldBlockStats(std::span<const BlockInfo>(blocksOut).subspan(first, last - first),
+                               scheme, chunkStats);
         }
     });
     for (const BlockStats& s : taskBlockStats)
@@ -172,10 +179,8 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     if (stats != nullptr) {
         for (const QuantTally& tally : tallies)
             tally.addTo(*stats);
-        for (const std::uint64_t flushed : zeroScaleFlushed) {
-            stats->counts[static_cast<std::size_t>(QuantClass::Zero)] -= flushed;
-            stats->counts[static_cast<std::size_t>(QuantClass::Underflow)] += flushed;
-        }
+        for (const std::uint64_t flushed : zeroScaleFlushed)
+            countZeroScaleFlushes(stats, flushed);
     }
     return result;
 }

@@ -53,5 +53,12 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
                                     const QuantizeOptions& options);
 void foldBlockFacts(std::span<const BlockInfo> blocks, const BlockScheme& scheme, QuantStats* stats,
                     BlockStats* blockStats);
+// foldBlockFacts in two parts, for callers that fold blocks a chunk at a time: the blocks into
+// blockStats (when given), returning the nonzero inputs of NVFP4 blocks whose scale was 0 (cast
+// as zeros: flushed, though the element cast counted them as zeros); and that count moved from
+// stats' zeros to its underflows.
+std::uint64_t foldBlockStats(std::span<const BlockInfo> blocks, const BlockScheme& scheme,
+                             BlockStats* blockStats);
+void countZeroScaleFlushes(QuantStats* stats, std::uint64_t flushed);
 
 } // namespace plab
