@@ -176,12 +176,12 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
 
     if (options.pool == nullptr || options.pool->threadCount() == 1 || chunks <= 1) {
         if (stats == nullptr) {
-            m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex, nullptr);
+            quantizePiece(in, out, nullptr, options);
             return;
         }
-        auto counters = std::make_unique<kernels::KernelCounters>();
-        m_impl->run(params, rounding, in.data(), out.data(), n, options.firstIndex, counters.get());
-        addCounters(*counters, n, *stats);
+        QuantTally tally;
+        quantizePiece(in, out, &tally, options);
+        tally.addTo(*stats);
         return;
     }
 
