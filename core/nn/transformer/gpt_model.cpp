@@ -113,13 +113,19 @@ const float* GptModel::operand(int stage, GptOperand role, const float* values, 
     return copy.data();
 }
 
-void GptModel::castGradients(int stage, float* grads, std::size_t weightOffset,
-                             std::size_t biasOffset) {
+void GptModel::productBackward(int stage, float* din, float* grads, const float* w,
+                               std::size_t weight, std::size_t bias, const float* dout,
+                               const float* input, int rows, int inputs, int outputs) {
+    const auto outputCount = static_cast<std::size_t>(outputs);
+    const float* dy = operand(stage, GptOperand::ActivationGradients, dout,
+                              static_cast<std::size_t>(rows) * outputCount, m_gradCast);
+    linearBackward(din, grads + weight, grads + bias, dy, input, w + weight, rows, inputs, outputs,
+                   false);
     if (m_casts == nullptr)
         return;
-    for (const GptTensor& t : m_tensors)
-        if (t.offset == weightOffset || t.offset == biasOffset)
-            m_casts->cast(stage, GptOperand::WeightGradients, grads + t.offset, t.size());
+    m_casts->cast(stage, GptOperand::WeightGradients, grads + weight,
+                  outputCount * static_cast<std::size_t>(inputs));
+    m_casts->cast(stage, GptOperand::WeightGradients, grads + bias, outputCount);
 }
 
 double outlierChannelShare(const std::vector<float>& channelAmax, double factor) {
@@ -301,11 +307,8 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
     };
     const std::size_t nc = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
     const int head = stageCount() - 1;
-    linearBackward(dlnf.data(), grads + m_headw, grads + m_headb,
-                   operand(head, GptOperand::ActivationGradients, m_dlogits.data(),
-                           m_dlogits.size(), m_gradCast),
-                   used(m_lnf, m_lnfCast), w + m_headw, rows, c, m_spec.vocab, false);
-    castGradients(head, grads, m_headw, m_headb);
+    productBackward(head, dlnf.data(), grads, w, m_headw, m_headb, m_dlogits.data(),
+                    used(m_lnf, m_lnfCast), rows, c, m_spec.vocab);
     layerNormBackward(dx.data(), grads + m_lnfw, grads + m_lnfb, dlnf.data(), m_final.data(),
                       params + m_lnfw, m_lnfMean.data(), m_lnfRstd.data(), rows, c, false);
     for (std::size_t l = m_acts.size(); l-- > 0;) {
@@ -313,25 +316,17 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
         const BlockOffsets& o = m_blockOffsets[l];
         const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
         // next = mid + out(gelu(fc(ln2(mid)))): dx flows to mid directly and through the MLP.
-        linearBackward(dfc.data(), grads + o.outw, grads + o.outb,
-                       operand(mlp, GptOperand::ActivationGradients, dx.data(), nc, m_gradCast),
-                       used(a.gelu, a.geluCast), w + o.outw, rows, 4 * c, c, false);
-        castGradients(mlp, grads, o.outw, o.outb);
+        productBackward(mlp, dfc.data(), grads, w, o.outw, o.outb, dx.data(),
+                        used(a.gelu, a.geluCast), rows, 4 * c, c);
         geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
-        linearBackward(
-            dln.data(), grads + o.fcw, grads + o.fcb,
-            operand(mlp, GptOperand::ActivationGradients, dfc.data(), 4 * nc, m_gradCast),
-            used(a.ln2, a.ln2Cast), w + o.fcw, rows, c, 4 * c, false);
-        castGradients(mlp, grads, o.fcw, o.fcb);
+        productBackward(mlp, dln.data(), grads, w, o.fcw, o.fcb, dfc.data(), used(a.ln2, a.ln2Cast),
+                        rows, c, 4 * c);
         dmid = dx;
         layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
                           params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
-        linearBackward(
-            dattOut.data(), grads + o.projw, grads + o.projb,
-            operand(attention, GptOperand::ActivationGradients, dmid.data(), nc, m_gradCast),
-            used(a.attOut, a.attOutCast), w + o.projw, rows, c, c, false);
-        castGradients(attention, grads, o.projw, o.projb);
+        productBackward(attention, dattOut.data(), grads, w, o.projw, o.projb, dmid.data(),
+                        used(a.attOut, a.attOutCast), rows, c, c);
         AttentionCast castScoreGradients;
         if (cast) { // dO, the gradient entering att . v's backward, and the scores' gradient
             m_casts->cast(attention, GptOperand::ActivationGradients, dattOut.data(), nc);
@@ -342,11 +337,8 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
         m_dscores.resize(a.att.size());
         attentionBackward(dqkv.data(), m_dscores.data(), dattOut.data(), a.qkv.data(), a.att.data(),
                           shape, castScoreGradients);
-        linearBackward(
-            dln.data(), grads + o.qkvw, grads + o.qkvb,
-            operand(attention, GptOperand::ActivationGradients, dqkv.data(), 3 * nc, m_gradCast),
-            used(a.ln1, a.ln1Cast), w + o.qkvw, rows, c, 3 * c, false);
-        castGradients(attention, grads, o.qkvw, o.qkvb);
+        productBackward(attention, dln.data(), grads, w, o.qkvw, o.qkvb, dqkv.data(),
+                        used(a.ln1, a.ln1Cast), rows, c, 3 * c);
         dx = dmid;
         layerNormBackward(dx.data(), grads + o.ln1w, grads + o.ln1b, dln.data(), a.in.data(),
                           params + o.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, c, true);

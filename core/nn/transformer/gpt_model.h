@@ -102,7 +102,12 @@ private:
     // The operand a product reads: values, or (with casts) a cast copy kept in `copy`.
     const float* operand(int stage, GptOperand role, const float* values, std::size_t count,
                          std::vector<float>& copy);
-    void castGradients(int stage, float* grads, std::size_t weightOffset, std::size_t biasOffset);
+    // One product's backward (out = in . W^T + b): the arriving gradient dout (rows, outputs)
+    // cast as the recipe says, din = dout . W (overwritten), dW and db added from dout and the
+    // input forward read, then the weight and bias gradients cast.
+    void productBackward(int stage, float* din, float* grads, const float* w, std::size_t weight,
+                         std::size_t bias, const float* dout, const float* input, int rows,
+                         int inputs, int outputs);
     void resize(int batch, int time);
 
     GptSpec m_spec;
