@@ -3,6 +3,7 @@
 #include "compare_dialog.h"
 
 #include "record/run_record.h"
+#include "train/run_data.h"
 #include "train/training_session.h"
 
 #include <qcustomplot.h>
@@ -121,11 +122,7 @@ void CompareDialog::run(const QStringList& requested, int steps) {
     m_worker = std::jthread([this, configs, n, names, folder](std::stop_token stop) {
         try {
             const TrainConfig& first = configs.front();
-            const auto split = std::make_shared<const DataSplit>(
-                first.dataSource == "synthetic"
-                    ? makeSyntheticData(first.seed, first.syntheticTrain, first.syntheticTest)
-                    : loadIdxDirectory(first.dataSource == "fashion-mnist" ? kFashionMnistDir
-                                                                           : first.dataSource));
+            const auto split = loadRunData(first);
             std::size_t done = 0;
             for (std::size_t c = 0; c < configs.size() && !stop.stop_requested(); ++c) {
                 const std::string dir =

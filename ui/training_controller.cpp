@@ -2,6 +2,7 @@
 #include "training_controller.h"
 
 #include "data/dataset.h"
+#include "train/run_data.h"
 
 #include <cmath>
 
@@ -18,20 +19,17 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
     try {
         // Same data as the current run (a new preset, scale or seed for real data): reuse it
         // rather than reading and decoding Fashion-MNIST again (~1 s) on the GUI thread.
-        const std::string dataKey = config.dataSource == "synthetic"
-                                        ? "synthetic/" + std::to_string(config.seed) + "/" +
-                                              std::to_string(config.syntheticTrain) + "/" +
-                                              std::to_string(config.syntheticTest)
-                                        : config.dataSource;
-        std::shared_ptr<const DataSplit> data;
-        if (m_data && dataKey == m_dataKey)
-            data = m_data;
-        else if (config.dataSource == "synthetic")
-            data = std::make_shared<const DataSplit>(
-                makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
-        else
-            data = std::make_shared<const DataSplit>(loadIdxDirectory(
-                config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource));
+        // Text for the GPT (its synthetic text depends on the seed and the context), images
+        // for the others.
+        const bool text = config.model.type == "gpt";
+        const std::string dataKey =
+            (text ? "text/" + std::to_string(config.model.context) + "/" : "images/") +
+            (config.dataSource == "synthetic" ? "synthetic/" + std::to_string(config.seed) + "/" +
+                                                    std::to_string(config.syntheticTrain) + "/" +
+                                                    std::to_string(config.syntheticTest)
+                                              : config.dataSource);
+        const std::shared_ptr<const DataSplit> data =
+            m_data && dataKey == m_dataKey ? m_data : loadRunData(config);
         auto session = std::make_unique<TrainingSession>(config, data, runDir.toStdString());
         session->setPace(m_pace);
         m_timer.stop();

@@ -47,12 +47,18 @@ int runGptBench(const GptBenchArgs& args) {
     }
     const TextCorpus corpus = loadCorpus(args.data, settings.spec.context, args.seed);
     GptRun run(settings, corpus);
+    run.setCounting(true); // the flushed shares over the whole run, printed below
     if (!run.notice().empty())
         std::fprintf(stderr, "bench gpt: %s\n", run.notice().c_str());
     const auto t0 = std::chrono::steady_clock::now();
     double loss = 0.0;
     for (int i = 0; i < args.steps; ++i) {
-        loss = run.step();
+        const GptStepResult r = run.step();
+        loss = r.loss;
+        if (r.diverged)
+            throw std::runtime_error("bench gpt: gradients overflowed at step " +
+                                     std::to_string(i + 1) + " with loss scale " +
+                                     std::to_string(r.scale));
         if (!std::isfinite(loss))
             throw std::runtime_error("bench gpt: loss not finite at step " + std::to_string(i + 1));
     }

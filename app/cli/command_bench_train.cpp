@@ -5,6 +5,7 @@
 // gives the step itself, and the set-up time separately, so the two can be reported side by side.
 #include "cli_commands.h"
 #include "run_config_args.h"
+#include "train/run_data.h"
 
 #include "train/trainer.h"
 
@@ -29,7 +30,7 @@ int runTrainBench(const TrainBenchArgs& args) {
         throw std::invalid_argument("bench train: --warmup " + std::to_string(args.warmup) +
                                     ": expected 0 or more steps");
     const TrainConfig config = buildConfig(args.run);
-    const auto data = loadData(config);
+    const auto data = loadRunData(config);
     const auto setupStart = std::chrono::steady_clock::now();
     Trainer trainer(config, data);
     const double setupSeconds = secondsSince(setupStart);

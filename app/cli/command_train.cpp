@@ -2,6 +2,7 @@
 // --out, and the summary printed at the end.
 #include "cli_commands.h"
 #include "run_config_args.h"
+#include "train/run_data.h"
 
 #include "device/compute_backend.h"
 
@@ -65,7 +66,7 @@ std::string freshRunDirectory() {
 
 int runTrain(const TrainArgs& args) {
     const TrainConfig config = buildConfig(args.run);
-    const auto data = loadData(config); // bad input fails before anything else is printed
+    const auto data = loadRunData(config); // bad input fails before anything else is printed
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());

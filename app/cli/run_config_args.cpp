@@ -31,7 +31,9 @@ void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
     cmd->add_option("--epochs", args.epochs, "Number of epochs")
         ->check(wholeNumberAtLeast(1))
         ->excludes(steps);
-    cmd->add_option("--data", args.data, "synthetic, fashion-mnist, or a directory of IDX files");
+    cmd->add_option("--data", args.data,
+                    "synthetic, fashion-mnist, a directory of IDX files; for the gpt: synthetic, "
+                    "fortunes or text:FILE");
     cmd->add_option("--threads", args.threads, "Threads (0: all cores)")
         ->check(wholeNumberAtLeast(0));
     cmd->add_option("--device", args.device,
@@ -59,15 +61,6 @@ TrainConfig buildConfig(const RunConfigArgs& args) {
     if (!args.device.empty())
         j["device"] = args.device;
     return configFromJson(j);
-}
-
-std::shared_ptr<const DataSplit> loadData(const TrainConfig& config) {
-    if (config.dataSource == "synthetic")
-        return std::make_shared<const DataSplit>(
-            makeSyntheticData(config.seed, config.syntheticTrain, config.syntheticTest));
-    const std::string dir =
-        config.dataSource == "fashion-mnist" ? kFashionMnistDir : config.dataSource;
-    return std::make_shared<const DataSplit>(loadIdxDirectory(dir));
 }
 
 } // namespace plab::cli

@@ -26,7 +26,5 @@ struct RunConfigArgs {
 void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args);
 // Preset, then config file, then --set in order, then the dedicated options.
 TrainConfig buildConfig(const RunConfigArgs& args);
-// The data set a config names (built-in synthetic, Fashion-MNIST, or an IDX directory).
-std::shared_ptr<const DataSplit> loadData(const TrainConfig& config);
 
 } // namespace plab::cli

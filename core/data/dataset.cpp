@@ -132,7 +132,7 @@ DataSplit makeSyntheticData(std::uint64_t seed, int trainCount, int testCount) {
         }
         return d;
     };
-    DataSplit split{generate(trainCount, 1), generate(testCount, 2)};
+    DataSplit split{generate(trainCount, 1), generate(testCount, 2), nullptr};
     normalise(split);
     return split;
 }

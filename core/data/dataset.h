@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -35,9 +36,14 @@ struct Dataset {
     }
 };
 
+struct TextCorpus; // data/text_corpus.h
+
+// What a run trains on: labelled images (train, test), or for the GPT a text corpus (train and
+// validation bytes; the image sets are then empty).
 struct DataSplit {
     Dataset train;
     Dataset test;
+    std::shared_ptr<const TextCorpus> text;
 };
 
 // Reads train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-... from dir and

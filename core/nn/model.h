@@ -13,12 +13,13 @@
 namespace plab {
 
 struct ModelSpec {
-    std::string type = "mlp";             // "mlp" or "cnn"
+    std::string type = "mlp";             // "mlp", "cnn" or "gpt" (nn/transformer/gpt_model.h)
     std::vector<int> hidden = {256, 256}; // MLP hidden widths
     ActivationKind activation = ActivationKind::ReLU;
     InitKind init = InitKind::He;
     float initScale = 1.0f; // multiplies the He std-dev when init is Small
     int convChannels1 = 8, convChannels2 = 16, convKernel = 5; // CNN
+    int context = 64, width = 128, heads = 4, blocks = 2;      // GPT (vocabulary: bytes)
     bool operator==(const ModelSpec&) const = default;
 };
 

@@ -44,6 +44,10 @@ struct StageStats {
         std::size_t runLength = 0;
     };
     std::array<Sample, kRoleCount> samples{};
+    // Transformer stages: per channel of the stage's input (the LayerNorm output its first
+    // product reads), the largest |x| of the statistics step's forward; empty for other models.
+    // Outlier channels (LLM.int8's outlier features) show here.
+    std::vector<float> channelAmax;
     double lostUpdateFraction() const {
         return updates == 0 ? 0.0 : static_cast<double>(lostUpdates) / static_cast<double>(updates);
     }
@@ -53,6 +57,9 @@ struct StageStats {
 
 struct TrainingSnapshot {
     StepScalars scalars;
+    // Text models: what the model wrote at the latest evaluation (empty otherwise).
+    std::string sample;
+    std::int64_t sampleStep = 0;
     std::int64_t statsStep = 0; // step the stage statistics come from (they are every k steps)
     std::vector<std::string> stageNames;
     std::vector<StageStats> stages;

@@ -63,23 +63,41 @@ const QuantStats& GptRecipeCasts::stats(int stage, transformer::GptOperand opera
     return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].stats;
 }
 
+const BlockStats& GptRecipeCasts::blockStats(int stage, transformer::GptOperand operand) const {
+    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].blocks;
+}
+
+double GptRecipeCasts::tensorScale(int stage, transformer::GptOperand operand) const {
+    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].tensorScale;
+}
+
+void GptRecipeCasts::resetStats() {
+    for (Cast& c : m_casts) {
+        c.stats = QuantStats{};
+        c.blocks = BlockStats{};
+    }
+}
+
 void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* values,
                           std::size_t count) {
     Cast& c = slot(stage, operand);
     const std::uint64_t call = m_call++;
-    if (c.quantizer->isIdentity())
+    const bool counting = m_counting && !m_evaluation;
+    if (c.quantizer->isIdentity() && !counting)
         return;
     QuantizeOptions options;
     options.seed = m_config.seed;
     options.stream = (static_cast<std::uint64_t>(m_step) << 20) ^ call;
     const std::span<float> v(values, count);
-    QuantStats* stats = m_counting ? &c.stats : nullptr;
+    QuantStats* stats = counting ? &c.stats : nullptr;
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
     if (!gradient && isBlockPolicy(m_config.scalingPolicy) &&
         c.quantizer->config().format.exponentBits < 8) {
-        quantizeBlocks(*c.quantizer, *m_config.blockScheme(), v, v, {}, stats, nullptr, options,
-                       m_blockInfo);
+        const BlockQuantizeResult r =
+            quantizeBlocks(*c.quantizer, *m_config.blockScheme(), v, v, {}, stats,
+                           counting ? &c.blocks : nullptr, options, m_blockInfo);
+        c.tensorScale = r.tensorScale;
         return;
     }
     if (!gradient && (m_config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
@@ -91,11 +109,11 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* val
                 m_histories.try_emplace(call, static_cast<std::size_t>(m_config.amaxHistory))
                     .first->second;
             scaleAmax = h.empty() ? amax : (m_config.amaxMostRecent ? h.mostRecent() : h.max());
-            h.push(amax);
+            if (!m_evaluation)
+                h.push(amax);
         }
-        quantizeScaled(*c.quantizer, v, v,
-                       amaxScale(scaleAmax, c.quantizer->config().format, m_config.amaxMargin),
-                       stats, options);
+        c.tensorScale = amaxScale(scaleAmax, c.quantizer->config().format, m_config.amaxMargin);
+        quantizeScaled(*c.quantizer, v, v, c.tensorScale, stats, options);
         return;
     }
     c.quantizer->quantize(v, v, stats, options);

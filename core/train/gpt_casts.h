@@ -32,16 +32,30 @@ public:
     void cast(int stage, transformer::GptOperand operand, float* values,
               std::size_t count) override;
 
-    // Everything counted so far, by stage and role (Weights .. WeightGradients).
+    // Everything counted since the last resetStats, by stage and role (Weights ..
+    // WeightGradients); the block statistics of block-scaled casts; the last tensor scale an
+    // amax policy or NVFP4 (its s_enc) used (1: none).
     const QuantStats& stats(int stage, transformer::GptOperand operand) const;
+    const BlockStats& blockStats(int stage, transformer::GptOperand operand) const;
+    double tensorScale(int stage, transformer::GptOperand operand) const;
+    void resetStats();
+    // Whether any cast changes values (else, with counting off, the products need no casts).
     bool castsAnything() const { return m_any; }
-    // Off: casts are not counted (evaluation passes).
+    // Off: casts are not counted (evaluation passes). On: FP32 casts are counted too (what the
+    // values would look like in the format is shown for an FP32 run as well).
     void setCounting(bool on) { m_counting = on; }
+    bool counting() const { return m_counting; }
+    // On: an evaluation or sampling pass: nothing counted, and delayed scaling reads its amax
+    // histories without extending them (as the trainer's evaluation leaves them alone).
+    void setEvaluation(bool on) { m_evaluation = on; }
+    bool evaluation() const { return m_evaluation; }
 
 private:
     struct Cast {
         std::unique_ptr<Quantizer> quantizer;
         QuantStats stats;
+        BlockStats blocks;
+        double tensorScale = 1.0;
     };
     Cast& slot(int stage, transformer::GptOperand operand);
 
@@ -53,6 +67,7 @@ private:
     std::uint64_t m_call = 0;
     bool m_any = false;
     bool m_counting = true;
+    bool m_evaluation = false;
     std::vector<BlockInfo> m_blockInfo;
 };
 

@@ -14,6 +14,36 @@
 #endif
 
 namespace plab {
+namespace {
+
+const Quantizer& fp32Quantizer() {
+    static const Quantizer fp32(QuantConfig::forFormat(parseFormat("fp32")));
+    return fp32;
+}
+
+// Marks the casts' passes as an evaluation (or a sample) for its duration: not counted, the
+// amax histories left as they are.
+class UncountedPass {
+public:
+    explicit UncountedPass(GptRecipeCasts* casts) : m_casts(casts) {
+        if (m_casts) {
+            m_was = m_casts->evaluation();
+            m_casts->setEvaluation(true);
+        }
+    }
+    ~UncountedPass() {
+        if (m_casts)
+            m_casts->setEvaluation(m_was);
+    }
+    UncountedPass(const UncountedPass&) = delete;
+    UncountedPass& operator=(const UncountedPass&) = delete;
+
+private:
+    GptRecipeCasts* m_casts;
+    bool m_was = false;
+};
+
+} // namespace
 
 GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
     : m_settings(settings), m_corpus(corpus), m_model(settings.spec), m_rng(settings.seed) {
@@ -38,60 +68,157 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
     for (std::size_t w = 0; w < windows; ++w)
         sampleWindows(corpus.validation, settings.batch, settings.spec.context, fixed,
                       m_valInputs.data() + w * window, m_valTargets.data() + w * window);
-    if (settings.precision) {
-        const TrainConfig& p = *settings.precision;
-        m_casts = std::make_unique<GptRecipeCasts>(p, m_model.stageCount());
-        m_model.setCasts(m_casts.get());
-        m_scaler = makeLossScaler(p);
-        m_master = std::make_unique<Quantizer>(
-            p.recipe.roles[static_cast<std::size_t>(TensorRole::MasterWeights)]);
-        // Adam's second moment is the square of a gradient: in a format with less exponent
-        // range than FP32's (FP16, FP8: the SGD-momentum recipes' state) it flushes to zero and
-        // the update divides by epsilon alone. Such a state format is kept in FP32 (and said).
-        const QuantConfig& state =
-            p.recipe.roles[static_cast<std::size_t>(TensorRole::OptimizerState)];
-        if (state.format.exponentBits >= 8) {
-            m_state = std::make_unique<Quantizer>(state);
-        } else {
-            m_notice = "optimiser state kept in fp32: the recipe's " + state.format.name +
-                       " would flush AdamW's second moment (squared gradients)";
-        }
+    const auto stages = static_cast<std::size_t>(m_model.stageCount());
+    m_masterStats.resize(stages);
+    m_stateStats.resize(stages);
+    m_updates.assign(stages, 0);
+    m_lostUpdates.assign(stages, 0);
+    m_channelAmax.resize(stages);
+    if (settings.precision)
+        buildPrecision();
+}
+
+void GptRun::buildPrecision() {
+    const TrainConfig& p = *m_settings.precision;
+    m_casts = std::make_unique<GptRecipeCasts>(p, m_model.stageCount());
+    m_casts->setCounting(m_counting);
+    m_scaler = makeLossScaler(p);
+    m_master = std::make_unique<Quantizer>(
+        p.recipe.roles[static_cast<std::size_t>(TensorRole::MasterWeights)]);
+    m_notice.clear();
+    // Adam's second moment is the square of a gradient: in a format with less exponent range
+    // than FP32's (FP16, FP8: the SGD-momentum recipes' state) it flushes to zero and the update
+    // divides by epsilon alone. Such a state format is kept in FP32 (and said).
+    const QuantConfig& state = p.recipe.roles[static_cast<std::size_t>(TensorRole::OptimizerState)];
+    m_state.reset();
+    if (state.format.exponentBits >= 8)
+        m_state = std::make_unique<Quantizer>(state);
+    else
+        m_notice = "optimiser state kept in fp32: the recipe's " + state.format.name +
+                   " would flush AdamW's second moment (squared gradients)";
+    if (p.recipe.accumulation) {
+        if (!m_notice.empty())
+            m_notice += "; ";
+        m_notice += "the GPT's products accumulate in fp32: the recipe's accumulation in " +
+                    p.recipe.accumulation->format.name + " is emulated for the MLP and CNN only";
     }
+    attachCasts();
+}
+
+void GptRun::attachCasts() {
+    const bool needed = m_casts && (m_casts->castsAnything() || m_casts->counting());
+    m_model.setCasts(needed ? m_casts.get() : nullptr);
+}
+
+void GptRun::setPrecision(const TrainConfig& precision) {
+    GptRecipeCasts(precision, m_model.stageCount()); // throws for a recipe it cannot run, first
+    m_settings.precision = precision;
+    const double scale = lossScale();
+    const bool adapts = info(precision.scalingPolicy).adaptsLossScale;
+    buildPrecision();
+    if (adapts && m_step > 0) // a recipe edit keeps the dynamic scale reached so far
+        m_scaler->setScale(scale);
+}
+
+void GptRun::setLossScale(double scale) {
+    if (m_scaler)
+        m_scaler->setScale(scale);
+}
+
+void GptRun::setCounting(bool on) {
+    m_counting = on;
+    if (m_casts)
+        m_casts->setCounting(on);
+    attachCasts();
+}
+
+void GptRun::resetStats() {
+    if (m_casts)
+        m_casts->resetStats();
+    for (std::size_t s = 0; s < m_masterStats.size(); ++s) {
+        m_masterStats[s].reset();
+        m_stateStats[s].reset();
+        m_updates[s] = m_lostUpdates[s] = 0;
+        m_channelAmax[s].clear();
+    }
+}
+
+std::vector<StageStats> GptRun::stageStats() const {
+    std::vector<StageStats> out;
+    if (!m_casts)
+        return out;
+    out.resize(m_masterStats.size());
+    for (std::size_t s = 0; s < out.size(); ++s) {
+        StageStats& st = out[s];
+        const int stage = static_cast<int>(s);
+        for (int o = 0; o < 4; ++o) {
+            const auto operand = static_cast<transformer::GptOperand>(o);
+            st.roles[static_cast<std::size_t>(o)] = m_casts->stats(stage, operand);
+            st.blocks[static_cast<std::size_t>(o)] = m_casts->blockStats(stage, operand);
+            st.tensorScale[static_cast<std::size_t>(o)] = m_casts->tensorScale(stage, operand);
+        }
+        st.roles[static_cast<std::size_t>(TensorRole::MasterWeights)] = m_masterStats[s];
+        st.roles[static_cast<std::size_t>(TensorRole::OptimizerState)] = m_stateStats[s];
+        st.updates = m_updates[s];
+        st.lostUpdates = m_lostUpdates[s];
+        st.gradientScale = lossScale();
+        st.channelAmax = m_channelAmax[s];
+    }
+    return out;
 }
 
 double GptRun::lossScale() const {
     return m_scaler ? m_scaler->scale() : 1.0;
 }
 
-double GptRun::step() {
+double GptRun::batchAccuracy() const {
+    const std::vector<float>& logits = m_model.logits();
+    const auto vocab = static_cast<std::size_t>(m_settings.spec.vocab);
+    std::size_t correct = 0;
+    for (std::size_t row = 0; row < m_targets.size(); ++row) {
+        const float* z = logits.data() + row * vocab;
+        correct += static_cast<std::size_t>(std::max_element(z, z + vocab) - z) == m_targets[row];
+    }
+    return static_cast<double>(correct) / static_cast<double>(m_targets.size());
+}
+
+GptStepResult GptRun::step() {
     const int t = m_settings.spec.context;
     sampleWindows(m_corpus.train, m_settings.batch, t, m_rng, m_inputs.data(), m_targets.data());
     if (m_casts)
         m_casts->beginStep(m_step);
-    const double loss =
+    GptStepResult result;
+    result.loss =
         m_model.forward(m_params.data(), m_inputs.data(), m_targets.data(), m_settings.batch, t);
-    const double scale = lossScale();
-    m_model.backward(m_params.data(), m_grads.data(), static_cast<float>(scale));
+    result.accuracy = batchAccuracy();
+    if (m_counting)
+        for (std::size_t s = 0; s < m_channelAmax.size(); ++s)
+            m_channelAmax[s] = m_model.channelAmax(static_cast<int>(s));
+    result.scale = lossScale();
+    m_model.backward(m_params.data(), m_grads.data(), static_cast<float>(result.scale));
     ++m_step;
     if (m_scaler) { // overflow: back off and skip, or (none, static) a divergence
-        bool overflow = false;
+        bool overflow = !std::isfinite(result.loss);
         for (const float g : m_grads)
             overflow = overflow || !std::isfinite(g);
-        const double used = scale;
         const ScaleDecision decision = m_scaler->update(overflow);
-        if (overflow && m_scaler->overflowIsDivergence())
-            throw std::runtime_error("gpt: gradients overflowed at step " + std::to_string(m_step) +
-                                     " with loss scale " + std::to_string(used));
-        if (decision.skipStep) {
+        result.event = decision.reason;
+        result.diverged = overflow && m_scaler->overflowIsDivergence();
+        if (decision.skipStep || result.diverged) {
+            result.skipped = true;
             ++m_skipped;
-            return loss;
+            return result;
         }
-        const auto inverse = static_cast<float>(1.0 / used);
+        const auto inverse = static_cast<float>(1.0 / result.scale);
         for (float& g : m_grads)
             g *= inverse;
     }
-    static const Quantizer fp32(QuantConfig::forFormat(parseFormat("fp32")));
-    const Quantizer& stateFormat = m_state ? *m_state : fp32;
+    applyUpdate();
+    return result;
+}
+
+void GptRun::applyUpdate() {
+    const Quantizer& stateFormat = m_state ? *m_state : fp32Quantizer();
     OptimizerSettings adamw{OptimizerKind::AdamW};
     adamw.beta1 = m_settings.beta1;
     adamw.beta2 = m_settings.beta2;
@@ -99,38 +226,59 @@ double GptRun::step() {
     QuantizeOptions options;
     options.seed = m_settings.seed;
     options.stream = static_cast<std::uint64_t>(m_step) << 20;
-    for (const transformer::GptTensor& tensor : m_model.tensors()) {
+    const std::vector<transformer::GptTensor>& tensors = m_model.tensors();
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+        const transformer::GptTensor& tensor = tensors[i];
         adamw.weightDecay = tensor.matrix() ? m_settings.weightDecay : 0.0;
         const std::size_t at = tensor.offset, size = tensor.size();
         auto part = [&](std::vector<float>& v) { return std::span<float>(v.data() + at, size); };
         options.firstIndex = at;
+        QuantStats* state =
+            m_counting ? &m_stateStats[static_cast<std::size_t>(m_model.stageHolding(i))] : nullptr;
         computeOptimizerUpdate(adamw, m_step, part(m_grads), part(m_params), part(m_update),
-                               part(m_first), part(m_second), m_settings.lr, stateFormat, nullptr,
+                               part(m_first), part(m_second), m_settings.lr, stateFormat, state,
                                options);
     }
+    if (m_counting)
+        m_before = m_params;
     for (std::size_t i = 0; i < m_params.size(); ++i)
         m_params[i] -= m_update[i];
-    if (m_master && !m_master->isIdentity()) { // master weights kept in their format
-        options.stream = (static_cast<std::uint64_t>(m_step) << 20) | 0xFFFFFu;
-        options.firstIndex = 0;
-        m_master->quantize(m_params, m_params, nullptr, options);
+    const bool castMaster = m_master && (!m_master->isIdentity() || m_counting);
+    options.stream = (static_cast<std::uint64_t>(m_step) << 20) | 0xFFFFFu;
+    for (std::size_t i = 0; i < tensors.size() && castMaster; ++i) { // master weights' format
+        const std::size_t at = tensors[i].offset, size = tensors[i].size();
+        const std::span<float> p(m_params.data() + at, size);
+        options.firstIndex = at;
+        const auto stage = static_cast<std::size_t>(m_model.stageHolding(i));
+        m_master->quantize(p, p, m_counting ? &m_masterStats[stage] : nullptr, options);
+        if (!m_counting)
+            continue;
+        for (std::size_t k = at; k < at + size; ++k)
+            if (m_update[k] != 0.0f) {
+                ++m_updates[stage];
+                m_lostUpdates[stage] += m_params[k] == m_before[k];
+            }
     }
-    return loss;
 }
 
-double GptRun::validationLoss() {
+GptEvaluation GptRun::evaluate() {
     const int t = m_settings.spec.context;
     const std::size_t window =
         static_cast<std::size_t>(m_settings.batch) * static_cast<std::size_t>(t);
-    double sum = 0.0;
-    if (m_casts) // evaluated in the recipe's formats, not counted
-        m_casts->setCounting(false);
-    for (int w = 0; w < m_settings.validationWindows; ++w)
-        sum += m_model.forward(m_params.data(), m_valInputs.data() + w * window,
-                               m_valTargets.data() + w * window, m_settings.batch, t);
-    if (m_casts)
-        m_casts->setCounting(true);
-    return sum / m_settings.validationWindows;
+    const UncountedPass uncounted(m_casts.get());
+    const std::vector<std::uint8_t> trainTargets = m_targets; // batchAccuracy reads m_targets
+    double loss = 0.0, accuracy = 0.0;
+    for (int w = 0; w < m_settings.validationWindows; ++w) {
+        const auto at = static_cast<std::size_t>(w) * window;
+        loss += m_model.forward(m_params.data(), m_valInputs.data() + at, m_valTargets.data() + at,
+                                m_settings.batch, t);
+        std::copy_n(m_valTargets.begin() + static_cast<std::ptrdiff_t>(at), window,
+                    m_targets.begin());
+        accuracy += batchAccuracy();
+    }
+    m_targets = trainTargets;
+    const double n = std::max(1, m_settings.validationWindows);
+    return {loss / n, accuracy / n};
 }
 
 std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t seed) {
@@ -139,8 +287,7 @@ std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t 
     std::vector<std::uint8_t> text(prompt.begin(), prompt.end());
     std::mt19937_64 rng(seed);
     const int vocab = m_settings.spec.vocab, context = m_settings.spec.context;
-    if (m_casts)
-        m_casts->setCounting(false);
+    const UncountedPass uncounted(m_casts.get());
     std::vector<double> p(static_cast<std::size_t>(vocab));
     for (int i = 0; i < length; ++i) {
         const int window = std::min<int>(context, static_cast<int>(text.size()));
@@ -155,8 +302,6 @@ std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t 
         std::discrete_distribution<int> next(p.begin(), p.end());
         text.push_back(static_cast<std::uint8_t>(next(rng)));
     }
-    if (m_casts)
-        m_casts->setCounting(true);
     return std::string(text.begin() + static_cast<std::ptrdiff_t>(prompt.size()), text.end());
 }
 

@@ -1,11 +1,13 @@
-// Training the tiny GPT in FP32 as the PyTorch peer trains it (AdamW lr 1e-3, betas 0.9 / 0.95,
-// eps 1e-8, weight decay 0.1 on matrices and embeddings only, batch 32, random windows, no
-// schedule, no clipping), and its validation loss over fixed windows. The benchmark against
-// ../shared/peers/gpt_torch.py runs this; the precision recipes' casts come in the trainer.
+// Training the tiny GPT as the PyTorch peer trains it (AdamW lr 1e-3, betas 0.9 / 0.95, eps 1e-8,
+// weight decay 0.1 on matrices and embeddings only, batch 32, random windows, no schedule, no
+// clipping), with a precision recipe's casts, loss scaling and statistics when one is given; its
+// validation loss over fixed windows. `bench gpt` runs it directly; GptTrainer (the run a
+// session steers) wraps it.
 #pragma once
 
 #include "data/text_corpus.h"
 #include "nn/transformer/gpt_model.h"
+#include "stats/training_snapshot.h"
 #include "train/gpt_casts.h"
 #include "train/loss_scaler.h"
 
@@ -26,17 +28,43 @@ struct GptRunSettings {
     int validationWindows = 50; // drawn once from seed 1234, the same for every evaluation
     int threads = 1;            // for the matrix products (OpenBLAS)
     // A train config whose precision recipe and scaling the run applies (its model, data and
-    // optimiser settings are not used: the GPT's are above). None: FP32.
+    // optimiser settings are not used: the GPT's are above). None: FP32, no statistics.
     std::optional<TrainConfig> precision;
+};
+
+struct GptStepResult {
+    double loss = 0.0;     // nats per byte
+    double accuracy = 0.0; // share of the batch's next bytes the model ranks first
+    double scale = 1.0;    // the loss scale the step used
+    bool skipped = false;  // gradients overflowed; the update was discarded
+    std::string event;     // the scaler's reason (a skip, a scale change); empty: none
+    bool diverged = false; // gradients overflowed under a policy that cannot back off
+};
+
+struct GptEvaluation {
+    double loss = 0.0; // mean over the validation windows, nats per byte
+    double accuracy = 0.0;
 };
 
 class GptRun {
 public:
+    // Throws ConfigError for a recipe the GPT cannot run (per-layer scaling).
     GptRun(const GptRunSettings& settings, const TextCorpus& corpus);
 
-    // One training step; returns its loss (nats per byte). Throws std::runtime_error when the
-    // gradients overflow under a policy that cannot back off (none, static).
-    double step();
+    GptStepResult step();
+    // Statistics for the following steps (needs a precision config): every cast counted by
+    // stage and role, the master weights, the optimiser state and lost updates, and each
+    // stage's input channel amax. Counts add up until resetStats.
+    void setCounting(bool on);
+    void resetStats();
+    // What was counted, one StageStats per stage (stageCount()); empty without a precision.
+    std::vector<StageStats> stageStats() const;
+
+    // Edits (take effect at the next step; amax histories start again).
+    void setLearningRate(double lr) { m_settings.lr = lr; }
+    void setLossScale(double scale);
+    void setPrecision(const TrainConfig& precision); // recipe and scaling.*
+
     // The recipe's casts (null for FP32) and loss scale.
     const GptRecipeCasts* casts() const { return m_casts.get(); }
     double lossScale() const;
@@ -44,8 +72,8 @@ public:
     // What the run changed of the recipe, and why (empty: nothing).
     const std::string& notice() const { return m_notice; }
     const transformer::GptModel& model() const { return m_model; }
-    // Mean loss over the validation windows (nats per byte).
-    double validationLoss();
+    GptEvaluation evaluate(); // in the recipe's formats, not counted
+    double validationLoss() { return evaluate().loss; }
     // `length` bytes the model writes after `prompt` (at least one byte), each drawn from its
     // softmax at temperature 1 with a generator seeded by `seed`, the last `context` bytes as
     // its window: what the model has learnt, to read. Not counted in the statistics.
@@ -54,10 +82,15 @@ public:
     const std::vector<float>& parameters() const { return m_params; }
 
 private:
+    void buildPrecision(); // casts, scaler, master and state formats from m_settings.precision
+    void attachCasts();    // the model casts when anything is cast or counted
+    void applyUpdate();
+    double batchAccuracy() const;
+
     GptRunSettings m_settings;
     const TextCorpus& m_corpus;
     transformer::GptModel m_model;
-    std::vector<float> m_params, m_grads, m_update, m_first, m_second;
+    std::vector<float> m_params, m_grads, m_update, m_first, m_second, m_before;
     std::vector<std::uint8_t> m_inputs, m_targets, m_valInputs, m_valTargets;
     std::mt19937_64 m_rng;
     std::int64_t m_step = 0, m_skipped = 0;
@@ -65,6 +98,12 @@ private:
     std::unique_ptr<LossScaler> m_scaler; // dynamic / enhanced
     std::unique_ptr<Quantizer> m_master, m_state;
     std::string m_notice;
+    bool m_counting = false;
+    // Per stage (stageHolding): master weights and optimiser state counted, updates and lost
+    // updates, the input channels' amax of the last counted forward.
+    std::vector<QuantStats> m_masterStats, m_stateStats;
+    std::vector<std::uint64_t> m_updates, m_lostUpdates;
+    std::vector<std::vector<float>> m_channelAmax;
 };
 
 } // namespace plab

@@ -36,9 +36,14 @@ double amaxOf(std::span<const float> values) {
 }
 
 double amaxScale(double amax, const FormatSpec& format, int margin) {
-    if (!(amax > 0.0) || !std::isfinite(amax))
+    // A format with FP32's exponent range (BF16, FP32, a stage a recipe keeps wide) needs no
+    // scale, and cannot take one: its max over an amax below 1 is past FP32's range (an Inf
+    // scale, NaN products).
+    if (!(amax > 0.0) || !std::isfinite(amax) || format.exponentBits >= 8)
         return 1.0;
-    return format.maxFinite() / amax / std::ldexp(1.0, margin);
+    // At most 2^126: the scale and its inverse stay normal FP32 numbers even for a tensor of
+    // subnormal values.
+    return std::min(format.maxFinite() / amax / std::ldexp(1.0, margin), 0x1p126);
 }
 
 void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<float> out,

@@ -31,7 +31,8 @@ private:
 
 double amaxOf(std::span<const float> values); // largest finite |x|
 
-// (format max / amax) / 2^margin; 1 when amax is 0 or not finite.
+// (format max / amax) / 2^margin, at most 2^126; 1 when amax is 0 or not finite, or the format
+// has FP32's exponent range (BF16, FP32: nothing to scale into).
 double amaxScale(double amax, const FormatSpec& format, int margin);
 
 // out <- Q(in * scale) / scale, counting what the format sees (in may be out). When inputAmax

@@ -182,10 +182,23 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
 
 } // namespace
 
+namespace {
+
+const char* optimizerName(OptimizerKind kind) {
+    for (const OptimizerName& n : kOptimizerNames)
+        if (n.kind == kind)
+            return n.name;
+    return "?";
+}
+
+} // namespace
+
 double defaultLearningRate(const std::string& modelType) {
     // SGD with momentum 0.9: the small CNN does not learn at the MLP's 0.05 (its loss stays at
     // ln 10 from the first steps, in FP32 too); 0.01 trains it to ~83% on Fashion-MNIST in an
-    // epoch.
+    // epoch. The GPT: AdamW at the peer's 1e-3.
+    if (modelType == "gpt")
+        return 1e-3;
     return modelType == "cnn" ? 0.01 : 0.05;
 }
 
@@ -297,8 +310,9 @@ TrainConfig configFromJson(const json& j) {
     if (top.has("model")) {
         Reader m(top.at("model"), "config.model");
         m.text("type", c.model.type);
-        if (c.model.type != "mlp" && c.model.type != "cnn")
-            throw ConfigError("config.model.type: \"" + c.model.type + "\" (expected mlp or cnn)");
+        if (c.model.type != "mlp" && c.model.type != "cnn" && c.model.type != "gpt")
+            throw ConfigError("config.model.type: \"" + c.model.type +
+                              "\" (expected mlp, cnn or gpt)");
         if (m.has("hidden")) {
             const json& h = m.at("hidden");
             if (!h.is_array() || h.size() > 32)
@@ -338,16 +352,32 @@ TrainConfig configFromJson(const json& j) {
         if (c.model.convKernel != 3 && c.model.convKernel != 5)
             throw ConfigError("config.model.conv_kernel: expected 3 or 5, got " +
                               std::to_string(c.model.convKernel));
+        m.number("context", c.model.context, 1, 4096);
+        m.number("width", c.model.width, 1, 8192);
+        m.number("heads", c.model.heads, 1, 256);
+        m.number("blocks", c.model.blocks, 1, 64);
+        if (c.model.width % c.model.heads != 0)
+            throw ConfigError("config.model.width: " + std::to_string(c.model.width) +
+                              " is not divisible by config.model.heads " +
+                              std::to_string(c.model.heads));
         m.finish();
     }
     c.learningRate = defaultLearningRate(c.model.type); // unless train.lr says otherwise
+    if (c.model.type == "gpt") { // the peer's recipe (../shared/peers/gpt_torch.py) unless given
+        c.optimizer = OptimizerKind::AdamW;
+        c.beta2 = 0.95;
+        c.weightDecay = 0.1;
+        c.batchSize = 32;
+        c.steps = 1000;
+        c.evalEvery = 200; // validation loss and a sample of text
+    }
     if (top.has("train")) {
         Reader t(top.at("train"), "config.train");
         t.number("steps", c.steps, 0, 1e12);
         t.number("epochs", c.epochs, 0, 100000);
         t.number("batch_size", c.batchSize, 1, 65536);
         t.number("lr", c.learningRate, 1e-12, 1e6);
-        std::string optimizer = kOptimizerNames[0].name;
+        std::string optimizer = optimizerName(c.optimizer);
         t.text("optimizer", optimizer);
         const auto named =
             std::find_if(std::begin(kOptimizerNames), std::end(kOptimizerNames),
@@ -454,17 +484,6 @@ TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
     return next;
 }
 
-namespace {
-
-const char* optimizerName(OptimizerKind kind) {
-    for (const OptimizerName& n : kOptimizerNames)
-        if (n.kind == kind)
-            return n.name;
-    return "?";
-}
-
-} // namespace
-
 json TrainConfig::toJson() const {
     json recipeJson;
     for (TensorRole r : kAllRoles)
@@ -545,6 +564,12 @@ json TrainConfig::toJson() const {
           {"four_over_six", fourOverSix},
           {"hadamard", hadamard}}},
     };
+    if (model.type == "gpt") // the GPT's shape, written only for it (older records lack it)
+        for (const auto& [key, value] : {std::pair{"context", model.context},
+                                         {"width", model.width},
+                                         {"heads", model.heads},
+                                         {"blocks", model.blocks}})
+            j["model"][key] = value;
     if (!timeline.empty()) {
         json edits = json::array();
         for (const TimedEdit& e : timeline)

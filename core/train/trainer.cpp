@@ -730,7 +730,8 @@ Evaluation Trainer::evaluate() {
         correct += static_cast<std::size_t>(r.correct);
     }
     return {lossSum / static_cast<double>(test.count()),
-            static_cast<double>(correct) / static_cast<double>(test.count())};
+            static_cast<double>(correct) / static_cast<double>(test.count()),
+            {}};
 }
 
 } // namespace plab

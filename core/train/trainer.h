@@ -12,6 +12,7 @@
 #include "train/optimizer.h"
 #include "train/tensor_scaling.h"
 #include "train/train_config.h"
+#include "train/training_run.h"
 #include "util/thread_pool.h"
 
 #include <array>
@@ -22,29 +23,10 @@
 
 namespace plab {
 
-struct StepResult {
-    StepScalars scalars;
-    // Statistics of step statsStep became complete during this call: stageStats() holds them.
-    // On the CPU that is the step itself; a GPU's arrive while the next step runs.
-    bool statsCollected = false;
-    std::int64_t statsStep = 0;
-    std::string event;     // e.g. why a step was skipped; empty if nothing happened
-    bool diverged = false; // Inf/NaN that the scaling policy cannot recover from
-};
-
-// Throws ConfigError for an override of a stage the model does not have (it would silently do
-// nothing): stages are 0..stageCount-1, or -1 for the last.
-void checkRecipeStages(const PrecisionRecipe& recipe, int stageCount);
-
 // The scaling policy a config asks for.
 std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config);
 
-struct Evaluation {
-    double loss = 0.0;
-    double accuracy = 0.0;
-};
-
-class Trainer {
+class Trainer final : public TrainingRun {
 public:
     // Runs on the device config.device resolves to (see resolveDevice): a GPU's TensorOps when
     // one is usable, else the CPU's.
@@ -53,36 +35,37 @@ public:
     Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
             std::unique_ptr<TensorOps> ops, std::string deviceNotice = {});
 
-    StepResult step();
-    Evaluation evaluate(); // the whole test set, forward in the recipe's formats
+    StepResult step() override;
+    Evaluation evaluate() override; // the whole test set, forward in the recipe's formats
 
     const TrainConfig& config() const { return m_config; }
     const Model& model() const { return m_model; }
-    std::vector<std::string> stageNames() const;
+    int stageCount() const override { return m_model.stageCount(); }
+    std::vector<std::string> stageNames() const override;
     // The latest complete statistics, waiting for any still on their way from the device.
-    const std::vector<StageStats>& stageStats() const;
-    std::int64_t statsStep() const { return m_completeStep; } // their step; 0: none yet
+    const std::vector<StageStats>& stageStats() const override;
+    std::int64_t statsStep() const override { return m_completeStep; } // their step; 0: none yet
     // The latest complete statistics without waiting (what a live view shows).
-    const std::vector<StageStats>& completedStats() const;
+    const std::vector<StageStats>& completedStats() const override;
     // Waits for statistics on their way; true when that completed a step's (then stageStats()
     // and statsStep() hold them). Sessions call it where a run stops or pauses.
-    bool flushStatistics() const;
-    std::vector<float> masterWeights() const;                // a host copy
-    std::string deviceName() const { return m_ops->name(); } // "cpu", "cuda:0 (...)"
+    bool flushStatistics() const override;
+    std::vector<float> masterWeights() const;                         // a host copy
+    std::string deviceName() const override { return m_ops->name(); } // "cpu", "cuda:0 (...)"
     // Why the engine is not the one asked for (e.g. no usable GPU); empty when it is.
-    const std::string& deviceNotice() const { return m_deviceNotice; }
-    std::int64_t stepsTaken() const { return m_step; }
+    const std::string& deviceNotice() const override { return m_deviceNotice; }
+    std::int64_t stepsTaken() const override { return m_step; }
     int epoch() const { return m_epoch; }
-    std::int64_t stepsPerEpoch() const;
-    std::int64_t plannedSteps() const; // from steps, or epochs x steps per epoch
+    std::int64_t stepsPerEpoch() const override;
+    std::int64_t plannedSteps() const override; // from steps, or epochs x steps per epoch
     LossScaler& scaler() { return *m_scaler; }
 
     // Take effect at the next step.
-    void setLearningRate(double lr) { m_config.learningRate = lr; }
-    void setLossScale(double scale) { m_scaler->setScale(scale); }
-    void setRecipe(const PrecisionRecipe& recipe);
+    void setLearningRate(double lr) override { m_config.learningRate = lr; }
+    void setLossScale(double scale) override { m_scaler->setScale(scale); }
+    void setRecipe(const PrecisionRecipe& recipe) override;
     // Switches the scaling policy (scaling.* of the config) at the next step.
-    void setScaling(const TrainConfig& scaling);
+    void setScaling(const TrainConfig& scaling) override;
 
 private:
     struct StageQuantizers {

@@ -28,8 +28,8 @@ const char* toString(SessionState state) {
 TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
                                  std::string runDir, const RunLogOptions& logOptions)
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
-      m_trainer(std::make_unique<Trainer>(config, m_data)),
-      m_plannedSteps(m_trainer->plannedSteps()), m_stageCount(m_trainer->model().stageCount()),
+      m_trainer(makeTrainingRun(config, m_data)), m_plannedSteps(m_trainer->plannedSteps()),
+      m_stageCount(m_trainer->stageCount()),
       m_pendingEdits(config.timeline.begin(), config.timeline.end()) {
     // The timeline replays as the steps come; each edit lands on m_plan's timeline again as it
     // is applied, so a replayed run's config.json is the one it was started from.
@@ -302,7 +302,7 @@ void TrainingSession::apply(const Command& c) {
                                           : c.text + " at step " + std::to_string(step));
         break;
     case Command::Reset:
-        m_trainer = std::make_unique<Trainer>(m_config, m_data);
+        m_trainer = makeTrainingRun(m_config, m_data);
         m_pendingSteps = 0;
         m_skipped = 0;
         m_state = SessionState::Paused;
@@ -378,6 +378,8 @@ void TrainingSession::publish(const StepScalars& scalars, bool newScalars) {
     back.statsStep = m_lastStatsStep;
     back.stageNames = m_trainer->stageNames();
     back.stages = m_trainer->completedStats(); // a GPU's may be a step behind the scalars
+    back.sample = m_lastEval.sample;
+    back.sampleStep = m_lastEvalStep;
     m_snapshots.publish();
     m_anyPublished.store(true, std::memory_order_release);
     if (newScalars)
@@ -409,6 +411,7 @@ void TrainingSession::doStep() {
                                                 : (perEpoch > 0 && s.step % perEpoch == 0);
     if (evalDue || lastStep) {
         m_lastEval = m_trainer->evaluate();
+        m_lastEvalStep = s.step;
         s.evaluated = true;
         s.testLoss = m_lastEval.loss;
         s.testAccuracy = m_lastEval.accuracy;
@@ -420,6 +423,8 @@ void TrainingSession::doStep() {
         if (!r.event.empty())
             log.logEvent(s.step, r.diverged ? "divergence" : (s.skipped ? "skip" : "scale"),
                          r.event);
+        if (s.evaluated && !m_lastEval.sample.empty()) // what a text model writes, to cite
+            log.logEvent(s.step, "sample", m_lastEval.sample);
     });
     publish(s);
     if (!recorded)
@@ -439,8 +444,10 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
     try {
         if (state != SessionState::Failed)
             landStatistics();
-        if (state != SessionState::Finished && m_trainer->stepsTaken() > 0 && m_log)
+        if (state != SessionState::Finished && m_trainer->stepsTaken() > 0 && m_log) {
             m_lastEval = m_trainer->evaluate();
+            m_lastEvalStep = m_trainer->stepsTaken();
+        }
     } catch (const std::exception& e) {
         state = SessionState::Failed;
         why += std::string("; then failed: ") + e.what();

@@ -1,13 +1,14 @@
-// TrainingSession: a Trainer on its own thread, steered by commands that take effect at step
-// boundaries, publishing a snapshot per step through a triple buffer and per-step scalars
-// through a bounded ring. The worker never waits for a reader; a GUI polls at its own pace.
+// TrainingSession: a TrainingRun (train/training_run.h: the MLP, the CNN or the GPT) on its own
+// thread, steered by commands that take effect at step boundaries, publishing a snapshot per step
+// through a triple buffer and per-step scalars through a bounded ring. The worker never waits for a
+// reader; a GUI polls at its own pace.
 #pragma once
 
 #include "stats/spsc_ring.h"
 #include "stats/training_snapshot.h"
 #include "stats/triple_buffer.h"
 #include "train/run_log.h"
-#include "train/trainer.h"
+#include "train/training_run.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -125,7 +126,7 @@ private:
     std::shared_ptr<const DataSplit> m_data;
     std::string m_runDir;
     StepScalars m_lastScalars; // of the last step published
-    std::unique_ptr<Trainer> m_trainer;
+    std::unique_ptr<TrainingRun> m_trainer;
     std::string m_deviceName, m_deviceNotice;
     std::unique_ptr<RunLog> m_log;
     std::int64_t m_plannedSteps = 0;
@@ -157,6 +158,7 @@ private:
     std::int64_t m_skipped = 0;
     double m_lastLoss = 0.0;
     Evaluation m_lastEval;
+    std::int64_t m_lastEvalStep = 0;
     std::chrono::steady_clock::time_point m_started, m_summaryWritten;
 
     TripleBuffer<TrainingSnapshot> m_snapshots;

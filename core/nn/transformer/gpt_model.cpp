@@ -104,6 +104,15 @@ int GptModel::stageOfTensor(std::size_t i) const {
     return -1; // the blocks' norms
 }
 
+int GptModel::stageHolding(std::size_t i) const {
+    if (const int stage = stageOfTensor(i); stage >= 0)
+        return stage;
+    const std::string& name = m_tensors[i].name;
+    if (name.starts_with("blocks."))
+        return 2 * std::stoi(name.substr(7)) + (name.find(".ln2.") != std::string::npos ? 1 : 0);
+    return name.starts_with("ln.") ? 2 * m_spec.blocks : 0; // the final norm; the embeddings
+}
+
 const float* GptModel::operand(int stage, GptOperand role, const float* values, std::size_t count,
                                std::vector<float>& copy) {
     if (m_casts == nullptr)

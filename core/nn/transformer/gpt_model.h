@@ -58,6 +58,10 @@ public:
     std::string stageName(int stage) const; // "block0.attention", "block0.mlp", ..., "head"
     // The stage whose products read parameter tensor i (-1: none, an embedding or a norm).
     int stageOfTensor(std::size_t i) const;
+    // The stage a parameter tensor's master copy and optimiser state are counted in: its
+    // products' stage, else the embeddings in the first, a block's norms in the stage they feed
+    // (ln1: attention, ln2: MLP) and the final norm in the head's.
+    int stageHolding(std::size_t i) const;
     // Casts for the following forward and backward passes (null: FP32). Not owned.
     void setCasts(GptCasts* casts) { m_casts = casts; }
 

@@ -1,0 +1,21 @@
+// The data a run's config asks for, in one place for the CLI, the GUI and the Compare dialog:
+// images (the synthetic set, Fashion-MNIST, an IDX directory) for the MLP and the CNN; text (the
+// synthetic text, Debian's fortunes, text:FILE) for the GPT.
+#pragma once
+
+#include "data/dataset.h"
+#include "train/train_config.h"
+
+#include <memory>
+
+namespace plab {
+
+// Bytes of the built-in synthetic text the GPT trains on by default.
+inline constexpr std::size_t kSyntheticTextBytes = std::size_t{1} << 21;
+
+// Throws DataError naming the file or directory that cannot be read, and ConfigError
+// ("config.data.source: ...") for a source the model cannot read (text for an image model,
+// images for the GPT).
+std::shared_ptr<const DataSplit> loadRunData(const TrainConfig& config);
+
+} // namespace plab
