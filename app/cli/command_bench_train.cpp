@@ -5,9 +5,9 @@
 // gives the step itself, and the set-up time separately, so the two can be reported side by side.
 #include "cli_commands.h"
 #include "run_config_args.h"
-#include "train/run_data.h"
 
-#include "train/trainer.h"
+#include "train/run_data.h"
+#include "train/training_run.h"
 
 #include <chrono>
 #include <cstdio>
@@ -32,7 +32,8 @@ int runTrainBench(const TrainBenchArgs& args) {
     const TrainConfig config = buildConfig(args.run);
     const auto data = loadRunData(config);
     const auto setupStart = std::chrono::steady_clock::now();
-    Trainer trainer(config, data);
+    const std::unique_ptr<TrainingRun> run = makeTrainingRun(config, data);
+    TrainingRun& trainer = *run;
     const double setupSeconds = secondsSince(setupStart);
     if (!trainer.deviceNotice().empty())
         std::fprintf(stderr, "%s\n", trainer.deviceNotice().c_str());
@@ -40,18 +41,18 @@ int runTrainBench(const TrainBenchArgs& args) {
     if (timedSteps < 1)
         throw std::invalid_argument("bench train: no steps to time (--steps or --epochs)");
 
-    const auto run = [&](std::int64_t steps) {
-        for (std::int64_t i = 0; i < steps; ++i)
+    const auto steps = [&](std::int64_t count) {
+        for (std::int64_t i = 0; i < count; ++i)
             if (const StepResult r = trainer.step(); r.diverged)
                 throw std::runtime_error("bench train: diverged at step " +
                                          std::to_string(trainer.stepsTaken()) + ": " + r.event);
         trainer.flushStatistics(); // a GPU's last statistics are part of the work timed
     };
     const auto warmupStart = std::chrono::steady_clock::now();
-    run(args.warmup);
+    steps(args.warmup);
     const double warmupSeconds = secondsSince(warmupStart);
     const auto timedStart = std::chrono::steady_clock::now();
-    run(timedSteps);
+    steps(timedSteps);
     const double timedSeconds = secondsSince(timedStart);
 
     const double samplesPerSecond =

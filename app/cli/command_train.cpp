@@ -2,11 +2,11 @@
 // --out, and the summary printed at the end.
 #include "cli_commands.h"
 #include "run_config_args.h"
-#include "train/run_data.h"
 
 #include "device/compute_backend.h"
 
 #include "data/dataset.h"
+#include "train/run_data.h"
 #include "train/training_session.h"
 
 #include <chrono>
@@ -78,9 +78,9 @@ int runTrain(const TrainArgs& args) {
         std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;
     std::fprintf(stderr,
-                 "training %s on %s (%zu train / %zu test) on %s, %lld steps, run log in %s\n",
-                 config.model.type.c_str(), data->train.name.c_str(), data->train.count(),
-                 data->test.count(), session.deviceName().c_str(),
+                 "training %s on %s on %s, %lld steps, run log in %s\n",
+                 config.model.type.c_str(), describeData(*data).c_str(),
+                 session.deviceName().c_str(),
                  static_cast<long long>(session.plannedSteps()), out.c_str());
     const auto start = std::chrono::steady_clock::now();
     session.start();
@@ -129,6 +129,17 @@ int runTrain(const TrainArgs& args) {
         if (!ec)
             std::fprintf(stderr, "run record: %.1f MB in %s\n", static_cast<double>(bytes) / 1e6,
                          out.c_str());
+    }
+    if (data->text && session.latestSnapshot() != nullptr) {
+        // A text model's loss in bits per byte (what its papers report), and what it writes.
+        const TrainingSnapshot& last = *session.latestSnapshot();
+        const double loss = last.scalars.testLoss;
+        if (std::isfinite(loss))
+            std::fprintf(stderr, "validation loss %.4f nats/byte = %.3f bits/byte\n", loss,
+                         loss / std::log(2.0));
+        if (!last.sample.empty())
+            std::fprintf(stderr, "sample at step %lld:\n%s\n",
+                         static_cast<long long>(last.sampleStep), last.sample.c_str());
     }
     std::ifstream summary(out + "/summary.json");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(summary), {}).c_str());

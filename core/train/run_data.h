@@ -7,6 +7,7 @@
 #include "train/train_config.h"
 
 #include <memory>
+#include <string>
 
 namespace plab {
 
@@ -17,5 +18,9 @@ inline constexpr std::size_t kSyntheticTextBytes = std::size_t{1} << 21;
 // ("config.data.source: ...") for a source the model cannot read (text for an image model,
 // images for the GPT).
 std::shared_ptr<const DataSplit> loadRunData(const TrainConfig& config);
+
+// One line for the user: "fashion-mnist (60000 train / 10000 test)" or "fortunes text (... train
+// / ... validation bytes)".
+std::string describeData(const DataSplit& data);
 
 } // namespace plab
