@@ -25,29 +25,40 @@ bool isBlockPolicy(ScalingPolicy p) {
 
 } // namespace
 
-GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, int stageCount)
-    : m_config(config), m_stageCount(stageCount) {
+GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model)
+    : m_config(config), m_stageCount(model.stageCount()) {
     if (config.scalingPolicy == ScalingPolicy::PerLayer)
         throw ConfigError("config.scaling.policy: per-layer scaling does not run on the GPT yet "
                           "(expected none, static, dynamic, enhanced, amax-current, "
                           "amax-delayed, mx, nvfp4 or blockwise)");
-    m_casts.resize(static_cast<std::size_t>(stageCount) * 4);
-    for (int stage = 0; stage < stageCount; ++stage)
-        for (int o = 0; o < 4; ++o) {
-            QuantConfig q = config.recipe.config(stage, stageCount,
-                                                 roleOf(static_cast<transformer::GptOperand>(o)));
-            // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or
-            // tensor scale fills the range, and a stale (delayed) amax or a block's largest
-            // element past the element max must clip, not become Inf.
-            const bool scaled = isBlockPolicy(config.scalingPolicy) ||
-                                config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
-                                config.scalingPolicy == ScalingPolicy::AmaxDelayed;
-            if (scaled && o != 3)
-                q.overflow = Overflow::Saturate;
-            Cast& c = m_casts[static_cast<std::size_t>(stage * 4 + o)];
-            c.quantizer = std::make_unique<Quantizer>(q);
-            m_any = m_any || !c.quantizer->isIdentity();
-        }
+    // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or tensor
+    // scale fills the range, and a stale (delayed) amax or a block's largest element past the
+    // element max must clip, not become Inf.
+    const bool scaled = isBlockPolicy(config.scalingPolicy) ||
+                        config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
+                        config.scalingPolicy == ScalingPolicy::AmaxDelayed;
+    m_counted.resize(static_cast<std::size_t>(m_stageCount) * 4);
+    m_quantizers.resize(static_cast<std::size_t>(m_stageCount) * transformer::kGptSiteCount * 4);
+    for (int stage = 0; stage < m_stageCount; ++stage) {
+        const std::string kind = model.stageKind(stage);
+        for (int site = 0; site < transformer::kGptSiteCount; ++site)
+            for (int o = 0; o < 4; ++o) {
+                const auto s = static_cast<transformer::GptSite>(site);
+                const TensorRole role = roleOf(static_cast<transformer::GptOperand>(o));
+                const char* siteName = transformer::siteKind(s);
+                // The embedding tables are FP32 unless a recipe's embedding kind sets them.
+                if (s == transformer::GptSite::Embedding &&
+                    !config.recipe.siteConfig(siteName, role))
+                    continue;
+                QuantConfig q = config.recipe.config(stage, m_stageCount, role, kind, siteName);
+                if (scaled && o != 3)
+                    q.overflow = Overflow::Saturate;
+                auto& slot = m_quantizers[static_cast<std::size_t>(
+                    (stage * transformer::kGptSiteCount + site) * 4 + o)];
+                slot = std::make_unique<Quantizer>(q);
+                m_any = m_any || !slot->isIdentity();
+            }
+    }
 }
 
 void GptRecipeCasts::beginStep(std::int64_t step) {
@@ -55,36 +66,45 @@ void GptRecipeCasts::beginStep(std::int64_t step) {
     m_call = 0;
 }
 
-GptRecipeCasts::Cast& GptRecipeCasts::slot(int stage, transformer::GptOperand operand) {
-    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))];
+const Quantizer* GptRecipeCasts::quantizer(int stage, transformer::GptSite site,
+                                           transformer::GptOperand operand) const {
+    return m_quantizers[static_cast<std::size_t>(
+                            (stage * transformer::kGptSiteCount + static_cast<int>(site)) * 4 +
+                            static_cast<int>(operand))]
+        .get();
+}
+
+GptRecipeCasts::Counted& GptRecipeCasts::counted(int stage, transformer::GptOperand operand) {
+    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))];
 }
 
 const QuantStats& GptRecipeCasts::stats(int stage, transformer::GptOperand operand) const {
-    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].stats;
+    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].stats;
 }
 
 const BlockStats& GptRecipeCasts::blockStats(int stage, transformer::GptOperand operand) const {
-    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].blocks;
+    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].blocks;
 }
 
 double GptRecipeCasts::tensorScale(int stage, transformer::GptOperand operand) const {
-    return m_casts[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].tensorScale;
+    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].tensorScale;
 }
 
 void GptRecipeCasts::resetStats() {
-    for (Cast& c : m_casts) {
+    for (Counted& c : m_counted) {
         c.stats = QuantStats{};
         c.blocks = BlockStats{};
     }
 }
 
-void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* values,
-                          std::size_t count) {
-    Cast& c = slot(stage, operand);
+void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
+                          float* values, std::size_t count) {
     const std::uint64_t call = m_call++;
+    const Quantizer* q = quantizer(stage, site, operand);
     const bool counting = m_counting && !m_evaluation;
-    if (c.quantizer->isIdentity() && !counting)
+    if (q == nullptr || (q->isIdentity() && !counting))
         return;
+    Counted& c = counted(stage, operand);
     QuantizeOptions options;
     options.seed = m_config.seed;
     options.stream = (static_cast<std::uint64_t>(m_step) << 20) ^ call;
@@ -92,10 +112,9 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* val
     QuantStats* stats = counting ? &c.stats : nullptr;
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
-    if (!gradient && isBlockPolicy(m_config.scalingPolicy) &&
-        c.quantizer->config().format.exponentBits < 8) {
+    if (!gradient && isBlockPolicy(m_config.scalingPolicy) && q->config().format.exponentBits < 8) {
         const BlockQuantizeResult r =
-            quantizeBlocks(*c.quantizer, *m_config.blockScheme(), v, v, {}, stats,
+            quantizeBlocks(*q, *m_config.blockScheme(), v, v, {}, stats,
                            counting ? &c.blocks : nullptr, options, m_blockInfo);
         c.tensorScale = r.tensorScale;
         return;
@@ -112,11 +131,11 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, float* val
             if (!m_evaluation)
                 h.push(amax);
         }
-        c.tensorScale = amaxScale(scaleAmax, c.quantizer->config().format, m_config.amaxMargin);
-        quantizeScaled(*c.quantizer, v, v, c.tensorScale, stats, options);
+        c.tensorScale = amaxScale(scaleAmax, q->config().format, m_config.amaxMargin);
+        quantizeScaled(*q, v, v, c.tensorScale, stats, options);
         return;
     }
-    c.quantizer->quantize(v, v, stats, options);
+    q->quantize(v, v, stats, options);
 }
 
 } // namespace plab

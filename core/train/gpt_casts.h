@@ -1,8 +1,9 @@
-// The precision recipe on the GPT: a train config's per-role formats, roundings and per-stage
-// overrides, with its per-tensor scaling (amax current or delayed, or blocks), applied to the
+// The precision recipe on the GPT: a train config's per-role formats, roundings, per-stage and
+// per-kind overrides (precision_recipe.h: attention, mlp, head; the norm, softmax and embedding
+// sites), with its per-tensor scaling (amax current or delayed, or blocks), applied to the
 // operands of every matrix product of transformer::GptModel, each cast counted per stage and
-// role. Loss scaling (static, dynamic, enhanced) is GptRun's. Until the GPT runs in the Trainer,
-// this is how a recipe meets it (bench gpt --preset).
+// role (a site's casts in its stage's role). Loss scaling (static, dynamic, enhanced) is
+// GptRun's.
 //
 // Blocks run along the flattened tensor: with the default GPT every row length (128, 384, 512 and
 // the context 64) is a multiple of 16 and 32, so MX and NVFP4 blocks lie along rows; blockwise's
@@ -25,11 +26,11 @@ namespace plab {
 class GptRecipeCasts final : public transformer::GptCasts {
 public:
     // Throws ConfigError for a scaling policy the GPT does not run yet (per-layer).
-    GptRecipeCasts(const TrainConfig& config, int stageCount);
+    GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model);
 
     // Each step's casts draw their random words from (step, call) streams.
     void beginStep(std::int64_t step);
-    void cast(int stage, transformer::GptOperand operand, float* values,
+    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site, float* values,
               std::size_t count) override;
 
     // Everything counted since the last resetStats, by stage and role (Weights ..
@@ -51,18 +52,21 @@ public:
     bool evaluation() const { return m_evaluation; }
 
 private:
-    struct Cast {
-        std::unique_ptr<Quantizer> quantizer;
+    struct Counted {
         QuantStats stats;
         BlockStats blocks;
         double tensorScale = 1.0;
     };
-    Cast& slot(int stage, transformer::GptOperand operand);
+    // (stage, site, operand) -> its quantiser (null: not cast, an embedding no recipe sets).
+    const Quantizer* quantizer(int stage, transformer::GptSite site,
+                               transformer::GptOperand operand) const;
+    Counted& counted(int stage, transformer::GptOperand operand);
 
     TrainConfig m_config;
     int m_stageCount;
-    std::vector<Cast> m_casts;                        // stage * 4 + operand
-    std::map<std::uint64_t, AmaxHistory> m_histories; // delayed scaling: by (step call order)
+    std::vector<std::unique_ptr<Quantizer>> m_quantizers; // (stage * sites + site) * 4 + operand
+    std::vector<Counted> m_counted;                       // stage * 4 + operand
+    std::map<std::uint64_t, AmaxHistory> m_histories;     // delayed scaling: by call order
     std::int64_t m_step = 0;
     std::uint64_t m_call = 0;
     bool m_any = false;

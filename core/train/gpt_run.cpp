@@ -80,7 +80,7 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
 
 void GptRun::buildPrecision() {
     const TrainConfig& p = *m_settings.precision;
-    m_casts = std::make_unique<GptRecipeCasts>(p, m_model.stageCount());
+    m_casts = std::make_unique<GptRecipeCasts>(p, m_model);
     m_casts->setCounting(m_counting);
     m_scaler = makeLossScaler(p);
     m_master = std::make_unique<Quantizer>(
@@ -111,7 +111,7 @@ void GptRun::attachCasts() {
 }
 
 void GptRun::setPrecision(const TrainConfig& precision) {
-    GptRecipeCasts(precision, m_model.stageCount()); // throws for a recipe it cannot run, first
+    GptRecipeCasts(precision, m_model); // throws for a recipe it cannot run, first
     m_settings.precision = precision;
     const double scale = lossScale();
     const bool adapts = info(precision.scalingPolicy).adaptsLossScale;

@@ -55,7 +55,7 @@ GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSpli
         throw DataError("the gpt model reads text (data.source synthetic, fortunes or text:FILE); "
                         "the data loaded holds none");
     m_run = std::make_unique<GptRun>(settingsFor(config), *m_data->text);
-    checkRecipeStages(config.recipe, m_run->model().stageCount());
+    checkRecipeStages(config.recipe, m_run->model().stageCount(), true);
     if (!m_run->notice().empty())
         m_deviceNotice += (m_deviceNotice.empty() ? "" : "; ") + m_run->notice();
 }
@@ -143,7 +143,7 @@ void GptTrainer::setLearningRate(double lr) {
 }
 
 void GptTrainer::setRecipe(const PrecisionRecipe& recipe) {
-    checkRecipeStages(recipe, stageCount());
+    checkRecipeStages(recipe, stageCount(), true);
     m_config.recipe = recipe;
     m_run->setPrecision(m_config);
 }

@@ -45,8 +45,8 @@ std::shared_ptr<const DataSplit> loadRunData(const TrainConfig& config) {
 
 std::string describeData(const DataSplit& data) {
     if (data.text)
-        return data.text->name + " (" + std::to_string(data.text->train.size()) +
-               " train / " + std::to_string(data.text->validation.size()) + " validation bytes)";
+        return data.text->name + " (" + std::to_string(data.text->train.size()) + " train / " +
+               std::to_string(data.text->validation.size()) + " validation bytes)";
     return data.train.name + " (" + std::to_string(data.train.count()) + " train / " +
            std::to_string(data.test.count()) + " test)";
 }

@@ -169,10 +169,34 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
         for (std::size_t i = 0; i < list.size(); ++i) {
             const std::string base = "config.recipe.overrides[" + std::to_string(i) + "]";
             Reader o(list[i], base);
+            if (o.has("kind")) { // a transformer stage kind or site
+                std::string kind;
+                o.text("kind", kind);
+                const OverrideKind* k = findOverrideKind(kind);
+                if (k == nullptr || o.has("stage")) {
+                    std::string names;
+                    for (const OverrideKind& known : kOverrideKinds)
+                        names += (names.empty() ? "" : ", ") + std::string(known.name);
+                    throw ConfigError(base +
+                                      (k ? ": give a stage or a kind, not both"
+                                         : ".kind: \"" + kind + "\" (expected " + names + ")"));
+                }
+                auto& roles = recipe.kindOverrides[kind];
+                readRoles(o, base, roles);
+                for (TensorRole role : kAllRoles)
+                    if (roles[static_cast<std::size_t>(role)] &&
+                        !k->roles[static_cast<std::size_t>(role)])
+                        throw ConfigError(base + "." + std::string(toString(role)) + ": the " +
+                                          kind + " kind sets other roles (it is " +
+                                          std::string(k->what) + ")");
+                o.finish();
+                continue;
+            }
             int stage = -1;
             o.number("stage", stage, -1, 1000);
             if (!o.has("stage"))
-                throw ConfigError(base + ".stage: missing (the layer index, or -1 for the last)");
+                throw ConfigError(base + ".stage: missing (the layer index, -1 for the last, or "
+                                         "a \"kind\" for the gpt)");
             readRoles(o, base, recipe.stageOverrides[stage]);
             o.finish();
         }
@@ -497,6 +521,13 @@ json TrainConfig::toJson() const {
     json overrides = json::array();
     for (const auto& [stage, roles] : recipe.stageOverrides) {
         json o = {{"stage", stage}};
+        for (TensorRole r : kAllRoles)
+            if (const auto& q = roles[static_cast<std::size_t>(r)])
+                o[std::string(toString(r))] = quantJson(*q);
+        overrides.push_back(o);
+    }
+    for (const auto& [kind, roles] : recipe.kindOverrides) {
+        json o = {{"kind", kind}};
         for (TensorRole r : kAllRoles)
             if (const auto& q = roles[static_cast<std::size_t>(r)])
                 o[std::string(toString(r))] = quantJson(*q);

@@ -146,7 +146,11 @@ void Trainer::allocateEngineState() {
     (void)m_ops->allFinite(m_master);
 }
 
-void checkRecipeStages(const PrecisionRecipe& recipe, int stages) {
+void checkRecipeStages(const PrecisionRecipe& recipe, int stages, bool kindsApply) {
+    if (!kindsApply && !recipe.kindOverrides.empty())
+        throw ConfigError("config.recipe.overrides: kind \"" + recipe.kindOverrides.begin()->first +
+                          "\" names a transformer's stages or sites; this model has none (give "
+                          "a stage index)");
     for (const auto& [stage, roles] : recipe.stageOverrides)
         if (stage < -1 || stage >= stages)
             throw ConfigError("config.recipe.overrides: stage " + std::to_string(stage) +

@@ -64,8 +64,9 @@ public:
 };
 
 // Throws ConfigError for an override of a stage the model does not have (it would silently do
-// nothing): stages are 0..stageCount-1, or -1 for the last.
-void checkRecipeStages(const PrecisionRecipe& recipe, int stageCount);
+// nothing): stages are 0..stageCount-1, or -1 for the last; kind overrides only where they apply
+// (the GPT).
+void checkRecipeStages(const PrecisionRecipe& recipe, int stageCount, bool kindsApply = false);
 
 // The run config.model.type asks for, on `data` (loadRunData's: images, or text for the GPT).
 // Throws ConfigError / DataError for settings or data the model cannot use.

@@ -41,7 +41,7 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     for (std::size_t i = 0; i < m_pendingEdits.size(); ++i) {
         state = applyEdit(state, m_pendingEdits[i].set);
         try {
-            checkRecipeStages(state.recipe, m_stageCount);
+            checkRecipeStages(state.recipe, m_stageCount, m_config.model.type == "gpt");
         } catch (const ConfigError& e) {
             std::string what = e.what();
             if (what.rfind("config.", 0) == 0)
@@ -119,7 +119,8 @@ void TrainingSession::setPace(double stepsPerSecond) {
     m_wake.notify_all();
 }
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
-    checkRecipeStages(recipe, m_stageCount); // refused here, on the caller's thread
+    // Refused here, on the caller's thread.
+    checkRecipeStages(recipe, m_stageCount, m_config.model.type == "gpt");
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
 

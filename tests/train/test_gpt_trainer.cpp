@@ -7,6 +7,7 @@
 
 #include "data/text_corpus.h"
 #include "nn/transformer/gpt_model.h"
+#include "train/gpt_casts.h"
 #include "train/gpt_trainer.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
@@ -28,6 +29,7 @@ private slots:
     void evaluationWritesASample();
     void sessionRecordsAndReplaysBitForBit();
     void refusesWhatItCannotRun();
+    void overridesByKindAndSite();
 };
 
 namespace {
@@ -237,6 +239,55 @@ void TestGptTrainer::refusesWhatItCannotRun() {
     QVERIFY_THROWS_EXCEPTION(DataError,
                              loadRunData(config({{"data", {{"source", "text:/nonexistent"}}},
                                                  {"model", {{"type", "gpt"}}}})));
+}
+
+// A recipe keeps the softmax in BF16, the head in FP32 and stage 0 in FP16 over FP8 elsewhere:
+// each cast takes the most specific setting (a site's, a stage index's, a stage kind's, the
+// role's), and the embedding tables stay FP32 unless a kind sets them.
+void TestGptTrainer::overridesByKindAndSite() {
+    nlohmann::json j = smallGpt(1);
+    j["recipe"] = {{"activations", "fp8-e4m3"},
+                   {"weights", "fp8-e4m3"},
+                   {"overrides",
+                    {{{"kind", "softmax"}, {"activations", "bf16"}},
+                     {{"kind", "head"}, {"activations", "fp32"}},
+                     {{"kind", "mlp"}, {"activations", "fp16"}},
+                     {{"stage", 1}, {"activations", "fp8-e5m2"}},
+                     {{"stage", 0}, {"activations", "fp16"}}}}};
+    const TrainConfig c = config(j);
+    QCOMPARE(configFromJson(c.toJson()), c); // kind overrides are written and read back
+    const transformer::GptModel model({256, 16, 32, 2, 1});
+    GptRecipeCasts casts(c, model);
+    using transformer::GptOperand;
+    using transformer::GptSite;
+    // 1 + 2^-8: exact in FP16 and FP32; 1 in BF16, E4M3 and E5M2 (a tie, to even).
+    const auto cast = [&](int stage, GptOperand operand, GptSite site) {
+        float v = 1.00390625f;
+        casts.cast(stage, operand, site, &v, 1);
+        return v;
+    };
+    QCOMPARE(cast(0, GptOperand::Activations, GptSite::Product), 1.00390625f);    // stage 0: fp16
+    QCOMPARE(cast(0, GptOperand::Activations, GptSite::Probabilities), 1.0f);     // softmax: bf16
+    QCOMPARE(cast(0, GptOperand::Activations, GptSite::NormOutput), 1.00390625f); // no norm kind
+    QCOMPARE(cast(1, GptOperand::Activations, GptSite::Product), 1.0f); // stage 1 beats mlp kind
+    QCOMPARE(cast(2, GptOperand::Activations, GptSite::Product), 1.00390625f); // head: fp32
+    QCOMPARE(cast(2, GptOperand::Weights, GptSite::Product), 1.0f);            // fp8 weights
+    QCOMPARE(cast(0, GptOperand::Weights, GptSite::Embedding), 1.00390625f);   // FP32 tables
+    // A softmax cast keeps its own format: 1 + 2^-6 is BF16-exact, not E4M3's.
+    float v = 1.015625f;
+    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, &v, 1);
+    QCOMPARE(v, 1.015625f);
+
+    // Kinds set only their roles, only known kinds, and only on the GPT.
+    nlohmann::json wrongRole = smallGpt(1);
+    wrongRole["recipe"] = {{"overrides", {{{"kind", "norm"}, {"weights", "bf16"}}}}};
+    QVERIFY_THROWS_EXCEPTION(ConfigError, config(wrongRole));
+    nlohmann::json unknown = smallGpt(1);
+    unknown["recipe"] = {{"overrides", {{{"kind", "layernorm"}, {"activations", "bf16"}}}}};
+    QVERIFY_THROWS_EXCEPTION(ConfigError, config(unknown));
+    nlohmann::json mlp = {{"recipe", {{"overrides", {{{"kind", "head"}, {"weights", "bf16"}}}}}}};
+    QVERIFY_THROWS_EXCEPTION(
+        ConfigError, makeTrainingRun(configFromJson(mlp), loadRunData(configFromJson(mlp))));
 }
 
 QTEST_APPLESS_MAIN(TestGptTrainer)

@@ -179,7 +179,11 @@ namespace {
 class RecordingCasts final : public GptCasts {
 public:
     explicit RecordingCasts(bool truncate) : m_truncate(truncate) {}
-    void cast(int stage, GptOperand operand, float* values, std::size_t count) override {
+    void cast(int stage, GptOperand operand, GptSite site, float* values,
+              std::size_t count) override {
+        sites[site] += count;
+        if (site == GptSite::Embedding) // offered for a recipe's embedding kind; left as it is
+            return;
         seen[{stage, static_cast<int>(operand)}] += count;
         if (m_truncate)
             for (std::size_t i = 0; i < count; ++i) {
@@ -190,6 +194,7 @@ public:
             }
     }
     std::map<std::pair<int, int>, std::size_t> seen;
+    std::map<GptSite, std::size_t> sites;
 
 private:
     bool m_truncate;
@@ -237,6 +242,12 @@ void TestGptModel::castsReachEveryOperandOfEveryStage() {
     const std::size_t attentionActivations = casts.seen[{0, 1}];
     QCOMPARE(attentionWeights, 3 * c * c + c * c);
     QCOMPARE(attentionActivations, rows * c + rows * 3 * c + 2 * 2 * 6 * 6 + rows * c);
+    // The sites a recipe can override by kind: 5 LayerNorm outputs (two per block, the final
+    // one), the probabilities and score gradients of 2 blocks, the token and position tables.
+    QCOMPARE(casts.sites[GptSite::NormOutput], 5 * rows * c);
+    QCOMPARE(casts.sites[GptSite::Probabilities], std::size_t{2 * 2 * 2 * 6 * 6});
+    QCOMPARE(casts.sites[GptSite::ScoreGradients], std::size_t{2 * 2 * 2 * 6 * 6});
+    QCOMPARE(casts.sites[GptSite::Embedding], (16 + 6) * c);
     // The casts reach the arithmetic: bfloat16-truncated operands move the loss a little.
     QVERIFY(castLoss != plainLoss);
     QVERIFY(std::fabs(castLoss - plainLoss) < 0.05 * plainLoss);

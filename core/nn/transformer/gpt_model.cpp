@@ -104,6 +104,27 @@ int GptModel::stageOfTensor(std::size_t i) const {
     return -1; // the blocks' norms
 }
 
+const char* siteKind(GptSite site) {
+    switch (site) {
+    case GptSite::Product:
+        return "";
+    case GptSite::NormOutput:
+        return "norm";
+    case GptSite::Probabilities:
+    case GptSite::ScoreGradients:
+        return "softmax";
+    case GptSite::Embedding:
+        break;
+    }
+    return "embedding";
+}
+
+std::string GptModel::stageKind(int stage) const {
+    if (stage == stageCount() - 1)
+        return "head";
+    return stage % 2 == 0 ? "attention" : "mlp";
+}
+
 int GptModel::stageHolding(std::size_t i) const {
     if (const int stage = stageOfTensor(i); stage >= 0)
         return stage;
@@ -114,11 +135,11 @@ int GptModel::stageHolding(std::size_t i) const {
 }
 
 const float* GptModel::operand(int stage, GptOperand role, const float* values, std::size_t count,
-                               std::vector<float>& copy) {
+                               std::vector<float>& copy, GptSite site) {
     if (m_casts == nullptr)
         return values;
     copy.assign(values, values + count);
-    m_casts->cast(stage, role, copy.data(), count);
+    m_casts->cast(stage, role, site, copy.data(), count);
     return copy.data();
 }
 
@@ -132,9 +153,9 @@ void GptModel::productBackward(int stage, float* din, float* grads, const float*
                    false);
     if (m_casts == nullptr)
         return;
-    m_casts->cast(stage, GptOperand::WeightGradients, grads + weight,
+    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product, grads + weight,
                   outputCount * static_cast<std::size_t>(inputs));
-    m_casts->cast(stage, GptOperand::WeightGradients, grads + bias, outputCount);
+    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product, grads + bias, outputCount);
 }
 
 double outlierChannelShare(const std::vector<float>& channelAmax, double factor) {
@@ -236,14 +257,19 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
     const float* w = params;
     if (m_casts != nullptr) {
         m_castParams.assign(params, params + m_count);
-        for (std::size_t i = 0; i < m_tensors.size(); ++i)
+        for (std::size_t i = 0; i < m_tensors.size(); ++i) {
+            float* values = m_castParams.data() + m_tensors[i].offset;
             if (const int stage = stageOfTensor(i); stage >= 0 && m_tensors[i].matrix())
-                m_casts->cast(stage, GptOperand::Weights, m_castParams.data() + m_tensors[i].offset,
+                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values,
                               m_tensors[i].size());
+            else if (m_tensors[i].offset == m_tok || m_tensors[i].offset == m_pos)
+                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values,
+                              m_tensors[i].size());
+        }
         w = m_castParams.data();
     }
     const std::size_t nc = n * static_cast<std::size_t>(c);
-    embeddingForward(m_acts[0].in.data(), tokens, params + m_tok, params + m_pos, batch, time, c);
+    embeddingForward(m_acts[0].in.data(), tokens, w + m_tok, w + m_pos, batch, time, c);
     for (std::size_t l = 0; l < m_acts.size(); ++l) {
         BlockActivations& a = m_acts[l];
         const BlockOffsets& o = m_blockOffsets[l];
@@ -251,13 +277,15 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
         layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), a.in.data(),
                          params + o.ln1w, params + o.ln1b, rows, c);
         linearForward(a.qkv.data(),
-                      operand(attention, GptOperand::Activations, a.ln1.data(), nc, a.ln1Cast),
+                      operand(attention, GptOperand::Activations, a.ln1.data(), nc, a.ln1Cast,
+                              GptSite::NormOutput),
                       w + o.qkvw, w + o.qkvb, rows, c, 3 * c);
         AttentionCast castProbabilities;
         if (m_casts != nullptr) { // q, k and v, and the probabilities: the products' operands
-            m_casts->cast(attention, GptOperand::Activations, a.qkv.data(), a.qkv.size());
+            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, a.qkv.data(),
+                          a.qkv.size());
             castProbabilities = [this, attention](float* v, std::size_t count) {
-                m_casts->cast(attention, GptOperand::Activations, v, count);
+                m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, v, count);
             };
         }
         attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape, castProbabilities);
@@ -269,9 +297,10 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
             a.mid[i] += a.in[i]; // residual
         layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.mid.data(),
                          params + o.ln2w, params + o.ln2b, rows, c);
-        linearForward(a.fc.data(),
-                      operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast), w + o.fcw,
-                      w + o.fcb, rows, c, 4 * c);
+        linearForward(
+            a.fc.data(),
+            operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast, GptSite::NormOutput),
+            w + o.fcw, w + o.fcb, rows, c, 4 * c);
         geluTanhForward(a.gelu.data(), a.fc.data(), a.fc.size());
         float* next = l + 1 < m_acts.size() ? m_acts[l + 1].in.data() : m_final.data();
         linearForward(next,
@@ -283,9 +312,10 @@ double GptModel::forward(const float* params, const std::uint8_t* tokens,
     layerNormForward(m_lnf.data(), m_lnfMean.data(), m_lnfRstd.data(), m_final.data(),
                      params + m_lnfw, params + m_lnfb, rows, c);
     const int head = stageCount() - 1;
-    linearForward(m_logits.data(),
-                  operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast), w + m_headw,
-                  w + m_headb, rows, c, m_spec.vocab);
+    linearForward(
+        m_logits.data(),
+        operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast, GptSite::NormOutput),
+        w + m_headw, w + m_headb, rows, c, m_spec.vocab);
     return sequenceCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data());
 }
 
@@ -338,9 +368,11 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
                         used(a.attOut, a.attOutCast), rows, c, c);
         AttentionCast castScoreGradients;
         if (cast) { // dO, the gradient entering att . v's backward, and the scores' gradient
-            m_casts->cast(attention, GptOperand::ActivationGradients, dattOut.data(), nc);
+            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product,
+                          dattOut.data(), nc);
             castScoreGradients = [this, attention](float* v, std::size_t count) {
-                m_casts->cast(attention, GptOperand::ActivationGradients, v, count);
+                m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::ScoreGradients,
+                              v, count);
             };
         }
         m_dscores.resize(a.att.size());

@@ -16,6 +16,14 @@ namespace plab::transformer {
 
 // The operands the precision recipe casts (its tensor roles, train/precision_recipe.h).
 enum class GptOperand { Weights, Activations, ActivationGradients, WeightGradients };
+// Where in a stage a cast happens, for overrides by kind (PrecisionRecipe::kindOverrides): a
+// product's plain operand, a LayerNorm output a product reads, the attention probabilities, the
+// attention scores' gradient, or the embedding tables the lookup reads (not cast unless a
+// recipe asks).
+enum class GptSite { Product, NormOutput, Probabilities, ScoreGradients, Embedding };
+inline constexpr int kGptSiteCount = 5;
+// The site's kind name in recipes ("" for Product).
+const char* siteKind(GptSite site);
 
 // Casts the operands of every matrix product in place, by stage and operand: the trainer's
 // quantisers (and their counters) behind it. Stages of the GPT ("what a layer is" for per-layer
@@ -26,7 +34,8 @@ enum class GptOperand { Weights, Activations, ActivationGradients, WeightGradien
 class GptCasts {
 public:
     virtual ~GptCasts() = default;
-    virtual void cast(int stage, GptOperand operand, float* values, std::size_t count) = 0;
+    virtual void cast(int stage, GptOperand operand, GptSite site, float* values,
+                      std::size_t count) = 0;
 };
 
 struct GptSpec {
@@ -56,6 +65,7 @@ public:
     const std::vector<GptTensor>& tensors() const { return m_tensors; }
     int stageCount() const { return 2 * m_spec.blocks + 1; }
     std::string stageName(int stage) const; // "block0.attention", "block0.mlp", ..., "head"
+    std::string stageKind(int stage) const; // "attention", "mlp" or "head"
     // The stage whose products read parameter tensor i (-1: none, an embedding or a norm).
     int stageOfTensor(std::size_t i) const;
     // The stage a parameter tensor's master copy and optimiser state are counted in: its
@@ -105,7 +115,7 @@ private:
     std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
     // The operand a product reads: values, or (with casts) a cast copy kept in `copy`.
     const float* operand(int stage, GptOperand role, const float* values, std::size_t count,
-                         std::vector<float>& copy);
+                         std::vector<float>& copy, GptSite site = GptSite::Product);
     // One product's backward (out = in . W^T + b): the arriving gradient dout (rows, outputs)
     // cast as the recipe says, din = dout . W (overwritten), dW and db added from dout and the
     // input forward read, then the weight and bias gradients cast.
