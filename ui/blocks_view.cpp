@@ -124,8 +124,7 @@ void BlocksView::show(const TrainingSnapshot& snapshot, const TrainConfig& confi
                          .arg(QString::fromLatin1(toString(config.scalingPolicy).data())));
     const BlockStats& b =
         snapshot.stages[static_cast<std::size_t>(stage)].blocks[static_cast<std::size_t>(role)];
-    const FormatSpec& element =
-        config.recipe.config(stage, static_cast<int>(snapshot.stages.size()), role).format;
+    const FormatSpec& element = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
     if (b.empty())
         return clear(element.exponentBits >= 8
                          ? tr("%1 is cast plainly: a format with FP32's range needs no scale.")

@@ -65,8 +65,7 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
         return;
     const auto& sample =
         snapshot.stages[static_cast<std::size_t>(stage)].samples[static_cast<std::size_t>(role)];
-    const FormatSpec& inUse =
-        config.recipe.config(stage, static_cast<int>(snapshot.stages.size()), role).format;
+    const FormatSpec& inUse = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
     std::string current = inUse.name;
     if (const std::optional<BlockScheme> scheme = config.blockScheme())
         for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to

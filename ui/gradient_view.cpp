@@ -195,8 +195,7 @@ void GradientView::refresh() {
     }
     const TensorRole r = role();
     const QuantStats& stats = m_snapshot.stages[static_cast<std::size_t>(stage)].role(r);
-    const FormatSpec& format =
-        m_config.recipe.config(stage, static_cast<int>(m_snapshot.stages.size()), r).format;
+    const FormatSpec& format = m_config.recipe.stageConfig(stage, m_snapshot.stageNames, r).format;
     const double factor = isScaledRole(r) ? m_whatIfScale / m_snapshot.scalars.scale : 1.0;
 
     drawBands(format);

@@ -1,6 +1,8 @@
 // MainWindow layout and wiring.
 #include "main_window.h"
 
+#include "data/text_corpus.h"
+
 #include "device/compute_backend.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
@@ -13,6 +15,7 @@
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "recipe_editor.h"
+#include "stages_overview.h"
 #include "time_view.h"
 #include "training_controller.h"
 
@@ -28,13 +31,16 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QSaveFile>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
@@ -81,6 +87,19 @@ void MainWindow::updateDetailViews() {
     else if (m_detailTabs->currentWidget() == m_formatWhatIf)
         m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
                              m_gradientView->role());
+    else if (m_detailTabs->currentWidget() == m_overview->parentWidget()->parentWidget())
+        m_overview->show(s, m_gradientView->config(), m_gradientView->role(),
+                         m_gradientView->stage());
+    // What a text model wrote at its latest evaluation (cheap: only when it changed).
+    if (s.sampleStep != m_sampleStep) {
+        m_sampleStep = s.sampleStep;
+        m_textSample->setPlainText(
+            s.sample.empty() ? QString()
+                             : tr("After step %1:\n%2")
+                                   .arg(s.sampleStep)
+                                   .arg(QString::fromLatin1(
+                                       s.sample.data(), static_cast<qsizetype>(s.sample.size()))));
+    }
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -101,6 +120,22 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     timeTabs->addTab(m_heatmap, tr("Flushed per layer"));
     timeTabs->addTab(m_blocks, tr("Blocks"));
     timeTabs->addTab(m_formatWhatIf, tr("Formats what-if"));
+    m_overview = new StagesOverview(this);
+    auto* overviewScroll = new QScrollArea(this);
+    overviewScroll->setWidget(m_overview);
+    overviewScroll->setWidgetResizable(true);
+    timeTabs->addTab(overviewScroll, tr("All layers"));
+    timeTabs->setTabToolTip(4, tr("Every stage's histogram for the role shown above: where in "
+                                  "the network values flush or saturate. Click one to open it "
+                                  "above."));
+    m_textSample = new QPlainTextEdit(this);
+    m_textSample->setReadOnly(true);
+    m_textSample->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_textSample->setPlaceholderText(tr("A text model (the GPT) writes a few lines here at each "
+                                        "evaluation"));
+    timeTabs->addTab(m_textSample, tr("Text sample"));
+    connect(m_overview, &StagesOverview::stageClicked, this,
+            [this](int stage) { m_gradientView->stageBox()->setCurrentIndex(stage); });
     timeTabs->setTabToolTip(2, tr("The block-scaled cast of the tensor shown above: block "
                                   "scales, dynamic range inside blocks, flushed and saturated "
                                   "blocks"));
@@ -337,21 +372,26 @@ void MainWindow::buildControls() {
     m_model = new QComboBox(this);
     m_model->addItem(tr("MLP 256-256"), QStringLiteral("mlp"));
     m_model->addItem(tr("Small CNN"), QStringLiteral("cnn"));
+    m_model->addItem(tr("GPT on text"), QStringLiteral("gpt"));
+    m_model->setItemData(2,
+                         tr("The tiny byte-level GPT (2 blocks, width 128, context 64) trained "
+                            "with AdamW on text"),
+                         Qt::ToolTipRole);
     m_model->setToolTip(tr("Network"));
-    // Each network comes with the learning rate that suits it (the CNN does not learn at 0.05).
+    m_data = new QComboBox(this);
+    fillDataChoices();
+    // Each network comes with the learning rate that suits it (the CNN does not learn at 0.05)
+    // and the data it reads (images or text).
     connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
         m_lr->setValue(defaultLearningRate(m_model->currentData().toString().toStdString()));
+        fillDataChoices();
     });
-    m_data = new QComboBox(this);
-    m_data->addItem(tr("Built-in data"), QStringLiteral("synthetic"));
-    m_data->addItem(tr("Fashion-MNIST"), QStringLiteral("fashion-mnist"));
-    if (!QFileInfo::exists(QString::fromLatin1(kFashionMnistDir)))
-        m_data->setItemData(1, false, Qt::UserRole - 1); // disabled: not installed
-    m_data->setItemData(1, tr("Debian package dataset-fashion-mnist"), Qt::ToolTipRole);
-    m_data->addItem(tr("Directory…"), QStringLiteral("dir"));
     connect(m_data, &QComboBox::activated, this, [this](int index) {
-        if (m_data->itemData(index).toString() == QLatin1String("dir"))
+        const QString choice = m_data->itemData(index).toString();
+        if (choice == QLatin1String("dir"))
             chooseDataDirectory();
+        else if (choice == QLatin1String("text-file"))
+            chooseTextFile();
     });
     m_seed = new QSpinBox(this);
     m_seed->setRange(0, 1 << 30);
@@ -391,6 +431,43 @@ void MainWindow::buildControls() {
     m_pace->setCurrentIndex(m_pace->findData(kDefaultPace));
 }
 
+// The data the chosen network reads: images for the MLP and the CNN, text for the GPT; sources
+// whose Debian package is missing are shown but disabled, with the package named.
+void MainWindow::fillDataChoices() {
+    const bool text = m_model->currentData().toString() == QLatin1String("gpt");
+    const QSignalBlocker block(m_data);
+    m_data->clear();
+    const auto addPackaged = [this](const QString& label, const QString& source, const char* path,
+                                    const QString& package) {
+        m_data->addItem(label, source);
+        const int i = m_data->count() - 1;
+        if (!QFileInfo::exists(QString::fromLatin1(path)))
+            m_data->setItemData(i, false, Qt::UserRole - 1); // disabled: not installed
+        m_data->setItemData(i, tr("Debian package %1").arg(package), Qt::ToolTipRole);
+    };
+    if (text) {
+        m_data->addItem(tr("Built-in text"), QStringLiteral("synthetic"));
+        m_data->setItemData(0,
+                            tr("A made-up language generated from the seed: words, successors, "
+                               "sentences (a bigram model reaches 3.41 bits/byte)"),
+                            Qt::ToolTipRole);
+        addPackaged(tr("Fortunes"), QStringLiteral("fortunes"), kFortunesDir,
+                    QStringLiteral("fortunes"));
+        m_data->addItem(tr("Text file…"), QStringLiteral("text-file"));
+    } else {
+        m_data->addItem(tr("Built-in data"), QStringLiteral("synthetic"));
+        addPackaged(tr("Fashion-MNIST"), QStringLiteral("fashion-mnist"), kFashionMnistDir,
+                    QStringLiteral("dataset-fashion-mnist"));
+        m_data->addItem(tr("Directory…"), QStringLiteral("dir"));
+    }
+}
+
+void MainWindow::chooseTextFile() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Text to train the GPT on"));
+    if (!file.isEmpty())
+        m_textFile = file;
+}
+
 void MainWindow::chooseDataDirectory() {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Directory with IDX files"));
     if (!dir.isEmpty())
@@ -410,6 +487,8 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     QString source = m_data->currentData().toString();
     if (source == QLatin1String("dir"))
         source = m_dataDir;
+    else if (source == QLatin1String("text-file"))
+        source = QStringLiteral("text:") + m_textFile;
     j["data"]["source"] = source.toStdString();
     j["train"]["lr"] = m_lr->value();
     j["train"]["steps"] = m_steps->value();
@@ -501,11 +580,18 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
     m_preset->setItemData(m_preset->count() - 1, QString::fromStdString(start.toJson().dump()),
                           kSessionConfigRole);
     m_preset->setCurrentIndex(m_preset->count() - 1);
-    const int source = m_data->findData(QString::fromStdString(config.dataSource));
+    m_model->setCurrentIndex(
+        std::max(0, m_model->findData(QString::fromStdString(config.model.type))));
+    fillDataChoices();
+    const QString dataSource = QString::fromStdString(config.dataSource);
+    const int source = m_data->findData(dataSource);
     if (source >= 0) {
         m_data->setCurrentIndex(source);
+    } else if (dataSource.startsWith(QLatin1String("text:"))) {
+        m_textFile = dataSource.mid(5);
+        m_data->setCurrentIndex(m_data->findData(QStringLiteral("text-file")));
     } else {
-        m_dataDir = QString::fromStdString(config.dataSource);
+        m_dataDir = dataSource;
         m_data->setCurrentIndex(m_data->findData(QStringLiteral("dir")));
     }
     m_seed->setValue(static_cast<int>(config.seed));
@@ -513,7 +599,6 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
     if (config.steps > 0)
         m_steps->setValue(
             static_cast<int>(std::min<std::int64_t>(config.steps, m_steps->maximum())));
-    m_model->setCurrentIndex(config.model.type == "cnn" ? 1 : 0);
     const int device = m_device->findData(QString::fromStdString(config.device));
     if (device >= 0)
         m_device->setCurrentIndex(device);

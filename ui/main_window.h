@@ -11,6 +11,7 @@
 class QAction;
 class QMenu;
 class QComboBox;
+class QPlainTextEdit;
 class QSlider;
 class QDoubleSpinBox;
 class QLabel;
@@ -22,6 +23,7 @@ namespace plab {
 class BlocksView;
 class FlushHeatmapView;
 class FormatWhatIfTable;
+class StagesOverview;
 class FormatInspector;
 class GradientView;
 class LossScaleSlider;
@@ -73,6 +75,8 @@ public:
     FlushHeatmapView* heatmapView() const { return m_heatmap; }
     BlocksView* blocksView() const { return m_blocks; }
     FormatWhatIfTable* formatWhatIf() const { return m_formatWhatIf; }
+    StagesOverview* stagesOverview() const { return m_overview; }
+    QPlainTextEdit* textSample() const { return m_textSample; }
     QTabWidget* detailTabs() const { return m_detailTabs; }
     FormatInspector* formatInspector();
     // Test hook: errors go to this string instead of a modal dialog when set.
@@ -103,6 +107,8 @@ private:
     void showError(const QString& title, const QString& message);
     void updateStatus();
     void chooseDataDirectory();
+    void chooseTextFile();
+    void fillDataChoices();
     TrainConfig configFromControls(QString* error) const;
     QString startRun(const TrainConfig& config);
     // label: the preset box's entry for it ("session: FILE", "run: FOLDER").
@@ -118,6 +124,9 @@ private:
     FlushHeatmapView* m_heatmap;
     BlocksView* m_blocks;
     FormatWhatIfTable* m_formatWhatIf;
+    StagesOverview* m_overview;
+    QPlainTextEdit* m_textSample;
+    std::int64_t m_sampleStep = -1;
     QTabWidget* m_detailTabs;
     void updateDetailViews(); // the visible one of blocks / what-if, for the gradient view's
     RecipeEditor* m_recipeEditor;
@@ -132,7 +141,7 @@ private:
     QLabel* m_backend;
     QString m_deviceNotice; // the last device fallback notice, for the tooltip and tests
     QProgressBar* m_progress;
-    QString m_dataDir;
+    QString m_dataDir, m_textFile;
     QString* m_errorSink = nullptr;
 };
 

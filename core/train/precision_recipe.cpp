@@ -64,4 +64,16 @@ const QuantConfig& PrecisionRecipe::config(int stage, int stageCount, TensorRole
     return roles[r];
 }
 
+const QuantConfig& PrecisionRecipe::stageConfig(int stage,
+                                                const std::vector<std::string>& stageNames,
+                                                TensorRole role) const {
+    const int count = static_cast<int>(stageNames.size());
+    std::string_view kind;
+    if (stage >= 0 && stage < count) {
+        kind = stageNames[static_cast<std::size_t>(stage)];
+        kind = kind.substr(kind.rfind('.') == std::string_view::npos ? 0 : kind.rfind('.') + 1);
+    }
+    return config(stage, count, role, kind);
+}
+
 } // namespace plab

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace plab {
 
@@ -80,6 +81,11 @@ struct PrecisionRecipe {
     // empty: a plain product operand).
     const QuantConfig& config(int stage, int stageCount, TensorRole role,
                               std::string_view stageKind = {}, std::string_view site = {}) const;
+    // config() for a stage of a model with these stage names, its kind from its name (the part
+    // after the last '.': "block0.attention" -> attention, "head" -> head): what a view or the
+    // record shows as the stage's format for a role.
+    const QuantConfig& stageConfig(int stage, const std::vector<std::string>& stageNames,
+                                   TensorRole role) const;
     // The override a site sets for a role, if any.
     const std::optional<QuantConfig>& siteConfig(std::string_view site, TensorRole role) const;
     bool operator==(const PrecisionRecipe&) const = default;

@@ -83,6 +83,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         m_db->prepare("INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     m_stageCount = static_cast<int>(stageNames.size());
+    m_stageNames = stageNames;
     setRecipe(config);
     m_histogramsEvery = config.histogramsEvery;
     m_budgetBytes = static_cast<std::uint64_t>(config.recordBudgetMb) << 20;
@@ -171,7 +172,7 @@ void RunLog::setRecipe(const TrainConfig& config) {
     m_roleFormats.clear();
     for (int s = 0; s < m_stageCount; ++s)
         for (TensorRole r : kAllRoles)
-            m_roleFormats.push_back(config.recipe.config(s, m_stageCount, r).format.name);
+            m_roleFormats.push_back(config.recipe.stageConfig(s, m_stageNames, r).format.name);
 }
 
 void RunLog::logStep(const StepScalars& s) {

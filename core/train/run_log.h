@@ -67,6 +67,7 @@ private:
         m_writeSummary;
     bool m_inTransaction = false, m_closed = false;
     int m_stageCount = 0;
+    std::vector<std::string> m_stageNames;
     std::vector<std::string> m_roleFormats; // per stage * role
     int m_histogramsEvery = 1, m_statsSteps = 0;
     std::int64_t m_attempt = 0;

@@ -1,9 +1,12 @@
 // Benchmark (not a test): (1) slider drag to repainted gradient view, p50/p95/max over a scripted
 // drag, with six layers and four overlaid formats; (2) training samples/s with the window open
-// and updating vs the same recipe headless, in one run. Offscreen unless QT_QPA_PLATFORM is set.
+// and updating vs the same recipe headless, in one run; (3) the all-layers overview repainted
+// with a GPT of 4 blocks (9 stages) under the FP8 hybrid recipe. Offscreen unless
+// QT_QPA_PLATFORM is set.
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "main_window.h"
+#include "stages_overview.h"
 #include "training_controller.h"
 
 #include <QApplication>
@@ -82,6 +85,31 @@ int main(int argc, char** argv) {
         ms.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
     }
 
+    // (3) the all-layers overview of a GPT (4 blocks: 9 stages), repainted.
+    std::vector<double> overviewMs;
+    {
+        nlohmann::json gpt = findPreset("fp8-hybrid-delayed").json;
+        gpt["model"] = {{"type", "gpt"}, {"blocks", 4}};
+        gpt["train"] = {{"steps", 3}};
+        QTemporaryDir gptDir;
+        if (!c->configure(configFromJson(gpt), gptDir.path()).isEmpty())
+            return 1;
+        c->step();
+        while (!c->latest() || c->latest()->scalars.step < 1)
+            QApplication::processEvents(QEventLoop::AllEvents, 5);
+        c->poll();
+        QWidget* tab = window.stagesOverview()->parentWidget()->parentWidget();
+        window.detailTabs()->setCurrentWidget(tab);
+        QApplication::processEvents();
+        for (int i = 0; i < 200; ++i) {
+            timer.start();
+            window.stagesOverview()->repaint();
+            overviewMs.push_back(static_cast<double>(timer.nsecsElapsed()) / 1e6);
+        }
+        if (window.stagesOverview()->rows().size() != 9)
+            return 1;
+    }
+
     // Headless as the CLI runs it (session thread and run log), same recipe, same process.
     window.hide();
     const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 20000, 2000));
@@ -97,6 +125,10 @@ int main(int argc, char** argv) {
     std::printf("slider drag -> repainted view (6 layers, 4 overlays, %zu moves): p50 %.2f ms, "
                 "p95 %.2f ms, max %.2f ms\n",
                 ms.size(), percentile(ms, 0.5), percentile(ms, 0.95), percentile(ms, 1.0));
+    std::printf("all-layers overview repaint (gpt, 9 stages, %zu repaints): p50 %.2f ms, p95 "
+                "%.2f ms, max %.2f ms\n",
+                overviewMs.size(), percentile(overviewMs, 0.5), percentile(overviewMs, 0.95),
+                percentile(overviewMs, 1.0));
     std::printf("training with the window open: %.0f samples/s; headless: %.0f samples/s; "
                 "ratio %.2f\n",
                 guiRate, headless, guiRate / headless);

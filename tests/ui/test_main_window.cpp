@@ -17,6 +17,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "stages_overview.h"
 #include "time_view.h"
 #include "training_controller.h"
 
@@ -53,6 +54,7 @@ private slots:
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
     void blocksAndFormatWhatIfFollowTheView();
+    void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
     std::unique_ptr<MainWindow> m_window;
@@ -621,6 +623,76 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     m_window->detailTabs()->setCurrentWidget(m_window->blocksView());
     QVERIFY2(m_window->blocksView()->countsText().contains(QLatin1String("Not block-scaled")),
              qPrintable(m_window->blocksView()->countsText()));
+    preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    m_window->detailTabs()->setCurrentIndex(0);
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// The model box offers the GPT with its text sources; it trains under a recipe, the all-layers
+// overview shows each of its stages against its format's bands (outlier channels for
+// activations), a click opens a stage in the gradient view, and the last step's evaluation
+// writes a text sample.
+void TestMainWindow::gptTrainsWithAllLayersOverviewAndSample() {
+    TrainingController* c = m_window->controller();
+    QComboBox *model = nullptr, *data = nullptr, *preset = nullptr;
+    for (QComboBox* box : m_window->findChildren<QComboBox*>()) {
+        if (box->findData(QStringLiteral("gpt")) >= 0)
+            model = box;
+        if (box->findText(QStringLiteral("fp8-hybrid-delayed")) >= 0)
+            preset = box;
+    }
+    QVERIFY(model != nullptr && preset != nullptr);
+    model->setCurrentIndex(model->findData(QStringLiteral("gpt")));
+    for (QComboBox* box : m_window->findChildren<QComboBox*>())
+        if (box->findData(QStringLiteral("fortunes")) >= 0)
+            data = box;
+    QVERIFY2(data != nullptr, "the data box offers text sources for the GPT");
+    QCOMPARE(data->findData(QStringLiteral("fashion-mnist")), -1);
+    QCOMPARE(data->currentData().toString(), QStringLiteral("synthetic"));
+    QSpinBox* steps = nullptr;
+    for (QSpinBox* box : m_window->findChildren<QSpinBox*>())
+        if (box->maximum() == 10000000)
+            steps = box;
+    QVERIFY(steps != nullptr);
+    const int stepsBefore = steps->value();
+    steps->setValue(2); // the last step evaluates and samples
+    preset->setCurrentText(QStringLiteral("fp8-hybrid-delayed"));
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(c->config().model.type, std::string("gpt"));
+    c->step();
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 2, 20000);
+    GradientView* view = m_window->gradientView();
+    QCOMPARE(view->stageBox()->count(), 5); // 2 blocks x (attention, MLP) + head
+    view->roleBox()->setCurrentIndex(
+        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
+    m_window->detailTabs()->setCurrentIndex(m_window->detailTabs()->indexOf(
+        m_window->stagesOverview()->parentWidget()->parentWidget()));
+    const auto& rows = m_window->stagesOverview()->rows();
+    QCOMPARE(rows.size(), std::size_t{5});
+    QCOMPARE(rows[0].name, QStringLiteral("block0.attention"));
+    QVERIFY2(rows[0].summary.contains(QLatin1String("fp8-e4m3")), qPrintable(rows[0].summary));
+    QVERIFY2(rows[0].summary.contains(QLatin1String("outliers")), qPrintable(rows[0].summary));
+    QVERIFY(*std::max_element(rows[4].height.begin(), rows[4].height.end()) == 1.0f);
+    // E4M3's bands: flushed below 2^-10, subnormal up to 2^-6, overflow past 448.
+    QCOMPARE(rows[0].flushBelow, -10.0);
+    QCOMPARE(rows[0].normalFrom, -6.0);
+    QVERIFY(std::fabs(rows[0].overflowFrom - std::log2(448.0)) < 1e-9);
+    // A click on the fourth row opens block1.mlp above.
+    int y = 0;
+    while (y < 1000 && m_window->stagesOverview()->rowAt(y) != 3)
+        ++y;
+    QCOMPARE(m_window->stagesOverview()->rowAt(y + 4), 3);
+    QTest::mouseClick(m_window->stagesOverview(), Qt::LeftButton, {}, QPoint(300, y + 4));
+    QCOMPARE(view->stage(), 3);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        m_window->textSample()->toPlainText().contains(QLatin1String("After step 2")), 10000);
+    QCoreApplication::processEvents();
+    QVERIFY(m_window->grab().save(QCoreApplication::applicationDirPath() +
+                                  QStringLiteral("/gpt_all_layers.png")));
+
+    model->setCurrentIndex(model->findData(QStringLiteral("mlp")));
+    steps->setValue(stepsBefore);
     preset->setCurrentText(QStringLiteral("fp16-noscale"));
     m_window->detailTabs()->setCurrentIndex(0);
     QCOMPARE(m_window->applySettings(), QString());
