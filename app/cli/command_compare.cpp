@@ -178,15 +178,19 @@ int runCompare(const CompareArgs& args) {
         results.push_back(std::move(r));
     }
     const char* roles[] = {"weights", "activations", "activation_gradients", "weight_gradients"};
-    std::string csv = "preset,status,final_loss,test_accuracy,skipped_steps";
-    std::string md = "| preset | status | final loss | test accuracy | skipped steps";
+    // Test loss in nats and bits (for text models: per byte, the unit papers report).
+    std::string csv =
+        "preset,status,final_loss,test_loss,test_loss_bits,test_accuracy,skipped_steps";
+    std::string md =
+        "| preset | status | final loss | test loss (nats) | test loss (bits) | test accuracy | "
+        "skipped steps";
     for (const char* r : roles) {
         csv += std::string(",flushed_") + r;
         md += std::string(" | flushed ") + r;
     }
     csv += ",lost_updates,wall_seconds,reason\n";
     md += " | lost updates | time (s) | reason |\n|---|---|---|---|---";
-    for (std::size_t i = 0; i < std::size(roles) + 3; ++i)
+    for (std::size_t i = 0; i < std::size(roles) + 5; ++i)
         md += "|---";
     md += "|\n";
     const auto cell = [](double v, double factor, int decimals) {
@@ -217,12 +221,15 @@ int runCompare(const CompareArgs& args) {
         const double nan = std::numeric_limits<double>::quiet_NaN();
         const double loss = failed ? nan : summaryNumber(s, "final_train_loss");
         const double accuracy = failed ? nan : summaryNumber(s, "test_accuracy");
+        const double testLoss = failed ? nan : summaryNumber(s, "test_loss");
+        const double bits = testLoss / std::log(2.0);
         const double skipped = failed ? nan : summaryNumber(s, "skipped_steps");
         const double seconds = failed ? nan : summaryNumber(s, "wall_seconds");
-        csv += r.preset + ',' + status + ',' + cell(loss, 1, 4) + ',' + cell(accuracy, 1, 4) + ',' +
-               cell(skipped, 1, 0);
+        csv += r.preset + ',' + status + ',' + cell(loss, 1, 4) + ',' + cell(testLoss, 1, 4) + ',' +
+               cell(bits, 1, 4) + ',' + cell(accuracy, 1, 4) + ',' + cell(skipped, 1, 0);
         md += "| " + r.preset + " | " + status + " | " + cell(loss, 1, 4) + " | " +
-              cell(accuracy, 100, 2) + "% | " + cell(skipped, 1, 0);
+              cell(testLoss, 1, 4) + " | " + cell(bits, 1, 3) + " | " + cell(accuracy, 100, 2) +
+              "% | " + cell(skipped, 1, 0);
         for (const char* role : roles) {
             const auto it = r.meanFlushed.find(role);
             const double v = failed ? nan : it == r.meanFlushed.end() ? 0.0 : it->second;
