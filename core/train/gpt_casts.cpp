@@ -1,5 +1,6 @@
 #include "train/gpt_casts.h"
 
+#include "train/per_layer_scaling.h"
 #include "train/precision_recipe.h"
 
 namespace plab {
@@ -27,10 +28,6 @@ bool isBlockPolicy(ScalingPolicy p) {
 
 GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model)
     : m_config(config), m_stageCount(model.stageCount()) {
-    if (config.scalingPolicy == ScalingPolicy::PerLayer)
-        throw ConfigError("config.scaling.policy: per-layer scaling does not run on the GPT yet "
-                          "(expected none, static, dynamic, enhanced, amax-current, "
-                          "amax-delayed, mx, nvfp4 or blockwise)");
     // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or tensor
     // scale fills the range, and a stale (delayed) amax or a block's largest element past the
     // element max must clip, not become Inf.
@@ -95,6 +92,16 @@ void GptRecipeCasts::resetStats() {
         c.stats = QuantStats{};
         c.blocks = BlockStats{};
     }
+}
+
+double GptRecipeCasts::gradientScale(int stage, const float* gradient, std::size_t count,
+                                     double cumulative) {
+    if (m_config.scalingPolicy != ScalingPolicy::PerLayer)
+        return 1.0;
+    const Quantizer* q = quantizer(stage, transformer::GptSite::Product,
+                                   transformer::GptOperand::ActivationGradients);
+    return perLayerScale(moments({gradient, count}), {0.0, 1.0, 1.0}, 1, q->config().format,
+                         cumulative, {m_config.perLayerCap, m_config.cumulativeCap});
 }
 
 void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transformer::GptSite site,

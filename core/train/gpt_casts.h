@@ -25,13 +25,17 @@ namespace plab {
 
 class GptRecipeCasts final : public transformer::GptCasts {
 public:
-    // Throws ConfigError for a scaling policy the GPT does not run yet (per-layer).
     GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model);
 
     // Each step's casts draw their random words from (step, call) streams.
     void beginStep(std::int64_t step);
     void cast(int stage, transformer::GptOperand operand, transformer::GptSite site, float* values,
               std::size_t count) override;
+    // Per-layer scaling (policy per-layer): Zhao et al.'s rule applied to the gradient itself
+    // (the identity as the weights, as the trainer does at the loss), for the format the
+    // stage's activation gradients are cast to; 1 under other policies.
+    double gradientScale(int stage, const float* gradient, std::size_t count,
+                         double cumulative) override;
 
     // Everything counted since the last resetStats, by stage and role (Weights ..
     // WeightGradients); the block statistics of block-scaled casts; the last tensor scale an

@@ -111,7 +111,6 @@ void GptRun::attachCasts() {
 }
 
 void GptRun::setPrecision(const TrainConfig& precision) {
-    GptRecipeCasts(precision, m_model); // throws for a recipe it cannot run, first
     m_settings.precision = precision;
     const double scale = lossScale();
     const bool adapts = info(precision.scalingPolicy).adaptsLossScale;
@@ -161,7 +160,8 @@ std::vector<StageStats> GptRun::stageStats() const {
         st.roles[static_cast<std::size_t>(TensorRole::OptimizerState)] = m_stateStats[s];
         st.updates = m_updates[s];
         st.lostUpdates = m_lostUpdates[s];
-        st.gradientScale = lossScale();
+        st.gradientScale =
+            m_model.gradientScales().empty() ? lossScale() : m_model.gradientScales()[s];
         st.channelAmax = m_channelAmax[s];
     }
     return out;
@@ -209,9 +209,16 @@ GptStepResult GptRun::step() {
             ++m_skipped;
             return result;
         }
-        const auto inverse = static_cast<float>(1.0 / result.scale);
-        for (float& g : m_grads)
-            g *= inverse;
+        // Each tensor's gradient carries its stage's scale (the loss scale, times per-layer
+        // factors under that policy).
+        const std::vector<transformer::GptTensor>& tensors = m_model.tensors();
+        for (std::size_t i = 0; i < tensors.size(); ++i) {
+            const auto inverse = static_cast<float>(
+                1.0 / m_model.gradientScales()[static_cast<std::size_t>(m_model.stageHolding(i))]);
+            float* g = m_grads.data() + tensors[i].offset;
+            for (std::size_t k = 0; k < tensors[i].size(); ++k)
+                g[k] *= inverse;
+        }
     }
     applyUpdate();
     return result;

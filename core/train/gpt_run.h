@@ -48,7 +48,6 @@ struct GptEvaluation {
 
 class GptRun {
 public:
-    // Throws ConfigError for a recipe the GPT cannot run (per-layer scaling).
     GptRun(const GptRunSettings& settings, const TextCorpus& corpus);
 
     GptStepResult step();

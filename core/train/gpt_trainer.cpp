@@ -151,7 +151,7 @@ void GptTrainer::setRecipe(const PrecisionRecipe& recipe) {
 void GptTrainer::setScaling(const TrainConfig& scaling) {
     TrainConfig next = m_config;
     next.setScalingFrom(scaling);
-    m_run->setPrecision(next); // throws ConfigError for per-layer before anything changes
+    m_run->setPrecision(next);
     m_config = next;
 }
 

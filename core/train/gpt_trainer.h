@@ -16,7 +16,7 @@ namespace plab {
 class GptTrainer final : public TrainingRun {
 public:
     // Throws ConfigError for settings the GPT does not take (an optimiser other than adamw,
-    // gradient clipping, per-layer scaling, a stage override past its stages) and DataError
+    // gradient clipping, a stage override past its stages) and DataError
     // when the split holds no text.
     GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data);
 

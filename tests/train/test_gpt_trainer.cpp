@@ -231,9 +231,6 @@ void TestGptTrainer::refusesWhatItCannotRun() {
     nlohmann::json images = smallGpt(1);
     images["data"]["source"] = "fashion-mnist";
     QVERIFY(refused(images, "config.data.source"));
-    nlohmann::json perLayer = smallGpt(1);
-    perLayer["scaling"]["policy"] = "per-layer";
-    QVERIFY(refused(perLayer, "config.scaling.policy"));
     QVERIFY_THROWS_EXCEPTION(
         ConfigError, loadRunData(configFromJson({{"data", {{"source", "text:/etc/hostname"}}}})));
     QVERIFY_THROWS_EXCEPTION(DataError,

@@ -346,6 +346,23 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
     };
     const std::size_t nc = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
     const int head = stageCount() - 1;
+    // Per-layer scaling: each stage's arriving gradient (the logits' for the head, the residual
+    // stream's at each stage boundary) times the factor the casts pick for it.
+    m_stageScales.assign(static_cast<std::size_t>(stageCount()), lossScale);
+    double cumulative = 1.0;
+    const auto arrive = [&](int stage, std::vector<float>& gradient) {
+        if (cast) {
+            const double k =
+                m_casts->gradientScale(stage, gradient.data(), gradient.size(), cumulative);
+            if (k != 1.0)
+                for (float& g : gradient)
+                    g *= static_cast<float>(k);
+            cumulative *= k;
+        }
+        for (int s = stage; s >= 0; --s) // until a stage below arrives with its own
+            m_stageScales[static_cast<std::size_t>(s)] = lossScale * cumulative;
+    };
+    arrive(head, m_dlogits);
     productBackward(head, dlnf.data(), grads, w, m_headw, m_headb, m_dlogits.data(),
                     used(m_lnf, m_lnfCast), rows, c, m_spec.vocab);
     layerNormBackward(dx.data(), grads + m_lnfw, grads + m_lnfb, dlnf.data(), m_final.data(),
@@ -355,6 +372,7 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
         const BlockOffsets& o = m_blockOffsets[l];
         const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
         // next = mid + out(gelu(fc(ln2(mid)))): dx flows to mid directly and through the MLP.
+        arrive(mlp, dx);
         productBackward(mlp, dfc.data(), grads, w, o.outw, o.outb, dx.data(),
                         used(a.gelu, a.geluCast), rows, 4 * c, c);
         geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
@@ -364,6 +382,7 @@ void GptModel::backward(const float* params, float* grads, float lossScale) {
         layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
                           params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
+        arrive(attention, dmid);
         productBackward(attention, dattOut.data(), grads, w, o.projw, o.projb, dmid.data(),
                         used(a.attOut, a.attOutCast), rows, c, c);
         AttentionCast castScoreGradients;

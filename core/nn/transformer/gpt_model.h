@@ -36,6 +36,15 @@ public:
     virtual ~GptCasts() = default;
     virtual void cast(int stage, GptOperand operand, GptSite site, float* values,
                       std::size_t count) = 0;
+    // Per-layer gradient scaling (Zhao et al.): the factor the gradient arriving at `stage`'s
+    // outputs is multiplied by, chosen from that gradient; `cumulative` is the product of the
+    // factors above. The model applies it to the whole residual-stream gradient at the stage
+    // boundary (a sum needs one scale) and records each stage's scale. Default: 1 (none).
+    virtual double gradientScale(int stage, const float* gradient, std::size_t count,
+                                 double cumulative) {
+        (void)stage, (void)gradient, (void)count, (void)cumulative;
+        return 1.0;
+    }
 };
 
 struct GptSpec {
@@ -86,6 +95,10 @@ public:
     // grads (overwritten) of the last forward's loss times lossScale (mixed precision's loss
     // scaling: the gradients arrive scaled; the caller unscales them).
     void backward(const float* params, float* grads, float lossScale = 1.0f);
+    // Per stage, the scale the last backward's gradients carry there: the loss scale times the
+    // per-layer factors at and above it (GptCasts::gradientScale). A parameter tensor's
+    // gradient carries its stageHolding's.
+    const std::vector<double>& gradientScales() const { return m_stageScales; }
     // The last forward's logits (B, T, V).
     const std::vector<float>& logits() const { return m_logits; }
     // Per channel, the largest |x| over the last forward's rows of the stage's input (the
@@ -135,6 +148,7 @@ private:
     std::vector<BlockActivations> m_acts;
     std::vector<float> m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
     std::vector<float> m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc, m_dscores;
+    std::vector<double> m_stageScales;
     GptCasts* m_casts = nullptr;
     bool m_castLastForward = false;
     std::vector<float> m_castParams, m_lnfCast, m_gradCast;
