@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -222,6 +223,22 @@ void exportHistograms(SqliteDb& db, const std::string& dir) {
     out.commit();
 }
 
+void exportChannels(SqliteDb& db, const std::string& dir) {
+    const std::vector<std::string> names = stageNames(db);
+    ExportFile out(dir, "channels.csv");
+    out.add("step,stage,stage_name,channels,amax_max,amax_median,outlier_share\n");
+    SqliteStatement s = db.prepare("SELECT step, stage, channels, amax_max, amax_median, "
+                                   "outlier_share FROM channels ORDER BY seq");
+    while (s.next()) {
+        const std::int64_t stage = s.integer(1);
+        out.add(std::to_string(s.integer(0)) + ',' + std::to_string(stage) + ',' +
+                stageName(names, stage) + ',' + std::to_string(s.integer(2)) + ',' +
+                recordNumber(s.real(3)) + ',' + recordNumber(s.real(4)) + ',' +
+                recordNumber(s.real(5)) + '\n');
+    }
+    out.commit();
+}
+
 void exportEvents(SqliteDb& db, const std::string& dir) {
     ExportFile out(dir, "events.jsonl");
     SqliteStatement s = db.prepare("SELECT step, type, message, change FROM events ORDER BY seq");
@@ -246,6 +263,8 @@ int checkRunRecord(SqliteDb& db) {
         if (version == std::to_string(known)) {
             if (known >= 2 && !db.hasTable("blocks"))
                 throw RecordError(db.path() + ": is not a run record (no table blocks)");
+            if (known >= 3 && !db.hasTable("channels"))
+                throw RecordError(db.path() + ": is not a run record (no table channels)");
             return known;
         }
     throw RecordError(db.path() + ": run record schema version " + version +
@@ -267,6 +286,8 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
         exportLayers(db, outDir, version);
         if (version >= 2)
             exportBlocks(db, outDir);
+        if (version >= 3)
+            exportChannels(db, outDir);
         exportHistograms(db, outDir);
         exportEvents(db, outDir);
     } catch (...) {
@@ -289,6 +310,16 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
     }
     if (summary.finished || summary.stopReason != "running")
         return false;
+    {
+        // A full disk can refuse the database's summary row yet take the small summary.json
+        // (written first for that reason): when the file already says how the run ended, it is
+        // the better record, and stays.
+        std::ifstream file(runDir + "/summary.json");
+        const auto j = nlohmann::json::parse(file, nullptr, false);
+        if (file && !j.is_discarded() && j.is_object() &&
+            j.value("stop_reason", std::string("running")) != "running")
+            return false;
+    }
     std::unique_ptr<RunDirectoryLock> lock;
     try {
         lock = std::make_unique<RunDirectoryLock>(runDir);

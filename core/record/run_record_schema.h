@@ -11,8 +11,9 @@
 namespace plab {
 
 inline constexpr const char* kRunRecordFile = "run.sqlite";
-// Version 2 added the error sums to stats and the blocks table; this build reads 1 and 2.
-inline constexpr int kRunRecordSchemaVersion = 2;
+// Version 2 added the error sums to stats and the blocks table, version 3 the channels table;
+// this build reads 1 to 3.
+inline constexpr int kRunRecordSchemaVersion = 3;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
@@ -45,6 +46,14 @@ CREATE TABLE blocks(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTE
   flushed_blocks INTEGER, saturated_blocks INTEGER, flushed_in_live INTEGER,
   live_elements INTEGER, scale_bins BLOB, range_bins BLOB);
 CREATE INDEX blocks_by_step ON blocks(step);
+-- Transformer stages (the GPT): per statistics step and stage, the largest |x| of each channel of
+-- the stage's input (the LayerNorm output its first product reads): how many channels, the
+-- largest and the median channel amax, and the share of channels above 6x the median (outlier
+-- channels, LLM.int8's outlier features).
+CREATE TABLE channels(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  stage INTEGER NOT NULL, channels INTEGER, amax_max REAL, amax_median REAL,
+  outlier_share REAL);
+CREATE INDEX channels_by_step ON channels(step);
 -- What happened: start, edits (change holds the config patch, as JSON, that the edit applied),
 -- scale changes, skips, divergence, reset, end.
 CREATE TABLE events(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, type TEXT NOT NULL,

@@ -1,10 +1,13 @@
 // RunLog: the record database's writer.
 #include "train/run_log.h"
 
+#include "nn/transformer/gpt_model.h" // outlierChannelShare
+
 #include "record/histogram_blob.h"
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
 
+#include <algorithm>
 #include <filesystem>
 
 namespace plab {
@@ -72,6 +75,9 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         "mx_saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq) VALUES (?1, "
         "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
         "?21, ?22, ?23)");
+    m_insertChannels = m_db->prepare(
+        "INSERT INTO channels(step, stage, channels, amax_max, amax_median, outlier_share, "
+        "attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     m_insertBlocks = m_db->prepare(
         "INSERT INTO blocks(step, stage, role, blocks, zero_blocks, flushed_blocks, "
         "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, attempt) "
@@ -196,6 +202,18 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
     const bool histogramStep = m_statsSteps++ % m_histogramsEvery == 0;
     const bool withHistograms = histogramStep && withinBudget(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {
+        if (const std::vector<float>& amax = stages[s].channelAmax; !amax.empty()) {
+            std::vector<float> sorted = amax;
+            std::sort(sorted.begin(), sorted.end());
+            m_insertChannels.bind(1, step)
+                .bind(2, static_cast<std::int64_t>(s))
+                .bind(3, static_cast<std::int64_t>(sorted.size()))
+                .bind(4, static_cast<double>(sorted.back()))
+                .bind(5, static_cast<double>(sorted[sorted.size() / 2]))
+                .bind(6, transformer::outlierChannelShare(amax))
+                .bind(7, m_attempt)
+                .run();
+        }
         for (TensorRole role : kAllRoles) {
             const auto r = static_cast<std::size_t>(role);
             const QuantStats& q = stages[s].roles[r];

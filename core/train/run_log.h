@@ -63,8 +63,8 @@ private:
     std::string m_dir;
     std::unique_ptr<RunDirectoryLock> m_lock;
     std::unique_ptr<SqliteDb> m_db;
-    SqliteStatement m_insertStep, m_insertStats, m_insertBlocks, m_insertHistogram, m_insertEvent,
-        m_writeSummary;
+    SqliteStatement m_insertStep, m_insertStats, m_insertBlocks, m_insertChannels,
+        m_insertHistogram, m_insertEvent, m_writeSummary;
     bool m_inTransaction = false, m_closed = false;
     int m_stageCount = 0;
     std::vector<std::string> m_stageNames;

@@ -299,8 +299,8 @@ void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
     QCOMPARE(measured, 4 * 2);
 }
 
-// A record written before the error sums and the blocks table (schema version 1) still exports
-// and opens, with empty error cells and no blocks.csv.
+// A record written before the error sums and the blocks and channels tables (schema version 1)
+// still exports and opens, with empty error cells and no blocks.csv or channels.csv.
 void TestRunRecord::versionOneRecordStillReads() {
     QTemporaryDir dir;
     const std::string run = dir.path().toStdString() + "/run";
@@ -315,28 +315,31 @@ void TestRunRecord::versionOneRecordStillReads() {
     }
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("DROP TABLE blocks; ALTER TABLE stats DROP COLUMN err_count; ALTER TABLE stats "
+        db.exec("DROP TABLE blocks; DROP TABLE channels; ALTER TABLE stats DROP COLUMN err_count; "
+                "ALTER TABLE stats "
                 "DROP COLUMN signal_sq; ALTER TABLE stats DROP COLUMN error_sq; ALTER TABLE stats "
                 "DROP COLUMN output_sq; UPDATE meta SET value = '1' WHERE key = "
                 "'schema_version';");
     }
     std::filesystem::remove(run + "/layers.csv");
     std::filesystem::remove(run + "/blocks.csv");
+    std::filesystem::remove(run + "/channels.csv");
     exportRunRecord(run, run);
     QVERIFY(!std::filesystem::exists(run + "/blocks.csv"));
+    QVERIFY(!std::filesystem::exists(run + "/channels.csv"));
     QVERIFY(readAll(run + "/layers.csv").find("0.047619047619047616,0,0,1,1,0,0,,,\n") !=
             std::string::npos);
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '3' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '4' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 3 (this build reads versions 1 to 2)") != std::string::npos,
+                     "schema version 4 (this build reads versions 1 to 3)") != std::string::npos,
                  e.what());
     }
 }

@@ -210,6 +210,10 @@ void TestGptTrainer::sessionRecordsAndReplaysBitForBit() {
     QCOMPARE(column(readAll(second + "/metrics.csv"), 4), column(metrics, 4));
     QCOMPARE(column(readAll(second + "/metrics.csv"), 5), column(metrics, 5));
     QCOMPARE(readAll(second + "/layers.csv"), readAll(first + "/layers.csv"));
+    // Channel amax per statistics step (every step) and stage: 8 x 3 rows under the header.
+    const std::string channels = readAll(first + "/channels.csv");
+    QCOMPARE(std::count(channels.begin(), channels.end(), '\n'), 1 + 8 * 3);
+    QVERIFY2(channels.find("\n1,0,block0.attention,32,") != std::string::npos, channels.c_str());
     const std::string events = readAll(first + "/events.jsonl");
     QVERIFY2(events.find("\"type\":\"sample\"") != std::string::npos, events.c_str());
     QCOMPARE(readAll(second + "/config.json"), savedText);
