@@ -1,6 +1,7 @@
 // `compare`: runs presets on the same seed and data (as child processes, as many at once as
 // there are cores) and writes one table (CSV and Markdown) plus loss-curve and flushed-fraction
 // plots (PNG and SVG) from their run directories.
+#include "child_runs.h"
 #include "cli_commands.h"
 #include "line_chart.h"
 
@@ -10,10 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,8 +22,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
-
-extern char** environ;
 
 namespace plab::cli {
 namespace {
@@ -55,15 +50,6 @@ double summaryNumber(const nlohmann::json& summary, const char* key) {
     const auto it = summary.find(key);
     return it != summary.end() && it->is_number() ? it->get<double>()
                                                   : std::numeric_limits<double>::quiet_NaN();
-}
-
-std::string lastLine(const std::string& path) {
-    std::ifstream in(path);
-    std::string line, last;
-    while (std::getline(in, line))
-        if (!line.empty())
-            last = line;
-    return last;
 }
 
 RunResult readRun(const std::string& preset, const std::string& dir) {
@@ -97,36 +83,28 @@ int runCompare(const CompareArgs& args) {
     if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
         throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
                                             "--overwrite to replace it, or choose another --out");
-    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    const unsigned slots = std::max(1u, std::thread::hardware_concurrency());
-    std::map<pid_t, std::string> running;
+    const std::string self = selfExecutable();
     std::map<std::string, std::string> failures; // preset -> why its run gave no result
     // A child's stderr, kept beside its run folder (the folder itself may be what failed).
     const auto stderrPath = [&](const std::string& preset) {
         return args.out + "/" + preset + ".stderr.log";
     };
-    auto reap = [&](bool block) {
-        int status = 0;
-        const pid_t pid = waitpid(-1, &status, block ? 0 : WNOHANG);
-        if (pid > 0) {
-            const std::string preset = running[pid];
-            // 0: completed; 3: ran and ended early (diverged): a result all the same.
-            const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            const bool ran = code == 0 || code == kExitTrainingFailed;
-            std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
-                         code == 0 ? "done"
-                         : ran     ? "ended early"
-                                   : "FAILED");
-            if (!ran) {
-                const std::string why = lastLine(stderrPath(preset));
-                failures[preset] = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
-            }
-            running.erase(pid);
-        }
-    };
+    ChildRuns children(std::thread::hardware_concurrency(),
+                       [&](const std::string& preset, int code) {
+                           // 0: completed; 3: ran and ended early (diverged): a result all the
+                           // same.
+                           const bool ran = code == 0 || code == kExitTrainingFailed;
+                           std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
+                                        code == 0 ? "done"
+                                        : ran     ? "ended early"
+                                                  : "FAILED");
+                           if (!ran) {
+                               const std::string why = lastLine(stderrPath(preset));
+                               failures[preset] = "exit " + std::to_string(code) +
+                                                  (why.empty() ? "" : ": " + why);
+                           }
+                       });
     for (const std::string& preset : args.presets) {
-        while (running.size() >= slots)
-            reap(true);
         std::vector<std::string> argv = {self,        "train",
                                          "--preset",  preset,
                                          "--steps",   std::to_string(args.steps),
@@ -142,25 +120,10 @@ int runCompare(const CompareArgs& args) {
             argv.push_back("--data");
             argv.push_back(args.data);
         }
-        std::vector<char*> cargv;
-        for (std::string& a : argv)
-            cargv.push_back(a.data());
-        cargv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        const std::string errors = stderrPath(preset);
-        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, errors.c_str(),
-                                         O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        pid_t pid = 0;
-        if (posix_spawn(&pid, self.c_str(), &actions, nullptr, cargv.data(), environ) != 0)
-            throw std::runtime_error("compare: cannot start " + self);
-        posix_spawn_file_actions_destroy(&actions);
-        running[pid] = preset;
+        children.start(preset, argv, stderrPath(preset));
         std::fprintf(stderr, "compare: %s started\n", preset.c_str());
     }
-    while (!running.empty())
-        reap(true);
+    children.waitAll();
 
     std::vector<RunResult> results;
     for (const std::string& preset : args.presets) {

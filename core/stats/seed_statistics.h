@@ -1,0 +1,41 @@
+// Statistics over seeds, for sweeps: a metric's mean, standard deviation and 95% confidence
+// interval over the runs of one grid point (Student's t), and its difference from a baseline's
+// with Welch's interval (unequal variances, Welch-Satterthwaite degrees of freedom), said in
+// words: "indistinguishable at n = 5" or "worse by 1.2 ± 0.4".
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct SeedSummary {
+    std::size_t n = 0;   // finite values
+    double mean = 0.0;   // NaN when n is 0
+    double stdDev = 0.0; // sample standard deviation (n - 1); 0 when n < 2
+    // Half-width of the 95% interval of the mean (t quantile x sd / sqrt(n)); NaN when n < 2.
+    double ci95 = 0.0;
+};
+// Non-finite values (a diverged run's NaN loss) are left out and not counted.
+SeedSummary summarise(const std::vector<double>& values);
+
+// The two-sided 95% quantile of Student's t with `df` degrees of freedom (12.706 at 1, 2.776 at
+// 4, 1.960 in the limit); a fractional df uses the next lower whole one (a wider interval).
+double tQuantile975(double df);
+
+struct Difference {
+    double mean = 0.0; // point minus baseline
+    double ci95 = 0.0; // Welch's half-width; NaN when either side has fewer than 2 values
+    double df = 0.0;
+    bool distinguishable = false; // the interval excludes 0
+};
+Difference difference(const SeedSummary& point, const SeedSummary& baseline);
+
+// "indistinguishable at n = 5", "better by 0.8 ± 0.5", "worse by 1.2 ± 0.4", or "n < 2: no
+// interval"; `higherIsBetter` for accuracies, not for losses or flushed shares; `scale` and
+// `unit` for the text (100 and " points" for a share shown in points).
+std::string verdict(const Difference& d, std::size_t n, bool higherIsBetter, double scale = 1.0,
+                    const std::string& unit = {});
+
+} // namespace plab
