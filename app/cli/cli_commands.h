@@ -63,6 +63,7 @@ Command addBenchCommand(CLI::App& app);
 Command addTrainCommand(CLI::App& app);
 Command addPresetsCommand(CLI::App& app);
 Command addCompareCommand(CLI::App& app);
+Command addSweepCommand(CLI::App& app);
 Command addDevicesCommand(CLI::App& app);
 Command addExportCommand(CLI::App& app);
 // `bench train`, registered under `bench`: sets `action` when it is the subcommand parsed.

@@ -11,7 +11,6 @@
 
 #include <nlohmann/json.hpp>
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -89,21 +88,20 @@ int runCompare(const CompareArgs& args) {
     const auto stderrPath = [&](const std::string& preset) {
         return args.out + "/" + preset + ".stderr.log";
     };
-    ChildRuns children(std::thread::hardware_concurrency(),
-                       [&](const std::string& preset, int code) {
-                           // 0: completed; 3: ran and ended early (diverged): a result all the
-                           // same.
-                           const bool ran = code == 0 || code == kExitTrainingFailed;
-                           std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
-                                        code == 0 ? "done"
-                                        : ran     ? "ended early"
-                                                  : "FAILED");
-                           if (!ran) {
-                               const std::string why = lastLine(stderrPath(preset));
-                               failures[preset] = "exit " + std::to_string(code) +
-                                                  (why.empty() ? "" : ": " + why);
-                           }
-                       });
+    ChildRuns children(
+        std::thread::hardware_concurrency(), [&](const std::string& preset, int code) {
+            // 0: completed; 3: ran and ended early (diverged): a result all the
+            // same.
+            const bool ran = code == 0 || code == kExitTrainingFailed;
+            std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
+                         code == 0 ? "done"
+                         : ran     ? "ended early"
+                                   : "FAILED");
+            if (!ran) {
+                const std::string why = lastLine(stderrPath(preset));
+                failures[preset] = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
+            }
+        });
     for (const std::string& preset : args.presets) {
         std::vector<std::string> argv = {self,        "train",
                                          "--preset",  preset,

@@ -77,11 +77,10 @@ int runTrain(const TrainArgs& args) {
     if (!session.deviceNotice().empty() && session.deviceNotice() != device.notice)
         std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;
-    std::fprintf(stderr,
-                 "training %s on %s on %s, %lld steps, run log in %s\n",
+    std::fprintf(stderr, "training %s on %s on %s, %lld steps, run log in %s\n",
                  config.model.type.c_str(), describeData(*data).c_str(),
-                 session.deviceName().c_str(),
-                 static_cast<long long>(session.plannedSteps()), out.c_str());
+                 session.deviceName().c_str(), static_cast<long long>(session.plannedSteps()),
+                 out.c_str());
     const auto start = std::chrono::steady_clock::now();
     session.start();
     StepScalars last;
@@ -132,14 +131,14 @@ int runTrain(const TrainArgs& args) {
     }
     if (data->text && session.latestSnapshot() != nullptr) {
         // A text model's loss in bits per byte (what its papers report), and what it writes.
-        const TrainingSnapshot& last = *session.latestSnapshot();
-        const double loss = last.scalars.testLoss;
+        const TrainingSnapshot& final = *session.latestSnapshot();
+        const double loss = final.scalars.testLoss;
         if (std::isfinite(loss))
             std::fprintf(stderr, "validation loss %.4f nats/byte = %.3f bits/byte\n", loss,
                          loss / std::log(2.0));
-        if (!last.sample.empty())
+        if (!final.sample.empty())
             std::fprintf(stderr, "sample at step %lld:\n%s\n",
-                         static_cast<long long>(last.sampleStep), last.sample.c_str());
+                         static_cast<long long>(final.sampleStep), final.sample.c_str());
     }
     std::ifstream summary(out + "/summary.json");
     std::printf("%s", std::string(std::istreambuf_iterator<char>(summary), {}).c_str());

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
         plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),
         plab::cli::addPresetsCommand(app), plab::cli::addCompareCommand(app),
         plab::cli::addDevicesCommand(app), plab::cli::addExportCommand(app),
+        plab::cli::addSweepCommand(app),
     };
 
     if (argc > 1)

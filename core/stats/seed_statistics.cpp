@@ -29,8 +29,8 @@ SeedSummary summarise(const std::vector<double>& values) {
         return s;
     }
     s.stdDev = std::sqrt(squares / static_cast<double>(s.n - 1));
-    s.ci95 = tQuantile975(static_cast<double>(s.n - 1)) * s.stdDev /
-             std::sqrt(static_cast<double>(s.n));
+    s.ci95 =
+        tQuantile975(static_cast<double>(s.n - 1)) * s.stdDev / std::sqrt(static_cast<double>(s.n));
     return s;
 }
 

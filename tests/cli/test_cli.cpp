@@ -37,6 +37,7 @@ private slots:
     void trainDivergenceExitsCleanly();
     void compareWritesTableAndPlots();
     void compareKeepsFailedRunsInTheTable();
+    void sweepResumesAndKeepsFailures();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -543,6 +544,56 @@ void TestCli::compareKeepsFailedRunsInTheTable() {
     const Result again = runCli(compare);
     QCOMPARE(again.exitCode, 2);
     QVERIFY2(again.err.contains("--overwrite"), again.err.constData());
+}
+
+// A sweep: presets x a grid value x seeds, one folder per run, a table of means and intervals
+// with verdicts against FP32. A run that fails (its data directory does not exist) is a failure
+// in the table and the exit status; a second invocation skips every run that is done and the
+// failed ones unless --rerun-failed; a run whose summary is gone (a killed sweep) runs again.
+void TestCli::sweepResumesAndKeepsFailures() {
+    QTemporaryDir dir;
+    const QStringList sweep = QStringList{QStringLiteral("sweep"),
+                                          QStringLiteral("--presets"),
+                                          QStringLiteral("fp32,fp16-amp"),
+                                          QStringLiteral("--seeds"),
+                                          QStringLiteral("2"),
+                                          QStringLiteral("--steps"),
+                                          QStringLiteral("5"),
+                                          QStringLiteral("--grid"),
+                                          QStringLiteral("data.source=synthetic,/nonexistent"),
+                                          QStringLiteral("--out"),
+                                          dir.path()} +
+                              kTinyRun;
+    const Result first = runCli(sweep);
+    QCOMPARE(first.exitCode, 3);
+    QVERIFY2(first.err.contains("8 run(s) started"), first.err.constData());
+    const QList<QByteArray> rows = fileLines(dir.filePath(QStringLiteral("sweep.csv")));
+    QCOMPARE(rows.size(), 5); // a header and 2 presets x 2 sources
+    QVERIFY2(rows[1].startsWith("fp32_data.source=synthetic,fp32,synthetic,2,"),
+             rows[1].constData());
+    QVERIFY2(rows[2].startsWith("fp32_data.source=/nonexistent,fp32,/nonexistent,0,") ||
+                 rows[2].startsWith("fp32_data.source=-nonexistent,fp32,/nonexistent,0,"),
+             rows[2].constData());
+    QVERIFY2(rows[3].contains("indistinguishable at n = 2") || rows[3].contains(" by "),
+             rows[3].constData());
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("sweep.json"))));
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("sweep.md"))));
+
+    const Result again = runCli(sweep);
+    QCOMPARE(again.exitCode, 3);
+    QVERIFY2(again.err.contains("0 run(s) started, 8 found done or failed earlier"),
+             again.err.constData());
+    QVERIFY2(again.err.contains("--rerun-failed"), again.err.constData());
+    QCOMPARE(fileLines(dir.filePath(QStringLiteral("sweep.csv"))), rows);
+
+    QVERIFY(QFile::remove(dir.filePath(QStringLiteral("fp16-amp_data.source=synthetic/seed-2/"
+                                                      "summary.json"))));
+    const Result resumed =
+        runCli({QStringLiteral("sweep"), QStringLiteral("--file"),
+                dir.filePath(QStringLiteral("sweep.json")), QStringLiteral("--out"), dir.path()});
+    QVERIFY2(resumed.err.contains("1 run(s) started"), resumed.err.constData());
+    const Result rerun = runCli(sweep + QStringList{QStringLiteral("--rerun-failed")});
+    QVERIFY2(rerun.err.contains("4 run(s) started"), rerun.err.constData());
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is

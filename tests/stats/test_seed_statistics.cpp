@@ -53,8 +53,8 @@ void TestSeedStatistics::welchDifferenceAndVerdict() {
     QCOMPARE(QString::fromStdString(verdict(apart, 5, true, 100.0, " points")),
              QString("worse by 300 ± 2.3e+02 points"));
     // Unequal spreads: Welch-Satterthwaite df below n1 + n2 - 2.
-    const Difference welch = difference(summarise({1, 1.1, 0.9, 1.05, 0.95}),
-                                        summarise({0, 4, 1, 3, 2}));
+    const Difference welch =
+        difference(summarise({1, 1.1, 0.9, 1.05, 0.95}), summarise({0, 4, 1, 3, 2}));
     QVERIFY(welch.df > 4.0 && welch.df < 4.2);
 }
 
