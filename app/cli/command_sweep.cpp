@@ -33,6 +33,7 @@ struct SweepArgs {
     std::vector<std::string> grid; // "key=v1,v2"
     std::vector<std::string> sets;
     std::int64_t steps = 300;
+    int epochs = 0; // instead of steps when given
     std::string data;
     std::string baseline = "fp32";
     std::string out = "runs/sweep";
@@ -47,6 +48,7 @@ struct Sweep {
     std::vector<std::pair<std::string, std::vector<nlohmann::json>>> grid;
     std::vector<std::string> sets;
     std::int64_t steps = 300;
+    int epochs = 0;
     std::string data;
     std::string baseline;
 
@@ -54,8 +56,8 @@ struct Sweep {
         nlohmann::json g = nlohmann::json::array();
         for (const auto& [key, values] : grid)
             g.push_back({{"key", key}, {"values", values}});
-        return {{"presets", presets}, {"seeds", seeds}, {"grid", g},           {"set", sets},
-                {"steps", steps},     {"data", data},   {"baseline", baseline}};
+        return {{"presets", presets}, {"seeds", seeds},   {"grid", g},    {"set", sets},
+                {"steps", steps},     {"epochs", epochs}, {"data", data}, {"baseline", baseline}};
     }
 };
 
@@ -75,6 +77,7 @@ Sweep sweepFromArgs(const SweepArgs& args) {
     s.seeds = args.seeds;
     s.sets = args.sets;
     s.steps = args.steps;
+    s.epochs = args.epochs;
     s.data = args.data;
     s.baseline = args.baseline;
     for (const std::string& g : args.grid) {
@@ -112,6 +115,7 @@ Sweep sweepFromFile(const std::string& path) {
                                 g.at("values").get<std::vector<nlohmann::json>>());
         s.sets = j.value("set", std::vector<std::string>{});
         s.steps = j.value("steps", std::int64_t{300});
+        s.epochs = j.value("epochs", 0);
         s.data = j.value("data", std::string());
         s.baseline = j.value("baseline", std::string("fp32"));
     } catch (const nlohmann::json::exception& e) {
@@ -292,10 +296,12 @@ int runSweep(const SweepArgs& args) {
             }
             std::filesystem::create_directories(args.out + "/" + p.name(sweep), ec);
             std::filesystem::remove(failedMarker(dir), ec);
-            std::vector<std::string> argv = {self,        "train",      "--preset",
-                                             p.preset,    "--steps",    std::to_string(sweep.steps),
-                                             "--threads", "1",          "--out",
-                                             dir,         "--overwrite"};
+            std::vector<std::string> argv = {self, "train", "--preset", p.preset,     "--threads",
+                                             "1",  "--out", dir,        "--overwrite"};
+            if (sweep.epochs > 0)
+                argv.insert(argv.end(), {"--epochs", std::to_string(sweep.epochs)});
+            else
+                argv.insert(argv.end(), {"--steps", std::to_string(sweep.steps)});
             for (const std::string& s : sweep.sets)
                 argv.insert(argv.end(), {"--set", s});
             for (const std::string& s : p.settings(sweep))
@@ -413,6 +419,8 @@ Command addSweepCommand(CLI::App& app) {
     cmd->add_option("--steps", args->steps, "Steps per run")
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
+    cmd->add_option("--epochs", args->epochs, "Epochs per run, instead of --steps")
+        ->check(wholeNumberAtLeast(1));
     cmd->add_option("--data", args->data, "The runs' data source");
     cmd->add_option("--baseline", args->baseline, "The preset differences are taken from")
         ->capture_default_str();
