@@ -9,6 +9,7 @@ packages=(
   qt6-base-dev qt6-svg-dev libqcustomplot-dev
   libcli11-dev librandom123-dev
   libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev pkg-config
+  libcairo2-dev
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == --test ]]; then

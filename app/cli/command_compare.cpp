@@ -1,9 +1,9 @@
 // `compare`: runs presets on the same seed and data (as child processes, as many at once as
 // there are cores) and writes one table (CSV and Markdown) plus loss-curve and flushed-fraction
-// plots (PNG and SVG) from their run directories.
+// plots (PNG, SVG and PDF, drawn with Cairo) from their run directories.
+#include "charts.h"
 #include "child_runs.h"
 #include "cli_commands.h"
-#include "line_chart.h"
 
 #include "record/record_file.h"
 #include "record/run_record.h"
@@ -212,11 +212,13 @@ int runCompare(const CompareArgs& args) {
         flushed.push_back({r.preset, r.flushedActGrads});
     }
     const std::string flushedTitle = "Activation gradients flushed (mean over layers)";
-    writeLineChartSvg(args.out + "/loss.svg", "Training loss", "loss", loss, true);
-    writeLineChartSvg(args.out + "/flushed.svg", flushedTitle, "share flushed", flushed, false);
-    writeLineChartPng(args.out + "/loss.png", "Training loss", "loss", loss, true);
-    writeLineChartPng(args.out + "/flushed.png", "Activation gradients flushed", "share flushed",
-                      flushed, false);
+    if (chartsAvailable()) {
+        writeLineCharts(args.out + "/loss", "Training loss", "step", "loss", loss, true);
+        writeLineCharts(args.out + "/flushed", flushedTitle, "step", "share flushed", flushed,
+                        false);
+    } else {
+        std::fprintf(stderr, "compare: charts skipped: this build has no Cairo\n");
+    }
     std::printf("%s", md.c_str());
     std::fprintf(stderr, "compare: table and plots in %s\n", args.out.c_str());
     if (!failures.empty() || std::any_of(results.begin(), results.end(),

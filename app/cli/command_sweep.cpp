@@ -2,6 +2,7 @@
 // as there are cores), one run folder per run, resumable; then a table per grid point of each
 // metric's mean, standard deviation and 95% interval over seeds, and against a baseline preset
 // the difference with Welch's interval and a verdict (core/stats/seed_statistics.h).
+#include "charts.h"
 #include "child_runs.h"
 #include "cli_commands.h"
 
@@ -390,6 +391,22 @@ int runSweep(const SweepArgs& args) {
           sweep.baseline + " at the same grid values.\n";
     writeFileAtomically(args.out + "/sweep.csv", csv);
     writeFileAtomically(args.out + "/sweep.md", md);
+    // The final metrics with their intervals, one bar per grid point.
+    if (!chartsAvailable())
+        std::fprintf(stderr, "sweep: charts skipped: this build has no Cairo\n");
+    for (const Metric& m : kMetrics) {
+        if (!chartsAvailable() ||
+            (std::string(m.key) != "test_accuracy" && std::string(m.key) != "test_loss"))
+            continue;
+        std::vector<ChartEstimate> estimates;
+        for (std::size_t i = 0; i < points.size(); ++i) {
+            const SeedSummary& s = summaries[i][m.key];
+            estimates.push_back({points[i].name(sweep), s.mean * m.scale, s.ci95 * m.scale});
+        }
+        writeErrorBarCharts(args.out + "/" + m.key,
+                            std::string(m.title) + ": mean and 95% interval over seeds", m.title,
+                            estimates);
+    }
     std::printf("%s", md.c_str());
     if (!failures.empty()) {
         for (const auto& [dir, why] : failures)

@@ -3,6 +3,7 @@
 // with a non-zero exit.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -472,12 +473,17 @@ void TestCli::compareWritesTableAndPlots() {
     QVERIFY(rows[1].startsWith("fp32,completed,"));
     QVERIFY(rows[3].startsWith("fp16-amp,completed,"));
     QVERIFY(r.out.contains("| fp16-noscale | completed |"));
-    for (const char* svg : {"/loss.svg", "/flushed.svg"}) {
-        QFile f(dir.path() + QLatin1String(svg));
-        QVERIFY(f.open(QIODevice::ReadOnly));
-        const QByteArray text = f.readAll();
-        QVERIFY(text.startsWith("<svg"));
-        QCOMPARE(text.count("<polyline"), 3);
+    // Each chart as PNG, SVG and PDF (Cairo): the files' signatures, and three curves drawn.
+    for (const char* chart : {"/loss", "/flushed"}) {
+        const auto head = [&](const char* ext) {
+            QFile f(dir.path() + QLatin1String(chart) + QLatin1String(ext));
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        };
+        QVERIFY(head(".png").startsWith("\x89PNG"));
+        QVERIFY(head(".pdf").startsWith("%PDF"));
+        const QByteArray svg = head(".svg");
+        QVERIFY(svg.contains("<svg"));
+        QVERIFY2(svg.count("<path") >= 3, svg.left(200).constData());
     }
     const Result bad = runCli(
         {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp7")});
@@ -578,6 +584,9 @@ void TestCli::sweepResumesAndKeepsFailures() {
              rows[3].constData());
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("sweep.json"))));
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("sweep.md"))));
+    for (const char* chart :
+         {"test_accuracy.png", "test_accuracy.svg", "test_accuracy.pdf", "test_loss.pdf"})
+        QVERIFY2(QFileInfo(dir.filePath(QLatin1String(chart))).size() > 500, chart);
 
     const Result again = runCli(sweep);
     QCOMPARE(again.exitCode, 3);
