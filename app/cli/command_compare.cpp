@@ -4,6 +4,7 @@
 #include "charts.h"
 #include "child_runs.h"
 #include "cli_commands.h"
+#include "sweep_runner.h"
 
 #include "record/record_file.h"
 #include "record/run_record.h"
@@ -32,6 +33,7 @@ struct CompareArgs {
     std::vector<std::string> sets;
     std::string data;
     bool overwrite = false;
+    int seeds = 1; // more: a sweep over seeds (sweep_runner.h)
 };
 
 struct RunResult {
@@ -72,6 +74,19 @@ RunResult readRun(const std::string& preset, const std::string& dir) {
 int runCompare(const CompareArgs& args) {
     if (args.presets.empty())
         throw std::invalid_argument("compare: --presets needs at least one preset name");
+    if (args.seeds > 1) { // means and intervals over seeds: the sweep's table, no grid
+        SweepArgs sweep;
+        sweep.presets = args.presets;
+        sweep.seeds = args.seeds;
+        sweep.sets = args.sets;
+        sweep.steps = args.steps;
+        sweep.data = args.data;
+        sweep.out = args.out;
+        const bool hasFp32 =
+            std::find(args.presets.begin(), args.presets.end(), "fp32") != args.presets.end();
+        sweep.baseline = hasFp32 ? "fp32" : args.presets.front();
+        return runSweep(sweep);
+    }
     for (const std::string& p : args.presets)
         findPreset(p); // a bad name fails before anything runs
     std::error_code ec;
@@ -243,6 +258,10 @@ Command addCompareCommand(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--out", args->out, "Output folder")->capture_default_str();
     cmd->add_option("--set", args->sets, "key.path=value applied to every run");
+    cmd->add_option("--seeds", args->seeds,
+                    "Seeds per preset; more than 1 runs a sweep (means, intervals, verdicts)")
+        ->check(wholeNumberAtLeast(1))
+        ->capture_default_str();
     cmd->add_option("--data", args->data, "synthetic, fashion-mnist, or a directory");
     cmd->add_flag("--overwrite", args->overwrite,
                   "Replace an earlier compare's table and runs in --out");

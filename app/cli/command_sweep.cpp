@@ -5,6 +5,7 @@
 #include "charts.h"
 #include "child_runs.h"
 #include "cli_commands.h"
+#include "sweep_runner.h"
 
 #include "record/record_file.h"
 #include "record/record_number.h"
@@ -26,21 +27,6 @@
 
 namespace plab::cli {
 namespace {
-
-struct SweepArgs {
-    std::string file; // a sweep.json to run instead of the options below
-    std::vector<std::string> presets = {"fp32"};
-    int seeds = 1;
-    std::vector<std::string> grid; // "key=v1,v2"
-    std::vector<std::string> sets;
-    std::int64_t steps = 300;
-    int epochs = 0; // instead of steps when given
-    std::string data;
-    std::string baseline = "fp32";
-    std::string out = "runs/sweep";
-    unsigned jobs = 0;
-    bool rerunFailed = false;
-};
 
 // The sweep as data: what sweep.json holds and a replay reads.
 struct Sweep {
@@ -243,6 +229,8 @@ std::string fixed(double v, double scale, int decimals) {
     return text;
 }
 
+} // namespace
+
 int runSweep(const SweepArgs& args) {
     Sweep sweep = args.file.empty() ? sweepFromArgs(args) : sweepFromFile(args.file);
     if (sweep.presets.empty() || sweep.seeds < 1)
@@ -415,8 +403,6 @@ int runSweep(const SweepArgs& args) {
     }
     return 0;
 }
-
-} // namespace
 
 Command addSweepCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand(

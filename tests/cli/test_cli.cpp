@@ -485,6 +485,18 @@ void TestCli::compareWritesTableAndPlots() {
         QVERIFY(svg.contains("<svg"));
         QVERIFY2(svg.count("<path") >= 3, svg.left(200).constData());
     }
+    // With --seeds, a compare is a sweep over seeds: intervals and verdicts against fp32.
+    QTemporaryDir seeds;
+    const Result swept =
+        runCli(QStringList{QStringLiteral("compare"), QStringLiteral("--presets"),
+                           QStringLiteral("fp32,fp16-amp"), QStringLiteral("--seeds"),
+                           QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("5"),
+                           QStringLiteral("--out"), seeds.path()} +
+               kTinyRun);
+    QVERIFY2(swept.exitCode == 0, swept.err.constData());
+    const QList<QByteArray> points = fileLines(seeds.filePath(QStringLiteral("sweep.csv")));
+    QCOMPARE(points.size(), 3);
+    QVERIFY2(points[2].startsWith("fp16-amp,fp16-amp,2,"), points[2].constData());
     const Result bad = runCli(
         {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp7")});
     QVERIFY(bad.exitCode > 0);
