@@ -21,7 +21,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <regex>
 #include <stdexcept>
 #include <thread>
 
@@ -50,10 +49,13 @@ struct Sweep {
 
 // A grid value: JSON if it parses ("0.01", "true", "\"x\""), 2^k as the number, else the text.
 nlohmann::json gridValue(const std::string& text) {
-    static const std::regex power(R"(2\^(-?\d+))");
-    std::smatch m;
-    if (std::regex_match(text, m, power))
-        return std::ldexp(1.0, std::stoi(m[1].str()));
+    if (text.size() > 2 && text.size() < 8 && text.starts_with("2^")) {
+        const std::string k = text.substr(2);
+        const bool digits =
+            k.find_first_not_of("0123456789", k[0] == '-' ? 1 : 0) == std::string::npos && k != "-";
+        if (digits)
+            return std::ldexp(1.0, std::stoi(k));
+    }
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     return j.is_discarded() ? nlohmann::json(text) : j;
 }
@@ -356,7 +358,7 @@ int runSweep(const SweepArgs& args) {
         std::map<std::string, std::string> verdicts;
         for (const Metric& m : kMetrics) {
             const SeedSummary& s = summaries[i][m.key];
-            std::string diff = ",,", text;
+            std::string diff = ",,", text = base < 0 ? "no " + sweep.baseline + " run here" : "";
             if (base >= 0 && base != static_cast<int>(i)) {
                 const Difference d =
                     difference(s, summaries[static_cast<std::size_t>(base)][m.key]);
