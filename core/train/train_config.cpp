@@ -181,10 +181,10 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
                                       (k ? ": give a stage or a kind, not both"
                                          : ".kind: \"" + kind + "\" (expected " + names + ")"));
                 }
-                auto& roles = recipe.kindOverrides[kind];
-                readRoles(o, base, roles);
+                auto& kindRoles = recipe.kindOverrides[kind];
+                readRoles(o, base, kindRoles);
                 for (TensorRole role : kAllRoles)
-                    if (roles[static_cast<std::size_t>(role)] &&
+                    if (kindRoles[static_cast<std::size_t>(role)] &&
                         !k->roles[static_cast<std::size_t>(role)])
                         throw ConfigError(base + "." + std::string(toString(role)) + ": the " +
                                           kind + " kind sets other roles (it is " +
