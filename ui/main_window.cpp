@@ -87,7 +87,7 @@ void MainWindow::updateDetailViews() {
     else if (m_detailTabs->currentWidget() == m_formatWhatIf)
         m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
                              m_gradientView->role());
-    else if (m_detailTabs->currentWidget() == m_overview->parentWidget()->parentWidget())
+    else if (m_detailTabs->currentWidget() == m_overviewTab)
         m_overview->show(s, m_gradientView->config(), m_gradientView->role(),
                          m_gradientView->stage());
     // What a text model wrote at its latest evaluation (cheap: only when it changed).
@@ -121,10 +121,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     timeTabs->addTab(m_blocks, tr("Blocks"));
     timeTabs->addTab(m_formatWhatIf, tr("Formats what-if"));
     m_overview = new StagesOverview(this);
-    auto* overviewScroll = new QScrollArea(this);
-    overviewScroll->setWidget(m_overview);
-    overviewScroll->setWidgetResizable(true);
-    timeTabs->addTab(overviewScroll, tr("All layers"));
+    m_overviewTab = new QScrollArea(this);
+    m_overviewTab->setWidget(m_overview);
+    m_overviewTab->setWidgetResizable(true);
+    timeTabs->addTab(m_overviewTab, tr("All layers"));
     timeTabs->setTabToolTip(4, tr("Every stage's histogram for the role shown above: where in "
                                   "the network values flush or saturate. Click one to open it "
                                   "above."));

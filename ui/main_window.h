@@ -12,6 +12,7 @@ class QAction;
 class QMenu;
 class QComboBox;
 class QPlainTextEdit;
+class QScrollArea;
 class QSlider;
 class QDoubleSpinBox;
 class QLabel;
@@ -125,6 +126,7 @@ private:
     BlocksView* m_blocks;
     FormatWhatIfTable* m_formatWhatIf;
     StagesOverview* m_overview;
+    QScrollArea* m_overviewTab; // the tab holding it
     QPlainTextEdit* m_textSample;
     std::int64_t m_sampleStep = -1;
     QTabWidget* m_detailTabs;

@@ -12,6 +12,8 @@
 #include "train/run_data.h"
 #include "train/training_session.h"
 
+#include "session_test_support.h"
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include <thread>
 
 using namespace plab;
+using namespace plab::testing;
 
 class TestGptTrainer : public QObject {
     Q_OBJECT
@@ -46,48 +49,6 @@ TrainConfig config(nlohmann::json j, const char* preset = nullptr) {
     return configFromJson(merged);
 }
 
-std::string readAll(const std::string& path) {
-    std::ifstream f(path);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-// One column of a CSV export, row by row.
-std::vector<std::string> column(const std::string& csv, int index) {
-    std::vector<std::string> values;
-    std::istringstream in(csv);
-    std::string line;
-    std::getline(in, line); // header
-    while (std::getline(in, line)) {
-        std::istringstream row(line);
-        std::string cell;
-        for (int i = 0; i <= index; ++i)
-            std::getline(row, cell, ',');
-        values.push_back(cell);
-    }
-    return values;
-}
-
-template <typename Pred>
-bool waitFor(Pred pred) {
-    for (int i = 0; i < 4000; ++i) {
-        if (pred())
-            return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
-}
-
-void stepTo(TrainingSession& session, std::int64_t step) {
-    while (!session.latestSnapshot() || session.latestSnapshot()->scalars.step < step) {
-        const std::int64_t before =
-            session.latestSnapshot() ? session.latestSnapshot()->scalars.step : 0;
-        session.stepOnce();
-        QVERIFY(waitFor([&] {
-            return session.latestSnapshot() && session.latestSnapshot()->scalars.step > before;
-        }));
-    }
-}
-
 } // namespace
 
 void TestGptTrainer::configReadsTheGptAndItsDefaults() {
@@ -103,7 +64,8 @@ void TestGptTrainer::configReadsTheGptAndItsDefaults() {
     const TrainConfig shaped = config(smallGpt(3));
     QCOMPARE(configFromJson(shaped.toJson()), shaped);
     QCOMPARE(shaped.toJson()["model"]["width"].get<int>(), 32);
-    QVERIFY(!TrainConfig{}.toJson()["model"].contains("width"));
+    const TrainConfig mlp;
+    QVERIFY(!mlp.toJson()["model"].contains("width"));
     QVERIFY_THROWS_EXCEPTION(
         ConfigError, configFromJson({{"model", {{"type", "gpt"}, {"width", 30}, {"heads", 4}}}}));
 }

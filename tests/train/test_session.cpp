@@ -3,6 +3,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "session_test_support.h"
 #include "train/training_session.h"
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <thread>
 
 using namespace plab;
+using namespace plab::testing;
 
 class TestSession : public QObject {
     Q_OBJECT
@@ -37,27 +39,12 @@ TrainConfig smallConfig(std::int64_t steps) {
         {{"model", {{"hidden", {32}}}}, {"train", {{"steps", steps}, {"batch_size", 32}}}});
 }
 
-template <typename Pred>
-bool waitFor(Pred pred) {
-    for (int i = 0; i < 2000; ++i) {
-        if (pred())
-            return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
-}
-
 int lineCount(const std::string& path) {
     std::ifstream f(path);
     int n = 0;
     for (std::string line; std::getline(f, line);)
         ++n;
     return n;
-}
-
-std::string readAll(const std::string& path) {
-    std::ifstream f(path);
-    return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
 } // namespace
@@ -240,37 +227,6 @@ void TestSession::editsAreTheRunsConfigAndSurviveReset() {
              events.c_str());
     QVERIFY(events.find("learning rate set to 0.02") != std::string::npos);
 }
-
-namespace {
-
-// The loss and format columns of a run's exports, step by step: what a replay must reproduce.
-std::vector<std::string> column(const std::string& csv, int index) {
-    std::vector<std::string> values;
-    std::istringstream in(csv);
-    std::string line;
-    std::getline(in, line); // header
-    while (std::getline(in, line)) {
-        std::istringstream row(line);
-        std::string cell;
-        for (int i = 0; i <= index; ++i)
-            std::getline(row, cell, ',');
-        values.push_back(cell);
-    }
-    return values;
-}
-
-void stepTo(TrainingSession& session, std::int64_t step) {
-    while (!session.latestSnapshot() || session.latestSnapshot()->scalars.step < step) {
-        const std::int64_t before =
-            session.latestSnapshot() ? session.latestSnapshot()->scalars.step : 0;
-        session.stepOnce();
-        QVERIFY(waitFor([&] {
-            return session.latestSnapshot() && session.latestSnapshot()->scalars.step > before;
-        }));
-    }
-}
-
-} // namespace
 
 // Edits made while a run goes are its config.json's timeline; a run started from that file
 // makes them at the same steps and repeats the run bit for bit (losses, formats), and its own
