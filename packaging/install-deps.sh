@@ -13,8 +13,9 @@ packages=(
   dataset-fashion-mnist
 )
 if [[ "${1:-}" == --test ]]; then
-  # Fuzzing (clang's libFuzzer and sanitizer runtimes) and the package test's validators.
-  packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file)
+  # Fuzzing (clang's libFuzzer and sanitizer runtimes), the package test's validators,
+  # and a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh).
+  packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file slurm-wlm munge)
 fi
 
 missing=()

@@ -1,409 +1,353 @@
-// `sweep`: a grid of presets x config values x seeds, one `train` child per run (as many at once
-// as there are cores), one run folder per run, resumable; then a table per grid point of each
-// metric's mean, standard deviation and 95% interval over seeds, and against a baseline preset
-// the difference with Welch's interval and a verdict (core/stats/seed_statistics.h).
+// `sweep`: a grid of presets x config values x seeds (core/sweep/sweep_plan.h), one `train`
+// child per run and one run folder per run, resumable; run here (as many at once as there are
+// cores) or as a Slurm array job (slurm_jobs.h) whose tasks are this program in task mode; then
+// the table of each metric's mean and interval over seeds with verdicts against a baseline
+// (core/sweep/sweep_results.h), as sweep.csv, sweep.md and charts.
 #include "charts.h"
 #include "child_runs.h"
 #include "cli_commands.h"
+#include "slurm_jobs.h"
 #include "sweep_runner.h"
 
 #include "record/record_file.h"
-#include "record/record_number.h"
-#include "record/run_record.h"
-#include "stats/seed_statistics.h"
-#include "train/train_config.h"
+#include "sweep/sweep_plan.h"
+#include "sweep/sweep_results.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <limits>
-#include <map>
 #include <stdexcept>
 #include <thread>
 
 namespace plab::cli {
 namespace {
 
-// The sweep as data: what sweep.json holds and a replay reads.
-struct Sweep {
-    std::vector<std::string> presets;
-    int seeds = 1;
-    std::vector<std::pair<std::string, std::vector<nlohmann::json>>> grid;
-    std::vector<std::string> sets;
-    std::int64_t steps = 300;
-    int epochs = 0;
-    std::string data;
-    std::string baseline;
-
-    nlohmann::json toJson() const {
-        nlohmann::json g = nlohmann::json::array();
-        for (const auto& [key, values] : grid)
-            g.push_back({{"key", key}, {"values", values}});
-        return {{"presets", presets}, {"seeds", seeds},   {"grid", g},    {"set", sets},
-                {"steps", steps},     {"epochs", epochs}, {"data", data}, {"baseline", baseline}};
-    }
+// One run of the sweep.
+struct SweepRun {
+    SweepPoint point;
+    int seed = 1;
+    std::string dir;      // DIR/<point>/seed-<k>
+    std::string relative; // <point>/seed-<k>
 };
 
-// A grid value: JSON if it parses ("0.01", "true", "\"x\""), 2^k as the number, else the text.
-nlohmann::json gridValue(const std::string& text) {
-    if (text.size() > 2 && text.size() < 8 && text.starts_with("2^")) {
-        const std::string k = text.substr(2);
-        const bool digits =
-            k.find_first_not_of("0123456789", k[0] == '-' ? 1 : 0) == std::string::npos && k != "-";
-        if (digits)
-            return std::ldexp(1.0, std::stoi(k));
-    }
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_discarded() ? nlohmann::json(text) : j;
+std::vector<SweepRun> allRuns(const Sweep& sweep, const std::string& out) {
+    std::vector<SweepRun> runs;
+    for (const SweepPoint& p : sweep.points())
+        for (int seed = 1; seed <= sweep.seeds; ++seed)
+            runs.push_back({p, seed, sweep.runFolder(out, p, seed),
+                            p.name(sweep) + "/seed-" + std::to_string(seed)});
+    return runs;
 }
 
-Sweep sweepFromArgs(const SweepArgs& args) {
-    Sweep s;
-    s.presets = args.presets;
-    s.seeds = args.seeds;
-    s.sets = args.sets;
-    s.steps = args.steps;
-    s.epochs = args.epochs;
-    s.data = args.data;
-    s.baseline = args.baseline;
-    for (const std::string& g : args.grid) {
-        const auto eq = g.find('=');
-        if (eq == std::string::npos || eq == 0 || eq + 1 == g.size())
-            throw std::invalid_argument("sweep: --grid \"" + g +
-                                        "\": expected key.path=value1,value2,...");
-        std::vector<nlohmann::json> values;
-        std::string rest = g.substr(eq + 1);
-        for (std::size_t start = 0;;) {
-            const auto comma = rest.find(',', start);
-            values.push_back(gridValue(rest.substr(start, comma - start)));
-            if (comma == std::string::npos)
-                break;
-            start = comma + 1;
+// The runs still to do: never started or killed, and the failed ones when asked.
+std::vector<SweepRun> runsToDo(const Sweep& sweep, const std::string& out, bool rerunFailed,
+                               int& skipped) {
+    std::vector<SweepRun> todo;
+    skipped = 0;
+    for (SweepRun& r : allRuns(sweep, out)) {
+        const SweepRunState state = sweepRunState(r.dir);
+        if (state == SweepRunState::Done || (state == SweepRunState::Failed && !rerunFailed))
+            ++skipped;
+        else
+            todo.push_back(std::move(r));
+    }
+    return todo;
+}
+
+// The child that trains one run: `train` with the sweep's settings, as Sweep::runConfigJson.
+std::vector<std::string> trainArgv(const Sweep& sweep, const SweepRun& r, int threads) {
+    std::vector<std::string> argv = {selfExecutable(), "train",     "--preset",
+                                     r.point.preset,   "--threads", std::to_string(threads),
+                                     "--out",          r.dir,       "--overwrite"};
+    if (sweep.epochs > 0)
+        argv.insert(argv.end(), {"--epochs", std::to_string(sweep.epochs)});
+    else
+        argv.insert(argv.end(), {"--steps", std::to_string(sweep.steps)});
+    for (const std::string& s : sweep.sets)
+        argv.insert(argv.end(), {"--set", s});
+    for (const std::string& s : r.point.settings(sweep))
+        argv.insert(argv.end(), {"--set", s});
+    argv.insert(argv.end(), {"--set", "seed=" + std::to_string(r.seed)});
+    if (!sweep.data.empty())
+        argv.insert(argv.end(), {"--data", sweep.data});
+    return argv;
+}
+
+// Runs each given run as a child, `slots` at once; a run that fails leaves DIR.failed with why
+// (a run refused for bad input writes no summary to tell). Returns how many failed.
+int runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned slots,
+                int threads) {
+    int failed = 0;
+    ChildRuns children(slots, [&](const std::string& dir, int code) {
+        const bool ran = code == 0 || code == kExitTrainingFailed;
+        if (!ran) {
+            ++failed;
+            const std::string why = lastLine(dir + ".stderr.log");
+            writeFileAtomically(failedMarker(dir), "exit " + std::to_string(code) +
+                                                       (why.empty() ? "" : ": " + why) + "\n");
         }
-        s.grid.emplace_back(g.substr(0, eq), std::move(values));
+        std::fprintf(stderr, "sweep: %s %s\n", dir.c_str(), ran ? "done" : "FAILED");
+    });
+    for (const SweepRun& r : runs) {
+        std::error_code ec;
+        std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
+        std::filesystem::remove(failedMarker(r.dir), ec);
+        children.start(r.dir, trainArgv(sweep, r, threads), r.dir + ".stderr.log");
     }
-    return s;
+    children.waitAll();
+    return failed;
 }
 
-Sweep sweepFromFile(const std::string& path) {
-    std::ifstream in(path);
-    if (!in)
-        throw std::invalid_argument(path + ": cannot open the sweep file");
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_object())
-        throw std::invalid_argument(path + ": not a JSON object (expected a sweep.json)");
-    Sweep s;
-    try {
-        s.presets = j.at("presets").get<std::vector<std::string>>();
-        s.seeds = j.value("seeds", 1);
-        for (const nlohmann::json& g : j.value("grid", nlohmann::json::array()))
-            s.grid.emplace_back(g.at("key").get<std::string>(),
-                                g.at("values").get<std::vector<nlohmann::json>>());
-        s.sets = j.value("set", std::vector<std::string>{});
-        s.steps = j.value("steps", std::int64_t{300});
-        s.epochs = j.value("epochs", 0);
-        s.data = j.value("data", std::string());
-        s.baseline = j.value("baseline", std::string("fp32"));
-    } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(path + ": " + e.what());
-    }
-    return s;
+// ---- Slurm ----
+
+std::string slurmDir(const std::string& out) {
+    return out + "/slurm";
 }
 
-// One grid point: a preset and one value per grid key.
-struct Point {
-    std::string preset;
-    std::vector<nlohmann::json> values;         // in grid order
-    std::string name(const Sweep& sweep) const; // "fp16-amp_train.lr=0.05"
-    std::vector<std::string> settings(const Sweep& sweep) const {
-        std::vector<std::string> out;
-        for (std::size_t k = 0; k < values.size(); ++k)
-            out.push_back(sweep.grid[k].first + "=" + values[k].dump());
-        return out;
-    }
-};
-
-std::string valueText(const nlohmann::json& v) {
-    return v.is_string() ? v.get<std::string>() : v.dump();
+// The sweep's jobs, oldest first: "ID job-N" lines in DIR/slurm/jobs.
+std::vector<std::string> submittedJobs(const std::string& out) {
+    std::ifstream in(slurmDir(out) + "/jobs");
+    std::vector<std::string> ids;
+    std::string id, name;
+    while (in >> id >> name)
+        ids.push_back(id);
+    return ids;
 }
 
-std::vector<Point> expand(const Sweep& sweep) {
-    std::vector<Point> points;
-    for (const std::string& preset : sweep.presets) {
-        std::vector<std::size_t> at(sweep.grid.size(), 0);
-        for (;;) {
-            Point p{preset, {}};
-            for (std::size_t k = 0; k < at.size(); ++k)
-                p.values.push_back(sweep.grid[k].second[at[k]]);
-            points.push_back(p);
-            std::size_t k = 0;
-            while (k < at.size() && ++at[k] == sweep.grid[k].second.size())
-                at[k++] = 0;
-            if (k == at.size())
-                break;
+// The latest job of this sweep when squeue still lists it.
+std::string activeJob(const std::string& out) {
+    const std::vector<std::string> jobs = submittedJobs(out);
+    if (jobs.empty())
+        return {};
+    std::string why;
+    const JobState state = jobState(jobs.back(), &why);
+    if (state == JobState::Unknown)
+        std::fprintf(stderr, "sweep: cannot tell whether slurm job %s still runs (%s)\n",
+                     jobs.back().c_str(), why.c_str());
+    return state == JobState::Ended ? std::string() : jobs.back();
+}
+
+// Writes DIR/slurm/job-N.sbatch and job-N.tasks for the runs, submits it and notes its id.
+std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs,
+                       const SlurmOptions& options) {
+    std::error_code ec;
+    std::filesystem::create_directories(slurmDir(out), ec);
+    const std::string name = "job-" + std::to_string(submittedJobs(out).size() + 1);
+    const std::string base = slurmDir(out) + "/" + name;
+    std::string tasks;
+    for (const SweepRun& r : runs) {
+        tasks += r.relative + "\n";
+        std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
+        std::filesystem::remove(failedMarker(r.dir), ec);
+    }
+    writeFileAtomically(base + ".tasks", tasks);
+    const std::string command =
+        "# Each task trains the run folder on line SLURM_ARRAY_TASK_ID + 1 of " + name +
+        ".tasks.\nexec " + shellQuote(selfExecutable()) + " sweep --file " +
+        shellQuote(out + "/sweep.json") + " --out " + shellQuote(out) + " --task-list " +
+        shellQuote(base + ".tasks") + " --task-index \"$SLURM_ARRAY_TASK_ID\"";
+    writeFileAtomically(base + ".sbatch",
+                        arrayJobScript(options, "plab-sweep", static_cast<int>(runs.size()),
+                                       base + "_%a.log", command));
+    const std::string id = submitJob(base + ".sbatch");
+    std::ofstream jobs(slurmDir(out) + "/jobs", std::ios::app);
+    jobs << id << ' ' << name << '\n';
+    jobs.flush();
+    if (!jobs)
+        throw std::runtime_error(slurmDir(out) + "/jobs: cannot write (slurm job " + id +
+                                 " was submitted; scancel it or wait)");
+    return id;
+}
+
+// Waits for the job to end, printing progress read from the run folders whenever it changes.
+void waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double pollSeconds) {
+    std::string last;
+    int squeueFailures = 0;
+    for (;;) {
+        std::string why;
+        const JobState state = jobState(id, &why);
+        int done = 0, failed = 0, running = 0;
+        for (const SweepRun& r : runs) {
+            const SweepRunState s = sweepRunState(r.dir);
+            done += s == SweepRunState::Done;
+            failed += s == SweepRunState::Failed;
+            running +=
+                s == SweepRunState::ToRun && std::filesystem::exists(r.dir + "/summary.json");
         }
+        const std::string line = "sweep: slurm job " + id + ": " + std::to_string(done) + " of " +
+                                 std::to_string(runs.size()) + " runs done, " +
+                                 std::to_string(failed) + " failed, " + std::to_string(running) +
+                                 " running";
+        if (line != last)
+            std::fprintf(stderr, "%s\n", line.c_str());
+        last = line;
+        if (state == JobState::Ended)
+            return;
+        if (state == JobState::Unknown && ++squeueFailures >= 30)
+            throw std::runtime_error(why + " (30 times in a row; slurm job " + id +
+                                     " may still run: run the same command again to wait for it)");
+        if (state != JobState::Unknown)
+            squeueFailures = 0;
+        std::this_thread::sleep_for(std::chrono::duration<double>(pollSeconds));
     }
-    return points;
 }
 
-std::string Point::name(const Sweep& sweep) const {
-    std::string n = preset;
-    for (std::size_t k = 0; k < values.size(); ++k)
-        n += "_" + sweep.grid[k].first + "=" + valueText(values[k]);
-    for (char& c : n)
-        if (c == '/' || c == ' ' || c == '"')
-            c = '-';
-    return n;
+SlurmOptions slurmOptionsOf(const SweepArgs& args, const nlohmann::json& file) {
+    SlurmOptions o;
+    if (file.is_object() && file.contains("slurm"))
+        o.update(file.at("slurm"), args.file + ": slurm");
+    if (args.slurm.is_object() && !args.slurm.empty())
+        o.update(args.slurm, "sweep: Slurm option");
+    return o;
 }
 
-// What a run folder holds: done (finished, or ended early with a result: diverged), killed or
-// never started (to run), or failed (to rerun on request). A failed child leaves DIR.failed with
-// its reason (a run refused for bad input writes no summary to tell).
-enum class RunState { Done, ToRun, Failed };
-std::string failedMarker(const std::string& dir) {
-    return dir + ".failed";
-}
-RunState stateOf(const std::string& dir) {
-    if (std::filesystem::exists(failedMarker(dir)))
-        return RunState::Failed;
-    std::ifstream in(dir + "/summary.json");
+// Task mode: the run on line taskIndex + 1 of the task list, as a child; 0 when it ran.
+int runTask(const Sweep& sweep, const SweepArgs& args, const SlurmOptions& options) {
+    std::ifstream in(args.taskList);
     if (!in)
-        return RunState::ToRun;
-    const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
-    if (!s.is_object())
-        return RunState::ToRun;
-    if (s.value("finished", false))
-        return RunState::Done;
-    const std::string reason = s.value("stop_reason", std::string());
-    if (reason.rfind("diverged", 0) == 0)
-        return RunState::Done;
-    if (reason == "running" || reason.rfind("ended without writing its summary", 0) == 0 ||
-        reason.rfind("interrupted", 0) == 0 || reason.rfind("stopped", 0) == 0)
-        return RunState::ToRun; // killed, interrupted: the sweep was stopped, not the run
-    return RunState::Failed;
+        throw std::invalid_argument(args.taskList + ": cannot open the task list");
+    std::string line;
+    for (int i = 0; i <= args.taskIndex; ++i)
+        if (!std::getline(in, line))
+            throw std::invalid_argument(args.taskList + ": no line " +
+                                        std::to_string(args.taskIndex + 1) + " (task index " +
+                                        std::to_string(args.taskIndex) + ")");
+    for (const SweepRun& r : allRuns(sweep, args.out))
+        if (r.relative == line) {
+            std::fprintf(stderr, "sweep: task %d: %s\n", args.taskIndex, r.dir.c_str());
+            return runChildren(sweep, {r}, 1, options.cpusPerTask) == 0 ? 0 : kExitTrainingFailed;
+        }
+    throw std::invalid_argument(args.taskList + ": \"" + line + "\" is no run of " + args.file);
 }
 
-double number(const nlohmann::json& summary, const char* key) {
-    const auto it = summary.find(key);
-    return it != summary.end() && it->is_number() ? it->get<double>()
-                                                  : std::numeric_limits<double>::quiet_NaN();
-}
-
-struct Metric {
-    const char* key;   // column name
-    const char* title; // Markdown header
-    bool higherIsBetter;
-    double scale; // for the table: 100 for shares in percent or points
-    const char* unit;
-};
-constexpr Metric kMetrics[] = {
-    {"test_accuracy", "test accuracy (%)", true, 100.0, " points"},
-    {"test_loss", "test loss", false, 1.0, ""},
-    {"final_train_loss", "final train loss", false, 1.0, ""},
-    {"skipped_steps", "skipped steps", false, 1.0, ""},
-    {"flushed_activation_gradients", "flushed act. gradients (%)", false, 100.0, " points"},
-    {"flushed_weight_gradients", "flushed weight gradients (%)", false, 100.0, " points"},
-};
-
-// The metrics of one finished run, by kMetrics key.
-std::map<std::string, double> readMetrics(const std::string& dir) {
-    std::map<std::string, double> m;
-    std::ifstream in(dir + "/summary.json");
-    const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
-    for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "skipped_steps"})
-        m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
-    const RunAnalysis a = analyseRun(RunRecord(dir));
-    for (const char* role : {"activation_gradients", "weight_gradients"}) {
-        const auto it = a.meanFlushed.find(role);
-        m[std::string("flushed_") + role] = it == a.meanFlushed.end() ? 0.0 : it->second;
+// The table of what the folder holds: sweep.csv, sweep.md, charts; printed. Exit status 3 when
+// any run failed or is missing.
+int report(const Sweep& sweep, const std::string& out) {
+    const SweepResults results = collectSweep(sweep, out);
+    writeFileAtomically(out + "/sweep.csv", results.csv());
+    writeFileAtomically(out + "/sweep.md", results.markdown());
+    if (!chartsAvailable())
+        std::fprintf(stderr, "sweep: charts skipped: this build has no Cairo\n");
+    for (const SweepMetric& m : sweepMetrics()) {
+        const std::string key = m.key;
+        if (!chartsAvailable() || (key != "test_accuracy" && key != "test_loss"))
+            continue;
+        std::vector<ChartEstimate> estimates;
+        for (const SweepPointResult& r : results.points) {
+            const SeedSummary& s = r.metrics.at(key);
+            estimates.push_back({r.name, s.mean * m.scale, s.ci95 * m.scale});
+        }
+        writeErrorBarCharts(out + "/" + key,
+                            std::string(m.title) + ": mean and 95% interval over seeds", m.title,
+                            estimates);
     }
-    return m;
-}
-
-std::string fixed(double v, double scale, int decimals) {
-    if (!std::isfinite(v))
-        return "nan";
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", decimals, v * scale);
-    return text;
+    std::printf("%s", results.markdown().c_str());
+    bool incomplete = false;
+    for (const SweepPointResult& r : results.points) {
+        for (const std::string& f : r.failed)
+            std::fprintf(stderr, "sweep: %s/%s (rerun with --rerun-failed)\n", r.name.c_str(),
+                         f.c_str());
+        for (const std::string& m : r.missing)
+            std::fprintf(stderr, "sweep: %s/%s: not run yet\n", r.name.c_str(), m.c_str());
+        incomplete = incomplete || !r.failed.empty() || !r.missing.empty();
+    }
+    return incomplete ? kExitTrainingFailed : 0;
 }
 
 } // namespace
 
 int runSweep(const SweepArgs& args) {
-    Sweep sweep = args.file.empty() ? sweepFromArgs(args) : sweepFromFile(args.file);
-    if (sweep.presets.empty() || sweep.seeds < 1)
-        throw std::invalid_argument("sweep: nothing to run (expected presets and --seeds >= 1)");
-    for (const std::string& p : sweep.presets)
-        findPreset(p);                             // a bad name fails before anything runs
-    for (const auto& [key, values] : sweep.grid) { // a bad key or value too: config-check each
-        for (const nlohmann::json& v : values) {
-            nlohmann::json j = findPreset(sweep.presets.front()).json;
-            applySetting(j, key + "=" + v.dump());
-            try {
-                configFromJson(j);
-            } catch (const ConfigError& e) {
-                throw std::invalid_argument("sweep: --grid " + key + "=" + valueText(v) + ": " +
-                                            e.what());
-            }
-        }
+    nlohmann::json file;
+    Sweep sweep;
+    if (args.file.empty()) {
+        sweep.presets = args.presets;
+        sweep.seeds = args.seeds;
+        sweep.sets = args.sets;
+        sweep.steps = args.steps;
+        sweep.epochs = args.epochs;
+        sweep.data = args.data;
+        sweep.baseline = args.baseline;
+        for (const std::string& g : args.grid)
+            sweep.grid.push_back(parseGridOption(g));
+    } else {
+        std::ifstream in(args.file);
+        if (!in)
+            throw std::invalid_argument(args.file + ": cannot open the sweep file");
+        file = nlohmann::json::parse(in, nullptr, false);
+        sweep = Sweep::fromJson(file, args.file);
     }
+    sweep.check(); // a bad preset, key or value fails before anything runs
+    const std::string backend = !args.backend.empty() ? args.backend
+                                : file.is_object()    ? file.value("backend", std::string("local"))
+                                                      : std::string("local");
+    if (backend != "local" && backend != "slurm")
+        throw std::invalid_argument("sweep: backend \"" + backend + "\": expected local or slurm");
+    const SlurmOptions slurm = slurmOptionsOf(args, file);
+    if (args.taskIndex >= 0)
+        return runTask(sweep, args, slurm);
+
+    // Slurm tasks on other machines find the folder by this path: make it absolute.
+    const std::string out = std::filesystem::absolute(args.out).lexically_normal().string();
+    if (backend == "slurm" && out.find_first_of(" \t\n%'\"") != std::string::npos)
+        throw std::invalid_argument("sweep: --out " + out +
+                                    ": Slurm's #SBATCH lines need a folder path without spaces, "
+                                    "quotes or '%'");
     std::error_code ec;
-    std::filesystem::create_directories(args.out, ec);
-    if (ec || !std::filesystem::is_directory(args.out))
-        throw std::runtime_error(args.out + ": cannot create the sweep folder");
+    std::filesystem::create_directories(out, ec);
+    if (ec || !std::filesystem::is_directory(out))
+        throw std::runtime_error(out + ": cannot create the sweep folder");
+    if (args.collectOnly)
+        return report(sweep, out);
+    // An earlier job of this sweep that still runs: wait for it (slurm) or refuse (local), so
+    // that no run folder is trained twice at once.
+    const std::string earlier = std::filesystem::exists(slurmDir(out)) ? activeJob(out) : "";
+    if (!earlier.empty() && backend == "local")
+        throw std::runtime_error("sweep: slurm job " + earlier + " of " + out +
+                                 " is still queued or running: wait for it (sweep --backend "
+                                 "slurm waits and collects) or cancel it (scancel " +
+                                 earlier + ")");
+
     // The sweep file: `sweep --file DIR/sweep.json --out DIR` resumes or replays it.
-    writeFileAtomically(args.out + "/sweep.json", sweep.toJson().dump(2) + "\n");
-
-    const std::vector<Point> points = expand(sweep);
-    const std::string self = selfExecutable();
-    std::map<std::string, std::string> failures; // run folder -> why
-    int started = 0, skipped = 0;
-    ChildRuns children(
-        args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
-        [&](const std::string& dir, int code) {
-            const bool ran = code == 0 || code == kExitTrainingFailed;
-            if (!ran) {
-                const std::string why = lastLine(dir + ".stderr.log");
-                failures[dir] = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
-                writeFileAtomically(failedMarker(dir), failures[dir] + "\n");
+    nlohmann::json record = sweep.toJson();
+    record["backend"] = backend;
+    if (backend == "slurm")
+        record["slurm"] = slurm.toJson();
+    writeFileAtomically(out + "/sweep.json", record.dump(2) + "\n");
+    int skipped = 0;
+    const std::vector<SweepRun> todo = runsToDo(sweep, out, args.rerunFailed, skipped);
+    if (!earlier.empty()) {
+        std::fprintf(stderr, "sweep: slurm job %s of this sweep is still running: waiting\n",
+                     earlier.c_str());
+        waitForJob(earlier, allRuns(sweep, out), slurm.pollSeconds);
+    } else if (backend == "slurm") {
+        if (!todo.empty()) {
+            const std::string id = submitRuns(out, todo, slurm);
+            std::fprintf(stderr,
+                         "sweep: submitted slurm job %s: %zu run(s), %d found done or failed "
+                         "earlier\n",
+                         id.c_str(), todo.size(), skipped);
+            if (args.noWait) {
+                std::fprintf(stderr,
+                             "sweep: not waiting; `sweep --file %s/sweep.json --out %s` waits "
+                             "for it and collects the table\n",
+                             out.c_str(), out.c_str());
+                return 0;
             }
-            std::fprintf(stderr, "sweep: %s %s\n", dir.c_str(), ran ? "done" : "FAILED");
-        });
-    for (const Point& p : points)
-        for (int seed = 1; seed <= sweep.seeds; ++seed) {
-            const std::string dir =
-                args.out + "/" + p.name(sweep) + "/seed-" + std::to_string(seed);
-            const RunState state = stateOf(dir);
-            if (state == RunState::Done || (state == RunState::Failed && !args.rerunFailed)) {
-                ++skipped;
-                if (state == RunState::Failed)
-                    failures[dir] = "failed earlier: " + lastLine(failedMarker(dir)) +
-                                    " (rerun with --rerun-failed)";
-                continue;
-            }
-            std::filesystem::create_directories(args.out + "/" + p.name(sweep), ec);
-            std::filesystem::remove(failedMarker(dir), ec);
-            std::vector<std::string> argv = {self, "train", "--preset", p.preset,     "--threads",
-                                             "1",  "--out", dir,        "--overwrite"};
-            if (sweep.epochs > 0)
-                argv.insert(argv.end(), {"--epochs", std::to_string(sweep.epochs)});
-            else
-                argv.insert(argv.end(), {"--steps", std::to_string(sweep.steps)});
-            for (const std::string& s : sweep.sets)
-                argv.insert(argv.end(), {"--set", s});
-            for (const std::string& s : p.settings(sweep))
-                argv.insert(argv.end(), {"--set", s});
-            argv.insert(argv.end(), {"--set", "seed=" + std::to_string(seed)});
-            if (!sweep.data.empty())
-                argv.insert(argv.end(), {"--data", sweep.data});
-            children.start(dir, argv, dir + ".stderr.log");
-            ++started;
+            waitForJob(id, todo, slurm.pollSeconds);
+        } else {
+            std::fprintf(stderr, "sweep: 0 run(s) submitted, %d found done or failed earlier\n",
+                         skipped);
         }
-    children.waitAll();
-    std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n", started,
-                 skipped);
-
-    // Per point and metric, the values over seeds.
-    std::vector<std::map<std::string, SeedSummary>> summaries(points.size());
-    std::vector<std::size_t> counts(points.size());
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        std::map<std::string, std::vector<double>> values;
-        for (int seed = 1; seed <= sweep.seeds; ++seed) {
-            const std::string dir =
-                args.out + "/" + points[i].name(sweep) + "/seed-" + std::to_string(seed);
-            if (failures.count(dir) || stateOf(dir) != RunState::Done)
-                continue;
-            ++counts[i];
-            for (const auto& [key, v] : readMetrics(dir))
-                values[key].push_back(v);
-        }
-        for (const Metric& m : kMetrics)
-            summaries[i][m.key] = summarise(values[m.key]);
+    } else {
+        runChildren(sweep, todo, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
+                    1);
+        std::fprintf(stderr, "sweep: %zu run(s) started, %d found done or failed earlier\n",
+                     todo.size(), skipped);
     }
-    // The baseline of a point: the baseline preset at the same grid values.
-    const auto baselineOf = [&](const Point& p) -> int {
-        for (std::size_t i = 0; i < points.size(); ++i)
-            if (points[i].preset == sweep.baseline && points[i].values == p.values)
-                return static_cast<int>(i);
-        return -1;
-    };
-    std::string csv = "point,preset";
-    std::string md = "| point | runs";
-    for (const auto& [key, values] : sweep.grid)
-        csv += "," + key;
-    csv += ",runs";
-    for (const Metric& m : kMetrics) {
-        csv += std::string(",") + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key +
-               "_diff," + m.key + "_diff_ci95," + m.key + "_verdict";
-        md += std::string(" | ") + m.title;
-    }
-    csv += '\n';
-    md += " | vs " + sweep.baseline + ": test accuracy | vs " + sweep.baseline +
-          ": test loss |\n|---|---";
-    for (std::size_t c = 0; c < std::size(kMetrics) + 2; ++c)
-        md += "|---";
-    md += "|\n";
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        const Point& p = points[i];
-        const int base = baselineOf(p);
-        csv += p.name(sweep) + ',' + p.preset;
-        for (const nlohmann::json& v : p.values)
-            csv += ',' + valueText(v);
-        csv += ',' + std::to_string(counts[i]);
-        md += "| " + p.name(sweep) + " | " + std::to_string(counts[i]);
-        std::map<std::string, std::string> verdicts;
-        for (const Metric& m : kMetrics) {
-            const SeedSummary& s = summaries[i][m.key];
-            std::string diff = ",,", text = base < 0 ? "no " + sweep.baseline + " run here" : "";
-            if (base >= 0 && base != static_cast<int>(i)) {
-                const Difference d =
-                    difference(s, summaries[static_cast<std::size_t>(base)][m.key]);
-                text = verdict(d, std::min(s.n, summaries[static_cast<std::size_t>(base)][m.key].n),
-                               m.higherIsBetter, m.scale, m.unit);
-                diff = recordNumber(d.mean) + ',' + recordNumber(d.ci95) + ',';
-            }
-            verdicts[m.key] = base == static_cast<int>(i) ? "baseline" : text;
-            csv += ',' + recordNumber(s.mean) + ',' + recordNumber(s.stdDev) + ',' +
-                   recordNumber(s.ci95) + ',' + diff + '"' + text + '"';
-            const int decimals = m.scale == 100.0 ? 2 : 4;
-            md += " | " + fixed(s.mean, m.scale, decimals) +
-                  (std::isfinite(s.ci95) ? " ± " + fixed(s.ci95, m.scale, decimals) : "");
-        }
-        csv += '\n';
-        md += " | " + verdicts["test_accuracy"] + " | " + verdicts["test_loss"] + " |\n";
-    }
-    md += "\nCells: mean ± half-width of the 95% confidence interval over seeds (Student's t); "
-          "verdicts: Welch's interval of the difference from " +
-          sweep.baseline + " at the same grid values.\n";
-    writeFileAtomically(args.out + "/sweep.csv", csv);
-    writeFileAtomically(args.out + "/sweep.md", md);
-    // The final metrics with their intervals, one bar per grid point.
-    if (!chartsAvailable())
-        std::fprintf(stderr, "sweep: charts skipped: this build has no Cairo\n");
-    for (const Metric& m : kMetrics) {
-        if (!chartsAvailable() ||
-            (std::string(m.key) != "test_accuracy" && std::string(m.key) != "test_loss"))
-            continue;
-        std::vector<ChartEstimate> estimates;
-        for (std::size_t i = 0; i < points.size(); ++i) {
-            const SeedSummary& s = summaries[i][m.key];
-            estimates.push_back({points[i].name(sweep), s.mean * m.scale, s.ci95 * m.scale});
-        }
-        writeErrorBarCharts(args.out + "/" + m.key,
-                            std::string(m.title) + ": mean and 95% interval over seeds", m.title,
-                            estimates);
-    }
-    std::printf("%s", md.c_str());
-    if (!failures.empty()) {
-        for (const auto& [dir, why] : failures)
-            std::fprintf(stderr, "sweep: %s: %s\n", dir.c_str(), why.c_str());
-        return kExitTrainingFailed;
-    }
-    return 0;
+    return report(sweep, out);
 }
 
 Command addSweepCommand(CLI::App& app) {
@@ -432,6 +376,45 @@ Command addSweepCommand(CLI::App& app) {
     cmd->add_option("--out", args->out, "Sweep folder")->capture_default_str();
     cmd->add_option("--jobs", args->jobs, "Runs at once (0: one per core)")->capture_default_str();
     cmd->add_flag("--rerun-failed", args->rerunFailed, "Run again the runs that failed before");
+    cmd->add_flag("--collect", args->collectOnly,
+                  "Only tabulate the folder's finished runs (e.g. a sweep copied from a cluster)");
+    cmd->add_option("--backend", args->backend,
+                    "local (child processes here) or slurm (an sbatch array job); default: the "
+                    "sweep file's, else local")
+        ->check(CLI::IsMember({"local", "slurm"}));
+    const auto slurmOption = [&](const char* name, const char* key, const char* help) {
+        cmd->add_option_function<std::string>(
+               name, [args, key](const std::string& v) { args->slurm[key] = v; }, help)
+            ->group("Slurm");
+    };
+    slurmOption("--partition", "partition", "Slurm partition (default: the cluster's)");
+    slurmOption("--time", "time", "Slurm time limit per run, e.g. 1:00:00");
+    slurmOption("--mem", "mem", "Slurm memory per run, e.g. 2G");
+    cmd->add_option_function<int>(
+           "--cpus-per-task", [args](int v) { args->slurm["cpus_per_task"] = v; },
+           "Slurm CPUs per run, also its training threads (default 1)")
+        ->check(wholeNumberAtLeast(1))
+        ->group("Slurm");
+    cmd->add_option_function<int>(
+           "--max-running", [args](int v) { args->slurm["max_running"] = v; },
+           "Slurm: at most this many runs at once (the array's %N; default no limit)")
+        ->check(wholeNumberAtLeast(1))
+        ->group("Slurm");
+    cmd->add_option_function<std::vector<std::string>>(
+           "--sbatch-arg",
+           [args](const std::vector<std::string>& v) { args->slurm["sbatch_args"] = v; },
+           "Another sbatch option for the job, e.g. --sbatch-arg=--account=lab (repeatable)")
+        ->group("Slurm");
+    cmd->add_option_function<double>(
+           "--poll", [args](double v) { args->slurm["poll_seconds"] = v; },
+           "Slurm: seconds between progress reads while the job runs (default 5)")
+        ->group("Slurm");
+    cmd->add_flag("--no-wait", args->noWait,
+                  "Slurm: submit and return; the same command later waits and collects")
+        ->group("Slurm");
+    // Task mode, for the array job's tasks (not for people).
+    cmd->add_option("--task-list", args->taskList)->group("");
+    cmd->add_option("--task-index", args->taskIndex)->group("")->needs("--task-list");
     return {cmd, [args] { return runSweep(*args); }};
 }
 

@@ -2,6 +2,8 @@
 // seeds is a sweep without a grid).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +23,16 @@ struct SweepArgs {
     std::string out = "runs/sweep";
     unsigned jobs = 0;
     bool rerunFailed = false;
+    bool collectOnly = false; // tabulate the folder's finished runs, start none
+
+    // Where the runs go: "local" (child processes here) or "slurm" (an array job). With --file,
+    // the file's backend and "slurm" object unless given here.
+    std::string backend;  // empty: the file's, else local
+    nlohmann::json slurm; // Slurm options given on the command line (SlurmOptions keys)
+    bool noWait = false;  // slurm: submit and return
+    // One task of a Slurm array job: run the run folder on line taskIndex + 1 of taskList.
+    std::string taskList;
+    int taskIndex = -1;
 };
 
 // Runs (or resumes) the sweep and writes its folder; returns the exit status.

@@ -1,0 +1,154 @@
+#include "slurm_jobs.h"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace plab::cli {
+
+nlohmann::json SlurmOptions::toJson() const {
+    return {{"partition", partition},
+            {"time", time},
+            {"mem", mem},
+            {"cpus_per_task", cpusPerTask},
+            {"max_running", maxRunning},
+            {"sbatch_args", sbatchArgs},
+            {"poll_seconds", pollSeconds}};
+}
+
+void SlurmOptions::update(const nlohmann::json& j, const std::string& where) {
+    if (!j.is_object())
+        throw std::invalid_argument(where + ": expected an object of Slurm options");
+    try {
+        partition = j.value("partition", partition);
+        time = j.value("time", time);
+        mem = j.value("mem", mem);
+        cpusPerTask = j.value("cpus_per_task", cpusPerTask);
+        maxRunning = j.value("max_running", maxRunning);
+        sbatchArgs = j.value("sbatch_args", sbatchArgs);
+        pollSeconds = j.value("poll_seconds", pollSeconds);
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument(where + ": " + e.what());
+    }
+    if (cpusPerTask < 1)
+        throw std::invalid_argument(where + ".cpus_per_task: expected 1 or more");
+    if (maxRunning < 0)
+        throw std::invalid_argument(where + ".max_running: expected 0 (no limit) or more");
+    if (!(pollSeconds >= 0.1 && pollSeconds <= 3600.0))
+        throw std::invalid_argument(where + ".poll_seconds: expected 0.1 to 3600");
+    for (const std::string& a : sbatchArgs)
+        if (!a.starts_with("--") || a.find('\n') != std::string::npos)
+            throw std::invalid_argument(where + ".sbatch_args: \"" + a +
+                                        "\": expected one sbatch option such as --account=lab");
+}
+
+std::string shellQuote(const std::string& text) {
+    std::string out = "'";
+    for (const char c : text)
+        out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+std::string arrayJobScript(const SlurmOptions& o, const std::string& jobName, int tasks,
+                           const std::string& logPattern, const std::string& command) {
+    std::string s = "#!/bin/bash\n";
+    s += "#SBATCH --job-name=" + jobName + "\n";
+    s += "#SBATCH --array=0-";
+    s += std::to_string(tasks - 1);
+    if (o.maxRunning > 0) {
+        s += '%';
+        s += std::to_string(o.maxRunning);
+    }
+    s += '\n';
+    s += "#SBATCH --output=" + logPattern + "\n";
+    s += "#SBATCH --ntasks=1\n";
+    s += "#SBATCH --cpus-per-task=" + std::to_string(o.cpusPerTask) + "\n";
+    if (!o.partition.empty())
+        s += "#SBATCH --partition=" + o.partition + "\n";
+    if (!o.time.empty())
+        s += "#SBATCH --time=" + o.time + "\n";
+    if (!o.mem.empty())
+        s += "#SBATCH --mem=" + o.mem + "\n";
+    for (const std::string& a : o.sbatchArgs)
+        s += "#SBATCH " + a + "\n";
+    s += command + "\n";
+    return s;
+}
+
+CommandResult runCommand(const std::vector<std::string>& argv) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return {127, "cannot create a pipe"};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    std::vector<std::string> args = argv;
+    std::vector<char*> cargv;
+    for (std::string& a : args)
+        cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    pid_t pid = 0;
+    const int failed = posix_spawnp(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    CommandResult result;
+    if (failed != 0) {
+        close(fds[0]);
+        return {127, argv.front() + ": not found on PATH"};
+    }
+    char buffer[4096];
+    for (;;) {
+        const ssize_t n = read(fds[0], buffer, sizeof buffer);
+        if (n > 0)
+            result.output.append(buffer, static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+}
+
+namespace {
+std::string firstLine(const std::string& text) {
+    const std::size_t start = text.find_first_not_of(" \n");
+    if (start == std::string::npos)
+        return {};
+    return text.substr(start, text.find('\n', start) - start);
+}
+} // namespace
+
+std::string submitJob(const std::string& scriptPath) {
+    const CommandResult r = runCommand({"sbatch", "--parsable", scriptPath});
+    const std::string line = firstLine(r.output);
+    // --parsable prints "ID" or "ID;cluster".
+    const std::string id = line.substr(0, line.find(';'));
+    if (r.status != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+        throw std::runtime_error("sbatch " + scriptPath + ": " +
+                                 (line.empty() ? "exit " + std::to_string(r.status) : line));
+    return id;
+}
+
+JobState jobState(const std::string& jobId, std::string* why) {
+    const CommandResult r = runCommand({"squeue", "--noheader", "--jobs", jobId, "--format=%T"});
+    if (r.status == 0)
+        return firstLine(r.output).empty() ? JobState::Ended : JobState::Active;
+    if (r.output.find("Invalid job id") != std::string::npos)
+        return JobState::Ended; // gone from the controller's memory: long over
+    if (why)
+        *why = "squeue: " +
+               (r.output.empty() ? "exit " + std::to_string(r.status) : firstLine(r.output));
+    return JobState::Unknown;
+}
+
+} // namespace plab::cli

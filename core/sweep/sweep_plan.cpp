@@ -1,0 +1,185 @@
+#include "sweep_plan.h"
+
+#include "train/train_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+namespace plab {
+
+std::string gridValueText(const nlohmann::json& v) {
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string SweepPoint::name(const Sweep& sweep) const {
+    std::string n = preset;
+    for (std::size_t k = 0; k < values.size(); ++k)
+        n += "_" + sweep.grid[k].first + "=" + gridValueText(values[k]);
+    for (char& c : n)
+        if (c == '/' || c == ' ' || c == '"')
+            c = '-';
+    return n;
+}
+
+std::vector<std::string> SweepPoint::settings(const Sweep& sweep) const {
+    std::vector<std::string> out;
+    for (std::size_t k = 0; k < values.size(); ++k)
+        out.push_back(sweep.grid[k].first + "=" + values[k].dump());
+    return out;
+}
+
+nlohmann::json Sweep::toJson() const {
+    nlohmann::json g = nlohmann::json::array();
+    for (const auto& [key, values] : grid)
+        g.push_back({{"key", key}, {"values", values}});
+    return {{"presets", presets}, {"seeds", seeds},   {"grid", g},    {"set", sets},
+            {"steps", steps},     {"epochs", epochs}, {"data", data}, {"baseline", baseline}};
+}
+
+Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
+    if (!j.is_object())
+        throw std::invalid_argument(where + ": not a JSON object (expected a sweep.json)");
+    Sweep s;
+    try {
+        s.presets = j.at("presets").get<std::vector<std::string>>();
+        s.seeds = j.value("seeds", 1);
+        for (const nlohmann::json& g : j.value("grid", nlohmann::json::array())) {
+            s.grid.emplace_back(g.at("key").get<std::string>(),
+                                g.at("values").get<std::vector<nlohmann::json>>());
+            if (s.grid.back().second.empty())
+                throw std::invalid_argument(where + ": grid key \"" + s.grid.back().first +
+                                            "\" has no values");
+        }
+        s.sets = j.value("set", std::vector<std::string>{});
+        s.steps = j.value("steps", std::int64_t{300});
+        s.epochs = j.value("epochs", 0);
+        s.data = j.value("data", std::string());
+        s.baseline = j.value("baseline", std::string("fp32"));
+    } catch (const nlohmann::json::exception& e) {
+        throw std::invalid_argument(where + ": " + e.what());
+    }
+    if (s.presets.empty() || s.seeds < 1)
+        throw std::invalid_argument(where + ": nothing to run (expected presets and seeds >= 1)");
+    return s;
+}
+
+Sweep readSweepFile(const std::string& path) {
+    std::ifstream in(path);
+    if (!in)
+        throw std::invalid_argument(path + ": cannot open the sweep file");
+    return Sweep::fromJson(nlohmann::json::parse(in, nullptr, false), path);
+}
+
+std::vector<SweepPoint> Sweep::points() const {
+    std::vector<SweepPoint> out;
+    for (const std::string& preset : presets) {
+        std::vector<std::size_t> at(grid.size(), 0);
+        for (;;) {
+            SweepPoint p{preset, {}};
+            for (std::size_t k = 0; k < at.size(); ++k)
+                p.values.push_back(grid[k].second[at[k]]);
+            out.push_back(p);
+            std::size_t k = 0;
+            while (k < at.size() && ++at[k] == grid[k].second.size())
+                at[k++] = 0;
+            if (k == at.size())
+                break;
+        }
+    }
+    return out;
+}
+
+nlohmann::json Sweep::runConfigJson(const SweepPoint& p, int seed) const {
+    nlohmann::json j = nlohmann::json::object();
+    mergeConfig(j, findPreset(p.preset).json);
+    for (const std::string& s : sets)
+        applySetting(j, s);
+    for (const std::string& s : p.settings(*this))
+        applySetting(j, s);
+    applySetting(j, "seed=" + std::to_string(seed));
+    if (epochs > 0) {
+        applySetting(j, "train.epochs=" + std::to_string(epochs));
+        applySetting(j, "train.steps=0");
+    } else {
+        applySetting(j, "train.steps=" + std::to_string(steps));
+    }
+    applySetting(j, "threads=1");
+    if (!data.empty())
+        j["data"]["source"] = data;
+    return j;
+}
+
+void Sweep::check() const {
+    if (presets.empty() || seeds < 1)
+        throw std::invalid_argument("sweep: nothing to run (expected presets and --seeds >= 1)");
+    for (const std::string& p : presets) {
+        try {
+            findPreset(p);
+        } catch (const ConfigError& e) {
+            throw std::invalid_argument(std::string("sweep: ") + e.what());
+        }
+    }
+    for (const auto& [key, values] : grid)
+        for (const nlohmann::json& v : values) {
+            nlohmann::json j = findPreset(presets.front()).json;
+            try {
+                applySetting(j, key + "=" + v.dump());
+                configFromJson(j);
+            } catch (const ConfigError& e) {
+                throw std::invalid_argument("sweep: --grid " + key + "=" + gridValueText(v) + ": " +
+                                            e.what());
+            }
+        }
+}
+
+nlohmann::json gridValue(const std::string& text) {
+    if (text.size() > 2 && text.size() < 8 && text.starts_with("2^")) {
+        const std::string k = text.substr(2);
+        const bool digits =
+            k.find_first_not_of("0123456789", k[0] == '-' ? 1 : 0) == std::string::npos && k != "-";
+        if (digits)
+            return std::ldexp(1.0, std::stoi(k));
+    }
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
+std::pair<std::string, std::vector<nlohmann::json>> parseGridOption(const std::string& option) {
+    const auto eq = option.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == option.size())
+        throw std::invalid_argument("sweep: --grid \"" + option +
+                                    "\": expected key.path=value1,value2,...");
+    std::vector<nlohmann::json> values;
+    const std::string rest = option.substr(eq + 1);
+    for (std::size_t start = 0;;) {
+        const auto comma = rest.find(',', start);
+        values.push_back(gridValue(rest.substr(start, comma - start)));
+        if (comma == std::string::npos)
+            break;
+        start = comma + 1;
+    }
+    return {option.substr(0, eq), std::move(values)};
+}
+
+SweepRunState sweepRunState(const std::string& runDir) {
+    if (std::ifstream(failedMarker(runDir)))
+        return SweepRunState::Failed;
+    std::ifstream in(runDir + "/summary.json");
+    if (!in)
+        return SweepRunState::ToRun;
+    const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+    if (!s.is_object())
+        return SweepRunState::ToRun;
+    if (s.value("finished", false))
+        return SweepRunState::Done;
+    const std::string reason = s.value("stop_reason", std::string());
+    if (reason.rfind("diverged", 0) == 0)
+        return SweepRunState::Done;
+    if (reason == "running" || reason.rfind("ended without writing its summary", 0) == 0 ||
+        reason.rfind("interrupted", 0) == 0 || reason.rfind("stopped", 0) == 0)
+        return SweepRunState::ToRun; // killed, interrupted: the sweep was stopped, not the run
+    return SweepRunState::Failed;
+}
+
+} // namespace plab

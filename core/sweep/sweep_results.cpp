@@ -1,0 +1,169 @@
+#include "sweep_results.h"
+
+#include "record/record_number.h"
+#include "record/run_record.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+namespace plab {
+namespace {
+
+double number(const nlohmann::json& summary, const char* key) {
+    const auto it = summary.find(key);
+    return it != summary.end() && it->is_number() ? it->get<double>()
+                                                  : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string fixed(double v, double scale, int decimals) {
+    if (!std::isfinite(v))
+        return "nan";
+    char text[48];
+    std::snprintf(text, sizeof text, "%.*f", decimals, v * scale);
+    return text;
+}
+
+} // namespace
+
+const std::vector<SweepMetric>& sweepMetrics() {
+    static const std::vector<SweepMetric> metrics = {
+        {"test_accuracy", "test accuracy (%)", true, 100.0, " points"},
+        {"test_loss", "test loss", false, 1.0, ""},
+        {"final_train_loss", "final train loss", false, 1.0, ""},
+        {"skipped_steps", "skipped steps", false, 1.0, ""},
+        {"flushed_activation_gradients", "flushed act. gradients (%)", false, 100.0, " points"},
+        {"flushed_weight_gradients", "flushed weight gradients (%)", false, 100.0, " points"},
+    };
+    return metrics;
+}
+
+std::map<std::string, double> readRunMetrics(const std::string& runDir) {
+    std::map<std::string, double> m;
+    std::ifstream in(runDir + "/summary.json");
+    const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+    for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "skipped_steps"})
+        m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
+    const RunAnalysis a = analyseRun(RunRecord(runDir));
+    for (const char* role : {"activation_gradients", "weight_gradients"}) {
+        const auto it = a.meanFlushed.find(role);
+        m[std::string("flushed_") + role] = it == a.meanFlushed.end() ? 0.0 : it->second;
+    }
+    return m;
+}
+
+SweepResults collectSweep(const Sweep& sweep, const std::string& dir) {
+    SweepResults results{sweep, {}};
+    const std::vector<SweepPoint> points = sweep.points();
+    for (const SweepPoint& p : points) {
+        SweepPointResult r;
+        r.point = p;
+        r.name = p.name(sweep);
+        std::map<std::string, std::vector<double>> values;
+        for (int seed = 1; seed <= sweep.seeds; ++seed) {
+            const std::string run = sweep.runFolder(dir, p, seed);
+            const std::string label = "seed-" + std::to_string(seed);
+            switch (sweepRunState(run)) {
+            case SweepRunState::Done:
+                ++r.runs;
+                for (const auto& [key, v] : readRunMetrics(run))
+                    values[key].push_back(v);
+                break;
+            case SweepRunState::Failed: {
+                std::ifstream marker(failedMarker(run));
+                std::string why;
+                std::getline(marker, why);
+                r.failed.push_back(label + ": " + (why.empty() ? "failed" : why));
+                break;
+            }
+            case SweepRunState::ToRun:
+                r.missing.push_back(label);
+                break;
+            }
+        }
+        for (const SweepMetric& m : sweepMetrics())
+            r.metrics[m.key] = summarise(values[m.key]);
+        results.points.push_back(std::move(r));
+    }
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        SweepPointResult& r = results.points[i];
+        for (std::size_t b = 0; b < points.size(); ++b)
+            if (points[b].preset == sweep.baseline && points[b].values == points[i].values)
+                r.baseline = static_cast<int>(b);
+        for (const SweepMetric& m : sweepMetrics()) {
+            if (r.baseline < 0) {
+                r.verdicts[m.key] = "no " + sweep.baseline + " run here";
+                continue;
+            }
+            if (r.baseline == static_cast<int>(i)) {
+                r.verdicts[m.key] = "baseline";
+                continue;
+            }
+            const SeedSummary& base =
+                results.points[static_cast<std::size_t>(r.baseline)].metrics[m.key];
+            const Difference d = difference(r.metrics[m.key], base);
+            r.differences[m.key] = d;
+            r.verdicts[m.key] =
+                verdict(d, std::min(r.metrics[m.key].n, base.n), m.higherIsBetter, m.scale, m.unit);
+        }
+    }
+    return results;
+}
+
+std::string SweepResults::csv() const {
+    std::string out = "point,preset";
+    for (const auto& [key, values] : sweep.grid)
+        out += "," + key;
+    out += ",runs";
+    for (const SweepMetric& m : sweepMetrics())
+        out += std::string(",") + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key +
+               "_diff," + m.key + "_diff_ci95," + m.key + "_verdict";
+    out += '\n';
+    for (const SweepPointResult& r : points) {
+        out += r.name + ',' + r.point.preset;
+        for (const nlohmann::json& v : r.point.values)
+            out += ',' + gridValueText(v);
+        out += ',' + std::to_string(r.runs);
+        for (const SweepMetric& m : sweepMetrics()) {
+            const SeedSummary& s = r.metrics.at(m.key);
+            const auto d = r.differences.find(m.key);
+            const std::string diff =
+                d == r.differences.end()
+                    ? ",,"
+                    : recordNumber(d->second.mean) + ',' + recordNumber(d->second.ci95) + ',';
+            const std::string text = r.verdicts.at(m.key) == "baseline" ? "" : r.verdicts.at(m.key);
+            out += ',' + recordNumber(s.mean) + ',' + recordNumber(s.stdDev) + ',' +
+                   recordNumber(s.ci95) + ',' + diff + '"' + text + '"';
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+std::string SweepResults::markdown() const {
+    std::string md = "| point | runs";
+    for (const SweepMetric& m : sweepMetrics())
+        md += std::string(" | ") + m.title;
+    md += " | vs " + sweep.baseline + ": test accuracy | vs " + sweep.baseline +
+          ": test loss |\n|---|---";
+    for (std::size_t c = 0; c < sweepMetrics().size() + 2; ++c)
+        md += "|---";
+    md += "|\n";
+    for (const SweepPointResult& r : points) {
+        md += "| " + r.name + " | " + std::to_string(r.runs);
+        for (const SweepMetric& m : sweepMetrics()) {
+            const SeedSummary& s = r.metrics.at(m.key);
+            const int decimals = m.scale == 100.0 ? 2 : 4;
+            md += " | " + fixed(s.mean, m.scale, decimals) +
+                  (std::isfinite(s.ci95) ? " ± " + fixed(s.ci95, m.scale, decimals) : "");
+        }
+        md += " | " + r.verdicts.at("test_accuracy") + " | " + r.verdicts.at("test_loss") + " |\n";
+    }
+    md += "\nCells: mean ± half-width of the 95% confidence interval over seeds (Student's t); "
+          "verdicts: Welch's interval of the difference from " +
+          sweep.baseline + " at the same grid values.\n";
+    return md;
+}
+
+} // namespace plab

@@ -1,0 +1,52 @@
+// A sweep folder's results: per grid point and metric, the summary over the seeds that finished
+// (mean, standard deviation, 95% interval: core/stats/seed_statistics.h) and, against the
+// baseline preset at the same grid values, the difference with Welch's interval and a verdict.
+// What `sweep` writes as sweep.csv and sweep.md and what the Compare dialog shows.
+#pragma once
+
+#include "stats/seed_statistics.h"
+#include "sweep/sweep_plan.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct SweepMetric {
+    const char* key;   // summary.json key (the flushed shares: the run analysis's means)
+    const char* title; // table header
+    bool higherIsBetter;
+    double scale; // 100 for shares and accuracies shown in percent or points
+    const char* unit;
+};
+// test_accuracy, test_loss, final_train_loss, skipped_steps, flushed_activation_gradients,
+// flushed_weight_gradients.
+const std::vector<SweepMetric>& sweepMetrics();
+
+struct SweepPointResult {
+    SweepPoint point;
+    std::string name;
+    int baseline = -1;    // index of the baseline point at the same grid values; -1: none
+    std::size_t runs = 0; // runs done and counted
+    std::vector<std::string> failed;  // "seed-2: why" for runs that failed
+    std::vector<std::string> missing; // seed folders not run yet (or killed)
+    std::map<std::string, SeedSummary> metrics;
+    std::map<std::string, Difference> differences; // absent for the baseline and without one
+    std::map<std::string, std::string> verdicts;   // "baseline", "no fp32 run here", a verdict
+};
+
+struct SweepResults {
+    Sweep sweep;
+    std::vector<SweepPointResult> points;
+    std::string csv() const;      // one row per point: every metric's mean, sd, ci95, diff
+    std::string markdown() const; // the table `sweep` prints, with a line on the statistics
+};
+
+// Reads every run folder of the sweep under `dir` (those not done are left out and listed).
+SweepResults collectSweep(const Sweep& sweep, const std::string& dir);
+
+// The metrics of one finished run, by metric key.
+std::map<std::string, double> readRunMetrics(const std::string& runDir);
+
+} // namespace plab
