@@ -1,24 +1,81 @@
-// CompareDialog: a jthread runs the presets' TrainingSessions one after another (stoppable); the
-// GUI thread copies the curves and progress under a mutex on a timer and replots.
+// CompareDialog: a jthread trains the sweep's runs as TrainingSessions (or reads an opened
+// sweep's records); the GUI thread copies the per-run curves, the progress and fresh results
+// under a mutex on a timer, and draws means, bands, error bars and the table.
 #include "compare_dialog.h"
 
+#include "record/record_file.h"
 #include "record/run_record.h"
+#include "stats/seed_statistics.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 
 #include <qcustomplot.h>
 
 #include <QDateTime>
+#include <QDir>
 #include <QHBoxLayout>
+#include <QHeaderView>
 #include <QLabel>
 #include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QStandardPaths>
+#include <QTableWidget>
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <cmath>
+#include <map>
+#include <memory>
+
 namespace plab {
+namespace {
+
+const QColor kColors[] = {QColor(31, 119, 180),  QColor(214, 39, 40),   QColor(44, 160, 44),
+                          QColor(255, 127, 14),  QColor(148, 103, 189), QColor(140, 86, 75),
+                          QColor(227, 119, 194), QColor(23, 190, 207)};
+
+QColor colorOf(std::size_t i) {
+    return kColors[i % std::size(kColors)];
+}
+
+// "84.60 ± 1.44" (the 95% interval's half-width), or the mean alone where there is no interval.
+QString meanText(const SeedSummary& s, double scale) {
+    if (s.n == 0)
+        return QStringLiteral("–");
+    const int decimals = scale == 100.0 ? 2 : 4;
+    QString text = QString::number(s.mean * scale, 'f', decimals);
+    if (std::isfinite(s.ci95))
+        text += QStringLiteral(" ± ") + QString::number(s.ci95 * scale, 'f', decimals);
+    return text;
+}
+
+// A band's edges, filled between and left out of the legend; nothing where every step has one
+// run (no interval to draw).
+void addBandEdges(QCustomPlot* plot, const QColor& color, const SeedBand& band) {
+    bool spread = false;
+    for (std::size_t i = 0; i < band.runs.size() && !spread; ++i)
+        spread = band.runs[i] > 1;
+    if (!spread)
+        return;
+    const QVector<double> steps(band.steps.begin(), band.steps.end());
+    QCPGraph* high = plot->addGraph();
+    QCPGraph* low = plot->addGraph();
+    high->setData(steps, QVector<double>(band.high.begin(), band.high.end()), true);
+    low->setData(steps, QVector<double>(band.low.begin(), band.low.end()), true);
+    QColor fill = color;
+    fill.setAlpha(50);
+    for (QCPGraph* edge : {high, low}) {
+        edge->setPen(Qt::NoPen);
+        edge->removeFromLegend();
+        edge->setLayer(QStringLiteral("background"));
+    }
+    high->setBrush(fill);
+    high->setChannelFillGraph(low);
+}
+
+} // namespace
 
 CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QString& runsRoot)
     : QDialog(parent), m_base(base),
@@ -27,7 +84,7 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
                            QStringLiteral("/runs")
                      : runsRoot) {
     setWindowTitle(tr("Compare presets"));
-    resize(1000, 700);
+    resize(1200, 820);
     m_list = new QListWidget(this);
     for (const Preset& p : presets()) {
         auto* item = new QListWidgetItem(QString::fromStdString(p.name), m_list);
@@ -40,9 +97,27 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_steps = new QSpinBox(this);
     m_steps->setRange(10, 1000000);
     m_steps->setValue(300);
+    m_seeds = new QSpinBox(this);
+    m_seeds->setRange(1, 50);
+    m_seeds->setValue(1);
+    m_seeds->setToolTip(tr("Seeds 1..N per preset: curves show the mean with its 95% interval, "
+                           "the table the interval and the verdict against fp32"));
     m_runButton = new QPushButton(tr("Run"), this);
     connect(m_runButton, &QPushButton::clicked, this, [this] { run(); });
-    auto* exportButton = new QPushButton(tr("Export PNG…"), this);
+    m_stopButton = new QPushButton(tr("Stop"), this);
+    m_stopButton->setEnabled(false);
+    connect(m_stopButton, &QPushButton::clicked, this, &CompareDialog::stop);
+    m_openButton = new QPushButton(tr("Open sweep folder…"), this);
+    m_openButton->setToolTip(tr("A folder written by `precision-lab-cli sweep` (here or on a "
+                                "cluster) or by this dialog"));
+    connect(m_openButton, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a sweep folder"));
+        if (dir.isEmpty())
+            return;
+        if (const QString err = openSweep(dir); !err.isEmpty())
+            QMessageBox::warning(this, tr("Cannot open the sweep"), err);
+    });
+    auto* exportButton = new QPushButton(tr("Export…"), this);
     connect(exportButton, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Export plots to"));
         if (!dir.isEmpty())
@@ -51,30 +126,52 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     });
     m_loss = new QCustomPlot(this);
     m_loss->xAxis->setLabel(tr("step"));
-    m_loss->yAxis->setLabel(tr("training loss"));
+    m_loss->yAxis->setLabel(tr("training loss (mean over seeds)"));
     m_loss->legend->setVisible(true);
     m_flushed = new QCustomPlot(this);
     m_flushed->xAxis->setLabel(tr("step"));
-    m_flushed->yAxis->setLabel(tr("activation gradients flushed (mean over layers)"));
+    m_flushed->yAxis->setLabel(tr("act. gradients flushed (mean over layers)"));
+    m_metrics = new QCustomPlot(this);
+    m_metrics->yAxis->setLabel(tr("test accuracy (%), 95% interval"));
+    m_table = new QTableWidget(this);
+    QStringList headers{tr("point"), tr("runs")};
+    for (const SweepMetric& m : sweepMetrics())
+        headers << QString::fromUtf8(m.title);
+    headers << tr("vs baseline: test accuracy");
+    m_table->setColumnCount(static_cast<int>(headers.size()));
+    m_table->setHorizontalHeaderLabels(headers);
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->setVisible(false);
 
     auto* left = new QVBoxLayout;
     left->addWidget(m_list, 1);
-    auto* stepsRow = new QHBoxLayout;
-    stepsRow->addWidget(new QLabel(tr("Steps"), this));
-    stepsRow->addWidget(m_steps);
-    left->addLayout(stepsRow);
+    for (const auto& [label, box] : {std::pair{tr("Steps"), m_steps}, {tr("Seeds"), m_seeds}}) {
+        auto* row = new QHBoxLayout;
+        row->addWidget(new QLabel(label, this));
+        row->addWidget(box);
+        left->addLayout(row);
+    }
     left->addWidget(m_runButton);
+    left->addWidget(m_stopButton);
     m_progress = new QLabel(tr("Tick presets and press Run."), this);
     m_progress->setWordWrap(true);
     m_progress->setMaximumWidth(220);
     left->addWidget(m_progress);
+    left->addWidget(m_openButton);
     left->addWidget(exportButton);
-    auto* plots = new QVBoxLayout;
-    plots->addWidget(m_loss, 1);
-    plots->addWidget(m_flushed, 1);
+    auto* curves = new QSplitter(Qt::Horizontal, this);
+    curves->addWidget(m_loss);
+    curves->addWidget(m_flushed);
+    auto* finals = new QSplitter(Qt::Horizontal, this);
+    finals->addWidget(m_metrics);
+    finals->addWidget(m_table);
+    finals->setSizes({420, 540});
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(curves);
+    right->addWidget(finals);
     auto* layout = new QHBoxLayout(this);
     layout->addLayout(left);
-    layout->addLayout(plots, 1);
+    layout->addWidget(right, 1);
 
     m_timer = new QTimer(this);
     m_timer->setInterval(100);
@@ -87,92 +184,76 @@ CompareDialog::~CompareDialog() {
         m_worker.join();
 }
 
-void CompareDialog::run(const QStringList& requested, int steps) {
+void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
     if (m_running.load())
         return;
     const QStringList names = requested.isEmpty() ? checkedPresets() : requested;
     if (names.isEmpty())
         return;
-    const int n = steps > 0 ? steps : m_steps->value();
-    std::vector<TrainConfig> configs;
-    for (const QString& name : names) {
-        nlohmann::json j = m_base.toJson();
-        j.erase("recipe");
-        j.erase("scaling");
-        j.merge_patch(findPreset(name.toStdString()).json);
-        j["train"]["steps"] = n;
-        configs.push_back(configFromJson(j));
-    }
+    // The sweep the CLI would run: the presets' recipes on this model and data.
+    Sweep sweep;
+    sweep.presets.clear();
+    for (const QString& name : names)
+        sweep.presets.push_back(name.toStdString());
+    sweep.seeds = seeds > 0 ? seeds : m_seeds->value();
+    sweep.steps = steps > 0 ? steps : m_steps->value();
+    sweep.baseline = names.contains(QStringLiteral("fp32")) ? "fp32" : sweep.presets.front();
+    nlohmann::json base = m_base.toJson();
+    base["train"].erase("steps");
+    base["train"].erase("epochs");
+    for (const char* key : {"model", "data", "train"})
+        sweep.sets.push_back(std::string(key) + "=" + base[key].dump());
     const QString folder =
         m_runsRoot + QStringLiteral("/compare-") +
         QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
+    startWorker(sweep, folder, true);
+}
+
+void CompareDialog::stop() {
+    m_worker.request_stop();
+}
+
+QString CompareDialog::openSweep(const QString& dir) {
+    if (m_running.load())
+        return tr("%1: a comparison is still going; stop it first").arg(dir);
+    try {
+        const Sweep sweep = readSweepFile((dir + QStringLiteral("/sweep.json")).toStdString());
+        startWorker(sweep, dir, false);
+        return {};
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+}
+
+void CompareDialog::startWorker(const Sweep& sweep, const QString& folder, bool train) {
     {
         std::lock_guard lock(m_mutex);
-        m_curves.clear();
-        for (const QString& name : names)
-            m_curves.push_back({name, {}, {}, {}, {}});
+        m_pointNames.clear();
+        for (const SweepPoint& p : sweep.points())
+            m_pointNames.push_back(QString::fromStdString(p.name(sweep)));
+        m_runs.clear();
+        m_fresh.reset();
         m_compareDir = folder;
-        m_progressText = tr("Starting %1 runs of %2 steps…").arg(names.size()).arg(n);
+        m_progressText = train ? tr("Starting %1 runs of %2 steps…")
+                                     .arg(static_cast<qsizetype>(m_pointNames.size()) * sweep.seeds)
+                                     .arg(sweep.steps)
+                               : tr("Reading %1…").arg(folder);
     }
+    m_shown.reset();
     if (m_worker.joinable())
         m_worker.join();
     m_running = true;
     m_runButton->setEnabled(false);
+    m_openButton->setEnabled(false);
+    m_stopButton->setEnabled(train);
     m_timer->start();
-    m_worker = std::jthread([this, configs, n, names, folder](std::stop_token stop) {
+    const std::string dir = folder.toStdString();
+    m_worker = std::jthread([this, sweep, dir, train](std::stop_token stop) {
         try {
-            const TrainConfig& first = configs.front();
-            const auto split = loadRunData(first);
-            std::size_t done = 0;
-            for (std::size_t c = 0; c < configs.size() && !stop.stop_requested(); ++c) {
-                const std::string dir =
-                    (folder + QLatin1Char('/') + names[static_cast<int>(c)]).toStdString();
-                {
-                    TrainingSession session(configs[c], split, dir);
-                    session.start();
-                    // Live: every step's loss, the flushed share of the steps the snapshots show.
-                    while (!hasEnded(session.state()) && !stop.stop_requested()) {
-                        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                        std::lock_guard lock(m_mutex);
-                        Curve& curve = m_curves[c];
-                        while (const auto sc = session.popScalars()) {
-                            curve.steps.push_back(static_cast<double>(sc->step));
-                            curve.loss.push_back(sc->loss);
-                        }
-                        m_progressText = tr("%1 (%2 of %3): step %4 of %5")
-                                             .arg(names[static_cast<int>(c)])
-                                             .arg(c + 1)
-                                             .arg(configs.size())
-                                             .arg(curve.steps.empty() ? 0 : curve.steps.back())
-                                             .arg(n);
-                    }
-                    if (stop.stop_requested())
-                        session.stop(QStringLiteral("comparison closed").toStdString());
-                    session.waitUntilDone();
-                }
-                // The run's record is whole now: its curves, by the one analysis.
-                const RunAnalysis a = analyseRun(RunRecord(dir));
-                std::lock_guard lock(m_mutex);
-                Curve& curve = m_curves[c];
-                curve.steps.clear();
-                curve.loss.clear();
-                for (const auto& [step, loss] : a.loss) {
-                    curve.steps.push_back(step);
-                    curve.loss.push_back(loss);
-                }
-                curve.flushedSteps.clear();
-                curve.flushed.clear();
-                for (const auto& [step, share] : a.flushedActGrads) {
-                    curve.flushedSteps.push_back(step);
-                    curve.flushed.push_back(share);
-                }
-                ++done;
-            }
-            std::lock_guard lock(m_mutex);
-            m_progressText =
-                stop.stop_requested()
-                    ? tr("Stopped after %1 of %2 runs.").arg(done).arg(configs.size())
-                    : tr("Done: %1 runs of %2 steps. Records in %3").arg(done).arg(n).arg(folder);
+            if (train)
+                trainSweep(stop, sweep, dir);
+            else
+                readSweep(sweep, dir);
         } catch (const std::exception& e) { // shown by refresh(): the dialog must not die
             std::lock_guard lock(m_mutex);
             m_error = QString::fromUtf8(e.what());
@@ -180,6 +261,132 @@ void CompareDialog::run(const QStringList& requested, int steps) {
         }
         m_running = false;
     });
+}
+
+void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
+                               const std::string& folder) {
+    nlohmann::json record = sweep.toJson();
+    record["backend"] = "local";
+    std::filesystem::create_directories(folder);
+    // `precision-lab-cli sweep --file <folder>/sweep.json --out <folder>` resumes or tabulates it.
+    writeFileAtomically(folder + "/sweep.json", record.dump(2) + "\n");
+    struct Planned {
+        std::size_t point;
+        int seed;
+        std::string dir;
+        TrainConfig config;
+    };
+    std::vector<Planned> planned;
+    const std::vector<SweepPoint> points = sweep.points();
+    for (std::size_t p = 0; p < points.size(); ++p)
+        for (int seed = 1; seed <= sweep.seeds; ++seed)
+            planned.push_back({p, seed, sweep.runFolder(folder, points[p], seed),
+                               configFromJson(sweep.runConfigJson(points[p], seed))});
+    {
+        std::lock_guard lock(m_mutex);
+        for (const Planned& r : planned)
+            m_runs.push_back({r.point, {}, {}});
+    }
+    struct Going {
+        std::size_t run;
+        std::unique_ptr<TrainingSession> session;
+    };
+    std::vector<Going> going;
+    std::map<std::string, std::shared_ptr<const DataSplit>> splits; // shared across seeds on files
+    const std::size_t concurrent = std::max(1u, std::thread::hardware_concurrency());
+    std::size_t next = 0, done = 0;
+    while ((next < planned.size() || !going.empty()) && !stop.stop_requested()) {
+        while (going.size() < concurrent && next < planned.size()) {
+            const Planned& r = planned[next];
+            auto& split = splits[runDataKey(r.config)];
+            if (!split)
+                split = loadRunData(r.config);
+            std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path());
+            going.push_back({next++, std::make_unique<TrainingSession>(r.config, split, r.dir)});
+            going.back().session->start();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        QString goingText;
+        for (auto it = going.begin(); it != going.end();) {
+            const bool ended = hasEnded(it->session->state());
+            {
+                std::lock_guard lock(m_mutex);
+                auto& loss = m_runs[it->run].loss;
+                while (const auto sc = it->session->popScalars())
+                    loss.emplace_back(static_cast<double>(sc->step), sc->loss);
+                const Planned& r = planned[it->run];
+                if (!ended)
+                    goingText += tr("%1%2 seed %3 (step %4)")
+                                     .arg(goingText.isEmpty() ? QString() : QStringLiteral("; "))
+                                     .arg(m_pointNames[r.point])
+                                     .arg(r.seed)
+                                     .arg(loss.empty() ? 0.0 : loss.back().first);
+            }
+            if (!ended) {
+                ++it;
+                continue;
+            }
+            it->session->waitUntilDone();
+            const std::size_t run = it->run;
+            it = going.erase(it);
+            ++done;
+            // The record is whole now: the run's curves by the one analysis, the table anew.
+            const RunAnalysis a = analyseRun(RunRecord(planned[run].dir));
+            SweepResults results = collectSweep(sweep, folder);
+            std::lock_guard lock(m_mutex);
+            m_runs[run].loss = a.loss;
+            m_runs[run].flushed = a.flushedActGrads;
+            m_fresh = std::move(results);
+        }
+        std::lock_guard lock(m_mutex);
+        m_progressText = tr("%1 of %2 runs done, %3 steps each; going: %4")
+                             .arg(done)
+                             .arg(planned.size())
+                             .arg(sweep.steps)
+                             .arg(goingText);
+    }
+    for (Going& g : going)
+        g.session->stop("comparison stopped");
+    for (Going& g : going)
+        g.session->waitUntilDone();
+    SweepResults results = collectSweep(sweep, folder);
+    std::lock_guard lock(m_mutex);
+    m_fresh = std::move(results);
+    m_progressText = stop.stop_requested()
+                         ? tr("Stopped after %1 of %2 runs. `precision-lab-cli sweep --file "
+                              "%3/sweep.json --out %3` finishes them.")
+                               .arg(done)
+                               .arg(planned.size())
+                               .arg(QString::fromStdString(folder))
+                         : tr("Done: %1 runs of %2 steps (%3 presets x %4 seeds). Records in %5")
+                               .arg(done)
+                               .arg(sweep.steps)
+                               .arg(sweep.presets.size())
+                               .arg(sweep.seeds)
+                               .arg(QString::fromStdString(folder));
+}
+
+void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
+    const std::vector<SweepPoint> points = sweep.points();
+    std::vector<RunCurves> runs;
+    for (std::size_t p = 0; p < points.size(); ++p)
+        for (int seed = 1; seed <= sweep.seeds; ++seed) {
+            const std::string dir = sweep.runFolder(folder, points[p], seed);
+            if (sweepRunState(dir) != SweepRunState::Done)
+                continue;
+            const RunAnalysis a = analyseRun(RunRecord(dir));
+            runs.push_back({p, a.loss, a.flushedActGrads});
+        }
+    SweepResults results = collectSweep(sweep, folder);
+    std::lock_guard lock(m_mutex);
+    m_progressText = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
+                         .arg(QString::fromStdString(folder))
+                         .arg(runs.size())
+                         .arg(points.size() * static_cast<std::size_t>(sweep.seeds))
+                         .arg(points.size())
+                         .arg(sweep.seeds);
+    m_runs = std::move(runs);
+    m_fresh = std::move(results);
 }
 
 QStringList CompareDialog::checkedPresets() const {
@@ -200,41 +407,131 @@ QString CompareDialog::compareDir() const {
     return m_compareDir;
 }
 
-void CompareDialog::refresh() {
-    const QColor colors[] = {QColor(31, 119, 180),  QColor(214, 39, 40),   QColor(44, 160, 44),
-                             QColor(255, 127, 14),  QColor(148, 103, 189), QColor(140, 86, 75),
-                             QColor(227, 119, 194), QColor(23, 190, 207)};
+void CompareDialog::drawCurves() {
+    m_loss->clearGraphs();
+    m_flushed->clearGraphs();
+    std::vector<SeedBand> loss, flushed;
     {
         std::lock_guard lock(m_mutex);
-        m_loss->clearGraphs();
-        m_flushed->clearGraphs();
-        for (std::size_t i = 0; i < m_curves.size(); ++i) {
-            const Curve& c = m_curves[i];
-            QCPGraph* g = m_loss->addGraph();
-            g->setName(c.name);
-            g->setPen(QPen(colors[i % 8], 1.5));
-            g->setData(QVector<double>(c.steps.begin(), c.steps.end()),
-                       QVector<double>(c.loss.begin(), c.loss.end()), true);
-            QCPGraph* f = m_flushed->addGraph();
-            f->setPen(QPen(colors[i % 8], 1.5));
-            f->setData(QVector<double>(c.flushedSteps.begin(), c.flushedSteps.end()),
-                       QVector<double>(c.flushed.begin(), c.flushed.end()), true);
+        for (std::size_t p = 0; p < m_pointNames.size(); ++p) {
+            std::vector<std::vector<std::pair<double, double>>> l, f;
+            for (const RunCurves& r : m_runs)
+                if (r.point == p) {
+                    l.push_back(r.loss);
+                    f.push_back(r.flushed);
+                }
+            loss.push_back(bandOverSeeds(l));
+            flushed.push_back(bandOverSeeds(f));
         }
+    }
+    // Means first (graph(i) is point i's mean), then the bands, drawn behind them.
+    for (std::size_t p = 0; p < loss.size(); ++p) {
+        QCPGraph* mean = m_loss->addGraph();
+        mean->setName(m_pointNames[p]);
+        mean->setPen(QPen(colorOf(p), 1.5));
+        mean->setData(QVector<double>(loss[p].steps.begin(), loss[p].steps.end()),
+                      QVector<double>(loss[p].mean.begin(), loss[p].mean.end()), true);
+        QCPGraph* f = m_flushed->addGraph();
+        f->setPen(QPen(colorOf(p), 1.5));
+        f->setData(QVector<double>(flushed[p].steps.begin(), flushed[p].steps.end()),
+                   QVector<double>(flushed[p].mean.begin(), flushed[p].mean.end()), true);
+    }
+    for (std::size_t p = 0; p < loss.size(); ++p) {
+        addBandEdges(m_loss, colorOf(p), loss[p]);
+        addBandEdges(m_flushed, colorOf(p), flushed[p]);
     }
     m_loss->rescaleAxes();
     m_flushed->rescaleAxes();
     m_flushed->yAxis->setRangeLower(0.0);
     m_loss->replot(QCustomPlot::rpQueuedReplot);
     m_flushed->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void CompareDialog::drawResults(const SweepResults& results) {
+    // Test accuracy per point (its curves' colour) with its 95% interval as error bars.
+    m_metrics->clearPlottables();
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    double low = 100.0, high = 0.0;
+    for (std::size_t i = 0; i < results.points.size(); ++i) {
+        const SeedSummary& s = results.points[i].metrics.at("test_accuracy");
+        const double x = static_cast<double>(i);
+        ticker->addTick(x, QString::fromStdString(results.points[i].name));
+        if (s.n == 0)
+            continue;
+        const double y = s.mean * 100.0;
+        const double err = std::isfinite(s.ci95) ? s.ci95 * 100.0 : 0.0;
+        QCPGraph* point = m_metrics->addGraph();
+        point->setLineStyle(QCPGraph::lsNone);
+        point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colorOf(i), 8));
+        point->setData({x}, {y});
+        auto* bars = new QCPErrorBars(m_metrics->xAxis, m_metrics->yAxis);
+        bars->setDataPlottable(point);
+        bars->setPen(QPen(colorOf(i), 1.5));
+        bars->setData({err});
+        low = std::min(low, y - err);
+        high = std::max(high, y + err);
+    }
+    m_metrics->xAxis->setTicker(ticker);
+    m_metrics->xAxis->setTickLabelRotation(results.points.size() > 3 ? 35 : 0);
+    m_metrics->xAxis->setRange(-0.5, static_cast<double>(results.points.size()) - 0.5);
+    const double pad = std::max(0.5, (high - low) * 0.1);
+    m_metrics->yAxis->setRange(std::max(0.0, low - pad), std::min(100.0, high + pad));
+    m_metrics->replot(QCustomPlot::rpQueuedReplot);
+
+    m_table->setRowCount(static_cast<int>(results.points.size()));
+    for (std::size_t i = 0; i < results.points.size(); ++i) {
+        const SweepPointResult& r = results.points[i];
+        const int row = static_cast<int>(i);
+        int column = 0;
+        const auto put = [&](const QString& text, const QString& tip = {}) {
+            auto* item = new QTableWidgetItem(text);
+            item->setToolTip(tip.isEmpty() ? text : tip);
+            m_table->setItem(row, column++, item);
+        };
+        put(QString::fromStdString(r.name));
+        QStringList notes;
+        for (const std::string& f : r.failed)
+            notes << QString::fromStdString("failed " + f);
+        for (const std::string& m : r.missing)
+            notes << QString::fromStdString(m + " not run yet");
+        put(QString::number(r.runs) +
+                (r.failed.empty() ? QString() : tr(" (%1 failed)").arg(r.failed.size())),
+            notes.isEmpty() ? tr("runs done") : notes.join(QLatin1Char('\n')));
+        for (const SweepMetric& m : sweepMetrics())
+            put(meanText(r.metrics.at(m.key), m.scale));
+        put(QString::fromStdString(r.verdicts.at("test_accuracy")));
+    }
+    m_table->resizeColumnsToContents();
+}
+
+void CompareDialog::refresh() {
+    drawCurves();
+    std::optional<SweepResults> fresh;
+    {
+        std::lock_guard lock(m_mutex);
+        fresh.swap(m_fresh);
+    }
+    if (fresh) {
+        drawResults(*fresh);
+        m_shown = std::move(fresh);
+    }
     m_progress->setText(progressText());
     if (!m_running.load()) {
         m_timer->stop();
         m_runButton->setEnabled(true);
+        m_openButton->setEnabled(true);
+        m_stopButton->setEnabled(false);
         QString error;
         {
             std::lock_guard lock(m_mutex);
             error.swap(m_error);
+            if (m_fresh) { // the worker's last results arrived after the swap above
+                drawResults(*m_fresh);
+                m_shown = std::move(m_fresh);
+                m_fresh.reset();
+            }
         }
+        drawCurves();
         if (!error.isEmpty())
             QMessageBox::warning(this, tr("Comparison stopped"), error);
         emit comparisonEnded();
@@ -242,11 +539,21 @@ void CompareDialog::refresh() {
 }
 
 QString CompareDialog::exportPng(const QString& dir) {
-    refresh();
+    if (!m_running.load())
+        refresh();
     for (const auto& [plot, name] : {std::pair{m_loss, QStringLiteral("loss")},
-                                     std::pair{m_flushed, QStringLiteral("flushed")}})
+                                     std::pair{m_flushed, QStringLiteral("flushed")},
+                                     std::pair{m_metrics, QStringLiteral("test_accuracy")}})
         if (!plot->savePng(dir + QLatin1Char('/') + name + QStringLiteral(".png"), 900, 500, 2.0))
             return tr("%1/%2.png: cannot write").arg(dir, name);
+    if (m_shown) {
+        try {
+            writeFileAtomically((dir + QStringLiteral("/results.csv")).toStdString(),
+                                m_shown->csv());
+        } catch (const std::exception& e) {
+            return QString::fromUtf8(e.what());
+        }
+    }
     return {};
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 namespace plab {
 
@@ -84,6 +85,26 @@ std::string verdict(const Difference& d, std::size_t n, bool higherIsBetter, dou
     std::snprintf(text, sizeof text, "%s by %.3g ± %.2g%s", better ? "better" : "worse",
                   std::fabs(d.mean) * scale, d.ci95 * scale, unit.c_str());
     return text;
+}
+
+SeedBand bandOverSeeds(const std::vector<std::vector<std::pair<double, double>>>& curves) {
+    std::map<double, std::vector<double>> byStep;
+    for (const auto& curve : curves)
+        for (const auto& [step, value] : curve)
+            byStep[step].push_back(value);
+    SeedBand band;
+    for (const auto& [step, values] : byStep) {
+        const SeedSummary s = summarise(values);
+        if (s.n == 0)
+            continue; // every run's value there is NaN (diverged): no point to draw
+        const double half = std::isfinite(s.ci95) ? s.ci95 : 0.0;
+        band.steps.push_back(step);
+        band.mean.push_back(s.mean);
+        band.low.push_back(s.mean - half);
+        band.high.push_back(s.mean + half);
+        band.runs.push_back(s.n);
+    }
+    return band;
 }
 
 } // namespace plab

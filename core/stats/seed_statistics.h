@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace plab {
@@ -37,5 +38,14 @@ Difference difference(const SeedSummary& point, const SeedSummary& baseline);
 // `unit` for the text (100 and " points" for a share shown in points).
 std::string verdict(const Difference& d, std::size_t n, bool higherIsBetter, double scale = 1.0,
                     const std::string& unit = {});
+
+// A curve over seeds (the loss of a grid point's runs): at each step that any run reached, the
+// mean of the runs that reached it and the 95% interval of that mean (low = high = mean where
+// only one run is there). Each run's curve is (step, value) pairs in increasing step order.
+struct SeedBand {
+    std::vector<double> steps, mean, low, high;
+    std::vector<std::size_t> runs; // how many runs each step's mean is over
+};
+SeedBand bandOverSeeds(const std::vector<std::vector<std::pair<double, double>>>& curves);
 
 } // namespace plab

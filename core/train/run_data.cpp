@@ -43,6 +43,22 @@ std::shared_ptr<const DataSplit> loadRunData(const TrainConfig& config) {
     return std::make_shared<const DataSplit>(loadIdxDirectory(dir));
 }
 
+std::string runDataKey(const TrainConfig& config) {
+    std::string key = config.model.type == "gpt" ? "text/" : "images/";
+    if (config.model.type == "gpt")
+        key += std::to_string(config.model.context) + "/";
+    key += config.dataSource;
+    if (config.dataSource == "synthetic") {
+        for (const auto n : {static_cast<std::uint64_t>(config.seed),
+                             static_cast<std::uint64_t>(config.syntheticTrain),
+                             static_cast<std::uint64_t>(config.syntheticTest)}) {
+            key += '/';
+            key += std::to_string(n);
+        }
+    }
+    return key;
+}
+
 std::string describeData(const DataSplit& data) {
     if (data.text)
         return data.text->name + " (" + std::to_string(data.text->train.size()) + " train / " +

@@ -19,6 +19,10 @@ inline constexpr std::size_t kSyntheticTextBytes = std::size_t{1} << 21;
 // images for the GPT).
 std::shared_ptr<const DataSplit> loadRunData(const TrainConfig& config);
 
+// What loadRunData's result depends on: configs with the same key get equal data (the seed
+// counts only for the generated sources), so runs over seeds on a file share one copy.
+std::string runDataKey(const TrainConfig& config);
+
 // One line for the user: "fashion-mnist (60000 train / 10000 test)" or "fortunes text (... train
 // / ... validation bytes)".
 std::string describeData(const DataSplit& data);

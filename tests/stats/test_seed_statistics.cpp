@@ -16,6 +16,7 @@ private slots:
     void tQuantiles();
     void welchDifferenceAndVerdict();
     void nonFiniteAndTooFew();
+    void bandOverUnevenCurves();
 };
 
 void TestSeedStatistics::summaryOfFiveSeeds() {
@@ -69,6 +70,22 @@ void TestSeedStatistics::nonFiniteAndTooFew() {
     QCOMPARE(QString::fromStdString(verdict(difference(one, s), 1, false)),
              QString("n < 2: no interval"));
     QVERIFY(std::isnan(summarise({}).mean));
+}
+
+// Two runs to step 2, one run on to step 3 (still going), a diverged step: the mean and interval
+// where two are there, a collapsed band where one is, nothing where none has a finite value.
+void TestSeedStatistics::bandOverUnevenCurves() {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const SeedBand band =
+        bandOverSeeds({{{1, 1.0}, {2, 3.0}, {3, 5.0}, {4, nan}}, {{1, 2.0}, {2, 5.0}}});
+    QCOMPARE(band.steps, (std::vector<double>{1, 2, 3}));
+    QCOMPARE(band.mean, (std::vector<double>{1.5, 4.0, 5.0}));
+    QCOMPARE(band.runs, (std::vector<std::size_t>{2, 2, 1}));
+    // n = 2: sd = 0.7071 (step 1), t(1) = 12.706, half-width = 12.706 * 0.7071 / sqrt(2) = 6.353.
+    QVERIFY(std::abs(band.high[0] - (1.5 + 6.353)) < 1e-3);
+    QVERIFY(std::abs(band.low[1] - (4.0 - 12.706)) < 1e-3);
+    QCOMPARE(band.low[2], 5.0);
+    QCOMPARE(band.high[2], 5.0);
 }
 
 QTEST_APPLESS_MAIN(TestSeedStatistics)

@@ -350,6 +350,10 @@ void TestMainWindow::reportAndHeatmap() {
              qPrintable(error));
 }
 
+// Two presets x two seeds: four runs, each with its own record in the sweep layout beside a
+// sweep.json; the curves are the means over seeds with a band, the table and the error bars give
+// each preset's interval and the verdict against fp32; a second dialog opens the folder and shows
+// the same table; a folder without a sweep.json is refused naming the file.
 void TestMainWindow::compareOverlaysCurves() {
     TrainConfig base = m_window->controller()->config();
     base.syntheticTrain = 600;
@@ -358,25 +362,75 @@ void TestMainWindow::compareOverlaysCurves() {
     QTemporaryDir runs;
     CompareDialog dialog(base, nullptr, runs.path());
     QSignalSpy ended(&dialog, &CompareDialog::comparisonEnded);
-    dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 20);
+    dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 20, 2);
     QVERIFY(ended.wait(60000)); // the last refresh has drawn the final curves
     QVERIFY(!dialog.isRunning());
-    QVERIFY2(dialog.progressText().startsWith(QLatin1String("Done: 2 runs of 20 steps")),
+    QVERIFY2(dialog.progressText().startsWith(QLatin1String("Done: 4 runs of 20 steps")),
              qPrintable(dialog.progressText()));
-    // Each preset ran as a session with its own record.
-    for (const char* preset : {"/fp32/run.sqlite", "/fp16-noscale/run.sqlite"})
-        QVERIFY(QFileInfo::exists(dialog.compareDir() + QLatin1String(preset)));
-    QCOMPARE(dialog.lossPlot()->graphCount(), 2);
+    for (const char* run :
+         {"/fp32/seed-1/run.sqlite", "/fp32/seed-2/run.sqlite", "/fp16-noscale/seed-1/run.sqlite",
+          "/fp16-noscale/seed-2/run.sqlite", "/sweep.json"})
+        QVERIFY2(QFileInfo::exists(dialog.compareDir() + QLatin1String(run)), run);
+    // Two means (graph 0 and 1), each with a band's two edges behind it.
+    QCOMPARE(dialog.lossPlot()->graphCount(), 2 + 2 * 2);
+    QCOMPARE(dialog.lossPlot()->graph(0)->name(), QStringLiteral("fp32"));
     QCOMPARE(dialog.lossPlot()->graph(0)->data()->size(), 20);
     QCOMPARE(dialog.lossPlot()->graph(1)->data()->size(), 20);
     QCOMPARE(dialog.flushedPlot()->graph(1)->data()->size(), 20);
+    QVERIFY(dialog.lossPlot()->graph(2)->channelFillGraph() == dialog.lossPlot()->graph(3));
+    // Seeds differ, so the band has width: its upper edge lies above the mean somewhere.
+    bool wide = false;
+    for (int i = 0; i < 20; ++i)
+        wide = wide || dialog.lossPlot()->graph(2)->data()->at(i)->value >
+                           dialog.lossPlot()->graph(0)->data()->at(i)->value + 1e-6;
+    QVERIFY(wide);
+    QTableWidget* table = dialog.resultsTable();
+    QCOMPARE(table->rowCount(), 2);
+    QCOMPARE(table->item(0, 0)->text(), QStringLiteral("fp32"));
+    QCOMPARE(table->item(0, 1)->text(), QStringLiteral("2"));
+    QVERIFY2(table->item(0, 2)->text().contains(QStringLiteral(" ± ")),
+             qPrintable(table->item(0, 2)->text()));
+    const int verdictColumn = table->columnCount() - 1;
+    QCOMPARE(table->item(0, verdictColumn)->text(), QStringLiteral("baseline"));
+    const QString verdict = table->item(1, verdictColumn)->text();
+    QVERIFY2(verdict.contains(QLatin1String("at n = 2")) || verdict.contains(QLatin1String(" by ")),
+             qPrintable(verdict));
+    // Per preset a point and its error bars (the interval's half-width, n = 2).
+    QCOMPARE(dialog.metricsPlot()->plottableCount(), 2 * 2);
+    auto* bars = qobject_cast<QCPErrorBars*>(dialog.metricsPlot()->plottable(1));
+    QVERIFY(bars != nullptr);
+    QCOMPARE(bars->dataCount(), 1);
+    QVERIFY(bars->data()->at(0).errorPlus > 0.0);
+    dialog.show();
+    QCoreApplication::processEvents();
+    QVERIFY(dialog.grab().save(QCoreApplication::applicationDirPath() +
+                               QStringLiteral("/compare_seeds.png")));
+    dialog.close(); // the main window takes the keyboard again for the tests after this one
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
     QTemporaryDir dir;
     QCOMPARE(dialog.exportPng(dir.path()), QString());
-    QVERIFY(!QImage(dir.path() + QStringLiteral("/loss.png")).isNull());
-    QVERIFY(!QImage(dir.path() + QStringLiteral("/flushed.png")).isNull());
+    for (const char* png : {"/loss.png", "/flushed.png", "/test_accuracy.png"})
+        QVERIFY2(!QImage(dir.path() + QLatin1String(png)).isNull(), png);
+    QVERIFY(QFileInfo(dir.path() + QStringLiteral("/results.csv")).size() > 100);
+
+    CompareDialog reader(base, nullptr, runs.path());
+    QSignalSpy read(&reader, &CompareDialog::comparisonEnded);
+    QCOMPARE(reader.openSweep(dialog.compareDir()), QString());
+    QVERIFY(read.wait(30000));
+    QCOMPARE(reader.resultsTable()->rowCount(), 2);
+    for (int column = 0; column < table->columnCount(); ++column)
+        QCOMPARE(reader.resultsTable()->item(1, column)->text(), table->item(1, column)->text());
+    QCOMPARE(reader.lossPlot()->graph(1)->data()->size(), 20);
+    const QString refused = reader.openSweep(runs.path());
+    QVERIFY2(refused.contains(runs.path() + QStringLiteral("/sweep.json")), qPrintable(refused));
 }
 
 void TestMainWindow::screenshotAfterTraining() {
+    if (m_window->controller()->latest() == nullptr) { // run alone: take a first step
+        QTest::keyClick(m_window.get(), Qt::Key_S);
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->latest() != nullptr, 10000);
+    }
     const std::int64_t before = m_window->controller()->latest()->scalars.step;
     QTest::keyClick(m_window.get(), Qt::Key_Space); // Train
     QCOMPARE(m_window->trainAction()->text(), QStringLiteral("Pause"));
