@@ -103,11 +103,13 @@ int runCompare(const CompareArgs& args) {
     const auto stderrPath = [&](const std::string& preset) {
         return args.out + "/" + preset + ".stderr.log";
     };
+    catchStopSignals(); // passed on to the children once, so that each writes its summary
     ChildRuns children(
         std::thread::hardware_concurrency(), [&](const std::string& preset, int code) {
-            // 0: completed; 3: ran and ended early (diverged): a result all the
-            // same.
-            const bool ran = code == 0 || code == kExitTrainingFailed;
+            // 0: completed; 3: ran and ended early (diverged); stopped by the signal the
+            // compare passed on (summary written): a result all the same.
+            const bool ran = code == 0 || code == kExitTrainingFailed ||
+                             (stopSignal() != 0 && code == 128 + stopSignal());
             std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
                          code == 0 ? "done"
                          : ran     ? "ended early"
@@ -133,7 +135,11 @@ int runCompare(const CompareArgs& args) {
             argv.push_back("--data");
             argv.push_back(args.data);
         }
-        children.start(preset, argv, stderrPath(preset));
+        if (!children.start(preset, argv, stderrPath(preset))) {
+            failures[preset] =
+                "not started: the compare was stopped by signal " + std::to_string(stopSignal());
+            continue;
+        }
         std::fprintf(stderr, "compare: %s started\n", preset.c_str());
     }
     children.waitAll();
@@ -236,6 +242,8 @@ int runCompare(const CompareArgs& args) {
     }
     std::printf("%s", md.c_str());
     std::fprintf(stderr, "compare: table and plots in %s\n", args.out.c_str());
+    if (stopSignal() != 0)
+        return 128 + stopSignal(); // stopped: the table holds what the runs reached
     if (!failures.empty() || std::any_of(results.begin(), results.end(),
                                          [](const RunResult& r) { return !r.failure.empty(); })) {
         std::fprintf(stderr, "compare: some runs failed (see the table's reason column and "

@@ -76,13 +76,22 @@ std::vector<std::string> trainArgv(const Sweep& sweep, const SweepRun& r, int th
     return argv;
 }
 
+struct ChildTally {
+    int started = 0, failed = 0;
+};
+
 // Runs each given run as a child, `slots` at once; a run that fails leaves DIR.failed with why
-// (a run refused for bad input writes no summary to tell). Returns how many failed.
-int runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned slots,
-                int threads) {
-    int failed = 0;
+// (a run refused for bad input writes no summary to tell). No more start after a stop signal.
+ChildTally runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned slots,
+                       int threads) {
+    int failed = 0, started = 0;
     ChildRuns children(slots, [&](const std::string& dir, int code) {
         const bool ran = code == 0 || code == kExitTrainingFailed;
+        if (!ran && stopSignal() != 0 && code == 128 + stopSignal()) {
+            // Stopped with the sweep: its summary says "interrupted", a resume runs it again.
+            std::fprintf(stderr, "sweep: %s interrupted\n", dir.c_str());
+            return;
+        }
         if (!ran) {
             ++failed;
             const std::string why = lastLine(dir + ".stderr.log");
@@ -95,10 +104,12 @@ int runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned 
         std::error_code ec;
         std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
         std::filesystem::remove(failedMarker(r.dir), ec);
-        children.start(r.dir, trainArgv(sweep, r, threads), r.dir + ".stderr.log");
+        if (!children.start(r.dir, trainArgv(sweep, r, threads), r.dir + ".stderr.log"))
+            break; // a stop signal: no more runs
+        ++started;
     }
     children.waitAll();
-    return failed;
+    return {started, failed};
 }
 
 // ---- Slurm ----
@@ -162,8 +173,10 @@ std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs
     return id;
 }
 
-// Waits for the job to end, printing progress read from the run folders whenever it changes.
-void waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double pollSeconds) {
+// Waits for the job to end, printing progress read from the run folders whenever it changes;
+// false when a stop signal ended the wait (the job goes on).
+bool waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double pollSeconds) {
+    catchStopSignals();
     std::string last;
     int squeueFailures = 0;
     for (;;) {
@@ -185,7 +198,14 @@ void waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double
             std::fprintf(stderr, "%s\n", line.c_str());
         last = line;
         if (state == JobState::Ended)
-            return;
+            return true;
+        if (stopSignal() != 0) {
+            std::fprintf(stderr,
+                         "sweep: stopped waiting; slurm job %s goes on (the same command waits "
+                         "for it again; scancel %s cancels it)\n",
+                         id.c_str(), id.c_str());
+            return false;
+        }
         if (state == JobState::Unknown && ++squeueFailures >= 30)
             throw std::runtime_error(why + " (30 times in a row; slurm job " + id +
                                      " may still run: run the same command again to wait for it)");
@@ -218,7 +238,9 @@ int runTask(const Sweep& sweep, const SweepArgs& args, const SlurmOptions& optio
     for (const SweepRun& r : allRuns(sweep, args.out))
         if (r.relative == line) {
             std::fprintf(stderr, "sweep: task %d: %s\n", args.taskIndex, r.dir.c_str());
-            return runChildren(sweep, {r}, 1, options.cpusPerTask) == 0 ? 0 : kExitTrainingFailed;
+            return runChildren(sweep, {r}, 1, options.cpusPerTask).failed == 0
+                       ? 0
+                       : kExitTrainingFailed;
         }
     throw std::invalid_argument(args.taskList + ": \"" + line + "\" is no run of " + args.file);
 }
@@ -321,7 +343,8 @@ int runSweep(const SweepArgs& args) {
     if (!earlier.empty()) {
         std::fprintf(stderr, "sweep: slurm job %s of this sweep is still running: waiting\n",
                      earlier.c_str());
-        waitForJob(earlier, allRuns(sweep, out), slurm.pollSeconds);
+        if (!waitForJob(earlier, allRuns(sweep, out), slurm.pollSeconds))
+            return 128 + stopSignal();
     } else if (backend == "slurm") {
         if (!todo.empty()) {
             const std::string id = submitRuns(out, todo, slurm);
@@ -336,18 +359,28 @@ int runSweep(const SweepArgs& args) {
                              out.c_str(), out.c_str());
                 return 0;
             }
-            waitForJob(id, todo, slurm.pollSeconds);
+            if (!waitForJob(id, todo, slurm.pollSeconds))
+                return 128 + stopSignal();
         } else {
             std::fprintf(stderr, "sweep: 0 run(s) submitted, %d found done or failed earlier\n",
                          skipped);
         }
     } else {
-        runChildren(sweep, todo, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
-                    1);
-        std::fprintf(stderr, "sweep: %zu run(s) started, %d found done or failed earlier\n",
-                     todo.size(), skipped);
+        catchStopSignals();
+        const ChildTally tally = runChildren(
+            sweep, todo, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(), 1);
+        std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n",
+                     tally.started, skipped);
     }
-    return report(sweep, out);
+    const int status = report(sweep, out);
+    if (stopSignal() != 0) {
+        std::fprintf(stderr,
+                     "sweep: stopped by signal %d; the same command (or `sweep --file "
+                     "%s/sweep.json --out %s`) runs what is missing\n",
+                     stopSignal(), out.c_str(), out.c_str());
+        return 128 + stopSignal();
+    }
+    return status;
 }
 
 Command addSweepCommand(CLI::App& app) {

@@ -39,6 +39,7 @@ private slots:
     void compareWritesTableAndPlots();
     void compareKeepsFailedRunsInTheTable();
     void sweepResumesAndKeepsFailures();
+    void sweepStopsItsRunsOnASignal();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -615,6 +616,47 @@ void TestCli::sweepResumesAndKeepsFailures() {
     QVERIFY2(resumed.err.contains("1 run(s) started"), resumed.err.constData());
     const Result rerun = runCli(sweep + QStringList{QStringLiteral("--rerun-failed")});
     QVERIFY2(rerun.err.contains("4 run(s) started"), rerun.err.constData());
+}
+
+// SIGINT to a sweep (as Ctrl-C gives it: the children are in groups of their own, so only the
+// sweep gets it) is passed on once to each run, which writes its summary ("interrupted"); the
+// sweep marks none failed, writes its table and exits 128 + 2; the runs count as still to do.
+void TestCli::sweepStopsItsRunsOnASignal() {
+    QTemporaryDir dir;
+    QProcess sweep;
+    sweep.start(QStringLiteral(PLAB_CLI_PATH),
+                QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                            QStringLiteral("fp32"), QStringLiteral("--seeds"), QStringLiteral("3"),
+                            QStringLiteral("--jobs"), QStringLiteral("2"),
+                            QStringLiteral("--steps"), QStringLiteral("1000000"),
+                            QStringLiteral("--out"), dir.path()} +
+                    kTinyRun);
+    QVERIFY(sweep.waitForStarted());
+    const QString seed1 = dir.filePath(QStringLiteral("fp32/seed-1"));
+    const QString seed2 = dir.filePath(QStringLiteral("fp32/seed-2"));
+    for (int i = 0; i < 1500 && (recordedSteps(seed1) < 5 || recordedSteps(seed2) < 5); ++i)
+        QTest::qWait(20);
+    QVERIFY(recordedSteps(seed1) >= 5 && recordedSteps(seed2) >= 5);
+    QCOMPARE(::kill(static_cast<pid_t>(sweep.processId()), SIGINT), 0);
+    QVERIFY(sweep.waitForFinished(20000));
+    const QByteArray err = sweep.readAllStandardError();
+    QCOMPARE(sweep.exitCode(), 128 + SIGINT);
+    QVERIFY2(err.contains("2 run(s) started"), err.constData());
+    QVERIFY2(err.contains("stopped by signal 2"), err.constData());
+    for (const QString& run : {seed1, seed2}) {
+        const QString reason = readSummary(run).value(QStringLiteral("stop_reason")).toString();
+        QVERIFY2(reason.startsWith(QStringLiteral("interrupted by SIGINT")), qPrintable(reason));
+        QVERIFY(!QFile::exists(run + QStringLiteral(".failed")));
+    }
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("fp32/seed-3")))); // never started
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("sweep.csv"))));
+    // All three are still to do.
+    const Result collected =
+        runCli({QStringLiteral("sweep"), QStringLiteral("--file"),
+                dir.filePath(QStringLiteral("sweep.json")), QStringLiteral("--out"), dir.path(),
+                QStringLiteral("--collect")});
+    QCOMPARE(collected.exitCode, 3);
+    QCOMPARE(collected.err.count("not run yet"), 3);
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is
