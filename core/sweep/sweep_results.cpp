@@ -33,6 +33,8 @@ const std::vector<SweepMetric>& sweepMetrics() {
         {"test_loss", "test loss", false, 1.0, ""},
         {"final_train_loss", "final train loss", false, 1.0, ""},
         {"skipped_steps", "skipped steps", false, 1.0, ""},
+        {"flushed_weights", "flushed weights (%)", false, 100.0, " points"},
+        {"flushed_activations", "flushed activations (%)", false, 100.0, " points"},
         {"flushed_activation_gradients", "flushed act. gradients (%)", false, 100.0, " points"},
         {"flushed_weight_gradients", "flushed weight gradients (%)", false, 100.0, " points"},
     };
@@ -46,7 +48,8 @@ std::map<std::string, double> readRunMetrics(const std::string& runDir) {
     for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "skipped_steps"})
         m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
     const RunAnalysis a = analyseRun(RunRecord(runDir));
-    for (const char* role : {"activation_gradients", "weight_gradients"}) {
+    for (const char* role :
+         {"weights", "activations", "activation_gradients", "weight_gradients"}) {
         const auto it = a.meanFlushed.find(role);
         m[std::string("flushed_") + role] = it == a.meanFlushed.end() ? 0.0 : it->second;
     }

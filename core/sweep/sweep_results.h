@@ -20,7 +20,8 @@ struct SweepMetric {
     double scale; // 100 for shares and accuracies shown in percent or points
     const char* unit;
 };
-// test_accuracy, test_loss, final_train_loss, skipped_steps, flushed_activation_gradients,
+// test_accuracy, test_loss, final_train_loss, skipped_steps, and the mean flushed share of each
+// role: flushed_weights, flushed_activations, flushed_activation_gradients,
 // flushed_weight_gradients.
 const std::vector<SweepMetric>& sweepMetrics();
 
