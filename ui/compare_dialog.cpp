@@ -472,7 +472,7 @@ void CompareDialog::drawResults(const SweepResults& results) {
         high = std::max(high, y + err);
     }
     m_metrics->xAxis->setTicker(ticker);
-    m_metrics->xAxis->setTickLabelRotation(results.points.size() > 3 ? 35 : 0);
+    m_metrics->xAxis->setTickLabelRotation(results.points.size() > 3 ? -35 : 0);
     m_metrics->xAxis->setRange(-0.5, static_cast<double>(results.points.size()) - 0.5);
     const double pad = std::max(0.5, (high - low) * 0.1);
     m_metrics->yAxis->setRange(std::max(0.0, low - pad), std::min(100.0, high + pad));
