@@ -6,6 +6,8 @@
 
 #include "util/vector_clones.h"
 
+#include <cfloat>
+
 namespace plab::blocks {
 namespace {
 
@@ -38,6 +40,69 @@ PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
         f.nonzero = static_cast<std::uint32_t>(nz[k]);
         body.info[b + static_cast<std::size_t>(k)] = ScaleBlocks::factsOf(f);
     }
+}
+
+// block_scale.h's rules on 16 blocks' amaxes at once, the same float and integer operations
+// lane by lane (so the same bits; a test holds the lanes to the scalar rule). One vector
+// division where each block's scalar chain has one or two. Not for 4/6 (per-block trials).
+PLAB_INLINE_BODY lanes::I16 pow2Lanes(lanes::I16 x) { // 2^x, x in [-149, 127], as bits
+    const lanes::I16 normal = (x + 127) << 23;
+    const lanes::I16 subnormal = (lanes::I16{} + 1) << ((x + 149) & 31);
+    return x >= -126 ? normal : subnormal;
+}
+
+PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
+    using lanes::F16;
+    using lanes::I16;
+    F16 amax, finite;
+    for (std::size_t k = 0; k < 16; ++k) {
+        amax[k] = body.info[b + k].amax;
+        finite[k] = body.info[b + k].finiteAmax;
+    }
+    const ScaleRule& rule = body.rule;
+    F16 toElement, decoded;
+    if (rule.kind == static_cast<int>(ScaleKind::Nvfp4)) {
+        // q_b = e4m3_rne_saturate(amax_b * (s_enc * (1 / 6))), r_b = min(1 / (q_b * (1 / s_enc)))
+        const F16 v = amax * (body.tensorScale * (1.0f / rule.maxElement));
+        const I16 u = (I16)v; // v >= 0: the sign bit is clear, shifts are logical
+        const I16 normal = (u + 0x7FFFF + ((u >> 20) & 1)) & static_cast<std::int32_t>(0xFFF00000u);
+        const F16 sub = ((v * 512.0f + 12582912.0f) - 12582912.0f) * 0.001953125f;
+        const F16 q = v >= 448.0f ? F16{} + 448.0f : (v >= 0.015625f ? (F16)normal : sub);
+        F16 r = 1.0f / (q * (1.0f / body.tensorScale));
+        r = r < FLT_MAX ? r : F16{} + FLT_MAX;
+        toElement = q == 0.0f ? F16{} : r;
+        decoded = q;
+    } else if (rule.kind == static_cast<int>(ScaleKind::Fp32)) {
+        F16 scale = rule.maxElement / finite;
+        scale = scale < FLT_MAX ? scale : F16{} + FLT_MAX;
+        if (rule.powerOfTwo)
+            scale = (F16)((I16)scale & static_cast<std::int32_t>(0xFF800000u));
+        scale = finite > 0.0f ? scale : F16{} + 1.0f;
+        toElement = scale;
+        decoded = 1.0f / scale;
+    } else {
+        I16 x;
+        if (rule.kind == static_cast<int>(ScaleKind::MxCeil)) {
+            const I16 bits = (I16)(finite * (1.0f / rule.maxElement));
+            const I16 field = (bits >> 23) & 0xFF;
+            const I16 roundedUp = field + ((bits & 0x7FFFFF) != 0 ? I16{} + 1 : I16{});
+            I16 code = field == 0 ? (bits > 0x00400000 ? I16{} + 1 : I16{}) : roundedUp;
+            code = code > 254 ? I16{} + 254 : code;
+            x = code - 127;
+        } else {
+            // floor(log2 amax): the exponent field; a subnormal's from amax * 2^23 (exact).
+            const I16 field = (I16)finite >> 23;
+            const I16 fromScaled = ((I16)(finite * 8388608.0f) >> 23) - 23;
+            I16 e = (field > 0 ? field : fromScaled) - 127 - rule.emaxElement;
+            e = e < -127 ? I16{} - 127 : e;
+            e = e > 127 ? I16{} + 127 : e;
+            x = finite > 0.0f ? e : I16{} - 127;
+        }
+        toElement = (F16)pow2Lanes(-x);
+        decoded = (F16)pow2Lanes(x);
+    }
+    for (std::size_t k = 0; k < 16; ++k)
+        body.info[b + k].scale = {toElement[k], decoded[k]};
 }
 
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
@@ -99,9 +164,17 @@ void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last
 
 PLAB_VECTOR_CLONES
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    Geometry::Place at = body.geometry.place(first);
-    for (std::size_t b = first; b < last; ++b, body.geometry.advance(at))
-        body.chooseScale(b, at); // independent blocks: their chains overlap
+    // 16 blocks' scales at once where the blocks are 1-D (the scale needs no place) and no
+    // per-block trial (4/6) is asked for; else block by block (independent chains overlap).
+    std::size_t block = first;
+#if defined(PLAB_BLOCK_LANES)
+    if (!body.fourOverSix)
+        for (; block + 16 <= last; block += 16)
+            chooseScale16(body, block);
+#endif
+    Geometry::Place at = body.geometry.place(block);
+    for (; block < last; ++block, body.geometry.advance(at))
+        body.chooseScale(block, at);
     overBlocks(
         body.geometry, first, last,
         [&](std::size_t b) PLAB_INLINE_LAMBDA { applyScale16(body, b); },

@@ -30,6 +30,7 @@ private slots:
     void nvfp4FollowsTheFormulaOrder();
     void e4m3ScaleRoundingMatchesTheReference();
     void subnormalScales();
+    void scalesOfBlockGroupsMatchTheScalarRule();
     void zeroScaleBlockIsFlushed();
     void mxCeilNeverSaturates();
     void fourOverSixNeverWorse();
@@ -476,6 +477,87 @@ void TestBlockFormats::subnormalScales() {
     QCOMPARE(bits(out[16]), bits(in[16]));
     QCOMPARE(bits(out[17]),
              bits((-2.0f * 0.109375f) / 448.0f)); // -2 / 6 of the block max, rounded to -2
+}
+
+// The CPU chooses 16 blocks' scales at once (vector lanes); each must equal block_scale.h's
+// scalar rule bit for bit. 96 blocks, each holding one value from a list of edge amaxes (zero,
+// float32 subnormals, the 2^-127 boundary, powers of two and their neighbours, E4M3's 448 and
+// the midpoint above it, FLT_MAX, Inf; NaN beside a value for NVFP4), and one huge block so that
+// NVFP4's tensor scale sends most block scales into E4M3's subnormal range.
+void TestBlockFormats::scalesOfBlockGroupsMatchTheScalarRule() {
+    const float edges[] = {0.0f,
+                           1e-45f,
+                           1e-40f,
+                           0x1p-127f,
+                           0x1.000002p-127f,
+                           0x1p-126f,
+                           0x1.fffffep-126f,
+                           3e-30f,
+                           0x1p-20f,
+                           0x1.8p-7f,
+                           0.015625f,
+                           0.0156249f,
+                           1.0f,
+                           0x1.000002p0f,
+                           0x1.fffffep0f,
+                           3.0f,
+                           6.0f,
+                           6.0000005f,
+                           448.0f,
+                           464.0f,
+                           464.00003f,
+                           1e20f,
+                           FLT_MAX,
+                           kInf};
+    const struct {
+        const char* name;
+        const char* element;
+        BlockScheme scheme;
+    } cases[] = {
+        {"nvfp4", "fp4-e2m1", scheme(BlockScaleKind::Nvfp4, 16)},
+        {"mxfp8 floor", "fp8-e4m3", scheme(BlockScaleKind::Mx, 32)},
+        {"mxfp4 floor", "fp4-e2m1", scheme(BlockScaleKind::Mx, 32)},
+        {"mxfp8 ceil", "fp8-e4m3", scheme(BlockScaleKind::Mx, 32, ScaleRounding::Ceil)},
+        {"mxfp6 ceil", "fp6-e3m2", scheme(BlockScaleKind::Mx, 32, ScaleRounding::Ceil)},
+        {"fp32 blocks", "fp8-e4m3", scheme(BlockScaleKind::Fp32, 16)},
+        {"fp32 blocks pow2", "fp8-e4m3",
+         scheme(BlockScaleKind::Fp32, 16, ScaleRounding::Floor, true)},
+    };
+    for (const auto& c : cases) {
+        for (const float huge : {0.0f, 0x1p40f}) {
+            const auto side = static_cast<std::size_t>(c.scheme.blockSize);
+            const std::size_t count = 96;
+            std::vector<float> in(count * side, 0.0f), out(in.size());
+            for (std::size_t b = 0; b < count; ++b) {
+                const float v = edges[b % std::size(edges)];
+                in[b * side + b % side] = (b / std::size(edges)) % 2 == 0 ? v : -v;
+                if (b % 5 == 0 && c.scheme.kind == BlockScaleKind::Nvfp4)
+                    in[b * side + (b + 1) % side] = kNaN; // not part of the amax
+            }
+            in[7 * side] = huge;
+            const QuantConfig config = saturating(c.element);
+            std::vector<BlockInfo> info;
+            const BlockQuantizeResult result = quantizeBlocks(Quantizer(config), c.scheme, in, out,
+                                                              {}, nullptr, nullptr, {}, info);
+            const blocks::ScaleRule rule = makeScaleRule(c.scheme, config.format);
+            QCOMPARE(info.size(), count);
+            for (std::size_t b = 0; b < count; ++b) {
+                const blocks::BlockScale want = blocks::blockScale(
+                    rule, info[b].amax, info[b].finiteAmax, result.tensorScale, rule.maxElement);
+                QVERIFY2(bits(info[b].scale.decoded) == bits(want.decoded) &&
+                             bits(info[b].scale.toElement) == bits(want.toElement),
+                         qPrintable(QString("%1, block %2 (amax %3): scale %4 / %5, to element "
+                                            "%6 / %7 (got / scalar rule)")
+                                        .arg(QLatin1String(c.name))
+                                        .arg(b)
+                                        .arg(double(info[b].amax), 0, 'g', 9)
+                                        .arg(double(info[b].scale.decoded), 0, 'g', 9)
+                                        .arg(double(want.decoded), 0, 'g', 9)
+                                        .arg(double(info[b].scale.toElement), 0, 'g', 9)
+                                        .arg(double(want.toElement), 0, 'g', 9)));
+            }
+        }
+    }
 }
 
 void TestBlockFormats::zeroScaleBlockIsFlushed() {
