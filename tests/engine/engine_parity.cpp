@@ -373,14 +373,19 @@ void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& rep
         int steps, batch;
     };
     std::vector<Run> runs;
-    for (const Preset& p : presets()) {
+    for (std::size_t i = 0; plan.presetRuns && i < presets().size(); ++i) {
+        if (static_cast<int>(i % static_cast<std::size_t>(plan.parts)) != plan.part)
+            continue;
+        const Preset& p = presets()[i];
         nlohmann::json patch = p.json;
         patch["model"]["hidden"] = plan.hidden;
         runs.push_back({p.name, patch, plan.steps, plan.batch});
     }
-    nlohmann::json cnn = findPreset("fp16-static").json;
-    cnn["model"] = {{"type", "cnn"}};
-    runs.push_back({"cnn fp16-static", cnn, plan.cnnSteps, plan.cnnBatch});
+    if (plan.cnnRun) {
+        nlohmann::json cnn = findPreset("fp16-static").json;
+        cnn["model"] = {{"type", "cnn"}};
+        runs.push_back({"cnn fp16-static", cnn, plan.cnnSteps, plan.cnnBatch});
+    }
     for (const auto& [name, patch, steps, batch] : runs) {
         // Two engines sum in different orders (and OpenBLAS's order depends on the CPU), so
         // after a few steps their trajectories part like two seeds of one run: the first step,

@@ -53,6 +53,10 @@ struct TrainingRuns {
     int steps = 200, batch = 128;
     std::vector<int> hidden = {256, 256};
     int cnnSteps = 200, cnnBatch = 128;
+    // Which runs: the presets with index % parts == part, and the CNN (CTest runs the parts as
+    // separate tests, in parallel).
+    bool presetRuns = true, cnnRun = true;
+    int part = 0, parts = 1;
 };
 void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report);
 // Statistics every step on an engine whose statistics may arrive late (a GPU's): each report

@@ -4,21 +4,45 @@
 // seeds: see engine_parity.h), and statistics that arrive a step late as a GPU's do. The CUDA
 // build runs the same checks on a device (tests/gpu/test_gpu_engine.cpp); this one runs
 // everywhere, so the kernels' arithmetic and indexing are tested on every CI run.
+//
+// Usage: test_host_kernel_parity [kernels | presets K/N]: everything; the kernel checks and the
+// CNN's training runs; or part K of N of the presets' training runs (CTest runs the three parts
+// in parallel: under the sanitizers the training runs take minutes).
 #include "engine/host_kernel_ops.h"
 #include "engine_parity.h"
 
-int main() {
+#include <cstdio>
+#include <string>
+
+int main(int argc, char** argv) {
     using namespace plab;
-    parity::Report report;
-    const parity::OpsFactory hostKernels = [] { return makeHostKernelOps(); };
-    parity::layers(hostKernels, report);
-    parity::lossAndReductions(hostKernels, report);
-    parity::quantisers(hostKernels, report);
-    parity::optimisers(hostKernels, report);
+    const std::string what = argc > 1 ? argv[1] : "all";
     // 150 steps of every preset on 3 seeds, on a narrower MLP and fewer CNN steps than the GPU
     // test so that the serial emulation takes seconds.
-    parity::training(hostKernels, {150, 32, {64, 64}, 30, 16}, report);
-    parity::lateStatistics([] { return makeHostKernelOps(HostStatistics::Late); }, hostKernels,
-                           report);
+    parity::TrainingRuns plan{150, 32, {64, 64}, 30, 16};
+    if (what == "presets" &&
+        (argc < 3 || std::sscanf(argv[2], "%d/%d", &plan.part, &plan.parts) != 2 ||
+         plan.parts < 1 || plan.part < 1 || plan.part > plan.parts)) {
+        std::fprintf(stderr, "presets: expected a part K/N with 1 <= K <= N\n");
+        return 2;
+    }
+    if (what != "all" && what != "kernels" && what != "presets") {
+        std::fprintf(stderr, "%s: expected kernels or presets K/N\n", what.c_str());
+        return 2;
+    }
+    plan.part = what == "presets" ? plan.part - 1 : 0; // 0-based from here
+    plan.presetRuns = what != "kernels";
+    plan.cnnRun = what != "presets";
+    parity::Report report;
+    const parity::OpsFactory hostKernels = [] { return makeHostKernelOps(); };
+    if (what != "presets") {
+        parity::layers(hostKernels, report);
+        parity::lossAndReductions(hostKernels, report);
+        parity::quantisers(hostKernels, report);
+        parity::optimisers(hostKernels, report);
+        parity::lateStatistics([] { return makeHostKernelOps(HostStatistics::Late); }, hostKernels,
+                               report);
+    }
+    parity::training(hostKernels, plan, report);
     return parity::finish(report, "host emulation of the GPU engine vs the CPU engine");
 }
