@@ -16,6 +16,11 @@
 #include <cstring>
 #include <vector>
 
+#include "sweep/sweep_plan.h"
+#include "train/train_config.h"
+
+#include <fstream>
+
 #include <sqlite3.h>
 #include <sys/resource.h>
 
@@ -40,6 +45,7 @@ private slots:
     void compareKeepsFailedRunsInTheTable();
     void sweepResumesAndKeepsFailures();
     void sweepStopsItsRunsOnASignal();
+    void sweepChildTrainsTheSweepsRunConfig();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -657,6 +663,38 @@ void TestCli::sweepStopsItsRunsOnASignal() {
                 QStringLiteral("--collect")});
     QCOMPARE(collected.exitCode, 3);
     QCOMPARE(collected.err.count("not run yet"), 3);
+}
+
+// A run of a sweep trains what Sweep::runConfigJson says (which the app's Compare dialog uses):
+// the config.json its `train` child wrote equals that config, for every grid point and seed.
+void TestCli::sweepChildTrainsTheSweepsRunConfig() {
+    using plab::Sweep, plab::SweepPoint;
+    QTemporaryDir dir;
+    const Result r =
+        runCli(QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                           QStringLiteral("fp16-static,bf16"), QStringLiteral("--seeds"),
+                           QStringLiteral("2"), QStringLiteral("--steps"), QStringLiteral("2"),
+                           QStringLiteral("--grid"), QStringLiteral("scaling.scale=2^4,2^9"),
+                           QStringLiteral("--set"), QStringLiteral("train.lr=0.03"),
+                           QStringLiteral("--data"), QStringLiteral("synthetic"),
+                           QStringLiteral("--out"), dir.path()} +
+               kTinyRun);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const Sweep sweep =
+        plab::readSweepFile(dir.filePath(QStringLiteral("sweep.json")).toStdString());
+    int compared = 0;
+    for (const SweepPoint& p : sweep.points())
+        for (int seed = 1; seed <= sweep.seeds; ++seed) {
+            std::ifstream in(sweep.runFolder(dir.path().toStdString(), p, seed) + "/config.json");
+            const nlohmann::json written = nlohmann::json::parse(in, nullptr, false);
+            const nlohmann::json expected =
+                plab::configFromJson(sweep.runConfigJson(p, seed)).toJson();
+            QVERIFY2(written == expected, qPrintable(QString::fromStdString(
+                                              p.name(sweep) + " seed " + std::to_string(seed) +
+                                              ": " + written.dump() + " vs " + expected.dump())));
+            ++compared;
+        }
+    QCOMPARE(compared, 2 * 2 * 2);
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is
