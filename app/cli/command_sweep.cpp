@@ -220,7 +220,7 @@ SlurmOptions slurmOptionsOf(const SweepArgs& args, const nlohmann::json& file) {
     if (file.is_object() && file.contains("slurm"))
         o.update(file.at("slurm"), args.file + ": slurm");
     if (args.slurm.is_object() && !args.slurm.empty())
-        o.update(args.slurm, "sweep: Slurm option");
+        o.update(args.slurm, "sweep", true);
     return o;
 }
 
@@ -308,8 +308,12 @@ int runSweep(const SweepArgs& args) {
     if (backend != "local" && backend != "slurm")
         throw std::invalid_argument("sweep: backend \"" + backend + "\": expected local or slurm");
     const SlurmOptions slurm = slurmOptionsOf(args, file);
-    if (args.taskIndex >= 0)
+    if (args.taskIndex >= 0 || !args.taskList.empty()) {
+        if (args.taskIndex < 0 || args.taskList.empty() || args.file.empty())
+            throw std::invalid_argument("sweep: --task-list and --task-index go together, with "
+                                        "--file (they are the Slurm array tasks' own options)");
         return runTask(sweep, args, slurm);
+    }
 
     // Slurm tasks on other machines find the folder by this path: make it absolute.
     const std::string out = std::filesystem::absolute(args.out).lexically_normal().string();
@@ -447,7 +451,7 @@ Command addSweepCommand(CLI::App& app) {
         ->group("Slurm");
     // Task mode, for the array job's tasks (not for people).
     cmd->add_option("--task-list", args->taskList)->group("");
-    cmd->add_option("--task-index", args->taskIndex)->group("")->needs("--task-list");
+    cmd->add_option("--task-index", args->taskIndex)->group("");
     return {cmd, [args] { return runSweep(*args); }};
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <map>
 #include <stdexcept>
 
 extern char** environ;
@@ -21,7 +22,22 @@ nlohmann::json SlurmOptions::toJson() const {
             {"poll_seconds", pollSeconds}};
 }
 
-void SlurmOptions::update(const nlohmann::json& j, const std::string& where) {
+void SlurmOptions::update(const nlohmann::json& j, const std::string& where, bool optionNames) {
+    // A field as the user wrote it: --cpus-per-task on the command line, slurm.cpus_per_task in
+    // a sweep file.
+    const auto name = [&](const std::string& key) {
+        if (!optionNames)
+            return where + "." + key;
+        static const std::map<std::string, std::string> options = {
+            {"partition", "--partition"},
+            {"time", "--time"},
+            {"mem", "--mem"},
+            {"cpus_per_task", "--cpus-per-task"},
+            {"max_running", "--max-running"},
+            {"sbatch_args", "--sbatch-arg"},
+            {"poll_seconds", "--poll"}};
+        return "sweep: " + options.at(key);
+    };
     if (!j.is_object())
         throw std::invalid_argument(where + ": expected an object of Slurm options");
     try {
@@ -36,14 +52,14 @@ void SlurmOptions::update(const nlohmann::json& j, const std::string& where) {
         throw std::invalid_argument(where + ": " + e.what());
     }
     if (cpusPerTask < 1)
-        throw std::invalid_argument(where + ".cpus_per_task: expected 1 or more");
+        throw std::invalid_argument(name("cpus_per_task") + ": expected 1 or more");
     if (maxRunning < 0)
-        throw std::invalid_argument(where + ".max_running: expected 0 (no limit) or more");
+        throw std::invalid_argument(name("max_running") + ": expected 0 (no limit) or more");
     if (!(pollSeconds >= 0.1 && pollSeconds <= 3600.0))
-        throw std::invalid_argument(where + ".poll_seconds: expected 0.1 to 3600");
+        throw std::invalid_argument(name("poll_seconds") + ": expected 0.1 to 3600 seconds");
     for (const std::string& a : sbatchArgs)
         if (!a.starts_with("--") || a.find('\n') != std::string::npos)
-            throw std::invalid_argument(where + ".sbatch_args: \"" + a +
+            throw std::invalid_argument(name("sbatch_args") + ": \"" + a +
                                         "\": expected one sbatch option such as --account=lab");
 }
 
@@ -126,6 +142,15 @@ std::string firstLine(const std::string& text) {
         return {};
     return text.substr(start, text.find('\n', start) - start);
 }
+// Slurm's commands print their reason last ("sbatch: fatal: ..." after the errors leading to it).
+std::string lastLine(const std::string& text) {
+    const std::size_t end = text.find_last_not_of(" \n");
+    if (end == std::string::npos)
+        return {};
+    const std::size_t start = text.rfind('\n', end);
+    return text.substr(start == std::string::npos ? 0 : start + 1,
+                       end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
 } // namespace
 
 std::string submitJob(const std::string& scriptPath) {
@@ -133,9 +158,14 @@ std::string submitJob(const std::string& scriptPath) {
     const std::string line = firstLine(r.output);
     // --parsable prints "ID" or "ID;cluster".
     const std::string id = line.substr(0, line.find(';'));
-    if (r.status != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+    if (r.status == 127)
+        throw std::runtime_error("sbatch " + scriptPath + ": " + r.output +
+                                 " (--backend slurm runs where Slurm's client commands are)");
+    if (r.status != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
+        const std::string why = lastLine(r.output);
         throw std::runtime_error("sbatch " + scriptPath + ": " +
-                                 (line.empty() ? "exit " + std::to_string(r.status) : line));
+                                 (why.empty() ? "exit " + std::to_string(r.status) : why));
+    }
     return id;
 }
 

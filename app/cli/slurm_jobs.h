@@ -22,8 +22,9 @@ struct SlurmOptions {
     double pollSeconds = 5.0;            // how often progress is read while the job runs
 
     nlohmann::json toJson() const;
-    // Fields absent from `j` keep their value; std::invalid_argument naming `where` and the field.
-    void update(const nlohmann::json& j, const std::string& where);
+    // Fields absent from `j` keep their value; std::invalid_argument naming the field: as
+    // `where`.key (a sweep file's "slurm" object), or as its command-line option.
+    void update(const nlohmann::json& j, const std::string& where, bool optionNames = false);
 };
 
 // The batch script of an array job of `tasks` tasks, each running `command` (a shell line in
