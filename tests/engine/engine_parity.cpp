@@ -224,7 +224,14 @@ void lossAndReductions(const OpsFactory& candidate, Report& report) {
     report.expect(std::fabs(ops->sumOfSquares(b.t) - cpu.sumOfSquares(a.t)) <=
                       1e-9 * cpu.sumOfSquares(a.t),
                   "sum of squares differs");
-    report.expect(ops->allFinite(b.t), "allFinite: false on finite data");
+    report.expect(ops->allFinite(b.t) && cpu.allFinite(a.t), "allFinite: false on finite data");
+    for (const float bad : {-INFINITY, NAN, -NAN}) { // one at the end: the vector loop's tail
+        std::vector<float> w = v;
+        w.back() = bad;
+        Mirror onCpu(cpu, w), onCandidate(*ops, w);
+        report.expect(!cpu.allFinite(onCpu.t) && !ops->allFinite(onCandidate.t),
+                      "allFinite: true with an Inf or NaN last");
+    }
     v[99999] = INFINITY;
     Mirror c(*ops, v);
     report.expect(!ops->allFinite(c.t), "allFinite: true with an Inf");
