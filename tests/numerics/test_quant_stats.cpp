@@ -25,6 +25,7 @@ private slots:
     void bitsHistogramBinMatchesDefinition();
     void histogramShiftsUnderScaling();
     void threadCountIndependent();
+    void errorSumsMatchTheirDefinition();
 };
 
 namespace {
@@ -190,6 +191,52 @@ void TestQuantStats::threadCountIndependent() {
         QVERIFY(many.counts == one.counts);
         QVERIFY(many.histogram == one.histogram);
         QCOMPARE(many.amax, one.amax);
+    }
+}
+
+// measureError's sums (vector lanes in each target clone) equal their definition written out
+// here bit for bit: element i into partial sum i % 8 in order, the tail from lane 0, non-finite
+// pairs skipped, the partials added at the end; on lengths around the vector width and with
+// Inf and NaN on either side.
+void TestQuantStats::errorSumsMatchTheirDefinition() {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    for (const std::size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 16u, 17u, 1000u, 4099u}) {
+        std::vector<float> in(n), out(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            in[i] = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(i % 40) - 20));
+            out[i] = in[i] * (1.0f + 0.01f * normal(rng));
+            if (i % 97 == 5)
+                in[i] = i % 2 ? kInf : -kNaN;
+            if (i % 89 == 3)
+                out[i] = i % 2 ? -kInf : kNaN;
+        }
+        double signal[8] = {}, error[8] = {}, outSq[8] = {};
+        std::uint64_t count[8] = {};
+        const std::size_t whole = n - n % 8;
+        for (std::size_t i = 0; i < n; ++i) {
+            const std::size_t lane = i < whole ? i % 8 : i - whole;
+            if (!std::isfinite(in[i]) || !std::isfinite(out[i]))
+                continue;
+            const double x = in[i], q = out[i];
+            ++count[lane];
+            signal[lane] += x * x;
+            error[lane] += (q - x) * (q - x);
+            outSq[lane] += q * q;
+        }
+        QuantError want;
+        for (int lane = 0; lane < 8; ++lane) {
+            want.count += count[lane];
+            want.signalSq += signal[lane];
+            want.errorSq += error[lane];
+            want.outputSq += outSq[lane];
+        }
+        const QuantError got = measureError(in, out);
+        QCOMPARE(got.count, want.count);
+        QVERIFY2(std::memcmp(&got.signalSq, &want.signalSq, sizeof(double)) == 0 &&
+                     std::memcmp(&got.errorSq, &want.errorSq, sizeof(double)) == 0 &&
+                     std::memcmp(&got.outputSq, &want.outputSq, sizeof(double)) == 0,
+                 qPrintable(QString("n = %1").arg(n)));
     }
 }
 
