@@ -451,12 +451,22 @@ inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelPara
     std::memcpy(rnd, words + offset, n * sizeof(std::uint32_t));
 }
 
+// Calls of at least this many elements count their histogram in four interleaved copies: a
+// tensor's values crowd into a few bins, and consecutive increments of one counter wait for
+// each other (store to load); four copies break the chain. Below it, zeroing and merging the
+// copies would cost more than they save. (Below 2^31 elements per call: 32-bit copies.)
+constexpr std::size_t kSplitHistogramMin = 4096;
+
 template <int kRounding>
 void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                    std::uint64_t firstIndex, KernelCounters* counters) {
     alignas(64) std::uint32_t rnd[kBlock + 64] = {};
     alignas(64) std::uint32_t bins[kBlock + kLanes];
     BlockCounts bc;
+    const bool split = counters != nullptr && n >= kSplitHistogramMin && n < (std::size_t{1} << 31);
+    alignas(64) std::uint32_t copies[4][plab::kHistBinCount]; // zeroed only when used
+    if (split)
+        std::memset(copies, 0, sizeof copies);
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = n - start < kBlock ? n - start : kBlock;
         if constexpr (kRounding == kStochastic)
@@ -466,11 +476,27 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
             continue;
         }
         quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, bc);
+        if (split) {
+            std::size_t i = 0;
+            for (; i + 4 <= len; i += 4) {
+                ++copies[0][bins[i]];
+                ++copies[1][bins[i + 1]];
+                ++copies[2][bins[i + 2]];
+                ++copies[3][bins[i + 3]];
+            }
+            for (; i < len; ++i)
+                ++copies[0][bins[i]];
+            continue;
+        }
         std::uint64_t* hist = counters->histogram;
 #pragma GCC unroll 8
         for (std::size_t i = 0; i < len; ++i)
             ++hist[bins[i]];
     }
+    if (split)
+        for (std::size_t b = 0; b < plab::kHistBinCount; ++b)
+            counters->histogram[b] +=
+                std::uint64_t{copies[0][b]} + copies[1][b] + copies[2][b] + copies[3][b];
     if (counters != nullptr) {
         counters->zero += bc.zero;
         counters->underflow += bc.underflow;
