@@ -293,6 +293,7 @@ void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
     };
     std::vector<Going> going;
     std::map<std::string, std::shared_ptr<const DataSplit>> splits; // shared across seeds on files
+    RunMetricsCache metrics; // each run's record is analysed once, as it ends
     const std::size_t concurrent = std::max(1u, std::thread::hardware_concurrency());
     std::size_t next = 0, done = 0;
     while ((next < planned.size() || !going.empty()) && !stop.stop_requested()) {
@@ -330,9 +331,11 @@ void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
             const std::size_t run = it->run;
             it = going.erase(it);
             ++done;
-            // The record is whole now: the run's curves by the one analysis, the table anew.
+            // The record is whole now: the run's curves and metrics by the one analysis, the
+            // table anew.
             const RunAnalysis a = analyseRun(RunRecord(planned[run].dir));
-            SweepResults results = collectSweep(sweep, folder);
+            metrics[planned[run].dir] = readRunMetrics(planned[run].dir, a);
+            SweepResults results = collectSweep(sweep, folder, &metrics);
             std::lock_guard lock(m_mutex);
             m_runs[run].loss = a.loss;
             m_runs[run].flushed = a.flushedActGrads;
@@ -349,7 +352,7 @@ void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
         g.session->stop("comparison stopped");
     for (Going& g : going)
         g.session->waitUntilDone();
-    SweepResults results = collectSweep(sweep, folder);
+    SweepResults results = collectSweep(sweep, folder, &metrics);
     std::lock_guard lock(m_mutex);
     m_fresh = std::move(results);
     m_progressText = stop.stop_requested()
@@ -369,6 +372,7 @@ void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
 void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
     const std::vector<SweepPoint> points = sweep.points();
     std::vector<RunCurves> runs;
+    RunMetricsCache metrics;
     for (std::size_t p = 0; p < points.size(); ++p)
         for (int seed = 1; seed <= sweep.seeds; ++seed) {
             const std::string dir = sweep.runFolder(folder, points[p], seed);
@@ -376,8 +380,9 @@ void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
                 continue;
             const RunAnalysis a = analyseRun(RunRecord(dir));
             runs.push_back({p, a.loss, a.flushedActGrads});
+            metrics[dir] = readRunMetrics(dir, a);
         }
-    SweepResults results = collectSweep(sweep, folder);
+    SweepResults results = collectSweep(sweep, folder, &metrics);
     std::lock_guard lock(m_mutex);
     m_progressText = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
                          .arg(QString::fromStdString(folder))
@@ -505,37 +510,31 @@ void CompareDialog::drawResults(const SweepResults& results) {
 }
 
 void CompareDialog::refresh() {
+    // Read first: the worker clears it after its last writes, so what follows sees all of them.
+    const bool ended = !m_running.load();
     drawCurves();
     std::optional<SweepResults> fresh;
+    QString error;
     {
         std::lock_guard lock(m_mutex);
         fresh.swap(m_fresh);
+        if (ended)
+            error.swap(m_error);
     }
     if (fresh) {
         drawResults(*fresh);
         m_shown = std::move(fresh);
     }
     m_progress->setText(progressText());
-    if (!m_running.load()) {
-        m_timer->stop();
-        m_runButton->setEnabled(true);
-        m_openButton->setEnabled(true);
-        m_stopButton->setEnabled(false);
-        QString error;
-        {
-            std::lock_guard lock(m_mutex);
-            error.swap(m_error);
-            if (m_fresh) { // the worker's last results arrived after the swap above
-                drawResults(*m_fresh);
-                m_shown = std::move(m_fresh);
-                m_fresh.reset();
-            }
-        }
-        drawCurves();
-        if (!error.isEmpty())
-            QMessageBox::warning(this, tr("Comparison stopped"), error);
-        emit comparisonEnded();
-    }
+    if (!ended)
+        return;
+    m_timer->stop();
+    m_runButton->setEnabled(true);
+    m_openButton->setEnabled(true);
+    m_stopButton->setEnabled(false);
+    if (!error.isEmpty())
+        QMessageBox::warning(this, tr("Comparison stopped"), error);
+    emit comparisonEnded();
 }
 
 QString CompareDialog::exportPng(const QString& dir) {

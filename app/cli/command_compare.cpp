@@ -76,15 +76,15 @@ int runCompare(const CompareArgs& args) {
         throw std::invalid_argument("compare: --presets needs at least one preset name");
     if (args.seeds > 1) { // means and intervals over seeds: the sweep's table, no grid
         SweepArgs sweep;
-        sweep.presets = args.presets;
-        sweep.seeds = args.seeds;
-        sweep.sets = args.sets;
-        sweep.steps = args.steps;
-        sweep.data = args.data;
-        sweep.out = args.out;
+        sweep.sweep.presets = args.presets;
+        sweep.sweep.seeds = args.seeds;
+        sweep.sweep.sets = args.sets;
+        sweep.sweep.steps = args.steps;
+        sweep.sweep.data = args.data;
         const bool hasFp32 =
             std::find(args.presets.begin(), args.presets.end(), "fp32") != args.presets.end();
-        sweep.baseline = hasFp32 ? "fp32" : args.presets.front();
+        sweep.sweep.baseline = hasFp32 ? "fp32" : args.presets.front();
+        sweep.out = args.out;
         return runSweep(sweep);
     }
     for (const std::string& p : args.presets)

@@ -57,6 +57,13 @@ std::vector<SweepRun> runsToDo(const Sweep& sweep, const std::string& out, bool 
     return todo;
 }
 
+// Before a run (re)starts: its point's folder exists and no marker says it failed.
+void prepareRunFolder(const SweepRun& r) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
+    std::filesystem::remove(failedMarker(r.dir), ec);
+}
+
 // The child that trains one run: `train` with the sweep's settings, as Sweep::runConfigJson.
 std::vector<std::string> trainArgv(const Sweep& sweep, const SweepRun& r, int threads) {
     std::vector<std::string> argv = {selfExecutable(), "train",     "--preset",
@@ -101,9 +108,7 @@ ChildTally runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, un
         std::fprintf(stderr, "sweep: %s %s\n", dir.c_str(), ran ? "done" : "FAILED");
     });
     for (const SweepRun& r : runs) {
-        std::error_code ec;
-        std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
-        std::filesystem::remove(failedMarker(r.dir), ec);
+        prepareRunFolder(r);
         if (!children.start(r.dir, trainArgv(sweep, r, threads), r.dir + ".stderr.log"))
             break; // a stop signal: no more runs
         ++started;
@@ -151,8 +156,7 @@ std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs
     std::string tasks;
     for (const SweepRun& r : runs) {
         tasks += r.relative + "\n";
-        std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
-        std::filesystem::remove(failedMarker(r.dir), ec);
+        prepareRunFolder(r);
     }
     writeFileAtomically(base + ".tasks", tasks);
     const std::string command =
@@ -285,21 +289,11 @@ int runSweep(const SweepArgs& args) {
     nlohmann::json file;
     Sweep sweep;
     if (args.file.empty()) {
-        sweep.presets = args.presets;
-        sweep.seeds = args.seeds;
-        sweep.sets = args.sets;
-        sweep.steps = args.steps;
-        sweep.epochs = args.epochs;
-        sweep.data = args.data;
-        sweep.baseline = args.baseline;
+        sweep = args.sweep;
         for (const std::string& g : args.grid)
             sweep.grid.push_back(parseGridOption(g));
     } else {
-        std::ifstream in(args.file);
-        if (!in)
-            throw std::invalid_argument(args.file + ": cannot open the sweep file");
-        file = nlohmann::json::parse(in, nullptr, false);
-        sweep = Sweep::fromJson(file, args.file);
+        sweep = readSweepFile(args.file, &file);
     }
     sweep.check(); // a bad preset, key or value fails before anything runs
     const std::string backend = !args.backend.empty() ? args.backend
@@ -392,23 +386,23 @@ Command addSweepCommand(CLI::App& app) {
         "sweep", "Presets x config values x seeds, with means, intervals and verdicts over seeds");
     auto args = std::make_shared<SweepArgs>();
     cmd->add_option("--file", args->file, "A sweep.json (written into every sweep folder)");
-    cmd->add_option("--presets", args->presets, "Presets, comma-separated")
+    cmd->add_option("--presets", args->sweep.presets, "Presets, comma-separated")
         ->delimiter(',')
         ->capture_default_str();
-    cmd->add_option("--seeds", args->seeds, "Seeds 1..N per grid point")
+    cmd->add_option("--seeds", args->sweep.seeds, "Seeds 1..N per grid point")
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
     cmd->add_option(
         "--grid", args->grid,
         "key.path=v1,v2,... (repeatable; 2^k is the number), e.g. scaling.scale=2^8,2^12");
-    cmd->add_option("--set", args->sets, "key.path=value applied to every run");
-    cmd->add_option("--steps", args->steps, "Steps per run")
+    cmd->add_option("--set", args->sweep.sets, "key.path=value applied to every run");
+    cmd->add_option("--steps", args->sweep.steps, "Steps per run")
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
-    cmd->add_option("--epochs", args->epochs, "Epochs per run, instead of --steps")
+    cmd->add_option("--epochs", args->sweep.epochs, "Epochs per run, instead of --steps")
         ->check(wholeNumberAtLeast(1));
-    cmd->add_option("--data", args->data, "The runs' data source");
-    cmd->add_option("--baseline", args->baseline, "The preset differences are taken from")
+    cmd->add_option("--data", args->sweep.data, "The runs' data source");
+    cmd->add_option("--baseline", args->sweep.baseline, "The preset differences are taken from")
         ->capture_default_str();
     cmd->add_option("--out", args->out, "Sweep folder")->capture_default_str();
     cmd->add_option("--jobs", args->jobs, "Runs at once (0: one per core)")->capture_default_str();

@@ -143,7 +143,7 @@ std::string firstLine(const std::string& text) {
     return text.substr(start, text.find('\n', start) - start);
 }
 // Slurm's commands print their reason last ("sbatch: fatal: ..." after the errors leading to it).
-std::string lastLine(const std::string& text) {
+std::string lastLineOf(const std::string& text) {
     const std::size_t end = text.find_last_not_of(" \n");
     if (end == std::string::npos)
         return {};
@@ -162,7 +162,7 @@ std::string submitJob(const std::string& scriptPath) {
         throw std::runtime_error("sbatch " + scriptPath + ": " + r.output +
                                  " (--backend slurm runs where Slurm's client commands are)");
     if (r.status != 0 || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
-        const std::string why = lastLine(r.output);
+        const std::string why = lastLineOf(r.output);
         throw std::runtime_error("sbatch " + scriptPath + ": " +
                                  (why.empty() ? "exit " + std::to_string(r.status) : why));
     }

@@ -2,9 +2,10 @@
 // seeds is a sweep without a grid).
 #pragma once
 
+#include "sweep/sweep_plan.h"
+
 #include <nlohmann/json.hpp>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,14 +13,8 @@ namespace plab::cli {
 
 struct SweepArgs {
     std::string file; // a sweep.json to run instead of the options below
-    std::vector<std::string> presets = {"fp32"};
-    int seeds = 1;
+    Sweep sweep;      // presets, seeds, settings, steps, data, baseline; the grid from `grid`
     std::vector<std::string> grid; // "key=v1,v2"
-    std::vector<std::string> sets;
-    std::int64_t steps = 300;
-    int epochs = 0; // instead of steps when given
-    std::string data;
-    std::string baseline = "fp32";
     std::string out = "runs/sweep";
     unsigned jobs = 0;
     bool rerunFailed = false;

@@ -64,11 +64,14 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
     return s;
 }
 
-Sweep readSweepFile(const std::string& path) {
+Sweep readSweepFile(const std::string& path, nlohmann::json* whole) {
     std::ifstream in(path);
     if (!in)
         throw std::invalid_argument(path + ": cannot open the sweep file");
-    return Sweep::fromJson(nlohmann::json::parse(in, nullptr, false), path);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (whole != nullptr)
+        *whole = j;
+    return Sweep::fromJson(j, path);
 }
 
 std::vector<SweepPoint> Sweep::points() const {

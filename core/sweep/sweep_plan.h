@@ -53,7 +53,8 @@ struct Sweep {
 };
 
 // A sweep.json; std::invalid_argument naming the file when it cannot be read or is not one.
-Sweep readSweepFile(const std::string& path);
+// `whole`, when given, gets the file's JSON (with what a launcher keeps beside the sweep).
+Sweep readSweepFile(const std::string& path, nlohmann::json* whole = nullptr);
 
 // A grid value from its text: JSON when it parses ("0.01", "true"), 2^k as the number, else text.
 nlohmann::json gridValue(const std::string& text);

@@ -1,7 +1,6 @@
 #include "sweep_results.h"
 
 #include "record/record_number.h"
-#include "record/run_record.h"
 
 #include <cmath>
 #include <cstdio>
@@ -42,12 +41,15 @@ const std::vector<SweepMetric>& sweepMetrics() {
 }
 
 std::map<std::string, double> readRunMetrics(const std::string& runDir) {
+    return readRunMetrics(runDir, analyseRun(RunRecord(runDir)));
+}
+
+std::map<std::string, double> readRunMetrics(const std::string& runDir, const RunAnalysis& a) {
     std::map<std::string, double> m;
     std::ifstream in(runDir + "/summary.json");
     const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
     for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "skipped_steps"})
         m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
-    const RunAnalysis a = analyseRun(RunRecord(runDir));
     for (const char* role :
          {"weights", "activations", "activation_gradients", "weight_gradients"}) {
         const auto it = a.meanFlushed.find(role);
@@ -56,7 +58,17 @@ std::map<std::string, double> readRunMetrics(const std::string& runDir) {
     return m;
 }
 
-SweepResults collectSweep(const Sweep& sweep, const std::string& dir) {
+namespace {
+std::map<std::string, double> metricsOf(const std::string& run, RunMetricsCache* cache) {
+    if (cache == nullptr)
+        return readRunMetrics(run);
+    if (const auto it = cache->find(run); it != cache->end())
+        return it->second;
+    return (*cache)[run] = readRunMetrics(run);
+}
+} // namespace
+
+SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetricsCache* cache) {
     SweepResults results{sweep, {}};
     const std::vector<SweepPoint> points = sweep.points();
     for (const SweepPoint& p : points) {
@@ -68,11 +80,12 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir) {
             const std::string run = sweep.runFolder(dir, p, seed);
             const std::string label = "seed-" + std::to_string(seed);
             switch (sweepRunState(run)) {
-            case SweepRunState::Done:
+            case SweepRunState::Done: {
                 ++r.runs;
-                for (const auto& [key, v] : readRunMetrics(run))
+                for (const auto& [key, v] : metricsOf(run, cache))
                     values[key].push_back(v);
                 break;
+            }
             case SweepRunState::Failed: {
                 std::ifstream marker(failedMarker(run));
                 std::string why;

@@ -4,6 +4,7 @@
 // What `sweep` writes as sweep.csv and sweep.md and what the Compare dialog shows.
 #pragma once
 
+#include "record/run_record.h"
 #include "stats/seed_statistics.h"
 #include "sweep/sweep_plan.h"
 
@@ -44,10 +45,19 @@ struct SweepResults {
     std::string markdown() const; // the table `sweep` prints, with a line on the statistics
 };
 
-// Reads every run folder of the sweep under `dir` (those not done are left out and listed).
-SweepResults collectSweep(const Sweep& sweep, const std::string& dir);
+// The metrics of finished runs, by run folder. A run that is done stays done, so a caller that
+// collects again and again (the Compare dialog, as each run ends) reads each record once.
+using RunMetricsCache = std::map<std::string, std::map<std::string, double>>;
 
-// The metrics of one finished run, by metric key.
+// Reads every run folder of the sweep under `dir` (those not done are left out and listed);
+// with a cache, only the done runs it does not hold yet, which it then does.
+SweepResults collectSweep(const Sweep& sweep, const std::string& dir,
+                          RunMetricsCache* cache = nullptr);
+
+// The metrics of one finished run, by metric key; given the run's analysis (run_record.h),
+// only its summary.json is read.
 std::map<std::string, double> readRunMetrics(const std::string& runDir);
+std::map<std::string, double> readRunMetrics(const std::string& runDir,
+                                             const RunAnalysis& analysis);
 
 } // namespace plab
