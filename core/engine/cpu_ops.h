@@ -2,6 +2,7 @@
 // products, the SIMD quantiser on a thread pool, the scaling and optimiser functions.
 #pragma once
 
+#include "engine/cpu_transformer_ops.h"
 #include "engine/tensor_ops.h"
 
 #include <memory>
@@ -50,6 +51,7 @@ public:
                   const Accumulation& acc) override;
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override;
+    TransformerOps& transformer() override { return m_transformer; }
 
     void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state, std::int64_t step,
                          Tensor grad, Tensor master, Tensor update, double lr,
@@ -63,6 +65,7 @@ private:
     std::vector<std::unique_ptr<float[]>> m_buffers;
     std::vector<std::unique_ptr<std::uint8_t[]>> m_labels;
     std::vector<BlockInfo> m_blockInfo;
+    CpuTransformerOps m_transformer;
 };
 
 } // namespace plab

@@ -19,6 +19,7 @@
 
 #include "engine/gemm_call.h"
 #include "engine/kernel_bodies.h"
+#include "engine/kernel_transformer_ops.h"
 #include "engine/tensor_ops.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
@@ -41,7 +42,8 @@ template <class Policy>
 class KernelOps final : public TensorOps {
 public:
     template <class... Args>
-    explicit KernelOps(Args&&... args) : m_policy(std::forward<Args>(args)...) {}
+    explicit KernelOps(Args&&... args)
+        : m_policy(std::forward<Args>(args)...), m_transformer(m_policy) {}
 
     Policy& policy() { return m_policy; }
     std::string name() const override { return m_policy.name(); }
@@ -267,6 +269,7 @@ public:
             kernels::SoftmaxCrossEntropyRow{dlogits, logits, labels, batch, classes, gradScale});
         return {r.sum / batch, static_cast<int>(r.sumSq)};
     }
+    TransformerOps& transformer() override { return m_transformer; }
 
     // As computeOptimizerUpdate() (train/optimizer.cpp), pass for pass.
     void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state, std::int64_t step,
@@ -370,6 +373,7 @@ private:
     }
 
     Policy m_policy;
+    KernelTransformerOps<Policy> m_transformer;
     BlockInfo* m_blockInfo = nullptr; // per block, in the device's memory
     std::size_t m_blockInfoCapacity = 0;
     std::vector<BlockInfo> m_blockInfoHost;

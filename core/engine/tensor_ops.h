@@ -5,6 +5,7 @@
 // for the CPU, device memory for CUDA; only scalars and statistics come back to the caller.
 #pragma once
 
+#include "engine/transformer_ops.h"
 #include "nn/layer.h"
 #include "nn/softmax_cross_entropy.h"
 #include "numerics/block_quantizer.h"
@@ -101,6 +102,8 @@ public:
     virtual LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels,
                                            int batch, int classes, float* dlogits,
                                            float gradScale) = 0;
+    // The transformer's layers on this engine's memory (the GPT is built from them).
+    virtual TransformerOps& transformer() = 0;
 
     // update = lr * direction for the given gradients (state kept in its format; see Optimizer).
     virtual void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state,

@@ -27,7 +27,7 @@ bool isBlockPolicy(ScalingPolicy p) {
 } // namespace
 
 GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model)
-    : m_config(config), m_stageCount(model.stageCount()) {
+    : m_config(config), m_ops(model.ops()), m_stageCount(model.stageCount()) {
     // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or tensor
     // scale fills the range, and a stale (delayed) amax or a block's largest element past the
     // element max must clip, not become Inf.
@@ -94,18 +94,17 @@ void GptRecipeCasts::resetStats() {
     }
 }
 
-double GptRecipeCasts::gradientScale(int stage, const float* gradient, std::size_t count,
-                                     double cumulative) {
+double GptRecipeCasts::gradientScale(int stage, Tensor gradient, double cumulative) {
     if (m_config.scalingPolicy != ScalingPolicy::PerLayer)
         return 1.0;
     const Quantizer* q = quantizer(stage, transformer::GptSite::Product,
                                    transformer::GptOperand::ActivationGradients);
-    return perLayerScale(moments({gradient, count}), {0.0, 1.0, 1.0}, 1, q->config().format,
+    return perLayerScale(m_ops.moments(gradient), {0.0, 1.0, 1.0}, 1, q->config().format,
                          cumulative, {m_config.perLayerCap, m_config.cumulativeCap});
 }
 
 void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
-                          float* values, std::size_t count) {
+                          Tensor v) {
     const std::uint64_t call = m_call++;
     const Quantizer* q = quantizer(stage, site, operand);
     const bool counting = m_counting && !m_evaluation;
@@ -115,20 +114,18 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
     QuantizeOptions options;
     options.seed = m_config.seed;
     options.stream = (static_cast<std::uint64_t>(m_step) << 20) ^ call;
-    const std::span<float> v(values, count);
     QuantStats* stats = counting ? &c.stats : nullptr;
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
     if (!gradient && isBlockPolicy(m_config.scalingPolicy) && q->config().format.exponentBits < 8) {
-        const BlockQuantizeResult r =
-            quantizeBlocks(*q, *m_config.blockScheme(), v, v, {}, stats,
-                           counting ? &c.blocks : nullptr, options, m_blockInfo);
+        const BlockQuantizeResult r = m_ops.quantizeBlocks(
+            *q, *m_config.blockScheme(), v, v, {}, stats, counting ? &c.blocks : nullptr, options);
         c.tensorScale = r.tensorScale;
         return;
     }
     if (!gradient && (m_config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
                       m_config.scalingPolicy == ScalingPolicy::AmaxDelayed)) {
-        const double amax = amaxOf(v);
+        const double amax = m_ops.amax(v);
         double scaleAmax = amax;
         if (m_config.scalingPolicy == ScalingPolicy::AmaxDelayed) {
             AmaxHistory& h =
@@ -139,10 +136,10 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
                 h.push(amax);
         }
         c.tensorScale = amaxScale(scaleAmax, q->config().format, m_config.amaxMargin);
-        quantizeScaled(*q, v, v, c.tensorScale, stats, options);
+        m_ops.quantizeScaled(*q, v, v, c.tensorScale, stats, options, nullptr);
         return;
     }
-    q->quantize(v, v, stats, options);
+    m_ops.quantize(*q, v, v, stats, options);
 }
 
 } // namespace plab

@@ -25,17 +25,17 @@ namespace plab {
 
 class GptRecipeCasts final : public transformer::GptCasts {
 public:
+    // Casts on the model's engine (model.ops()).
     GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model);
 
     // Each step's casts draw their random words from (step, call) streams.
     void beginStep(std::int64_t step);
-    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site, float* values,
-              std::size_t count) override;
+    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
+              Tensor values) override;
     // Per-layer scaling (policy per-layer): Zhao et al.'s rule applied to the gradient itself
     // (the identity as the weights, as the trainer does at the loss), for the format the
     // stage's activation gradients are cast to; 1 under other policies.
-    double gradientScale(int stage, const float* gradient, std::size_t count,
-                         double cumulative) override;
+    double gradientScale(int stage, Tensor gradient, double cumulative) override;
 
     // Everything counted since the last resetStats, by stage and role (Weights ..
     // WeightGradients); the block statistics of block-scaled casts; the last tensor scale an
@@ -67,6 +67,7 @@ private:
     Counted& counted(int stage, transformer::GptOperand operand);
 
     TrainConfig m_config;
+    TensorOps& m_ops;
     int m_stageCount;
     std::vector<std::unique_ptr<Quantizer>> m_quantizers; // (stage * sites + site) * 4 + operand
     std::vector<Counted> m_counted;                       // stage * 4 + operand
@@ -76,7 +77,6 @@ private:
     bool m_any = false;
     bool m_counting = true;
     bool m_evaluation = false;
-    std::vector<BlockInfo> m_blockInfo;
 };
 
 } // namespace plab

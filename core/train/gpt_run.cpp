@@ -1,5 +1,6 @@
 #include "train/gpt_run.h"
 
+#include "engine/cpu_ops.h"
 #include "numerics/quantizer.h"
 #include "train/optimizer.h"
 #include "train/train_config.h"
@@ -45,18 +46,20 @@ private:
 
 } // namespace
 
-GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
-    : m_settings(settings), m_corpus(corpus), m_model(settings.spec), m_rng(settings.seed) {
+GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
+               std::unique_ptr<TensorOps> ops)
+    : m_settings(settings), m_corpus(corpus),
+      m_ops(ops ? std::move(ops) : std::make_unique<CpuOps>()), m_model(settings.spec, *m_ops),
+      m_rng(settings.seed) {
 #if defined(PLAB_HAVE_OPENBLAS)
     openblas_set_num_threads(settings.threads);
 #endif
     const std::size_t n = m_model.parameterCount();
-    m_params.resize(n);
-    m_grads.resize(n);
-    m_update.resize(n);
-    m_first.assign(n, 0.0f);
-    m_second.assign(n, 0.0f);
-    m_model.initParameters(m_params.data(), settings.seed);
+    for (Tensor* t : {&m_params, &m_grads, &m_update, &m_first, &m_second, &m_scratch})
+        *t = m_ops->allocate(n); // zeros
+    std::vector<float> initial(n);
+    m_model.initParameters(initial.data(), settings.seed);
+    m_ops->upload(m_params, initial.data());
     const auto window =
         static_cast<std::size_t>(settings.batch) * static_cast<std::size_t>(settings.spec.context);
     m_inputs.resize(window);
@@ -76,6 +79,12 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus)
     m_channelAmax.resize(stages);
     if (settings.precision)
         buildPrecision();
+}
+
+std::vector<float> GptRun::parameters() const {
+    std::vector<float> host(m_params.size);
+    m_ops->download(host.data(), m_params);
+    return host;
 }
 
 void GptRun::buildPrecision() {
@@ -171,42 +180,31 @@ double GptRun::lossScale() const {
     return m_scaler ? m_scaler->scale() : 1.0;
 }
 
-double GptRun::batchAccuracy() const {
-    const std::vector<float>& logits = m_model.logits();
-    const auto vocab = static_cast<std::size_t>(m_settings.spec.vocab);
-    std::size_t correct = 0;
-    for (std::size_t row = 0; row < m_targets.size(); ++row) {
-        const float* z = logits.data() + row * vocab;
-        correct += static_cast<std::size_t>(std::max_element(z, z + vocab) - z) == m_targets[row];
-    }
-    return static_cast<double>(correct) / static_cast<double>(m_targets.size());
-}
-
 GptStepResult GptRun::step() {
     const int t = m_settings.spec.context;
     sampleWindows(m_corpus.train, m_settings.batch, t, m_rng, m_inputs.data(), m_targets.data());
     if (m_casts)
         m_casts->beginStep(m_step);
     GptStepResult result;
-    result.loss =
-        m_model.forward(m_params.data(), m_inputs.data(), m_targets.data(), m_settings.batch, t);
-    result.accuracy = batchAccuracy();
+    result.loss = m_model.forward(m_params, m_inputs.data(), m_targets.data(), m_settings.batch, t);
+    result.accuracy =
+        static_cast<double>(m_model.correctPredictions()) / static_cast<double>(m_targets.size());
     if (m_counting)
         for (std::size_t s = 0; s < m_channelAmax.size(); ++s)
             m_channelAmax[s] = m_model.channelAmax(static_cast<int>(s));
     result.scale = lossScale();
-    m_model.backward(m_params.data(), m_grads.data(), static_cast<float>(result.scale));
+    m_model.backward(m_params, m_grads, static_cast<float>(result.scale));
     ++m_step;
     if (m_scaler) { // overflow: back off and skip, or (none, static) a divergence
-        bool overflow = !std::isfinite(result.loss);
-        for (const float g : m_grads)
-            overflow = overflow || !std::isfinite(g);
+        const bool overflow = !std::isfinite(result.loss) || !m_ops->allFinite(m_grads);
         const ScaleDecision decision = m_scaler->update(overflow);
         result.event = decision.reason;
         result.diverged = overflow && m_scaler->overflowIsDivergence();
         if (decision.skipStep || result.diverged) {
             result.skipped = true;
             ++m_skipped;
+            if (m_counting)
+                m_ops->finishStatistics();
             return result;
         }
         // Each tensor's gradient carries its stage's scale (the loss scale, times per-layer
@@ -215,12 +213,12 @@ GptStepResult GptRun::step() {
         for (std::size_t i = 0; i < tensors.size(); ++i) {
             const auto inverse = static_cast<float>(
                 1.0 / m_model.gradientScales()[static_cast<std::size_t>(m_model.stageHolding(i))]);
-            float* g = m_grads.data() + tensors[i].offset;
-            for (std::size_t k = 0; k < tensors[i].size(); ++k)
-                g[k] *= inverse;
+            m_ops->scale(m_grads.slice(tensors[i].offset, tensors[i].size()), inverse);
         }
     }
     applyUpdate();
+    if (m_counting) // a GPU's statistics: complete before anyone reads them
+        m_ops->finishStatistics();
     return result;
 }
 
@@ -238,33 +236,26 @@ void GptRun::applyUpdate() {
         const transformer::GptTensor& tensor = tensors[i];
         adamw.weightDecay = tensor.matrix() ? m_settings.weightDecay : 0.0;
         const std::size_t at = tensor.offset, size = tensor.size();
-        auto part = [&](std::vector<float>& v) { return std::span<float>(v.data() + at, size); };
         options.firstIndex = at;
         QuantStats* state =
             m_counting ? &m_stateStats[static_cast<std::size_t>(m_model.stageHolding(i))] : nullptr;
-        computeOptimizerUpdate(adamw, m_step, part(m_grads), part(m_params), part(m_update),
-                               part(m_first), part(m_second), m_settings.lr, stateFormat, state,
+        m_ops->optimizerUpdate(adamw, {m_first.slice(at, size), m_second.slice(at, size)}, m_step,
+                               m_grads.slice(at, size), m_params.slice(at, size),
+                               m_update.slice(at, size), m_settings.lr, stateFormat, state,
                                options);
     }
-    if (m_counting)
-        m_before = m_params;
-    for (std::size_t i = 0; i < m_params.size(); ++i)
-        m_params[i] -= m_update[i];
-    const bool castMaster = m_master && (!m_master->isIdentity() || m_counting);
+    // master <- Q(master - update) in the master weights' format (FP32 without a recipe).
+    const Quantizer& master = m_master ? *m_master : fp32Quantizer();
     options.stream = (static_cast<std::uint64_t>(m_step) << 20) | 0xFFFFFu;
-    for (std::size_t i = 0; i < tensors.size() && castMaster; ++i) { // master weights' format
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
         const std::size_t at = tensors[i].offset, size = tensors[i].size();
-        const std::span<float> p(m_params.data() + at, size);
         options.firstIndex = at;
         const auto stage = static_cast<std::size_t>(m_model.stageHolding(i));
-        m_master->quantize(p, p, m_counting ? &m_masterStats[stage] : nullptr, options);
-        if (!m_counting)
-            continue;
-        for (std::size_t k = at; k < at + size; ++k)
-            if (m_update[k] != 0.0f) {
-                ++m_updates[stage];
-                m_lostUpdates[stage] += m_params[k] == m_before[k];
-            }
+        const TensorOps::UpdateCounts counts = m_ops->applyMasterUpdate(
+            m_params.slice(at, size), m_update.slice(at, size), m_scratch.slice(at, size), master,
+            m_counting ? &m_masterStats[stage] : nullptr, options, m_counting);
+        m_updates[stage] += counts.updates;
+        m_lostUpdates[stage] += counts.lost;
     }
 }
 
@@ -273,17 +264,13 @@ GptEvaluation GptRun::evaluate() {
     const std::size_t window =
         static_cast<std::size_t>(m_settings.batch) * static_cast<std::size_t>(t);
     const UncountedPass uncounted(m_casts.get());
-    const std::vector<std::uint8_t> trainTargets = m_targets; // batchAccuracy reads m_targets
     double loss = 0.0, accuracy = 0.0;
     for (int w = 0; w < m_settings.validationWindows; ++w) {
         const auto at = static_cast<std::size_t>(w) * window;
-        loss += m_model.forward(m_params.data(), m_valInputs.data() + at, m_valTargets.data() + at,
+        loss += m_model.forward(m_params, m_valInputs.data() + at, m_valTargets.data() + at,
                                 m_settings.batch, t);
-        std::copy_n(m_valTargets.begin() + static_cast<std::ptrdiff_t>(at), window,
-                    m_targets.begin());
-        accuracy += batchAccuracy();
+        accuracy += static_cast<double>(m_model.correctPredictions()) / static_cast<double>(window);
     }
-    m_targets = trainTargets;
     const double n = std::max(1, m_settings.validationWindows);
     return {loss / n, accuracy / n};
 }
@@ -301,11 +288,12 @@ std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t 
         std::vector<std::uint8_t> in(text.end() - window, text.end());
         for (std::uint8_t& b : in) // bytes past a smaller vocabulary
             b = static_cast<std::uint8_t>(b % vocab);
-        m_model.forward(m_params.data(), in.data(), in.data(), 1, window);
-        const float* z = m_model.logits().data() + static_cast<std::size_t>(window - 1) * vocab;
-        const float top = *std::max_element(z, z + vocab);
+        m_model.forward(m_params, in.data(), in.data(), 1, window);
+        const std::vector<float> z = m_model.logits(window - 1);
+        const float top = *std::max_element(z.begin(), z.end());
         for (int c = 0; c < vocab; ++c)
-            p[static_cast<std::size_t>(c)] = std::exp(static_cast<double>(z[c]) - top);
+            p[static_cast<std::size_t>(c)] =
+                std::exp(static_cast<double>(z[static_cast<std::size_t>(c)]) - top);
         std::discrete_distribution<int> next(p.begin(), p.end());
         text.push_back(static_cast<std::uint8_t>(next(rng)));
     }

@@ -48,7 +48,9 @@ struct GptEvaluation {
 
 class GptRun {
 public:
-    GptRun(const GptRunSettings& settings, const TextCorpus& corpus);
+    // On `ops` (a GPU's engine), or on the CPU when null.
+    GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
+           std::unique_ptr<TensorOps> ops = nullptr);
 
     GptStepResult step();
     // Statistics for the following steps (needs a precision config): every cast counted by
@@ -78,18 +80,20 @@ public:
     // its window: what the model has learnt, to read. Not counted in the statistics.
     std::string sample(const std::string& prompt, int length, std::uint64_t seed);
     std::int64_t stepsTaken() const { return m_step; }
-    const std::vector<float>& parameters() const { return m_params; }
+    std::vector<float> parameters() const; // copied to the host
+    const TensorOps& ops() const { return *m_ops; }
 
 private:
     void buildPrecision(); // casts, scaler, master and state formats from m_settings.precision
     void attachCasts();    // the model casts when anything is cast or counted
     void applyUpdate();
-    double batchAccuracy() const;
 
     GptRunSettings m_settings;
     const TextCorpus& m_corpus;
+    std::unique_ptr<TensorOps> m_ops;
     transformer::GptModel m_model;
-    std::vector<float> m_params, m_grads, m_update, m_first, m_second, m_before;
+    // In the engine's memory; scratch: the master update's work space.
+    Tensor m_params, m_grads, m_update, m_first, m_second, m_scratch;
     std::vector<std::uint8_t> m_inputs, m_targets, m_valInputs, m_valTargets;
     std::mt19937_64 m_rng;
     std::int64_t m_step = 0, m_skipped = 0;

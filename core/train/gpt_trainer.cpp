@@ -36,25 +36,17 @@ GptRunSettings settingsFor(const TrainConfig& config) {
     return s;
 }
 
-// The GPU engine has no transformer kernels: a run that asks for one (or auto with one present)
-// is told it trains on the CPU.
-std::string deviceNoticeFor(const TrainConfig& config) {
-    const DeviceSpec spec = parseDeviceSpec(config.device);
-    if (spec.kind == DeviceKind::Cpu)
-        return {};
-    if (spec.kind == DeviceKind::Auto && !resolveDevice(spec).cuda)
-        return {};
-    return "the gpt model trains on the CPU: the GPU engine has no transformer kernels yet";
-}
-
 } // namespace
 
 GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
-    : m_config(config), m_data(std::move(data)), m_deviceNotice(deviceNoticeFor(config)) {
+    : m_config(config), m_data(std::move(data)) {
     if (!m_data || !m_data->text)
         throw DataError("the gpt model reads text (data.source synthetic, fortunes or text:FILE); "
                         "the data loaded holds none");
-    m_run = std::make_unique<GptRun>(settingsFor(config), *m_data->text);
+    const GptRunSettings settings = settingsFor(config);
+    auto [ops, notice] = opsFor(config);
+    m_deviceNotice = notice;
+    m_run = std::make_unique<GptRun>(settings, *m_data->text, std::move(ops));
     checkRecipeStages(config.recipe, m_run->model().stageCount(), true);
     if (!m_run->notice().empty())
         m_deviceNotice += (m_deviceNotice.empty() ? "" : "; ") + m_run->notice();

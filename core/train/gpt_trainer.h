@@ -1,8 +1,8 @@
 // GptTrainer: the tiny GPT as a TrainingRun, so that a session, the CLI's `train`, the run
 // record, `compare` and the GUI run it as they run the MLP: config.model (type gpt, its shape),
 // config.train (AdamW, batch, lr, statistics and evaluation cadence), the recipe and scaling
-// policy; data: DataSplit::text. It trains on the CPU (the GPU engine has no transformer kernels
-// yet: a run that asks for a GPU is told so in deviceNotice).
+// policy; data: DataSplit::text. It trains on the engine config.device resolves to (a GPU's
+// when there is one, as the MLP's trainer).
 #pragma once
 
 #include "train/gpt_run.h"
@@ -30,8 +30,9 @@ public:
     const std::vector<StageStats>& stageStats() const override { return m_stats; }
     std::int64_t statsStep() const override { return m_statsStep; }
     const std::vector<StageStats>& completedStats() const override { return m_stats; }
-    bool flushStatistics() const override { return false; } // the CPU's are complete at once
-    std::string deviceName() const override { return "cpu"; }
+    // Each counting step waits for its statistics (a GPU's too): they are complete at once.
+    bool flushStatistics() const override { return false; }
+    std::string deviceName() const override { return m_run->ops().name(); }
     const std::string& deviceNotice() const override { return m_deviceNotice; }
     std::int64_t stepsTaken() const override { return m_run->stepsTaken(); }
     std::int64_t stepsPerEpoch() const override;

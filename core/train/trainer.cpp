@@ -31,9 +31,6 @@ std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
         config.scalingPolicy == ScalingPolicy::None ? 1.0 : config.lossScale, config.scalingPolicy);
 }
 
-namespace {
-
-// The engine config.device resolves to, and the notice when it is not the one asked for.
 std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& config) {
     const DeviceSpec spec = parseDeviceSpec(config.device);
     if (spec.kind == DeviceKind::Cpu)
@@ -52,8 +49,6 @@ std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& con
     // auto with no GPU is not worth a notice; an explicit request that fell back is.
     return {std::make_unique<CpuOps>(), notice};
 }
-
-} // namespace
 
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
     : Trainer(config, data, nullptr) {}

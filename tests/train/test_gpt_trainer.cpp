@@ -226,7 +226,7 @@ void TestGptTrainer::overridesByKindAndSite() {
     // 1 + 2^-8: exact in FP16 and FP32; 1 in BF16, E4M3 and E5M2 (a tie, to even).
     const auto cast = [&](int stage, GptOperand operand, GptSite site) {
         float v = 1.00390625f;
-        casts.cast(stage, operand, site, &v, 1);
+        casts.cast(stage, operand, site, {&v, 1}); // the CPU engine's memory: the host's
         return v;
     };
     QCOMPARE(cast(0, GptOperand::Activations, GptSite::Product), 1.00390625f);    // stage 0: fp16
@@ -238,7 +238,7 @@ void TestGptTrainer::overridesByKindAndSite() {
     QCOMPARE(cast(0, GptOperand::Weights, GptSite::Embedding), 1.00390625f);   // FP32 tables
     // A softmax cast keeps its own format: 1 + 2^-6 is BF16-exact, not E4M3's.
     float v = 1.015625f;
-    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, &v, 1);
+    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, {&v, 1});
     QCOMPARE(v, 1.015625f);
 
     // Kinds set only their roles, only known kinds, and only on the GPT.

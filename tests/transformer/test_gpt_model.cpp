@@ -67,6 +67,12 @@ bool readFixture(const char* path, Fixture& f) {
     return take(f.params.data(), n * 4) && take(f.grads.data(), n * 4) && at == bytes.size();
 }
 
+// Host vectors as the model's tensors: GptModel(spec) runs on a CPU engine of its own, whose
+// memory is the host's.
+plab::Tensor host(std::vector<float>& v) {
+    return {v.data(), v.size()};
+}
+
 double normalisedError(const float* got, const float* want, std::size_t n) {
     double diff = 0.0, norm = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -84,12 +90,12 @@ void TestGptModel::matchesPyTorch() {
              "tests/transformer/gpt_peer_fixture.bin missing or not as make_gpt_fixture.py writes");
     GptModel model(f.spec);
     const double loss =
-        model.forward(f.params.data(), f.tokens.data(), f.targets.data(), f.batch, f.time);
+        model.forward(host(f.params), f.tokens.data(), f.targets.data(), f.batch, f.time);
     QVERIFY2(
         std::fabs(loss - f.loss) <= 1e-5 * f.loss,
         qPrintable(QString("loss %1, PyTorch %2").arg(loss, 0, 'g', 10).arg(f.loss, 0, 'g', 10)));
     std::vector<float> grads(model.parameterCount());
-    model.backward(f.params.data(), grads.data());
+    model.backward(host(f.params), host(grads));
     const double all = normalisedError(grads.data(), f.grads.data(), grads.size());
     QVERIFY2(all <= 1e-5, qPrintable(QString("gradients: normalised error %1").arg(all)));
     for (const GptTensor& t : model.tensors()) {
@@ -113,17 +119,17 @@ void TestGptModel::finiteDifferences() {
         p = normal(rng);
     const std::vector<std::uint8_t> tokens = {1, 5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4};
     const std::vector<std::uint8_t> targets = {5, 9, 2, 2, 15, 0, 7, 3, 3, 11, 4, 8};
-    model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+    model.forward(host(params), tokens.data(), targets.data(), 2, 6);
     std::vector<float> grads(params.size());
-    model.backward(params.data(), grads.data());
+    model.backward(host(params), host(grads));
     const float h = 1e-2f;
     double worst = 0.0;
     for (std::size_t i = 0; i < params.size(); i += 7) {
         const float keep = params[i];
         params[i] = keep + h;
-        const double plus = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        const double plus = model.forward(host(params), tokens.data(), targets.data(), 2, 6);
         params[i] = keep - h;
-        const double minus = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        const double minus = model.forward(host(params), tokens.data(), targets.data(), 2, 6);
         params[i] = keep;
         const double numeric = (plus - minus) / (2.0 * h);
         worst =
@@ -167,9 +173,9 @@ void TestGptModel::rejectsBadShapes() {
     std::vector<float> params(model.parameterCount());
     const std::vector<std::uint8_t> ok(10, 1), past(10, 20);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             model.forward(params.data(), ok.data(), ok.data(), 2, 5)); // T > 4
+                             model.forward(host(params), ok.data(), ok.data(), 2, 5)); // T > 4
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                             model.forward(params.data(), past.data(), ok.data(), 2, 4));
+                             model.forward(host(params), past.data(), ok.data(), 2, 4));
 }
 
 namespace {
@@ -179,8 +185,9 @@ namespace {
 class RecordingCasts final : public GptCasts {
 public:
     explicit RecordingCasts(bool truncate) : m_truncate(truncate) {}
-    void cast(int stage, GptOperand operand, GptSite site, float* values,
-              std::size_t count) override {
+    void cast(int stage, GptOperand operand, GptSite site, plab::Tensor tensor) override {
+        float* values = tensor.data; // the CPU engine's memory
+        const std::size_t count = tensor.size;
         sites[site] += count;
         if (site == GptSite::Embedding) // offered for a recipe's embedding kind; left as it is
             return;
@@ -212,9 +219,9 @@ struct SmallRun {
             p = normal(rng);
     }
     std::pair<double, std::vector<float>> lossAndGradients() {
-        const double loss = model.forward(params.data(), tokens.data(), targets.data(), 2, 6);
+        const double loss = model.forward(host(params), tokens.data(), targets.data(), 2, 6);
         std::vector<float> grads(params.size());
-        model.backward(params.data(), grads.data());
+        model.backward(host(params), host(grads));
         return {loss, grads};
     }
 };

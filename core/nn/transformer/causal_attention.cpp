@@ -22,20 +22,21 @@ template <class T>
 T* headOf(T* x, const AttentionShape& s, int b, int h) {
     return x + static_cast<std::ptrdiff_t>(b) * s.time * s.channels + h * s.headSize();
 }
+// The (T, T) square of (batch b, head h) in a (B, H, T, T) tensor.
+template <class T>
+T* square(T* x, const AttentionShape& s, int b, int h) {
+    return x + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * s.time * s.time;
+}
 
 } // namespace
 
-void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
-                      const AttentionCast& castProbabilities) {
+void attentionProbabilities(float* att, const float* qkv, const AttentionShape& s) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    auto probabilities = [&](int b, int h) {
-        return att + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
-    };
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
             // (t, t) scores, then probabilities, of this (batch, head)
-            float* p = probabilities(b, h);
+            float* p = square(att, s, b, h);
             gemm(false, true, t, t, hs, 1.0f, part(qkv, s, b, h, 0), 3 * c, part(qkv, s, b, h, 1),
                  3 * c, 0.0f, p, t); // q . k^T
             for (int i = 0; i < t; ++i) {
@@ -57,34 +58,29 @@ void attentionForward(float* out, float* att, const float* qkv, const AttentionS
                     row[j] = 0.0f; // masked: the future
             }
         }
-    if (castProbabilities)
-        castProbabilities(att, static_cast<std::size_t>(s.batch) * s.heads * t * t);
-    for (int b = 0; b < s.batch; ++b)
-        for (int h = 0; h < s.heads; ++h)
-            gemm(false, false, t, hs, t, 1.0f, probabilities(b, h), t, part(qkv, s, b, h, 2), 3 * c,
-                 0.0f, headOf(out, s, b, h), c); // att . v
 }
 
-// Per (batch, head), with P = att, dO = dout's head:
-//   dP = dO . v^T; dv = P^T . dO; dS = P * (dP - rowsum(P * dP)) (the softmax's Jacobian; 0
-//   above the diagonal, where P is 0); dq = dS . k * scale; dk = dS^T . q * scale.
-void attentionBackward(float* dqkv, float* dscores, const float* dout, const float* qkv,
-                       const float* att, const AttentionShape& s,
-                       const AttentionCast& castScoreGradients) {
+void attentionValues(float* out, const float* att, const float* qkv, const AttentionShape& s) {
+    const int t = s.time, c = s.channels, hs = s.headSize();
+    for (int b = 0; b < s.batch; ++b)
+        for (int h = 0; h < s.heads; ++h)
+            gemm(false, false, t, hs, t, 1.0f, square(att, s, b, h), t, part(qkv, s, b, h, 2),
+                 3 * c, 0.0f, headOf(out, s, b, h), c); // att . v
+}
+
+// Per (batch, head), with P = att, dO = dout's head: dP = dO . v^T; dS = P * (dP - rowsum(P *
+// dP)) * scale (the softmax's Jacobian and the scores' 1 / sqrt(hs); 0 above the diagonal,
+// where P is 0).
+void attentionScoreGradients(float* dscores, const float* dout, const float* qkv, const float* att,
+                             const AttentionShape& s) {
     const int t = s.time, c = s.channels, hs = s.headSize();
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-    auto square = [&](auto* base, int b, int h) {
-        return base + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * t * t;
-    };
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            const float* p = square(att, b, h);
-            float* dp = square(dscores, b, h);
-            const float* dO = headOf(dout, s, b, h);
-            gemm(false, true, t, t, hs, 1.0f, dO, c, part(qkv, s, b, h, 2), 3 * c, 0.0f, dp,
-                 t); // dO . v^T
-            gemm(true, false, t, hs, t, 1.0f, p, t, dO, c, 0.0f, part(dqkv, s, b, h, 2),
-                 3 * c); // dv = P^T . dO
+            const float* p = square(att, s, b, h);
+            float* dp = square(dscores, s, b, h);
+            gemm(false, true, t, t, hs, 1.0f, headOf(dout, s, b, h), c, part(qkv, s, b, h, 2),
+                 3 * c, 0.0f, dp, t); // dO . v^T
             for (int i = 0; i < t; ++i) {
                 const float* pi = p + static_cast<std::ptrdiff_t>(i) * t;
                 float* di = dp + static_cast<std::ptrdiff_t>(i) * t;
@@ -97,16 +93,38 @@ void attentionBackward(float* dqkv, float* dscores, const float* dout, const flo
                     di[j] = 0.0f;
             }
         }
-    if (castScoreGradients)
-        castScoreGradients(dscores, static_cast<std::size_t>(s.batch) * s.heads * t * t);
+}
+
+void attentionInputGradients(float* dqkv, const float* dscores, const float* dout, const float* qkv,
+                             const float* att, const AttentionShape& s) {
+    const int t = s.time, c = s.channels, hs = s.headSize();
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            const float* dp = square(static_cast<const float*>(dscores), b, h);
+            const float* dp = square(dscores, s, b, h);
+            gemm(true, false, t, hs, t, 1.0f, square(att, s, b, h), t, headOf(dout, s, b, h), c,
+                 0.0f, part(dqkv, s, b, h, 2), 3 * c); // dv = P^T . dO
             gemm(false, false, t, hs, t, 1.0f, dp, t, part(qkv, s, b, h, 1), 3 * c, 0.0f,
                  part(dqkv, s, b, h, 0), 3 * c); // dq = dS . k
             gemm(true, false, t, hs, t, 1.0f, dp, t, part(qkv, s, b, h, 0), 3 * c, 0.0f,
                  part(dqkv, s, b, h, 1), 3 * c); // dk = dS^T . q
         }
+}
+
+void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
+                      const AttentionCast& castProbabilities) {
+    attentionProbabilities(att, qkv, s);
+    if (castProbabilities)
+        castProbabilities(att, static_cast<std::size_t>(s.batch) * s.heads * s.time * s.time);
+    attentionValues(out, att, qkv, s);
+}
+
+void attentionBackward(float* dqkv, float* dscores, const float* dout, const float* qkv,
+                       const float* att, const AttentionShape& s,
+                       const AttentionCast& castScoreGradients) {
+    attentionScoreGradients(dscores, dout, qkv, att, s);
+    if (castScoreGradients)
+        castScoreGradients(dscores, static_cast<std::size_t>(s.batch) * s.heads * s.time * s.time);
+    attentionInputGradients(dqkv, dscores, dout, qkv, att, s);
 }
 
 } // namespace plab::transformer

@@ -19,8 +19,22 @@ struct AttentionShape {
 // recipe's hook (empty: FP32).
 using AttentionCast = std::function<void(float* values, std::size_t count)>;
 
-// att is kept for backward; castProbabilities, when set, casts att before att . v (and the cast
-// att is what backward sees).
+// The two halves of each pass, between which a recipe casts (the engines' operations,
+// engine/transformer_ops.h, call them one by one):
+// att (B, H, T, T) = the causal softmax of q . k^T / sqrt(hs).
+void attentionProbabilities(float* att, const float* qkv, const AttentionShape& s);
+// out (B, T, C) = att . v.
+void attentionValues(float* out, const float* att, const float* qkv, const AttentionShape& s);
+// dscores (B, H, T, T) = the gradient of the scores q . k^T (the softmax's Jacobian applied to
+// dout . v^T, times 1 / sqrt(hs)).
+void attentionScoreGradients(float* dscores, const float* dout, const float* qkv, const float* att,
+                             const AttentionShape& s);
+// dqkv (B, T, 3C) (overwritten): dq = dS . k, dk = dS^T . q, dv = att^T . dout.
+void attentionInputGradients(float* dqkv, const float* dscores, const float* dout, const float* qkv,
+                             const float* att, const AttentionShape& s);
+
+// Both halves with the cast between. att is kept for backward; castProbabilities, when set, casts
+// att before att . v (and the cast att is what backward sees).
 void attentionForward(float* out, float* att, const float* qkv, const AttentionShape& s,
                       const AttentionCast& castProbabilities = {});
 // dqkv (B, T, 3C) from dout (B, T, C), the forward's qkv and att (overwritten, not accumulated).

@@ -1,11 +1,6 @@
 #include "nn/transformer/gpt_model.h"
 
-#include "nn/activation.h"
-#include "nn/matmul.h"
-#include "nn/transformer/causal_attention.h"
-#include "nn/transformer/embedding.h"
-#include "nn/transformer/layer_norm.h"
-#include "nn/transformer/sequence_cross_entropy.h"
+#include "engine/cpu_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,37 +8,16 @@
 #include <stdexcept>
 
 namespace plab::transformer {
-namespace {
 
-// out (N, O) = in (N, I) . W^T (O, I) + b (O)
-void linearForward(float* out, const float* in, const float* w, const float* b, int rows,
-                   int inputs, int outputs) {
-    gemm(false, true, rows, outputs, inputs, 1.0f, in, inputs, w, inputs, 0.0f, out, outputs);
-    for (int r = 0; r < rows; ++r) {
-        float* o = out + static_cast<std::ptrdiff_t>(r) * outputs;
-        for (int j = 0; j < outputs; ++j)
-            o[j] += b[j];
-    }
+GptModel::GptModel(const GptSpec& spec) : GptModel(spec, std::make_unique<CpuOps>()) {}
+
+GptModel::GptModel(const GptSpec& spec, std::unique_ptr<TensorOps> own) : GptModel(spec, *own) {
+    m_ownOps = std::move(own); // a throw above leaves `own` to free it
 }
 
-// din (N, I) = dout (N, O) . W (O, I) (+= when accumulate); dW (O, I) += dout^T . in;
-// db (O) += column sums of dout.
-void linearBackward(float* din, float* dw, float* db, const float* dout, const float* in,
-                    const float* w, int rows, int inputs, int outputs, bool accumulate) {
-    if (din != nullptr)
-        gemm(false, false, rows, inputs, outputs, 1.0f, dout, outputs, w, inputs,
-             accumulate ? 1.0f : 0.0f, din, inputs);
-    gemm(true, false, outputs, inputs, rows, 1.0f, dout, outputs, in, inputs, 1.0f, dw, inputs);
-    for (int r = 0; r < rows; ++r) {
-        const float* d = dout + static_cast<std::ptrdiff_t>(r) * outputs;
-        for (int j = 0; j < outputs; ++j)
-            db[j] += d[j];
-    }
-}
+GptModel::~GptModel() = default;
 
-} // namespace
-
-GptModel::GptModel(const GptSpec& spec) : m_spec(spec) {
+GptModel::GptModel(const GptSpec& spec, TensorOps& ops) : m_ops(&ops), m_spec(spec) {
     if (spec.vocab < 1 || spec.vocab > 256 || spec.context < 1 || spec.width < 1 ||
         spec.heads < 1 || spec.blocks < 1)
         throw std::invalid_argument("gpt: vocabulary 1..256, context, width, heads and blocks at "
@@ -134,28 +108,30 @@ int GptModel::stageHolding(std::size_t i) const {
     return name.starts_with("ln.") ? 2 * m_spec.blocks : 0; // the final norm; the embeddings
 }
 
-const float* GptModel::operand(int stage, GptOperand role, const float* values, std::size_t count,
-                               std::vector<float>& copy, GptSite site) {
+Tensor GptModel::operand(int stage, GptOperand role, Tensor values, Tensor copy, GptSite site) {
     if (m_casts == nullptr)
         return values;
-    copy.assign(values, values + count);
-    m_casts->cast(stage, role, site, copy.data(), count);
-    return copy.data();
+    copy.size = values.size;
+    m_ops->copy(copy, values);
+    m_casts->cast(stage, role, site, copy);
+    return copy;
 }
 
-void GptModel::productBackward(int stage, float* din, float* grads, const float* w,
-                               std::size_t weight, std::size_t bias, const float* dout,
-                               const float* input, int rows, int inputs, int outputs) {
+void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, std::size_t weight,
+                               std::size_t bias, Tensor dout, Tensor input, int rows, int inputs,
+                               int outputs) {
     const auto outputCount = static_cast<std::size_t>(outputs);
-    const float* dy = operand(stage, GptOperand::ActivationGradients, dout,
-                              static_cast<std::size_t>(rows) * outputCount, m_gradCast);
-    linearBackward(din, grads + weight, grads + bias, dy, input, w + weight, rows, inputs, outputs,
-                   false);
+    const std::size_t weights = outputCount * static_cast<std::size_t>(inputs);
+    const Tensor dy = operand(stage, GptOperand::ActivationGradients, dout, m_gradCast);
+    m_ops->transformer().linearBackward(din, grads.slice(weight, weights),
+                                        grads.slice(bias, outputCount), dy, input,
+                                        w.slice(weight, weights), rows, inputs, outputs);
     if (m_casts == nullptr)
         return;
-    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product, grads + weight,
-                  outputCount * static_cast<std::size_t>(inputs));
-    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product, grads + bias, outputCount);
+    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
+                  grads.slice(weight, weights));
+    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
+                  grads.slice(bias, outputCount));
 }
 
 double outlierChannelShare(const std::vector<float>& channelAmax, double factor) {
@@ -175,15 +151,19 @@ double outlierChannelShare(const std::vector<float>& channelAmax, double factor)
 std::vector<float> GptModel::channelAmax(int stage) const {
     if (m_batch == 0 || stage < 0 || stage >= stageCount())
         return {};
-    const std::vector<float>& x = stage == stageCount() - 1 ? m_lnf
-                                  : stage % 2 == 0
-                                      ? m_acts[static_cast<std::size_t>(stage / 2)].ln1
-                                      : m_acts[static_cast<std::size_t>(stage / 2)].ln2;
-    const auto c = static_cast<std::size_t>(m_spec.width);
-    std::vector<float> amax(c, 0.0f);
-    for (std::size_t i = 0; i < x.size(); ++i)
-        amax[i % c] = std::max(amax[i % c], std::fabs(x[i]));
-    return amax;
+    const Tensor x = stage == stageCount() - 1 ? m_lnf
+                     : stage % 2 == 0          ? m_acts[static_cast<std::size_t>(stage / 2)].ln1
+                                               : m_acts[static_cast<std::size_t>(stage / 2)].ln2;
+    return m_ops->transformer().channelAmax(x, m_batch * m_time, m_spec.width);
+}
+
+std::vector<float> GptModel::logits(int row) const {
+    const auto vocab = static_cast<std::size_t>(m_spec.vocab);
+    const Tensor all = view(m_logits, vocab);
+    const Tensor part = row < 0 ? all : all.slice(static_cast<std::size_t>(row) * vocab, vocab);
+    std::vector<float> host(part.size);
+    m_ops->download(host.data(), part);
+    return host;
 }
 
 void GptModel::initParameters(float* params, std::uint64_t seed) const {
@@ -204,206 +184,224 @@ void GptModel::initParameters(float* params, std::uint64_t seed) const {
     }
 }
 
-void GptModel::resize(int batch, int time) {
-    if (batch == m_batch && time == m_time)
+void GptModel::reserve(int batch) {
+    if (batch <= m_capacity)
         return;
-    m_batch = batch;
-    m_time = time;
-    const auto rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(time);
+    m_capacity = batch;
+    TensorOps& ops = *m_ops;
+    const auto rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_spec.context);
     const auto c = static_cast<std::size_t>(m_spec.width);
-    const auto att = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_spec.heads) *
-                     static_cast<std::size_t>(time) * static_cast<std::size_t>(time);
+    const auto att =
+        rows * static_cast<std::size_t>(m_spec.heads) * static_cast<std::size_t>(m_spec.context);
     m_acts.assign(static_cast<std::size_t>(m_spec.blocks), {});
     for (BlockActivations& a : m_acts) {
-        a.in.resize(rows * c);
-        a.ln1.resize(rows * c);
-        a.ln1Mean.resize(rows);
-        a.ln1Rstd.resize(rows);
-        a.qkv.resize(rows * 3 * c);
-        a.att.resize(att);
-        a.attOut.resize(rows * c);
-        a.mid.resize(rows * c);
-        a.ln2.resize(rows * c);
-        a.ln2Mean.resize(rows);
-        a.ln2Rstd.resize(rows);
-        a.fc.resize(rows * 4 * c);
-        a.gelu.resize(rows * 4 * c);
+        for (Tensor* t :
+             {&a.in, &a.ln1, &a.attOut, &a.mid, &a.ln2, &a.ln1Cast, &a.attOutCast, &a.ln2Cast})
+            *t = ops.allocate(rows * c);
+        for (Tensor* t : {&a.ln1Mean, &a.ln1Rstd, &a.ln2Mean, &a.ln2Rstd})
+            *t = ops.allocate(rows);
+        a.qkv = ops.allocate(rows * 3 * c);
+        a.att = ops.allocate(att);
+        for (Tensor* t : {&a.fc, &a.gelu, &a.geluCast})
+            *t = ops.allocate(rows * 4 * c);
     }
-    m_final.resize(rows * c);
-    m_lnf.resize(rows * c);
-    m_lnfMean.resize(rows);
-    m_lnfRstd.resize(rows);
-    m_logits.resize(rows * static_cast<std::size_t>(m_spec.vocab));
-    m_dlogits.resize(m_logits.size());
+    for (Tensor* t : {&m_final, &m_lnf, &m_lnfCast, &m_dlnf, &m_dx, &m_dmid, &m_dln, &m_dattOut})
+        *t = ops.allocate(rows * c);
+    m_lnfMean = ops.allocate(rows);
+    m_lnfRstd = ops.allocate(rows);
+    const auto vocab = static_cast<std::size_t>(m_spec.vocab);
+    m_logits = ops.allocate(rows * vocab);
+    m_dlogits = ops.allocate(rows * vocab);
+    m_dqkv = ops.allocate(rows * 3 * c);
+    m_dfc = ops.allocate(rows * 4 * c);
+    m_dscores = ops.allocate(att);
+    m_gradCast = ops.allocate(rows * std::max(vocab, 4 * c)); // the widest arriving gradient
+    m_tokens = ops.allocateLabels(rows);
+    m_targets = ops.allocateLabels(rows);
 }
 
-double GptModel::forward(const float* params, const std::uint8_t* tokens,
-                         const std::uint8_t* targets, int batch, int time) {
+Tensor GptModel::view(Tensor buffer, std::size_t perRow) const {
+    const auto rows = static_cast<std::size_t>(m_batch) * static_cast<std::size_t>(m_time);
+    if (perRow == 0)
+        return {buffer.data,
+                rows * static_cast<std::size_t>(m_spec.heads) * static_cast<std::size_t>(m_time)};
+    return {buffer.data, rows * perRow};
+}
+
+double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::uint8_t* targets,
+                         int batch, int time) {
     if (batch < 1 || time < 1 || time > m_spec.context)
         throw std::invalid_argument("gpt forward: batch >= 1 and time in 1.." +
                                     std::to_string(m_spec.context) + " expected");
-    resize(batch, time);
     const int rows = batch * time, c = m_spec.width;
     const auto n = static_cast<std::size_t>(rows);
-    m_tokens.assign(tokens, tokens + n);
-    m_targets.assign(targets, targets + n);
     for (std::size_t i = 0; i < n; ++i)
         if (tokens[i] >= m_spec.vocab || targets[i] >= m_spec.vocab)
             throw std::invalid_argument("gpt forward: a byte past the vocabulary");
+    reserve(batch);
+    m_batch = batch;
+    m_time = time;
+    TensorOps& ops = *m_ops;
+    TransformerOps& layers = ops.transformer();
+    ops.uploadLabels(m_tokens, tokens, n);
+    ops.uploadLabels(m_targets, targets, n);
 
     const AttentionShape shape{batch, time, c, m_spec.heads};
+    const auto cw = static_cast<std::size_t>(c);
+    auto param = [&](Tensor base, std::size_t offset, std::size_t size) {
+        return base.slice(offset, size);
+    };
     // With casts the products read cast weights (matrices only; biases are added in FP32).
     m_castLastForward = m_casts != nullptr;
-    const float* w = params;
+    Tensor w = params;
     if (m_casts != nullptr) {
-        m_castParams.assign(params, params + m_count);
+        if (m_castParams.size < m_count)
+            m_castParams = ops.allocate(m_count);
+        ops.copy(m_castParams, params);
         for (std::size_t i = 0; i < m_tensors.size(); ++i) {
-            float* values = m_castParams.data() + m_tensors[i].offset;
+            const Tensor values = m_castParams.slice(m_tensors[i].offset, m_tensors[i].size());
             if (const int stage = stageOfTensor(i); stage >= 0 && m_tensors[i].matrix())
-                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values,
-                              m_tensors[i].size());
+                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values);
             else if (m_tensors[i].offset == m_tok || m_tensors[i].offset == m_pos)
-                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values,
-                              m_tensors[i].size());
+                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values);
         }
-        w = m_castParams.data();
+        w = m_castParams;
     }
-    const std::size_t nc = n * static_cast<std::size_t>(c);
-    embeddingForward(m_acts[0].in.data(), tokens, w + m_tok, w + m_pos, batch, time, c);
+    const auto v = static_cast<std::size_t>(m_spec.vocab);
+    layers.embeddingForward(view(m_acts[0].in, cw), m_tokens, param(w, m_tok, v * cw),
+                            param(w, m_pos, static_cast<std::size_t>(m_spec.context) * cw), batch,
+                            time, c);
     for (std::size_t l = 0; l < m_acts.size(); ++l) {
         BlockActivations& a = m_acts[l];
         const BlockOffsets& o = m_blockOffsets[l];
         const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
-        layerNormForward(a.ln1.data(), a.ln1Mean.data(), a.ln1Rstd.data(), a.in.data(),
-                         params + o.ln1w, params + o.ln1b, rows, c);
-        linearForward(a.qkv.data(),
-                      operand(attention, GptOperand::Activations, a.ln1.data(), nc, a.ln1Cast,
-                              GptSite::NormOutput),
-                      w + o.qkvw, w + o.qkvb, rows, c, 3 * c);
-        AttentionCast castProbabilities;
-        if (m_casts != nullptr) { // q, k and v, and the probabilities: the products' operands
-            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, a.qkv.data(),
-                          a.qkv.size());
-            castProbabilities = [this, attention](float* v, std::size_t count) {
-                m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, v, count);
-            };
-        }
-        attentionForward(a.attOut.data(), a.att.data(), a.qkv.data(), shape, castProbabilities);
-        linearForward(
-            a.mid.data(),
-            operand(attention, GptOperand::Activations, a.attOut.data(), nc, a.attOutCast),
-            w + o.projw, w + o.projb, rows, c, c);
-        for (std::size_t i = 0; i < a.mid.size(); ++i)
-            a.mid[i] += a.in[i]; // residual
-        layerNormForward(a.ln2.data(), a.ln2Mean.data(), a.ln2Rstd.data(), a.mid.data(),
-                         params + o.ln2w, params + o.ln2b, rows, c);
-        linearForward(
-            a.fc.data(),
-            operand(mlp, GptOperand::Activations, a.ln2.data(), nc, a.ln2Cast, GptSite::NormOutput),
-            w + o.fcw, w + o.fcb, rows, c, 4 * c);
-        geluTanhForward(a.gelu.data(), a.fc.data(), a.fc.size());
-        float* next = l + 1 < m_acts.size() ? m_acts[l + 1].in.data() : m_final.data();
-        linearForward(next,
-                      operand(mlp, GptOperand::Activations, a.gelu.data(), 4 * nc, a.geluCast),
-                      w + o.outw, w + o.outb, rows, 4 * c, c);
-        for (std::size_t i = 0; i < a.mid.size(); ++i)
-            next[i] += a.mid[i]; // residual
+        const Tensor in = view(a.in, cw), ln1 = view(a.ln1, cw), qkv = view(a.qkv, 3 * cw),
+                     att = view(a.att, 0), attOut = view(a.attOut, cw), mid = view(a.mid, cw),
+                     ln2 = view(a.ln2, cw), fc = view(a.fc, 4 * cw), gelu = view(a.gelu, 4 * cw);
+        layers.layerNormForward(ln1, a.ln1Mean, a.ln1Rstd, in, param(params, o.ln1w, cw),
+                                param(params, o.ln1b, cw), rows, c);
+        layers.linearForward(
+            qkv, operand(attention, GptOperand::Activations, ln1, a.ln1Cast, GptSite::NormOutput),
+            param(w, o.qkvw, 3 * cw * cw), param(w, o.qkvb, 3 * cw), rows, c, 3 * c);
+        if (m_casts != nullptr) // q, k and v: the attention products' operands
+            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, qkv);
+        layers.attentionProbabilities(att, qkv, shape);
+        if (m_casts != nullptr)
+            m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, att);
+        layers.attentionValues(attOut, att, qkv, shape);
+        layers.linearForward(mid, operand(attention, GptOperand::Activations, attOut, a.attOutCast),
+                             param(w, o.projw, cw * cw), param(w, o.projb, cw), rows, c, c);
+        layers.addInto(mid, in); // residual
+        layers.layerNormForward(ln2, a.ln2Mean, a.ln2Rstd, mid, param(params, o.ln2w, cw),
+                                param(params, o.ln2b, cw), rows, c);
+        layers.linearForward(
+            fc, operand(mlp, GptOperand::Activations, ln2, a.ln2Cast, GptSite::NormOutput),
+            param(w, o.fcw, 4 * cw * cw), param(w, o.fcb, 4 * cw), rows, c, 4 * c);
+        layers.geluTanhForward(gelu, fc);
+        const Tensor next = view(l + 1 < m_acts.size() ? m_acts[l + 1].in : m_final, cw);
+        layers.linearForward(next, operand(mlp, GptOperand::Activations, gelu, a.geluCast),
+                             param(w, o.outw, 4 * cw * cw), param(w, o.outb, cw), rows, 4 * c, c);
+        layers.addInto(next, mid); // residual
     }
-    layerNormForward(m_lnf.data(), m_lnfMean.data(), m_lnfRstd.data(), m_final.data(),
-                     params + m_lnfw, params + m_lnfb, rows, c);
+    const Tensor lnf = view(m_lnf, cw);
+    layers.layerNormForward(lnf, m_lnfMean, m_lnfRstd, view(m_final, cw), param(params, m_lnfw, cw),
+                            param(params, m_lnfb, cw), rows, c);
     const int head = stageCount() - 1;
-    linearForward(
-        m_logits.data(),
-        operand(head, GptOperand::Activations, m_lnf.data(), nc, m_lnfCast, GptSite::NormOutput),
-        w + m_headw, w + m_headb, rows, c, m_spec.vocab);
-    return sequenceCrossEntropy(m_logits.data(), targets, rows, m_spec.vocab, m_dlogits.data());
+    layers.linearForward(
+        view(m_logits, v),
+        operand(head, GptOperand::Activations, lnf, m_lnfCast, GptSite::NormOutput),
+        param(w, m_headw, v * cw), param(w, m_headb, v), rows, c, m_spec.vocab);
+    const SequenceLoss loss = layers.sequenceCrossEntropy(view(m_logits, v), m_targets, rows,
+                                                          m_spec.vocab, view(m_dlogits, v));
+    m_correct = loss.correct;
+    return loss.loss;
 }
 
-void GptModel::backward(const float* params, float* grads, float lossScale) {
+void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
     if (m_batch == 0)
         throw std::logic_error("gpt backward before forward");
-    if (lossScale != 1.0f) { // forward writes dlogits afresh each time
-        for (float& d : m_dlogits)
-            d *= lossScale;
-    }
-    std::fill(grads, grads + m_count, 0.0f);
+    TensorOps& ops = *m_ops;
+    TransformerOps& layers = ops.transformer();
+    const auto v = static_cast<std::size_t>(m_spec.vocab);
+    const Tensor dlogits = view(m_dlogits, v);
+    if (lossScale != 1.0f) // forward writes dlogits afresh each time
+        ops.scale(dlogits, lossScale);
+    ops.fill(grads.slice(0, m_count), 0.0f);
     const int rows = m_batch * m_time, c = m_spec.width;
-    const auto n = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
+    const auto cw = static_cast<std::size_t>(c);
     const AttentionShape shape{m_batch, m_time, c, m_spec.heads};
-    // Gradient buffers, kept between steps (sized by the first backward of a shape).
-    std::vector<float>&dlnf = m_dlnf, &dx = m_dx, &dmid = m_dmid, &dln = m_dln,
-    &dattOut = m_dattOut, &dqkv = m_dqkv, &dfc = m_dfc;
-    for (std::vector<float>* v : {&dlnf, &dx, &dmid, &dln, &dattOut})
-        v->resize(n);
-    dqkv.resize(3 * n);
-    dfc.resize(4 * n);
+    const Tensor dlnf = view(m_dlnf, cw), dx = view(m_dx, cw), dmid = view(m_dmid, cw),
+                 dln = view(m_dln, cw), dattOut = view(m_dattOut, cw), dqkv = view(m_dqkv, 3 * cw),
+                 dfc = view(m_dfc, 4 * cw), dscores = view(m_dscores, 0);
+    auto param = [](Tensor base, std::size_t offset, std::size_t size) {
+        return base.slice(offset, size);
+    };
 
     // The products' operands as forward read them, and the arriving gradients cast.
     const bool cast = m_castLastForward && m_casts != nullptr;
-    const float* w = cast ? m_castParams.data() : params;
-    auto used = [cast](const std::vector<float>& value, const std::vector<float>& castCopy) {
-        return cast ? castCopy.data() : value.data();
+    const Tensor w = cast ? m_castParams : params;
+    auto used = [&](Tensor value, Tensor castCopy, std::size_t perRow) {
+        return view(cast ? castCopy : value, perRow);
     };
-    const std::size_t nc = static_cast<std::size_t>(rows) * static_cast<std::size_t>(c);
     const int head = stageCount() - 1;
     // Per-layer scaling: each stage's arriving gradient (the logits' for the head, the residual
     // stream's at each stage boundary) times the factor the casts pick for it.
     m_stageScales.assign(static_cast<std::size_t>(stageCount()), lossScale);
     double cumulative = 1.0;
-    const auto arrive = [&](int stage, std::vector<float>& gradient) {
+    const auto arrive = [&](int stage, Tensor gradient) {
         if (cast) {
-            const double k =
-                m_casts->gradientScale(stage, gradient.data(), gradient.size(), cumulative);
+            const double k = m_casts->gradientScale(stage, gradient, cumulative);
             if (k != 1.0)
-                for (float& g : gradient)
-                    g *= static_cast<float>(k);
+                ops.scale(gradient, static_cast<float>(k));
             cumulative *= k;
         }
         for (int s = stage; s >= 0; --s) // until a stage below arrives with its own
             m_stageScales[static_cast<std::size_t>(s)] = lossScale * cumulative;
     };
-    arrive(head, m_dlogits);
-    productBackward(head, dlnf.data(), grads, w, m_headw, m_headb, m_dlogits.data(),
-                    used(m_lnf, m_lnfCast), rows, c, m_spec.vocab);
-    layerNormBackward(dx.data(), grads + m_lnfw, grads + m_lnfb, dlnf.data(), m_final.data(),
-                      params + m_lnfw, m_lnfMean.data(), m_lnfRstd.data(), rows, c, false);
+    arrive(head, dlogits);
+    productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits, used(m_lnf, m_lnfCast, cw),
+                    rows, c, m_spec.vocab);
+    layers.layerNormBackward(dx, param(grads, m_lnfw, cw), param(grads, m_lnfb, cw), dlnf,
+                             view(m_final, cw), param(params, m_lnfw, cw), m_lnfMean, m_lnfRstd,
+                             rows, c, false);
     for (std::size_t l = m_acts.size(); l-- > 0;) {
         const BlockActivations& a = m_acts[l];
         const BlockOffsets& o = m_blockOffsets[l];
         const int attention = 2 * static_cast<int>(l), mlp = attention + 1;
         // next = mid + out(gelu(fc(ln2(mid)))): dx flows to mid directly and through the MLP.
         arrive(mlp, dx);
-        productBackward(mlp, dfc.data(), grads, w, o.outw, o.outb, dx.data(),
-                        used(a.gelu, a.geluCast), rows, 4 * c, c);
-        geluTanhBackward(dfc.data(), dfc.data(), a.fc.data(), dfc.size());
-        productBackward(mlp, dln.data(), grads, w, o.fcw, o.fcb, dfc.data(), used(a.ln2, a.ln2Cast),
-                        rows, c, 4 * c);
-        dmid = dx;
-        layerNormBackward(dmid.data(), grads + o.ln2w, grads + o.ln2b, dln.data(), a.mid.data(),
-                          params + o.ln2w, a.ln2Mean.data(), a.ln2Rstd.data(), rows, c, true);
+        productBackward(mlp, dfc, grads, w, o.outw, o.outb, dx, used(a.gelu, a.geluCast, 4 * cw),
+                        rows, 4 * c, c);
+        layers.geluTanhBackward(dfc, dfc, view(a.fc, 4 * cw));
+        productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc, used(a.ln2, a.ln2Cast, cw), rows, c,
+                        4 * c);
+        ops.copy(dmid, dx);
+        layers.layerNormBackward(dmid, param(grads, o.ln2w, cw), param(grads, o.ln2b, cw), dln,
+                                 view(a.mid, cw), param(params, o.ln2w, cw), a.ln2Mean, a.ln2Rstd,
+                                 rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
         arrive(attention, dmid);
-        productBackward(attention, dattOut.data(), grads, w, o.projw, o.projb, dmid.data(),
-                        used(a.attOut, a.attOutCast), rows, c, c);
-        AttentionCast castScoreGradients;
-        if (cast) { // dO, the gradient entering att . v's backward, and the scores' gradient
-            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product,
-                          dattOut.data(), nc);
-            castScoreGradients = [this, attention](float* v, std::size_t count) {
-                m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::ScoreGradients,
-                              v, count);
-            };
-        }
-        m_dscores.resize(a.att.size());
-        attentionBackward(dqkv.data(), m_dscores.data(), dattOut.data(), a.qkv.data(), a.att.data(),
-                          shape, castScoreGradients);
-        productBackward(attention, dln.data(), grads, w, o.qkvw, o.qkvb, dqkv.data(),
-                        used(a.ln1, a.ln1Cast), rows, c, 3 * c);
-        dx = dmid;
-        layerNormBackward(dx.data(), grads + o.ln1w, grads + o.ln1b, dln.data(), a.in.data(),
-                          params + o.ln1w, a.ln1Mean.data(), a.ln1Rstd.data(), rows, c, true);
+        productBackward(attention, dattOut, grads, w, o.projw, o.projb, dmid,
+                        used(a.attOut, a.attOutCast, cw), rows, c, c);
+        if (cast) // dO, the gradient entering att . v's backward
+            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product, dattOut);
+        layers.attentionScoreGradients(dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
+                                       shape);
+        if (cast) // the scores' gradient, before the products that take it back to q and k
+            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::ScoreGradients,
+                          dscores);
+        layers.attentionInputGradients(dqkv, dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
+                                       shape);
+        productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv, used(a.ln1, a.ln1Cast, cw),
+                        rows, c, 3 * c);
+        ops.copy(dx, dmid);
+        layers.layerNormBackward(dx, param(grads, o.ln1w, cw), param(grads, o.ln1b, cw), dln,
+                                 view(a.in, cw), param(params, o.ln1w, cw), a.ln1Mean, a.ln1Rstd,
+                                 rows, c, true);
     }
-    embeddingBackward(grads + m_tok, grads + m_pos, dx.data(), m_tokens.data(), m_batch, m_time, c);
+    layers.embeddingBackward(param(grads, m_tok, v * cw),
+                             param(grads, m_pos, static_cast<std::size_t>(m_spec.context) * cw), dx,
+                             m_tokens, m_batch, m_time, c);
 }
 
 } // namespace plab::transformer

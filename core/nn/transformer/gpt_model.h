@@ -5,10 +5,17 @@
 // cross-entropy of the next byte. Parameters in one flat buffer in PyTorch's named_parameters()
 // order (so that a state dict maps onto it one to one); activations kept for backward, llm.c
 // style. FP32 throughout: the precision recipe's casts attach to it in the trainer.
+//
+// It runs on an engine (engine/tensor_ops.h): its parameters, activations and gradients live in
+// the engine's memory and its layers are the engine's TransformerOps, so that the same model
+// trains on the CPU and on a GPU.
 #pragma once
+
+#include "engine/tensor_ops.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,15 +41,14 @@ const char* siteKind(GptSite site);
 class GptCasts {
 public:
     virtual ~GptCasts() = default;
-    virtual void cast(int stage, GptOperand operand, GptSite site, float* values,
-                      std::size_t count) = 0;
+    // values: in the model's engine's memory.
+    virtual void cast(int stage, GptOperand operand, GptSite site, Tensor values) = 0;
     // Per-layer gradient scaling (Zhao et al.): the factor the gradient arriving at `stage`'s
     // outputs is multiplied by, chosen from that gradient; `cumulative` is the product of the
     // factors above. The model applies it to the whole residual-stream gradient at the stage
     // boundary (a sum needs one scale) and records each stage's scale. Default: 1 (none).
-    virtual double gradientScale(int stage, const float* gradient, std::size_t count,
-                                 double cumulative) {
-        (void)stage, (void)gradient, (void)count, (void)cumulative;
+    virtual double gradientScale(int stage, Tensor gradient, double cumulative) {
+        (void)stage, (void)gradient, (void)cumulative;
         return 1.0;
     }
 };
@@ -66,9 +72,15 @@ double outlierChannelShare(const std::vector<float>& channelAmax, double factor 
 
 class GptModel {
 public:
-    // Throws std::invalid_argument for a width not divisible by heads or a size below 1.
+    // On `ops`, which must outlive the model; without: on a CPU engine of its own. Throws
+    // std::invalid_argument for a width not divisible by heads or a size below 1.
+    GptModel(const GptSpec& spec, TensorOps& ops);
     explicit GptModel(const GptSpec& spec);
+    ~GptModel();
+    GptModel(const GptModel&) = delete;
+    GptModel& operator=(const GptModel&) = delete;
 
+    TensorOps& ops() const { return *m_ops; }
     const GptSpec& spec() const { return m_spec; }
     std::size_t parameterCount() const { return m_count; }
     const std::vector<GptTensor>& tensors() const { return m_tensors; }
@@ -86,21 +98,25 @@ public:
 
     // The peer's initialisation: N(0, 0.02) for matrices and embeddings, N(0, 0.02 /
     // sqrt(2 blocks)) for each block's output projections (proj, out), biases 0, LayerNorm 1 / 0.
+    // params: on the host.
     void initParameters(float* params, std::uint64_t seed) const;
 
     // Logits of tokens (B, T) (T <= context) and their mean next-byte cross-entropy in nats
-    // against targets (B, T); keeps what backward needs.
-    double forward(const float* params, const std::uint8_t* tokens, const std::uint8_t* targets,
+    // against targets (B, T), both on the host; keeps what backward needs. params (the engine's
+    // memory, parameterCount()) must stay as they are until backward.
+    double forward(Tensor params, const std::uint8_t* tokens, const std::uint8_t* targets,
                    int batch, int time);
-    // grads (overwritten) of the last forward's loss times lossScale (mixed precision's loss
-    // scaling: the gradients arrive scaled; the caller unscales them).
-    void backward(const float* params, float* grads, float lossScale = 1.0f);
+    // How many of the last forward's positions ranked their target first.
+    int correctPredictions() const { return m_correct; }
+    // grads (overwritten; engine memory) of the last forward's loss times lossScale (mixed
+    // precision's loss scaling: the gradients arrive scaled; the caller unscales them).
+    void backward(Tensor params, Tensor grads, float lossScale = 1.0f);
     // Per stage, the scale the last backward's gradients carry there: the loss scale times the
     // per-layer factors at and above it (GptCasts::gradientScale). A parameter tensor's
     // gradient carries its stageHolding's.
     const std::vector<double>& gradientScales() const { return m_stageScales; }
-    // The last forward's logits (B, T, V).
-    const std::vector<float>& logits() const { return m_logits; }
+    // The last forward's logits (B, T, V), copied to the host; row r's only with row >= 0.
+    std::vector<float> logits(int row = -1) const;
     // Per channel, the largest |x| over the last forward's rows of the stage's input (the
     // LayerNorm output its first product reads, FP32, before any cast): where outlier channels
     // (LLM.int8's outlier features) show.
@@ -111,47 +127,57 @@ private:
         std::size_t ln1w, ln1b, ln2w, ln2b, qkvw, qkvb, projw, projb, fcw, fcb, outw, outb;
     };
     // Activations of one block, rows = B * T.
+    // Activations of one block, rows = B * T; sized for the largest batch seen and the
+    // context (views of the current shape are taken from them).
     struct BlockActivations {
-        std::vector<float> in; // (rows, C) the residual stream entering the block
-        std::vector<float> ln1, ln1Mean, ln1Rstd;
-        std::vector<float> qkv;    // (rows, 3C)
-        std::vector<float> att;    // (B, H, T, T)
-        std::vector<float> attOut; // (rows, C)
-        std::vector<float> mid;    // (rows, C) in + proj(attOut)
-        std::vector<float> ln2, ln2Mean, ln2Rstd;
-        std::vector<float> fc;   // (rows, 4C)
-        std::vector<float> gelu; // (rows, 4C)
+        Tensor in; // (rows, C) the residual stream entering the block
+        Tensor ln1, ln1Mean, ln1Rstd;
+        Tensor qkv;    // (rows, 3C)
+        Tensor att;    // (B, H, T, T)
+        Tensor attOut; // (rows, C)
+        Tensor mid;    // (rows, C) in + proj(attOut)
+        Tensor ln2, ln2Mean, ln2Rstd;
+        Tensor fc;   // (rows, 4C)
+        Tensor gelu; // (rows, 4C)
         // With casts: the cast copies the products read (and their weight gradients need).
-        std::vector<float> ln1Cast, attOutCast, ln2Cast, geluCast;
+        Tensor ln1Cast, attOutCast, ln2Cast, geluCast;
     };
 
+    GptModel(const GptSpec& spec, std::unique_ptr<TensorOps> own);
     std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
     // The operand a product reads: values, or (with casts) a cast copy kept in `copy`.
-    const float* operand(int stage, GptOperand role, const float* values, std::size_t count,
-                         std::vector<float>& copy, GptSite site = GptSite::Product);
+    Tensor operand(int stage, GptOperand role, Tensor values, Tensor copy,
+                   GptSite site = GptSite::Product);
     // One product's backward (out = in . W^T + b): the arriving gradient dout (rows, outputs)
     // cast as the recipe says, din = dout . W (overwritten), dW and db added from dout and the
     // input forward read, then the weight and bias gradients cast.
-    void productBackward(int stage, float* din, float* grads, const float* w, std::size_t weight,
-                         std::size_t bias, const float* dout, const float* input, int rows,
-                         int inputs, int outputs);
-    void resize(int batch, int time);
+    void productBackward(int stage, Tensor din, Tensor grads, Tensor w, std::size_t weight,
+                         std::size_t bias, Tensor dout, Tensor input, int rows, int inputs,
+                         int outputs);
+    // The current shape's view of a buffer of `perRow` floats per row (or of the attention's
+    // (B, H, T, T) when perRow is 0).
+    Tensor view(Tensor buffer, std::size_t perRow) const;
+    void reserve(int batch); // buffers for batch x context
 
+    std::unique_ptr<TensorOps> m_ownOps; // without an engine given
+    TensorOps* m_ops;
     GptSpec m_spec;
     std::vector<GptTensor> m_tensors;
     std::size_t m_count = 0;
     std::size_t m_tok = 0, m_pos = 0, m_lnfw = 0, m_lnfb = 0, m_headw = 0, m_headb = 0;
     std::vector<BlockOffsets> m_blockOffsets;
 
-    int m_batch = 0, m_time = 0;
-    std::vector<std::uint8_t> m_tokens, m_targets;
+    int m_capacity = 0; // batch rows the buffers hold (times the context)
+    int m_batch = 0, m_time = 0, m_correct = 0;
+    std::uint8_t* m_tokens = nullptr; // the last forward's, in the engine's memory
+    std::uint8_t* m_targets = nullptr;
     std::vector<BlockActivations> m_acts;
-    std::vector<float> m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
-    std::vector<float> m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc, m_dscores;
+    Tensor m_final, m_lnf, m_lnfMean, m_lnfRstd, m_logits, m_dlogits;
+    Tensor m_dlnf, m_dx, m_dmid, m_dln, m_dattOut, m_dqkv, m_dfc, m_dscores;
     std::vector<double> m_stageScales;
     GptCasts* m_casts = nullptr;
     bool m_castLastForward = false;
-    std::vector<float> m_castParams, m_lnfCast, m_gradCast;
+    Tensor m_castParams, m_lnfCast, m_gradCast;
 };
 
 } // namespace plab::transformer
