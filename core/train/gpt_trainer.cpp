@@ -39,13 +39,17 @@ GptRunSettings settingsFor(const TrainConfig& config) {
 } // namespace
 
 GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
+    : GptTrainer(config, std::move(data), nullptr) {}
+
+GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+                       std::unique_ptr<TensorOps> ops)
     : m_config(config), m_data(std::move(data)) {
     if (!m_data || !m_data->text)
         throw DataError("the gpt model reads text (data.source synthetic, fortunes or text:FILE); "
                         "the data loaded holds none");
     const GptRunSettings settings = settingsFor(config);
-    auto [ops, notice] = opsFor(config);
-    m_deviceNotice = notice;
+    if (!ops)
+        std::tie(ops, m_deviceNotice) = opsFor(config);
     m_run = std::make_unique<GptRun>(settings, *m_data->text, std::move(ops));
     checkRecipeStages(config.recipe, m_run->model().stageCount(), true);
     if (!m_run->notice().empty())
@@ -116,9 +120,9 @@ Evaluation GptTrainer::evaluate() {
     std::string prompt(v.begin(),
                        v.begin() + std::min<std::ptrdiff_t>(newline - v.begin() + 1, 64));
     if (prompt.empty())
-        prompt = "\n";
-    out.sample =
-        prompt +
+        prompt.push_back('\n'); // not = "\n": GCC 12's -Wrestrict false positive
+    out.sample = prompt;
+    out.sample +=
         m_run->sample(prompt, 160, m_config.seed ^ static_cast<std::uint64_t>(m_run->stepsTaken()));
     // Bytes outside printable ASCII (a control byte, half a UTF-8 sequence) become '?': the
     // sample goes into the record's events and on screen as text.

@@ -19,6 +19,9 @@ public:
     // gradient clipping, a stage override past its stages) and DataError
     // when the split holds no text.
     GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data);
+    // On the given engine (tests compare engines with it); null: as config.device says.
+    GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+               std::unique_ptr<TensorOps> ops);
 
     StepResult step() override;
     // Validation loss and next-byte accuracy over the fixed windows, and a few lines the model

@@ -1,12 +1,17 @@
 // Engine parity checks: the same inputs through CpuOps and the candidate, compared on the host.
 #include "engine_parity.h"
 
+#include "layer_cases.h"
+
 #include "engine/cpu_ops.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
 #include "nn/flatten.h"
 #include "nn/linear.h"
 #include "nn/max_pool2d.h"
+#include "nn/transformer/gpt_model.h"
+#include "train/gpt_trainer.h"
+#include "train/run_data.h"
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -85,77 +90,9 @@ void compare(Report& report, const std::string& what, const std::vector<float>& 
     report.expect(e <= bound, describe(what, e, bound));
 }
 
-struct LayerOutputs {
-    std::vector<float> out, din, dweights;
-};
-
-LayerOutputs runLayer(TensorOps& ops, Layer& layer, FeatureShape in, int batch,
-                      const Accumulation& acc) {
-    const std::size_t inN = static_cast<std::size_t>(batch) * in.size();
-    const std::size_t outN = static_cast<std::size_t>(batch) * layer.outputShape().size();
-    const std::size_t params = std::max<std::size_t>(layer.parameterCount(), 1);
-    Mirror x(ops, randomValues(inN, 1));
-    Mirror w(ops, randomValues(params, 2, 0.3f));
-    Mirror dy(ops, randomValues(outN, 3));
-    Mirror dw(ops, randomValues(params, 4, 0.1f)); // backward accumulates into it
-    Mirror y(ops, std::vector<float>(outN));
-    Mirror dx(ops, std::vector<float>(inN));
-    ops.forward(layer, y.t.data, x.t.data, w.t.data, batch, acc);
-    ops.backward(layer, dx.t.data, dw.t.data, dy.t.data, x.t.data, y.t.data, w.t.data, batch, acc);
-    return {y.read(), dx.read(), dw.read()};
-}
-
 } // namespace
 
 void layers(const OpsFactory& candidate, Report& report) {
-    struct Case {
-        std::string name;
-        std::function<std::unique_ptr<Layer>()> make;
-        FeatureShape in;
-    };
-    const std::vector<Case> cases = {
-        {"linear 50->30", [] { return std::make_unique<Linear>(50, 30); }, {50, 1, 1}},
-        {"conv3x3 3->4 on 8x7",
-         [] {
-             return std::make_unique<Conv2d>(FeatureShape{3, 8, 7}, 4, 3);
-         },
-         {3, 8, 7}},
-        {"conv5x5 2->3 on 6x6",
-         [] {
-             return std::make_unique<Conv2d>(FeatureShape{2, 6, 6}, 3, 5);
-         },
-         {2, 6, 6}},
-        {"maxpool on 3x7x6",
-         [] {
-             return std::make_unique<MaxPool2d>(FeatureShape{3, 7, 6});
-         },
-         {3, 7, 6}},
-        {"relu",
-         [] {
-             return std::make_unique<Activation>(ActivationKind::ReLU, FeatureShape{40, 1, 1});
-         },
-         {40, 1, 1}},
-        {"gelu",
-         [] {
-             return std::make_unique<Activation>(ActivationKind::GELU, FeatureShape{40, 1, 1});
-         },
-         {40, 1, 1}},
-        {"tanh",
-         [] {
-             return std::make_unique<Activation>(ActivationKind::Tanh, FeatureShape{40, 1, 1});
-         },
-         {40, 1, 1}},
-        {"gelu-tanh",
-         [] {
-             return std::make_unique<Activation>(ActivationKind::GeluTanh, FeatureShape{40, 1, 1});
-         },
-         {40, 1, 1}},
-        {"flatten",
-         [] {
-             return std::make_unique<Flatten>(FeatureShape{3, 4, 4});
-         },
-         {3, 4, 4}},
-    };
     const Quantizer fp16(QuantConfig::forFormat(parseFormat("fp16")));
     const Quantizer bf16sr(QuantConfig::forFormat(parseFormat("bf16"), Rounding::Stochastic));
     const Quantizer e8m13(QuantConfig::forFormat(parseFormat("e8m13")));
@@ -171,22 +108,74 @@ void layers(const OpsFactory& candidate, Report& report) {
         {"e8m13 promoted every 16", {&e8m13, 0, 16}, kAccumulatorBound},
         {"fp16 promoted every 8", {&fp16, 0, 8}, kAccumulatorBound},
     };
-    const int batch = 5;
-    for (const Case& c : cases)
+    for (const cases::LayerCase& c : cases::layerCases())
         for (const AccCase& a : accumulations) {
-            if (a.acc.quantizer != nullptr && !c.make()->hasWeights())
+            if (a.acc.quantizer != nullptr && !c.accumulates)
                 continue; // only products accumulate
+            const std::vector<std::vector<float>> inputs = cases::caseInputs(c, 1);
+            const std::vector<float> dout = randomValues(c.outputSize, 3);
             CpuOps cpu;
-            std::unique_ptr<Layer> refLayer = c.make(), candLayer = c.make();
-            const LayerOutputs want = runLayer(cpu, *refLayer, c.in, batch, a.acc);
+            const cases::CaseResult want = cases::runCase(cpu, c, inputs, dout, a.acc);
             const std::unique_ptr<TensorOps> ops = candidate();
-            const LayerOutputs got = runLayer(*ops, *candLayer, c.in, batch, a.acc);
+            const cases::CaseResult got = cases::runCase(*ops, c, inputs, dout, a.acc);
             const std::string what = c.name + ", " + a.name;
             compare(report, what + ": forward", got.out, want.out, a.bound);
-            compare(report, what + ": input gradient", got.din, want.din, a.bound);
-            if (refLayer->hasWeights())
-                compare(report, what + ": weight gradient", got.dweights, want.dweights, a.bound);
+            for (std::size_t i = 0; i < want.grads.size(); ++i)
+                compare(report,
+                        what + (i == 0 ? ": input gradient"
+                                       : ": gradient of parameter " + std::to_string(i)),
+                        got.grads[i], want.grads[i], a.bound);
         }
+}
+
+void gptModel(const OpsFactory& candidate, Report& report) {
+    const transformer::GptSpec spec{256, 16, 32, 2, 2};
+    CpuOps cpu;
+    const std::unique_ptr<TensorOps> ops = candidate();
+    transformer::GptModel ref(spec, cpu), cand(spec, *ops);
+    // The peer's initialisation plus noise, so that biases and norms are not at 0 and 1.
+    std::vector<float> params(ref.parameterCount());
+    ref.initParameters(params.data(), 5);
+    const std::vector<float> noise = randomValues(params.size(), 6, 0.02f);
+    for (std::size_t i = 0; i < params.size(); ++i)
+        params[i] += noise[i];
+    std::mt19937 rng(9);
+    for (const int time : {16, 11}) { // the whole context, and fewer positions
+        const int batch = 3;
+        std::vector<std::uint8_t> tokens(static_cast<std::size_t>(batch * time)), targets;
+        for (std::uint8_t& t : tokens)
+            t = static_cast<std::uint8_t>(rng() % 256);
+        targets.assign(tokens.begin() + 1, tokens.end());
+        targets.push_back(7);
+        for (const float lossScale : {1.0f, 1024.0f}) {
+            Mirror pRef(cpu, params), pCand(*ops, params);
+            Mirror gRef(cpu, std::vector<float>(params.size())),
+                gCand(*ops, std::vector<float>(params.size()));
+            const double want = ref.forward(pRef.t, tokens.data(), targets.data(), batch, time);
+            const double got = cand.forward(pCand.t, tokens.data(), targets.data(), batch, time);
+            ref.backward(pRef.t, gRef.t, lossScale);
+            cand.backward(pCand.t, gCand.t, lossScale);
+            const std::string what = "gpt T " + std::to_string(time) + ", loss scale " +
+                                     std::to_string(static_cast<int>(lossScale));
+            report.expect(std::fabs(got - want) <= kFp32Bound * want,
+                          describe(what + ": loss", std::fabs(got - want) / want, kFp32Bound));
+            report.expect(cand.correctPredictions() == ref.correctPredictions(),
+                          what + ": correct predictions " +
+                              std::to_string(cand.correctPredictions()) + " vs " +
+                              std::to_string(ref.correctPredictions()));
+            const std::vector<float> gw = gRef.read(), gg = gCand.read();
+            for (const transformer::GptTensor& t : ref.tensors()) {
+                const auto at = static_cast<std::ptrdiff_t>(t.offset),
+                           end = static_cast<std::ptrdiff_t>(t.offset + t.size());
+                compare(report, what + ": gradient of " + t.name,
+                        std::vector<float>(gg.begin() + at, gg.begin() + end),
+                        std::vector<float>(gw.begin() + at, gw.begin() + end), kGptBound);
+            }
+            for (int stage = 0; stage < ref.stageCount(); ++stage)
+                compare(report, what + ": channel amax of " + ref.stageName(stage),
+                        cand.channelAmax(stage), ref.channelAmax(stage), kFp32Bound);
+        }
+    }
 }
 
 void lossAndReductions(const OpsFactory& candidate, Report& report) {
@@ -380,13 +369,21 @@ void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& rep
         int steps, batch;
     };
     std::vector<Run> runs;
-    for (std::size_t i = 0; plan.presetRuns && i < presets().size(); ++i) {
+    for (std::size_t i = 0; i < presets().size(); ++i) {
         if (static_cast<int>(i % static_cast<std::size_t>(plan.parts)) != plan.part)
             continue;
         const Preset& p = presets()[i];
         nlohmann::json patch = p.json;
-        patch["model"]["hidden"] = plan.hidden;
-        runs.push_back({p.name, patch, plan.steps, plan.batch});
+        if (plan.presetRuns) {
+            patch["model"]["hidden"] = plan.hidden;
+            runs.push_back({p.name, patch, plan.steps, plan.batch});
+        }
+        if (plan.gptRuns) {
+            patch = p.json;
+            patch["model"] = {
+                {"type", "gpt"}, {"context", 16}, {"width", 32}, {"heads", 2}, {"blocks", 1}};
+            runs.push_back({"gpt " + p.name, patch, plan.gptSteps, plan.gptBatch});
+        }
     }
     if (plan.cnnRun) {
         nlohmann::json cnn = findPreset("fp16-static").json;
@@ -407,11 +404,19 @@ void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& rep
                                 {"seed", 7 + seed}};
             j.merge_patch(patch);
             const TrainConfig config = configFromJson(j);
-            Trainer ref(config, data, std::make_unique<CpuOps>());
-            Trainer cand(config, data, candidate());
+            const bool gpt = config.model.type == "gpt";
+            const std::shared_ptr<const DataSplit> runData = gpt ? loadRunData(config) : data;
+            std::unique_ptr<TrainingRun> ref, cand;
+            if (gpt) {
+                ref = std::make_unique<GptTrainer>(config, runData, std::make_unique<CpuOps>());
+                cand = std::make_unique<GptTrainer>(config, runData, candidate());
+            } else {
+                ref = std::make_unique<Trainer>(config, runData, std::make_unique<CpuOps>());
+                cand = std::make_unique<Trainer>(config, runData, candidate());
+            }
             double r = 0.0, c = 0.0;
             for (int s = 0; s < steps; ++s) {
-                const StepResult a = ref.step(), b = cand.step();
+                const StepResult a = ref->step(), b = cand->step();
                 finite = finite && std::isfinite(a.scalars.loss) && std::isfinite(b.scalars.loss);
                 if (s == 0)
                     first = std::max(first, std::fabs(a.scalars.loss - b.scalars.loss));

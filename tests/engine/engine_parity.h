@@ -34,6 +34,9 @@ double normalisedError(const std::vector<float>& a, const std::vector<float>& b)
 inline constexpr double kFp32Bound = 1e-5;
 inline constexpr double kAccumulatorBound = 1.0 / 256;
 inline constexpr int kParitySeeds = 3;
+// A whole GPT's gradients: FP32 in another order through two blocks, attention and LayerNorm
+// (LayerNorm's input gradient subtracts two means: differences compound more than in a layer).
+inline constexpr double kGptBound = 1e-4;
 inline constexpr double kFirstLossBound = 1e-3, kTailLossBound = 0.10;
 
 struct SampleSummary {
@@ -48,16 +51,21 @@ void lossAndReductions(const OpsFactory& candidate, Report& report);
 void quantisers(const OpsFactory& candidate, Report& report);
 void optimisers(const OpsFactory& candidate, Report& report);
 // Every preset on the MLP (hidden widths as given), and the CNN with FP16 and a static scale,
-// trained side by side on the built-in data.
+// trained side by side on the built-in data; and every preset on a small GPT (vocabulary 256,
+// context 16, width 32, 2 heads, 1 block) on the built-in text.
 struct TrainingRuns {
     int steps = 200, batch = 128;
     std::vector<int> hidden = {256, 256};
     int cnnSteps = 200, cnnBatch = 128;
-    // Which runs: the presets with index % parts == part, and the CNN (CTest runs the parts as
-    // separate tests, in parallel).
-    bool presetRuns = true, cnnRun = true;
+    int gptSteps = 200, gptBatch = 8;
+    // Which runs: the presets with index % parts == part (on the MLP, on the GPT), and the CNN
+    // (CTest runs the parts as separate tests, in parallel).
+    bool presetRuns = true, cnnRun = true, gptRuns = true;
     int part = 0, parts = 1;
 };
+// The whole GPT (the small one) on the candidate against the CPU, from the same weights and
+// batch: its loss and every parameter's gradient, in FP32 and with a loss scale.
+void gptModel(const OpsFactory& candidate, Report& report);
 void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report);
 // Statistics every step on an engine whose statistics may arrive late (a GPU's): each report
 // names a step not after the one just taken and after the previous report, and the last step's

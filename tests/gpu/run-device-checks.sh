@@ -10,7 +10,8 @@
 # Stages, each logged on its own and listed with its status in the summary, whatever fails:
 #   preflight  deps, nvcc, cmake, ninja
 #   build      core, CUDA backend, CLI, GPU tests
-#   smoke      devices; quantise parity on 1M elements; 20 training steps on the GPU
+#   smoke      devices; quantise parity on 1M elements; 20 training steps of the MLP and of the
+#              GPT on the GPU
 #   tests      the `gpu` CTest label (quantiser and training-engine parity, cuBLAS and own GEMM)
 #   bench      quantise vs device copy; training: steady-state steps (`bench train`) and
 #              end-to-end runs with the run log (`train`), GPU against the CPU engine
@@ -119,7 +120,10 @@ fi
 step smoke "quantise parity, 1M elements" "$sm" "$build/tests/gpu/test_gpu_quantize" 1048576
 step smoke "train 20 steps on the GPU (fp8-e4m3)" "$sm" "$cli" train --device cuda \
   --preset fp8-e4m3 --data synthetic --steps 20 --out "$build/smoke-run"
-if grep -q 'training on the CPU\|using the CPU' "$sm"; then
+step smoke "train 20 steps of the GPT on the GPU (fp8-hybrid-delayed)" "$sm" "$cli" train \
+  --device cuda --preset fp8-hybrid-delayed --set model.type=gpt --steps 20 \
+  --out "$build/smoke-gpt"
+if grep -q 'training on the CPU\|using the CPU\|trains on the CPU' "$sm"; then
   record smoke "GPU engine used (no fallback)" FAIL "$(grep -m1 'the CPU' "$sm")"
 fi
 
@@ -176,6 +180,23 @@ e2e_fp8=$(endToEnd "gpu fp8-e4m3, statistics every step" --device cuda --preset 
     if (c > 0 && g > 0) printf "GPU/CPU samples/s, fp32, steady: %.1fx (goal >= 10x)\n", g / c;
     if (f > 0 && g > 0) printf "fp8 + statistics every step / fp32 step time, steady: %.2fx (goal <= 1.5x)\n", g / f }'
 } | tee -a "$bb" "$summary"
+
+log "benchmark: training the tiny GPT (batch 32, context 64) on the built-in text"
+# gptSteady NAME ARGS...: `bench train` of the GPT; prints samples (windows of 64 bytes) per second.
+gptSteady() {
+  local name=$1
+  shift
+  if step bench "steady: gpt $name" "$bb" "$cli" bench train --set model.type=gpt --steps 100 \
+    --warmup 10 "$@"; then
+    tail -n 20 "$bb" | sed -n 's/^steady_samples_per_second: //p' | tail -1
+  fi
+}
+gpt_cpu=$(gptSteady "cpu fp32" --device cpu --threads 0 --preset fp32 --set train.stats_every=100000)
+gpt_gpu=$(gptSteady "gpu fp32" --device cuda --preset fp32 --set train.stats_every=100000)
+gpt_fp8=$(gptSteady "gpu fp8-hybrid-delayed, statistics every step" --device cuda \
+  --preset fp8-hybrid-delayed --set train.stats_every=1)
+echo "gpt samples/s, steady: cpu fp32 ${gpt_cpu:-?}, gpu fp32 ${gpt_gpu:-?}," \
+  "gpu fp8-hybrid-delayed statistics every step ${gpt_fp8:-?}" | tee -a "$bb" "$summary"
 
 log "parity lines"
 # (ctest --verbose prefixes each line with the test's number)

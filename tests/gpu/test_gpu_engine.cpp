@@ -1,7 +1,8 @@
 // The CUDA training engine against the CPU engine (CTest label `gpu`): every layer's forward and
 // backward within a normalised-error bound, the loss and reductions, the scaled and MX quantisers
-// bit for bit, the optimisers, and 200 training steps of every preset on the full MLP and of the
-// CNN on 3 seeds, with the bounds stated in tests/engine/engine_parity.h. The same checks run
+// bit for bit, the optimisers, the whole GPT's forward and backward, and 200 training steps of
+// every preset on the full MLP and on a small GPT, and of the CNN, on 3 seeds, with the bounds
+// stated in tests/engine/engine_parity.h. The same checks run
 // against the host emulation of these kernels on every CI run (test_host_kernel_parity). Exit 77
 // (skip) with the reason when no GPU is usable.
 #include "cuda/cuda_backend.h"
@@ -78,10 +79,11 @@ int main() {
     std::printf("engine: %s\n", gpu()->name().c_str()); // says whether cuBLAS does the products
     ownGemmBitExact(gpu, report);
     parity::layers(gpu, report);
+    parity::gptModel(gpu, report);
     parity::lossAndReductions(gpu, report);
     parity::quantisers(gpu, report);
     parity::optimisers(gpu, report);
-    parity::training(gpu, {200, 128, {256, 256}, 200, 64}, report);
+    parity::training(gpu, {200, 128, {256, 256}, 200, 64, 200, 8}, report);
     parity::lateStatistics(gpu, {}, report); // cuBLAS sums in another order: no exact counts
     return parity::finish(report, "CUDA engine vs the CPU engine");
 }

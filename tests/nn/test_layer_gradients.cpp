@@ -1,16 +1,15 @@
-// Finite-difference gradient checks for every layer type and the loss: the analytic backward
-// must match central differences of the forward (in double-precision sums of float outputs).
+// Finite-difference gradient checks for every layer the engines run (tests/engine/layer_cases.h,
+// the list the engine parity checks are generated from too) and the MLP's loss: the analytic
+// backward must match central differences of the forward (in double-precision sums of float
+// outputs), on the CPU engine.
 #include <QTest>
 
-#include "nn/activation.h"
-#include "nn/conv2d.h"
-#include "nn/flatten.h"
-#include "nn/linear.h"
-#include "nn/max_pool2d.h"
+#include "engine/cpu_ops.h"
+#include "layer_cases.h"
 #include "nn/softmax_cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
-#include <memory>
 #include <random>
 #include <vector>
 
@@ -26,17 +25,6 @@ private slots:
 
 namespace {
 
-// L = sum(out * r) for a fixed random r, so dL/dout = r.
-double objective(Layer& layer, const std::vector<float>& in, const std::vector<float>& w,
-                 const std::vector<float>& r, int batch) {
-    std::vector<float> out(r.size());
-    layer.forward(out.data(), in.data(), w.data(), batch, {});
-    double sum = 0.0;
-    for (std::size_t i = 0; i < out.size(); ++i)
-        sum += static_cast<double>(out[i]) * r[i];
-    return sum;
-}
-
 double relativeError(double a, double b) {
     return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-2});
 }
@@ -44,76 +32,44 @@ double relativeError(double a, double b) {
 } // namespace
 
 void TestLayerGradients::layers_data() {
-    QTest::addColumn<QString>("kind");
-    for (const char* k :
-         {"linear", "conv3", "conv5", "maxpool", "relu", "gelu", "tanh", "gelu-tanh", "flatten"})
-        QTest::newRow(k) << QString::fromLatin1(k);
+    QTest::addColumn<int>("index");
+    const std::vector<cases::LayerCase>& all = cases::layerCases();
+    for (std::size_t i = 0; i < all.size(); ++i)
+        QTest::newRow(all[i].name.c_str()) << static_cast<int>(i);
 }
 
 void TestLayerGradients::layers() {
-    QFETCH(QString, kind);
-    const FeatureShape image{2, 6, 6};
-    std::unique_ptr<Layer> layer;
-    if (kind == QLatin1String("linear"))
-        layer = std::make_unique<Linear>(image.size(), 5);
-    else if (kind == QLatin1String("conv3"))
-        layer = std::make_unique<Conv2d>(image, 3, 3);
-    else if (kind == QLatin1String("conv5"))
-        layer = std::make_unique<Conv2d>(image, 3, 5);
-    else if (kind == QLatin1String("maxpool"))
-        layer = std::make_unique<MaxPool2d>(image);
-    else if (kind == QLatin1String("relu"))
-        layer = std::make_unique<Activation>(ActivationKind::ReLU, image);
-    else if (kind == QLatin1String("gelu"))
-        layer = std::make_unique<Activation>(ActivationKind::GELU, image);
-    else if (kind == QLatin1String("tanh"))
-        layer = std::make_unique<Activation>(ActivationKind::Tanh, image);
-    else if (kind == QLatin1String("gelu-tanh"))
-        layer = std::make_unique<Activation>(ActivationKind::GeluTanh, image);
-    else
-        layer = std::make_unique<Flatten>(image);
-
-    const int batch = 3;
-    std::mt19937_64 rng(7);
-    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
-    std::vector<float> in(static_cast<std::size_t>(batch * image.size()));
-    // Inputs away from ReLU's kink, and all distinct so max pooling has no ties.
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        const float v = uni(rng);
-        in[i] = (v >= 0 ? 0.1f : -0.1f) + v + 1e-4f * static_cast<float>(i);
-    }
-    std::vector<float> w(layer->parameterCount());
-    layer->initParameters(w.data(), rng, InitKind::He, 1.0f);
-    for (float& v : w)
-        v += 0.1f * uni(rng); // nonzero biases too
-    std::vector<float> r(static_cast<std::size_t>(batch * layer->outputShape().size()));
+    QFETCH(int, index);
+    const cases::LayerCase& c = cases::layerCases()[static_cast<std::size_t>(index)];
+    CpuOps cpu;
+    std::vector<std::vector<float>> inputs = cases::caseInputs(c, 7);
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::vector<float> r(c.outputSize); // L = sum(out * r), so dL/dout = r
     for (float& v : r)
-        v = uni(rng);
-
-    std::vector<float> out(r.size()), din(in.size()), dw(w.size(), 0.0f);
-    layer->forward(out.data(), in.data(), w.data(), batch, {});
-    layer->backward(din.data(), dw.data(), r.data(), in.data(), out.data(), w.data(), batch, {});
+        v = uniform(rng);
+    const cases::CaseResult analytic = cases::runCase(cpu, c, inputs, r);
 
     const float h = 1e-2f;
     double worst = 0.0;
-    for (std::size_t i = 0; i < in.size(); i += 3) {
-        std::vector<float> plus = in, minus = in;
-        plus[i] += h;
-        minus[i] -= h;
-        const double numeric =
-            (objective(*layer, plus, w, r, batch) - objective(*layer, minus, w, r, batch)) /
-            (2.0 * h);
-        worst = std::max(worst, relativeError(numeric, din[i]));
+    int checked = 0;
+    for (std::size_t which = 0; which < inputs.size(); ++which) {
+        std::vector<float>& x = inputs[which];
+        // About 60 elements of each input, spread over it.
+        const std::size_t step = std::max<std::size_t>(1, x.size() / 60);
+        for (std::size_t i = 0; i < x.size(); i += step) {
+            const float keep = x[i];
+            x[i] = keep + h;
+            const double plus = cases::caseObjective(cpu, c, inputs, r);
+            x[i] = keep - h;
+            const double minus = cases::caseObjective(cpu, c, inputs, r);
+            x[i] = keep;
+            const double numeric = (plus - minus) / (2.0 * h);
+            worst = std::max(worst, relativeError(numeric, analytic.grads[which][i]));
+            ++checked;
+        }
     }
-    for (std::size_t i = 0; i < w.size(); i += 2) {
-        std::vector<float> plus = w, minus = w;
-        plus[i] += h;
-        minus[i] -= h;
-        const double numeric =
-            (objective(*layer, in, plus, r, batch) - objective(*layer, in, minus, r, batch)) /
-            (2.0 * h);
-        worst = std::max(worst, relativeError(numeric, dw[i]));
-    }
+    QVERIFY(checked > 0);
     QVERIFY2(worst < 2e-2, qPrintable(QStringLiteral("worst relative error %1").arg(worst)));
 }
 
