@@ -32,6 +32,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <typeindex>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -191,75 +193,15 @@ public:
     void sendStatistics() override { m_policy.sendStatistics(); }
     bool receiveStatistics(bool wait) override { return m_policy.receiveStatistics(wait); }
 
+    // A layer's pair runs by its registration (LayerKernels below): one entry per Layer class.
     void forward(Layer& layer, float* out, const float* in, const float* weights, int batch,
                  const Accumulation& acc) override {
-        const auto b = static_cast<std::size_t>(batch);
-        if (auto* l = dynamic_cast<Linear*>(&layer)) {
-            const int I = l->inFeatures(), O = l->outFeatures();
-            // y = x W^T, then y += b
-            gemm({out, in, weights, batch, O, I, static_cast<std::size_t>(I), 1, 1,
-                  static_cast<std::size_t>(I), false},
-                 acc);
-            m_policy.forEach(b * O,
-                             kernels::AddRowBias{out, weights + static_cast<std::size_t>(O) * I,
-                                                 static_cast<std::size_t>(O)});
-        } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
-            const kernels::ConvGeometry g = geometry(*c);
-            m_policy.forEach(b * g.outSize(),
-                             kernels::ConvForward{out, in, weights, g, rounding(acc)});
-        } else if (auto* p = dynamic_cast<MaxPool2d*>(&layer)) {
-            const FeatureShape s = p->inputShape();
-            const std::size_t n = b * static_cast<std::size_t>(p->outputShape().size());
-            m_policy.forEach(n, kernels::MaxPoolForward{out, argmaxFor(p, n), in, s.channels,
-                                                        s.height, s.width});
-        } else if (auto* a = dynamic_cast<Activation*>(&layer)) {
-            m_policy.forEach(b * a->outputShape().size(),
-                             kernels::ActivationForward{out, in, op(a->kind())});
-        } else if (dynamic_cast<Flatten*>(&layer) != nullptr) {
-            m_policy.copyOnDevice(out, in, b * layer.outputShape().size() * sizeof(float));
-        } else {
-            throw std::logic_error("no GPU kernel for layer " + layer.describe());
-        }
+        kernelsOf(layer).forward(*this, layer, out, in, weights, batch, acc);
     }
-
     void backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
                   const float* out, const float* weights, int batch,
                   const Accumulation& acc) override {
-        const auto b = static_cast<std::size_t>(batch);
-        if (auto* l = dynamic_cast<Linear*>(&layer)) {
-            const int I = l->inFeatures(), O = l->outFeatures();
-            const auto i = static_cast<std::size_t>(I), o = static_cast<std::size_t>(O);
-            gemm({dweights, dout, in, O, I, batch, 1, o, i, 1, true}, acc); // dW += dy^T x
-            m_policy.forEach(o, kernels::ColumnSumInto{dweights + o * i, dout, b, o}); // db
-            if (din != nullptr)
-                gemm({din, dout, weights, batch, I, O, o, 1, i, 1, false}, acc); // dx = dy W
-        } else if (auto* c = dynamic_cast<Conv2d*>(&layer)) {
-            const kernels::ConvGeometry g = geometry(*c);
-            const auto weightsCount = static_cast<std::size_t>(g.outChannels) * g.rows();
-            m_policy.forEach(weightsCount,
-                             kernels::ConvWeightGrad{dweights, dout, in, g, batch, rounding(acc)});
-            m_policy.forEach(static_cast<std::size_t>(g.outChannels),
-                             kernels::ConvBiasGrad{dweights + weightsCount, dout, g, batch});
-            if (din != nullptr)
-                m_policy.forEach(b * g.inSize(),
-                                 kernels::ConvInputGrad{din, dout, weights, g, rounding(acc)});
-        } else if (auto* p = dynamic_cast<MaxPool2d*>(&layer)) {
-            if (din == nullptr)
-                return;
-            const FeatureShape s = p->inputShape();
-            const std::size_t n = b * static_cast<std::size_t>(p->outputShape().size());
-            m_policy.forEach(b * s.size(), kernels::MaxPoolBackward{din, argmaxFor(p, n), dout,
-                                                                    s.channels, s.height, s.width});
-        } else if (auto* a = dynamic_cast<Activation*>(&layer)) {
-            if (din != nullptr)
-                m_policy.forEach(b * a->outputShape().size(),
-                                 kernels::ActivationBackward{din, dout, in, out, op(a->kind())});
-        } else if (dynamic_cast<Flatten*>(&layer) != nullptr) {
-            if (din != nullptr)
-                m_policy.copyOnDevice(din, dout, b * layer.outputShape().size() * sizeof(float));
-        } else {
-            throw std::logic_error("no GPU kernel for layer " + layer.describe());
-        }
+        kernelsOf(layer).backward(*this, layer, din, dweights, dout, in, out, weights, batch, acc);
     }
 
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
@@ -320,6 +262,125 @@ public:
     }
 
 private:
+    // ---- the Layer classes' kernels: a forwardOf / backwardOf pair per class, registered in
+    // LayerKernels (a new Layer class: its pair here, its bodies in kernel_bodies.h, its name in
+    // that list, its case in tests/engine/layer_cases.cpp) ----
+
+    void forwardOf(Linear& l, float* out, const float* in, const float* weights, int batch,
+                   const Accumulation& acc) {
+        const int I = l.inFeatures(), O = l.outFeatures();
+        // y = x W^T, then y += b
+        gemm({out, in, weights, batch, O, I, static_cast<std::size_t>(I), 1, 1,
+              static_cast<std::size_t>(I), false},
+             acc);
+        m_policy.forEach(static_cast<std::size_t>(batch) * O,
+                         kernels::AddRowBias{out, weights + static_cast<std::size_t>(O) * I,
+                                             static_cast<std::size_t>(O)});
+    }
+    void backwardOf(Linear& l, float* din, float* dweights, const float* dout, const float* in,
+                    const float*, const float* weights, int batch, const Accumulation& acc) {
+        const int I = l.inFeatures(), O = l.outFeatures();
+        const auto i = static_cast<std::size_t>(I), o = static_cast<std::size_t>(O);
+        gemm({dweights, dout, in, O, I, batch, 1, o, i, 1, true}, acc); // dW += dy^T x
+        m_policy.forEach(o, kernels::ColumnSumInto{dweights + o * i, dout,
+                                                   static_cast<std::size_t>(batch), o}); // db
+        if (din != nullptr)
+            gemm({din, dout, weights, batch, I, O, o, 1, i, 1, false}, acc); // dx = dy W
+    }
+    void forwardOf(Conv2d& c, float* out, const float* in, const float* weights, int batch,
+                   const Accumulation& acc) {
+        const kernels::ConvGeometry g = geometry(c);
+        m_policy.forEach(static_cast<std::size_t>(batch) * g.outSize(),
+                         kernels::ConvForward{out, in, weights, g, rounding(acc)});
+    }
+    void backwardOf(Conv2d& c, float* din, float* dweights, const float* dout, const float* in,
+                    const float*, const float* weights, int batch, const Accumulation& acc) {
+        const kernels::ConvGeometry g = geometry(c);
+        const auto weightsCount = static_cast<std::size_t>(g.outChannels) * g.rows();
+        m_policy.forEach(weightsCount,
+                         kernels::ConvWeightGrad{dweights, dout, in, g, batch, rounding(acc)});
+        m_policy.forEach(static_cast<std::size_t>(g.outChannels),
+                         kernels::ConvBiasGrad{dweights + weightsCount, dout, g, batch});
+        if (din != nullptr)
+            m_policy.forEach(static_cast<std::size_t>(batch) * g.inSize(),
+                             kernels::ConvInputGrad{din, dout, weights, g, rounding(acc)});
+    }
+    void forwardOf(MaxPool2d& p, float* out, const float* in, const float*, int batch,
+                   const Accumulation&) {
+        const FeatureShape s = p.inputShape();
+        const std::size_t n = static_cast<std::size_t>(batch) * p.outputShape().size();
+        m_policy.forEach(
+            n, kernels::MaxPoolForward{out, argmaxFor(&p, n), in, s.channels, s.height, s.width});
+    }
+    void backwardOf(MaxPool2d& p, float* din, float*, const float* dout, const float*, const float*,
+                    const float*, int batch, const Accumulation&) {
+        if (din == nullptr)
+            return;
+        const FeatureShape s = p.inputShape();
+        const std::size_t n = static_cast<std::size_t>(batch) * p.outputShape().size();
+        m_policy.forEach(
+            static_cast<std::size_t>(batch) * s.size(),
+            kernels::MaxPoolBackward{din, argmaxFor(&p, n), dout, s.channels, s.height, s.width});
+    }
+    void forwardOf(Activation& a, float* out, const float* in, const float*, int batch,
+                   const Accumulation&) {
+        m_policy.forEach(static_cast<std::size_t>(batch) * a.outputShape().size(),
+                         kernels::ActivationForward{out, in, op(a.kind())});
+    }
+    void backwardOf(Activation& a, float* din, float*, const float* dout, const float* in,
+                    const float* out, const float*, int batch, const Accumulation&) {
+        if (din != nullptr)
+            m_policy.forEach(static_cast<std::size_t>(batch) * a.outputShape().size(),
+                             kernels::ActivationBackward{din, dout, in, out, op(a.kind())});
+    }
+    void forwardOf(Flatten& f, float* out, const float* in, const float*, int batch,
+                   const Accumulation&) {
+        m_policy.copyOnDevice(
+            out, in, static_cast<std::size_t>(batch) * f.outputShape().size() * sizeof(float));
+    }
+    void backwardOf(Flatten& f, float* din, float*, const float* dout, const float*, const float*,
+                    const float*, int batch, const Accumulation&) {
+        if (din != nullptr)
+            m_policy.copyOnDevice(din, dout,
+                                  static_cast<std::size_t>(batch) * f.outputShape().size() *
+                                      sizeof(float));
+    }
+
+    // One Layer class's pair, type-erased: what the registration list holds.
+    struct LayerKernels {
+        std::type_index type;
+        void (*forward)(KernelOps&, Layer&, float*, const float*, const float*, int,
+                        const Accumulation&);
+        void (*backward)(KernelOps&, Layer&, float*, float*, const float*, const float*,
+                         const float*, const float*, int, const Accumulation&);
+    };
+    template <class L>
+    static LayerKernels kernelsFor() {
+        return {typeid(L),
+                [](KernelOps& k, Layer& l, float* out, const float* in, const float* w, int batch,
+                   const Accumulation& acc) {
+                    k.forwardOf(static_cast<L&>(l), out, in, w, batch, acc);
+                },
+                [](KernelOps& k, Layer& l, float* din, float* dw, const float* dout,
+                   const float* in, const float* out, const float* w, int batch,
+                   const Accumulation& acc) {
+                    k.backwardOf(static_cast<L&>(l), din, dw, dout, in, out, w, batch, acc);
+                }};
+    }
+    // The registrations: every Layer class the GPU engine runs, once.
+    static const std::vector<LayerKernels>& layerKernels() {
+        static const std::vector<LayerKernels> all = {
+            kernelsFor<Linear>(), kernelsFor<Conv2d>(), kernelsFor<MaxPool2d>(),
+            kernelsFor<Activation>(), kernelsFor<Flatten>()};
+        return all;
+    }
+    static const LayerKernels& kernelsOf(const Layer& layer) {
+        for (const LayerKernels& k : layerKernels())
+            if (k.type == typeid(layer))
+                return k;
+        throw std::logic_error("no GPU kernel for layer " + layer.describe());
+    }
+
     static kernels::ActivationOp op(ActivationKind kind) {
         switch (kind) {
         case ActivationKind::ReLU:
