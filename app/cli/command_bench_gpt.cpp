@@ -47,7 +47,9 @@ int runGptBench(const GptBenchArgs& args) {
     }
     const TextCorpus corpus = loadCorpus(args.data, settings.spec.context, args.seed);
     GptRun run(settings, corpus);
-    run.setCounting(true); // the flushed shares over the whole run, printed below
+    // With a recipe: the flushed shares over the whole run, printed below. FP32 counts nothing,
+    // as its peer: its tokens/s are the plain training's.
+    run.setCounting(settings.precision.has_value());
     if (!run.notice().empty())
         std::fprintf(stderr, "bench gpt: %s\n", run.notice().c_str());
     const auto t0 = std::chrono::steady_clock::now();

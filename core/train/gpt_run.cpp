@@ -60,6 +60,7 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
     std::vector<float> initial(n);
     m_model.initParameters(initial.data(), settings.seed);
     m_ops->upload(m_params, initial.data());
+    m_model.reserve(settings.batch); // evaluations and samples use the same buffers
     const auto window =
         static_cast<std::size_t>(settings.batch) * static_cast<std::size_t>(settings.spec.context);
     m_inputs.resize(window);

@@ -105,6 +105,24 @@ void TestKernelVsReference::allConfigs() {
                                     .arg(expectedStats.counts[c])));
         QVERIFY(stats.histogram == expectedStats.histogram);
         QCOMPARE(stats.amax, expectedStats.amax);
+
+        // Calls of fewer than 4096 elements count straight into the histogram (longer ones in
+        // interleaved copies): the same values and counts in calls of 1000.
+        const Quantizer pieceQuantizer(config, kernel);
+        QuantStats pieces;
+        std::fill(out.begin(), out.end(), 0.0f);
+        for (std::size_t start = 0; start < m_inputs.size(); start += 1000) {
+            const std::size_t len = std::min<std::size_t>(1000, m_inputs.size() - start);
+            QuantizeOptions piece = options;
+            piece.firstIndex = start;
+            pieceQuantizer.quantize(std::span<const float>(m_inputs).subspan(start, len),
+                                    std::span<float>(out).subspan(start, len), &pieces, piece);
+        }
+        for (std::size_t i = 0; i < m_inputs.size(); ++i)
+            QCOMPARE(std::bit_cast<std::uint32_t>(out[i]), expected[i]);
+        QVERIFY(pieces.counts == expectedStats.counts);
+        QVERIFY(pieces.histogram == expectedStats.histogram);
+        QCOMPARE(pieces.amax, expectedStats.amax);
     }
 }
 

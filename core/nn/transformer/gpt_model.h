@@ -93,6 +93,9 @@ public:
     // products' stage, else the embeddings in the first, a block's norms in the stage they feed
     // (ln1: attention, ln2: MLP) and the final norm in the head's.
     int stageHolding(std::size_t i) const;
+    // Buffers for batches of up to `batch` windows of the context, in the engine's memory
+    // (forward grows them when a larger batch comes; the engine frees memory only at its end).
+    void reserve(int batch);
     // Casts for the following forward and backward passes (null: FP32). Not owned.
     void setCasts(GptCasts* casts) { m_casts = casts; }
 
@@ -157,7 +160,6 @@ private:
     // The current shape's view of a buffer of `perRow` floats per row (or of the attention's
     // (B, H, T, T) when perRow is 0).
     Tensor view(Tensor buffer, std::size_t perRow) const;
-    void reserve(int batch); // buffers for batch x context
 
     std::unique_ptr<TensorOps> m_ownOps; // without an engine given
     TensorOps* m_ops;

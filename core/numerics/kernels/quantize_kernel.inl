@@ -34,6 +34,14 @@ struct BlockCounts {
     std::uint32_t amaxBits = 0;
 };
 
+// Where the histogram increments go: four interleaved 32-bit copies (calls of
+// kSplitHistogramMin elements or more; element i into copy i % 4), else the counters' own
+// histogram.
+struct HistogramSink {
+    std::uint32_t (*copies)[plab::kHistBinCount] = nullptr;
+    std::uint64_t* direct = nullptr;
+};
+
 // One SIMD register of lanes, through GCC/Clang vector extensions: explicit vectorisation that
 // compiles to AVX-512, AVX2 or SSE2 from this one source. Comparisons give 0 / -1 lane masks.
 #ifndef PLAB_VECTOR_BYTES
@@ -207,9 +215,13 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
 // and no float32 subnormal among the inputs (blockHasFloat32Subnormal). Counts are derived from
 // a few cheap masks: underflow = (result 0) - (input 0), subnormal = (below min normal) -
 // (result 0), overflow = (past max finite) minus NaNs.
+// The histogram is counted in the same loop as the vector work (each vector's bins right after
+// they are computed): its loads and stores then run on the memory ports while the next vector's
+// arithmetic runs on the vector ports, instead of a second loop over the block (measured: 6-7%
+// more elements per second with counting).
 template <int kRounding, bool kStats, bool kSubRange>
 inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float* out,
-                              std::size_t n, const std::uint32_t* rnd, std::uint32_t* bins,
+                              std::size_t n, const std::uint32_t* rnd, const HistogramSink& hist,
                               BlockCounts& bc) {
     const VI maxBits = splat(static_cast<std::int32_t>(p.maxBits));
     const VI minNormalBits = splat(static_cast<std::int32_t>(p.minNormalBits));
@@ -313,7 +325,16 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             VI bin = ((a >> 23) << 2) + binBase - quarter;
             bin = aZero ? splat(plab::kHistZeroBin) : bin;
             bin = isNan ? splat(plab::kHistNanBin) : bin; // Inf lands on kHistInfBin by itself
-            std::memcpy(bins + i, &bin, sizeof bin);
+            alignas(PLAB_VECTOR_BYTES) std::int32_t b[kLanes];
+            std::memcpy(b, &bin, sizeof b);
+            const std::size_t count = kPartial ? len : kLanes;
+            if (hist.copies != nullptr) {
+                for (std::size_t l = 0; l < count; ++l)
+                    ++hist.copies[l & 3][b[l]];
+            } else {
+                for (std::size_t l = 0; l < count; ++l)
+                    ++hist.direct[b[l]];
+            }
         }
     };
     std::size_t i = 0;
@@ -358,15 +379,21 @@ inline bool blockHasFloat32Subnormal(const float* in, std::size_t n) {
     return false;
 }
 
+// Returns whether the block's histogram was counted (the fast path counts it as it goes; the
+// general path leaves its bins for the caller).
 template <int kRounding, bool kStats>
-inline void quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
-                          const std::uint32_t* rnd, std::uint32_t* bins, BlockCounts& bc) {
-    if (p.fastPath == 0 || blockHasFloat32Subnormal(in, n))
+inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
+                          const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
+                          BlockCounts& bc) {
+    if (p.fastPath == 0 || blockHasFloat32Subnormal(in, n)) {
         quantizeBlockGeneral<kRounding, kStats>(p, in, out, n, rnd, bins, bc);
-    else if (p.hasSubRange != 0)
-        quantizeBlockFast<kRounding, kStats, true>(p, in, out, n, rnd, bins, bc);
+        return false;
+    }
+    if (p.hasSubRange != 0)
+        quantizeBlockFast<kRounding, kStats, true>(p, in, out, n, rnd, hist, bc);
     else
-        quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, bins, bc);
+        quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, hist, bc);
+    return true;
 }
 
 // Philox4x32-10 for kLanes consecutive counters at once: the same function as
@@ -467,15 +494,21 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     alignas(64) std::uint32_t copies[4][plab::kHistBinCount]; // zeroed only when used
     if (split)
         std::memset(copies, 0, sizeof copies);
+    HistogramSink sink;
+    if (split)
+        sink.copies = copies;
+    else if (counters != nullptr)
+        sink.direct = counters->histogram;
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = n - start < kBlock ? n - start : kBlock;
         if constexpr (kRounding == kStochastic)
             fillRandom(firstIndex + start, len, p, rnd);
         if (counters == nullptr) {
-            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, bc);
+            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, sink, bc);
             continue;
         }
-        quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, bc);
+        if (quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink, bc))
+            continue; // counted as it went
         if (split) {
             std::size_t i = 0;
             for (; i + 4 <= len; i += 4) {
