@@ -9,7 +9,7 @@
 #include "engine/kernel_bodies.h"
 #include "nn/gelu_tanh.h"
 #include "nn/transformer/causal_attention.h"
-#include "nn/transformer/layer_norm.h"
+#include "nn/transformer/layer_norm_row.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +31,24 @@ struct AttentionGeometry {
         return ((static_cast<size_t>(b) * heads + h) * time + i) * time + j;
     }
     PLAB_HOST_DEVICE float scale() const { return 1.0f / sqrtf(static_cast<float>(headSize())); }
+    // Row index (b, h, i) of the (B, H, T, T) squares, as the per-row bodies number them.
+    struct Row {
+        int b, h, i;
+    };
+    PLAB_HOST_DEVICE Row rowOf(size_t row) const {
+        const size_t t = static_cast<size_t>(time);
+        return {static_cast<int>(row / (t * heads)), static_cast<int>(row / t % heads),
+                static_cast<int>(row % t)};
+    }
+    // Element (b, t, col) of a (B, T, width) tensor, as the per-element bodies number them.
+    struct Element {
+        int b, t, col;
+    };
+    PLAB_HOST_DEVICE Element elementOf(size_t idx, size_t width) const {
+        const size_t t = static_cast<size_t>(time);
+        return {static_cast<int>(idx / (width * t)), static_cast<int>(idx / width % t),
+                static_cast<int>(idx % width)};
+    }
 };
 
 inline AttentionGeometry geometryOf(const transformer::AttentionShape& s) {
@@ -81,15 +99,6 @@ struct EmbeddingPositionGradient {
     }
 };
 
-// Sum of v[0, n) in the CPU LayerNorm's order: 8 partial sums (element i into i % 8), paired.
-inline PLAB_HOST_DEVICE float laneSum(const float* v, size_t n, size_t stride = 1) {
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < n; ++i)
-        lanes[i % 8] += v[i * stride];
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
-
 // One row of LayerNorm forward: mean, biased variance, out = (x - mean) rstd w + b.
 struct LayerNormRow {
     float* out;
@@ -101,17 +110,7 @@ struct LayerNormRow {
     int channels;
     PLAB_HOST_DEVICE void operator()(size_t r) const {
         const size_t c = static_cast<size_t>(channels);
-        const float* x = in + r * c;
-        float* o = out + r * c;
-        const float m = laneSum(x, c) / static_cast<float>(c);
-        for (size_t i = 0; i < c; ++i)
-            o[i] = (x[i] - m) * (x[i] - m);
-        const float v = laneSum(o, c) / static_cast<float>(c);
-        const float s = 1.0f / sqrtf(v + transformer::kLayerNormEps);
-        for (size_t i = 0; i < c; ++i)
-            o[i] = (x[i] - m) * s * weight[i] + bias[i];
-        mean[r] = m;
-        rstd[r] = s;
+        transformer::layerNormRow(out + r * c, in + r * c, weight, bias, c, mean + r, rstd + r);
     }
 };
 
@@ -128,23 +127,8 @@ struct LayerNormInputGradientRow {
     bool accumulate;
     PLAB_HOST_DEVICE void operator()(size_t r) const {
         const size_t c = static_cast<size_t>(channels);
-        const float* x = in + r * c;
-        const float* d = dout + r * c;
-        const float m = mean[r], s = rstd[r];
-        float dnormMean = 0.0f, dnormNormMean = 0.0f;
-        for (size_t i = 0; i < c; ++i) {
-            const float norm = (x[i] - m) * s, dnorm = d[i] * weight[i];
-            dnormMean += dnorm;
-            dnormNormMean += dnorm * norm;
-        }
-        dnormMean /= static_cast<float>(c);
-        dnormNormMean /= static_cast<float>(c);
-        float* g = din + r * c;
-        for (size_t i = 0; i < c; ++i) {
-            const float norm = (x[i] - m) * s, dnorm = d[i] * weight[i];
-            const float v = s * (dnorm - dnormMean - norm * dnormNormMean);
-            g[i] = accumulate ? g[i] + v : v;
-        }
+        transformer::layerNormInputGradientRow(din + r * c, dout + r * c, in + r * c, weight,
+                                               mean[r], rstd[r], c, accumulate);
     }
 };
 
@@ -177,9 +161,7 @@ struct AttentionProbabilityRow {
     const float* qkv;
     AttentionGeometry g;
     PLAB_HOST_DEVICE void operator()(size_t row) const {
-        const int i = static_cast<int>(row % static_cast<size_t>(g.time));
-        const int h = static_cast<int>(row / static_cast<size_t>(g.time) % g.heads);
-        const int b = static_cast<int>(row / (static_cast<size_t>(g.time) * g.heads));
+        const auto [b, h, i] = g.rowOf(row);
         const int hs = g.headSize();
         float* p = att + g.squareAt(b, h, i, 0);
         const float* q = qkv + g.qkvAt(b, i, 0, h, 0);
@@ -212,10 +194,7 @@ struct AttentionValuesElement {
     const float* qkv;
     AttentionGeometry g;
     PLAB_HOST_DEVICE void operator()(size_t idx) const {
-        const size_t c = static_cast<size_t>(g.channels);
-        const int col = static_cast<int>(idx % c);
-        const int t = static_cast<int>(idx / c % static_cast<size_t>(g.time));
-        const int b = static_cast<int>(idx / (c * g.time));
+        const auto [b, t, col] = g.elementOf(idx, static_cast<size_t>(g.channels));
         const int h = col / g.headSize(), d = col % g.headSize();
         const float* p = att + g.squareAt(b, h, t, 0);
         float sum = 0.0f;
@@ -233,9 +212,7 @@ struct AttentionScoreGradientRow {
     const float* att;
     AttentionGeometry g;
     PLAB_HOST_DEVICE void operator()(size_t row) const {
-        const int i = static_cast<int>(row % static_cast<size_t>(g.time));
-        const int h = static_cast<int>(row / static_cast<size_t>(g.time) % g.heads);
-        const int b = static_cast<int>(row / (static_cast<size_t>(g.time) * g.heads));
+        const auto [b, h, i] = g.rowOf(row);
         const int hs = g.headSize();
         const float* p = att + g.squareAt(b, h, i, 0);
         float* ds = dscores + g.squareAt(b, h, i, 0);
@@ -267,10 +244,7 @@ struct AttentionInputGradientElement {
     const float* att;
     AttentionGeometry g;
     PLAB_HOST_DEVICE void operator()(size_t idx) const {
-        const size_t width = 3 * static_cast<size_t>(g.channels);
-        const int col = static_cast<int>(idx % width);
-        const int t = static_cast<int>(idx / width % static_cast<size_t>(g.time));
-        const int b = static_cast<int>(idx / (width * g.time));
+        const auto [b, t, col] = g.elementOf(idx, 3 * static_cast<size_t>(g.channels));
         const int which = col / g.channels, h = col % g.channels / g.headSize(),
                   d = col % g.headSize();
         float sum = 0.0f;

@@ -248,9 +248,6 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
 
     const AttentionShape shape{batch, time, c, m_spec.heads};
     const auto cw = static_cast<std::size_t>(c);
-    auto param = [&](Tensor base, std::size_t offset, std::size_t size) {
-        return base.slice(offset, size);
-    };
     // With casts the products read cast weights (matrices only; biases are added in FP32).
     m_castLastForward = m_casts != nullptr;
     Tensor w = params;
@@ -268,8 +265,8 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
         w = m_castParams;
     }
     const auto v = static_cast<std::size_t>(m_spec.vocab);
-    layers.embeddingForward(view(m_acts[0].in, cw), m_tokens, param(w, m_tok, v * cw),
-                            param(w, m_pos, static_cast<std::size_t>(m_spec.context) * cw), batch,
+    layers.embeddingForward(view(m_acts[0].in, cw), m_tokens, w.slice(m_tok, v * cw),
+                            w.slice(m_pos, static_cast<std::size_t>(m_spec.context) * cw), batch,
                             time, c);
     for (std::size_t l = 0; l < m_acts.size(); ++l) {
         BlockActivations& a = m_acts[l];
@@ -278,11 +275,11 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
         const Tensor in = view(a.in, cw), ln1 = view(a.ln1, cw), qkv = view(a.qkv, 3 * cw),
                      att = view(a.att, 0), attOut = view(a.attOut, cw), mid = view(a.mid, cw),
                      ln2 = view(a.ln2, cw), fc = view(a.fc, 4 * cw), gelu = view(a.gelu, 4 * cw);
-        layers.layerNormForward(ln1, a.ln1Mean, a.ln1Rstd, in, param(params, o.ln1w, cw),
-                                param(params, o.ln1b, cw), rows, c);
+        layers.layerNormForward(ln1, a.ln1Mean, a.ln1Rstd, in, params.slice(o.ln1w, cw),
+                                params.slice(o.ln1b, cw), rows, c);
         layers.linearForward(
             qkv, operand(attention, GptOperand::Activations, ln1, a.ln1Cast, GptSite::NormOutput),
-            param(w, o.qkvw, 3 * cw * cw), param(w, o.qkvb, 3 * cw), rows, c, 3 * c);
+            w.slice(o.qkvw, 3 * cw * cw), w.slice(o.qkvb, 3 * cw), rows, c, 3 * c);
         if (m_casts != nullptr) // q, k and v: the attention products' operands
             m_casts->cast(attention, GptOperand::Activations, GptSite::Product, qkv);
         layers.attentionProbabilities(att, qkv, shape);
@@ -290,27 +287,27 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
             m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, att);
         layers.attentionValues(attOut, att, qkv, shape);
         layers.linearForward(mid, operand(attention, GptOperand::Activations, attOut, a.attOutCast),
-                             param(w, o.projw, cw * cw), param(w, o.projb, cw), rows, c, c);
+                             w.slice(o.projw, cw * cw), w.slice(o.projb, cw), rows, c, c);
         layers.addInto(mid, in); // residual
-        layers.layerNormForward(ln2, a.ln2Mean, a.ln2Rstd, mid, param(params, o.ln2w, cw),
-                                param(params, o.ln2b, cw), rows, c);
+        layers.layerNormForward(ln2, a.ln2Mean, a.ln2Rstd, mid, params.slice(o.ln2w, cw),
+                                params.slice(o.ln2b, cw), rows, c);
         layers.linearForward(
             fc, operand(mlp, GptOperand::Activations, ln2, a.ln2Cast, GptSite::NormOutput),
-            param(w, o.fcw, 4 * cw * cw), param(w, o.fcb, 4 * cw), rows, c, 4 * c);
+            w.slice(o.fcw, 4 * cw * cw), w.slice(o.fcb, 4 * cw), rows, c, 4 * c);
         layers.geluTanhForward(gelu, fc);
         const Tensor next = view(l + 1 < m_acts.size() ? m_acts[l + 1].in : m_final, cw);
         layers.linearForward(next, operand(mlp, GptOperand::Activations, gelu, a.geluCast),
-                             param(w, o.outw, 4 * cw * cw), param(w, o.outb, cw), rows, 4 * c, c);
+                             w.slice(o.outw, 4 * cw * cw), w.slice(o.outb, cw), rows, 4 * c, c);
         layers.addInto(next, mid); // residual
     }
     const Tensor lnf = view(m_lnf, cw);
-    layers.layerNormForward(lnf, m_lnfMean, m_lnfRstd, view(m_final, cw), param(params, m_lnfw, cw),
-                            param(params, m_lnfb, cw), rows, c);
+    layers.layerNormForward(lnf, m_lnfMean, m_lnfRstd, view(m_final, cw), params.slice(m_lnfw, cw),
+                            params.slice(m_lnfb, cw), rows, c);
     const int head = stageCount() - 1;
     layers.linearForward(
         view(m_logits, v),
         operand(head, GptOperand::Activations, lnf, m_lnfCast, GptSite::NormOutput),
-        param(w, m_headw, v * cw), param(w, m_headb, v), rows, c, m_spec.vocab);
+        w.slice(m_headw, v * cw), w.slice(m_headb, v), rows, c, m_spec.vocab);
     const SequenceLoss loss = layers.sequenceCrossEntropy(view(m_logits, v), m_targets, rows,
                                                           m_spec.vocab, view(m_dlogits, v));
     m_correct = loss.correct;
@@ -333,9 +330,6 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
     const Tensor dlnf = view(m_dlnf, cw), dx = view(m_dx, cw), dmid = view(m_dmid, cw),
                  dln = view(m_dln, cw), dattOut = view(m_dattOut, cw), dqkv = view(m_dqkv, 3 * cw),
                  dfc = view(m_dfc, 4 * cw), dscores = view(m_dscores, 0);
-    auto param = [](Tensor base, std::size_t offset, std::size_t size) {
-        return base.slice(offset, size);
-    };
 
     // The products' operands as forward read them, and the arriving gradients cast.
     const bool cast = m_castLastForward && m_casts != nullptr;
@@ -361,8 +355,8 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
     arrive(head, dlogits);
     productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits, used(m_lnf, m_lnfCast, cw),
                     rows, c, m_spec.vocab);
-    layers.layerNormBackward(dx, param(grads, m_lnfw, cw), param(grads, m_lnfb, cw), dlnf,
-                             view(m_final, cw), param(params, m_lnfw, cw), m_lnfMean, m_lnfRstd,
+    layers.layerNormBackward(dx, grads.slice(m_lnfw, cw), grads.slice(m_lnfb, cw), dlnf,
+                             view(m_final, cw), params.slice(m_lnfw, cw), m_lnfMean, m_lnfRstd,
                              rows, c, false);
     for (std::size_t l = m_acts.size(); l-- > 0;) {
         const BlockActivations& a = m_acts[l];
@@ -376,8 +370,8 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc, used(a.ln2, a.ln2Cast, cw), rows, c,
                         4 * c);
         ops.copy(dmid, dx);
-        layers.layerNormBackward(dmid, param(grads, o.ln2w, cw), param(grads, o.ln2b, cw), dln,
-                                 view(a.mid, cw), param(params, o.ln2w, cw), a.ln2Mean, a.ln2Rstd,
+        layers.layerNormBackward(dmid, grads.slice(o.ln2w, cw), grads.slice(o.ln2b, cw), dln,
+                                 view(a.mid, cw), params.slice(o.ln2w, cw), a.ln2Mean, a.ln2Rstd,
                                  rows, c, true);
         // mid = in + proj(attention(qkv(ln1(in)))).
         arrive(attention, dmid);
@@ -395,12 +389,12 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv, used(a.ln1, a.ln1Cast, cw),
                         rows, c, 3 * c);
         ops.copy(dx, dmid);
-        layers.layerNormBackward(dx, param(grads, o.ln1w, cw), param(grads, o.ln1b, cw), dln,
-                                 view(a.in, cw), param(params, o.ln1w, cw), a.ln1Mean, a.ln1Rstd,
+        layers.layerNormBackward(dx, grads.slice(o.ln1w, cw), grads.slice(o.ln1b, cw), dln,
+                                 view(a.in, cw), params.slice(o.ln1w, cw), a.ln1Mean, a.ln1Rstd,
                                  rows, c, true);
     }
-    layers.embeddingBackward(param(grads, m_tok, v * cw),
-                             param(grads, m_pos, static_cast<std::size_t>(m_spec.context) * cw), dx,
+    layers.embeddingBackward(grads.slice(m_tok, v * cw),
+                             grads.slice(m_pos, static_cast<std::size_t>(m_spec.context) * cw), dx,
                              m_tokens, m_batch, m_time, c);
 }
 

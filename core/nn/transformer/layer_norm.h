@@ -2,9 +2,9 @@
 //   out (N, C) = (x - mean) * rstd * weight (C) + bias (C), mean and rstd (N) kept for backward.
 #pragma once
 
-namespace plab::transformer {
+#include "nn/transformer/layer_norm_row.h" // kLayerNormEps, the row arithmetic
 
-inline constexpr float kLayerNormEps = 1e-5f;
+namespace plab::transformer {
 
 void layerNormForward(float* out, float* mean, float* rstd, const float* in, const float* weight,
                       const float* bias, int rows, int channels);
