@@ -1,5 +1,6 @@
 // BlocksView drawing: two QCustomPlot bar charts with the representable range shaded.
 #include "blocks_view.h"
+#include "percent_text.h"
 
 #include <qcustomplot.h>
 
@@ -66,10 +67,6 @@ std::pair<double, double> scaleRange(const BlockScheme& scheme) {
         break;
     }
     return {-149.0, 128.0};
-}
-
-QString percent(double v) {
-    return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%');
 }
 
 } // namespace
@@ -184,8 +181,8 @@ void BlocksView::show(const TrainingSnapshot& snapshot, const TrainConfig& confi
             .arg(snapshot.statsStep)
             .arg(b.blocks)
             .arg(b.zeroBlocks)
-            .arg(percent(b.flushedBlockShare()), percent(b.saturatedBlockShare()),
-                 percent(b.flushedInLiveShare())));
+            .arg(percentText(b.flushedBlockShare()), percentText(b.saturatedBlockShare()),
+                 percentText(b.flushedInLiveShare())));
 }
 
 } // namespace plab

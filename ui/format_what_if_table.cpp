@@ -1,5 +1,6 @@
 // FormatWhatIfTable: compareFormats() into a QTableWidget.
 #include "format_what_if_table.h"
+#include "percent_text.h"
 
 #include "stats/tensor_sample.h"
 #include "stats/what_if_formats.h"
@@ -13,10 +14,6 @@
 
 namespace plab {
 namespace {
-
-QString percent(double v) {
-    return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%');
-}
 
 QTableWidgetItem* cell(const QString& text, bool bold, bool number) {
     auto* item = new QTableWidgetItem(text);
@@ -102,9 +99,9 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
         const FormatOutcome& o = outcomes[static_cast<std::size_t>(row)];
         const bool bold = o.name == current;
         m_table->setItem(row, 0, cell(QString::fromStdString(o.name), bold, false));
-        m_table->setItem(row, 1, cell(percent(o.flushed), bold, true));
-        m_table->setItem(row, 2, cell(percent(o.subnormal), bold, true));
-        m_table->setItem(row, 3, cell(percent(o.overflow), bold, true));
+        m_table->setItem(row, 1, cell(percentText(o.flushed), bold, true));
+        m_table->setItem(row, 2, cell(percentText(o.subnormal), bold, true));
+        m_table->setItem(row, 3, cell(percentText(o.overflow), bold, true));
         m_table->setItem(
             row, 4,
             cell(std::isinf(o.sqnrDb) ? tr("exact") : QString::number(o.sqnrDb, 'f', 1), bold,

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int kRowHeight = 26, kTitleHeight = 18;
 
-QString percent(double share) {
+QString compactPercent(double share) {
     return QString::number(100.0 * share, 'g', share < 0.001 ? 2 : 3) + QLatin1Char('%');
 }
 
@@ -63,13 +63,15 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
                 highest = std::max(highest, b);
             }
         const WhatIfFractions f = measuredFractions(q);
-        row.summary = q.total() == 0 ? tr("not counted")
-                                     : tr("%1  flushed %2  overflow %3")
-                                           .arg(QString::fromStdString(format.name),
-                                                percent(f.flushed), percent(f.overflow));
+        row.summary = q.total() == 0
+                          ? tr("not counted")
+                          : tr("%1  flushed %2  overflow %3")
+                                .arg(QString::fromStdString(format.name), compactPercent(f.flushed),
+                                     compactPercent(f.overflow));
         if (role == TensorRole::Activations && !stage.channelAmax.empty())
-            row.summary += tr("  outliers %1")
-                               .arg(percent(transformer::outlierChannelShare(stage.channelAmax)));
+            row.summary +=
+                tr("  outliers %1")
+                    .arg(compactPercent(transformer::outlierChannelShare(stage.channelAmax)));
         m_rows.push_back(std::move(row));
     }
     if (lowest <= highest) {

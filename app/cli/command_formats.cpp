@@ -19,7 +19,7 @@ std::string layout(const FormatSpec& f) {
 }
 
 // A power of two as 2^k, otherwise %.6g.
-std::string number(double v) {
+std::string limitText(double v) {
     int e;
     const double m = std::frexp(v, &e);
     char buf[48];
@@ -52,11 +52,11 @@ void printHeader() {
 
 void printRow(const FormatSpec& f) {
     const std::string minSub = (f.hasZero && f.subnormals && f.mantissaBits > 0)
-                                   ? number(f.minPositive())
+                                   ? limitText(f.minPositive())
                                    : std::string("-");
     std::printf("%-14s %-9s %5d %12s %10s %10s %10s %7.2f %11llu %-10s %s\n", f.name.c_str(),
-                layout(f).c_str(), f.bias, number(f.maxFinite()).c_str(),
-                number(f.minNormal()).c_str(), minSub.c_str(), number(f.epsilon()).c_str(),
+                layout(f).c_str(), f.bias, limitText(f.maxFinite()).c_str(),
+                limitText(f.minNormal()).c_str(), minSub.c_str(), limitText(f.epsilon()).c_str(),
                 f.binades(), static_cast<unsigned long long>(f.finiteValueCount()),
                 specials(f).c_str(), std::string(toString(defaultOverflow(f))).c_str());
 }

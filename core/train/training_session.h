@@ -163,7 +163,6 @@ private:
 
     TripleBuffer<TrainingSnapshot> m_snapshots;
     SpscRing<StepScalars> m_ring{4096};
-    bool m_havePublished = false;
     std::atomic<bool> m_anyPublished{false};
 
     std::jthread m_worker; // last: starts after everything above exists, joins first

@@ -62,7 +62,14 @@ struct TrainingRuns {
     // (CTest runs the parts as separate tests, in parallel).
     bool presetRuns = true, cnnRun = true, gptRuns = true;
     int part = 0, parts = 1;
+    // The sanitizer builds' lighter set (the same runs, each a few steps on one seed, only the
+    // first step compared): what they look for, a bad access or an undefined operation, shows in
+    // any step, and the statistical comparison of whole runs is the plain build's to make.
+    bool memoryCheckOnly = false;
 };
+// The plan above cut down as memoryCheckOnly says (CTest passes `--sanitizer` in the
+// sanitizer builds, tests/engine/CMakeLists.txt).
+TrainingRuns memoryCheckPlan(TrainingRuns plan);
 // The whole GPT (the small one) on the candidate against the CPU, from the same weights and
 // batch: its loss and every parameter's gradient, in FP32 and with a loss scale.
 void gptModel(const OpsFactory& candidate, Report& report);

@@ -6,10 +6,11 @@
 // a device (tests/gpu/test_gpu_engine.cpp); this one runs everywhere, so the kernels' arithmetic
 // and indexing are tested on every CI run.
 //
-// Usage: test_host_kernel_parity [kernels | presets K/N | gpt K/N]: everything; the kernel
-// checks and the CNN's training runs; or part K of N of the presets' training runs on the MLP,
-// or on the GPT (CTest runs the parts in parallel: under the sanitizers the training runs take
-// minutes).
+// Usage: test_host_kernel_parity [kernels | presets K/N | gpt K/N] [--sanitizer]: everything;
+// the kernel checks and the CNN's training runs; or part K of N of the presets' training runs on
+// the MLP, or on the GPT (CTest runs the parts in parallel). --sanitizer: the training runs as
+// the sanitizer builds run them, a few steps on one seed each (engine_parity.h: memoryCheckPlan);
+// in full they took 7 minutes of the ASan stage.
 #include "engine/host_kernel_ops.h"
 #include "engine_parity.h"
 
@@ -18,6 +19,8 @@
 
 int main(int argc, char** argv) {
     using namespace plab;
+    const bool sanitizer = argc > 1 && std::string(argv[argc - 1]) == "--sanitizer";
+    argc -= sanitizer ? 1 : 0;
     const std::string what = argc > 1 ? argv[1] : "all";
     // 150 steps of every preset on 3 seeds, on a narrower MLP and fewer CNN steps than the GPU
     // test so that the serial emulation takes seconds; the GPT's 200 steps at batch 4.
@@ -36,6 +39,8 @@ int main(int argc, char** argv) {
     plan.presetRuns = what == "all" || what == "presets";
     plan.gptRuns = what == "all" || what == "gpt";
     plan.cnnRun = what == "all" || what == "kernels";
+    if (sanitizer)
+        plan = parity::memoryCheckPlan(plan);
     parity::Report report;
     const parity::OpsFactory hostKernels = [] { return makeHostKernelOps(); };
     if (!parted) {

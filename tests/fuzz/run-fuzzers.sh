@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan; CMake preset `fuzz`) and runs each for a
-# bounded time, starting from the committed seed corpus. A crash stops the run with a non-zero
-# exit; the input is left in build/fuzz/artifacts/ — copy it into tests/fuzz/corpus/<target>/ as
-# crash-<what> so the replay tests keep it as a regression test once fixed.
+# bounded time, starting from the committed seed corpus, as many at once as there are cores
+# (FUZZ_JOBS to change it), each on a core of its own for its whole time. A crash fails the run
+# with a non-zero exit; the input is left in build/fuzz/artifacts/ — copy it into
+# tests/fuzz/corpus/<target>/ as crash-<what> so the replay tests keep it as a regression test
+# once fixed.
 #   tests/fuzz/run-fuzzers.sh [seconds-per-target, default 60]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,22 +16,44 @@ cmake --build --preset fuzz
 declare -A corpus=([format]=format [config]=config [idx_reader]=idx)
 work=build/fuzz/work
 mkdir -p build/fuzz/artifacts
-status=0
-for target in format config idx_reader; do
+at_once=${FUZZ_JOBS:-$(nproc)}
+
+fuzz_one() {
+  local target=$1
   # Grow a scratch copy: new inputs the fuzzer finds do not churn the committed seeds.
   rm -rf "$work/$target" && mkdir -p "$work/$target"
   cp tests/fuzz/corpus/"${corpus[$target]}"/* "$work/$target/"
-  dict=()
+  local dict=()
   [[ -f tests/fuzz/$target.dict ]] && dict=(-dict="tests/fuzz/$target.dict")
+  local rc=0
+  build/fuzz/tests/fuzz/fuzz_$target "$work/$target" "${dict[@]}" \
+    -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=10 \
+    -artifact_prefix=build/fuzz/artifacts/"$target"- -print_final_stats=1 \
+    >build/fuzz/"$target".log 2>&1 || rc=$?
+  echo "$rc" >build/fuzz/"$target".rc
+}
+
+report() { # target exit-status: the verdict and the fuzzer's own figures, one target at a time
+  local target=$1 rc=$2
   echo "== fuzz_$target for ${seconds}s"
-  if ! build/fuzz/tests/fuzz/fuzz_$target "$work/$target" "${dict[@]}" \
-      -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=10 \
-      -artifact_prefix=build/fuzz/artifacts/"$target"- -print_final_stats=1 \
-      >build/fuzz/"$target".log 2>&1; then
+  if [[ $rc -ne 0 ]]; then
     echo "fuzz_$target FAILED; log: build/fuzz/$target.log, inputs: build/fuzz/artifacts/" >&2
     tail -n 40 build/fuzz/"$target".log >&2
-    status=1
   fi
   grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz/"$target".log || true
+}
+
+status=0
+targets=(format config idx_reader)
+rm -f build/fuzz/*.rc
+for target in "${targets[@]}"; do
+  while (( $(jobs -rp | wc -l) >= at_once )); do sleep 1; done
+  fuzz_one "$target" &
+done
+wait
+for target in "${targets[@]}"; do
+  rc=$(cat build/fuzz/"$target".rc 2>/dev/null || echo 1)
+  report "$target" "$rc"
+  [[ $rc -eq 0 ]] || status=1
 done
 exit $status
