@@ -10,6 +10,7 @@
 #include "nn/gelu_tanh.h"
 #include "nn/transformer/causal_attention.h"
 #include "nn/transformer/layer_norm_row.h"
+#include "nn/transformer/softmax_row.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -165,25 +166,14 @@ struct AttentionProbabilityRow {
         const int hs = g.headSize();
         float* p = att + g.squareAt(b, h, i, 0);
         const float* q = qkv + g.qkvAt(b, i, 0, h, 0);
-        float top = -INFINITY;
         for (int j = 0; j <= i; ++j) {
             const float* k = qkv + g.qkvAt(b, j, 1, h, 0);
             float dot = 0.0f;
             for (int d = 0; d < hs; ++d)
                 dot += q[d] * k[d];
             p[j] = dot * g.scale();
-            top = p[j] > top ? p[j] : top;
         }
-        float sum = 0.0f;
-        for (int j = 0; j <= i; ++j) {
-            p[j] = expf(p[j] - top);
-            sum += p[j];
-        }
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= i; ++j)
-            p[j] *= inv;
-        for (int j = i + 1; j < g.time; ++j)
-            p[j] = 0.0f;
+        transformer::causalSoftmaxRow(p, i + 1, g.time);
     }
 };
 

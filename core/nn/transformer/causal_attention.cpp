@@ -1,10 +1,11 @@
 #include "nn/transformer/causal_attention.h"
 
 #include "nn/matmul.h"
+#include "nn/transformer/softmax_row.h"
+#include "util/vector_clones.h"
 
 #include <cmath>
 #include <cstddef>
-#include <limits>
 
 namespace plab::transformer {
 namespace {
@@ -28,6 +29,13 @@ T* square(T* x, const AttentionShape& s, int b, int h) {
     return x + (static_cast<std::ptrdiff_t>(b) * s.heads + h) * s.time * s.time;
 }
 
+// The row's softmax (softmax_row.h), cloned for AVX2 / AVX-512 (the file is compiled without
+// fused multiply-adds: every copy gives the same bits).
+PLAB_VECTOR_CLONES
+void softmaxRow(float* p, int live, int time) {
+    causalSoftmaxRow(p, live, time);
+}
+
 } // namespace
 
 void attentionProbabilities(float* att, const float* qkv, const AttentionShape& s) {
@@ -35,28 +43,12 @@ void attentionProbabilities(float* att, const float* qkv, const AttentionShape& 
     const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
     for (int b = 0; b < s.batch; ++b)
         for (int h = 0; h < s.heads; ++h) {
-            // (t, t) scores, then probabilities, of this (batch, head)
+            // (t, t) scores q . k^T / sqrt(hs) (the product's alpha), then probabilities
             float* p = square(att, s, b, h);
-            gemm(false, true, t, t, hs, 1.0f, part(qkv, s, b, h, 0), 3 * c, part(qkv, s, b, h, 1),
-                 3 * c, 0.0f, p, t); // q . k^T
-            for (int i = 0; i < t; ++i) {
-                float* row = p + static_cast<std::ptrdiff_t>(i) * t;
-                float maxScore = -std::numeric_limits<float>::infinity();
-                for (int j = 0; j <= i; ++j) {
-                    row[j] *= scale;
-                    maxScore = row[j] > maxScore ? row[j] : maxScore;
-                }
-                float sum = 0.0f;
-                for (int j = 0; j <= i; ++j) {
-                    row[j] = std::exp(row[j] - maxScore);
-                    sum += row[j];
-                }
-                const float inv = 1.0f / sum;
-                for (int j = 0; j <= i; ++j)
-                    row[j] *= inv;
-                for (int j = i + 1; j < t; ++j)
-                    row[j] = 0.0f; // masked: the future
-            }
+            gemm(false, true, t, t, hs, scale, part(qkv, s, b, h, 0), 3 * c, part(qkv, s, b, h, 1),
+                 3 * c, 0.0f, p, t);
+            for (int i = 0; i < t; ++i)
+                softmaxRow(p + static_cast<std::ptrdiff_t>(i) * t, i + 1, t);
         }
 }
 

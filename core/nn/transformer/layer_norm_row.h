@@ -3,6 +3,7 @@
 // same sums in the same order on both.
 #pragma once
 
+#include "nn/lane_sum.h"
 #include "numerics/philox.h" // PLAB_HOST_DEVICE
 
 #include <cstddef>
@@ -11,20 +12,6 @@
 namespace plab::transformer {
 
 inline constexpr float kLayerNormEps = 1e-5f;
-
-// Sum of v[0, n) in 8 fixed partial sums (element i into sum i % 8), paired at the end: a loop
-// that vectorises, in the same order on every CPU and on a GPU.
-inline PLAB_HOST_DEVICE float laneSum(const float* v, std::size_t n) {
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (std::size_t l = 0; l < 8; ++l)
-            lanes[l] += v[i + l];
-    for (std::size_t l = 0; i < n; ++i, ++l)
-        lanes[l] += v[i];
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-}
 
 // o = (x - mean) * rstd * weight + bias over c channels (mean and the biased variance of x);
 // *mean and *rstd set.
