@@ -47,7 +47,7 @@ status=0
 targets=(format config idx_reader)
 rm -f build/fuzz/*.rc
 for target in "${targets[@]}"; do
-  while (( $(jobs -rp | wc -l) >= at_once )); do sleep 1; done
+  while (( $(jobs -rp | wc -l) >= at_once )); do wait -n || true; done # statuses: the .rc files
   fuzz_one "$target" &
 done
 wait
