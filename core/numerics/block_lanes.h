@@ -136,10 +136,11 @@ PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, floa
 PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded,
                                      float tensorScale) {
     I16 count{};
+    const bool unitScale = tensorScale == 1.0f; // MX and FP32 blocks: x / 1 is x, no division
     for (std::size_t i = 0; i < n; i += 16) {
         F16 x;
         __builtin_memcpy(&x, values + i, sizeof x);
-        const F16 v = (x * decoded) / tensorScale;
+        const F16 v = unitScale ? x * decoded : (x * decoded) / tensorScale;
         __builtin_memcpy(values + i, &v, sizeof v);
         const I16 a = (I16)v & 0x7FFFFFFF;
         const I16 kept = a <= kInfBits ? a : 0;

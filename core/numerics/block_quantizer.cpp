@@ -59,14 +59,13 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
 std::uint64_t foldBlockStats(std::span<const BlockInfo> blocks, const BlockScheme& scheme,
                              BlockStats* blockStats) {
     std::uint64_t flushed = 0;
-    for (const BlockInfo& b : blocks) {
-        // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
-        // flushed, not true zeros.
-        if (scheme.kind == BlockScaleKind::Nvfp4 && b.scale.decoded == 0.0f)
-            flushed += b.nonzero;
-        if (blockStats != nullptr)
-            blockStats->add(b);
-    }
+    // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
+    // flushed, not true zeros.
+    if (scheme.kind == BlockScaleKind::Nvfp4)
+        for (const BlockInfo& b : blocks)
+            flushed += b.scale.decoded == 0.0f ? b.nonzero : 0u;
+    if (blockStats != nullptr)
+        blockStats->addRange(blocks.data(), blocks.size());
     return flushed;
 }
 
@@ -147,15 +146,16 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     }
     const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale};
 
-    // Each chunk's blocks go into the statistics while they are in cache: per task when tasks
-    // run in parallel, merged in task order afterwards (integer sums: any order gives the same).
+    // Each task's blocks go into the statistics while their facts are in cache (a task's are
+    // at most 2^16 / 16 blocks of 32 bytes): per task when tasks run in parallel, merged in task
+    // order afterwards (integer sums: any order gives the same).
     std::vector<QuantTally> tallies(stats == nullptr ? 0 : (parallel ? tasks : 1));
     std::vector<BlockStats> taskBlockStats(blockStats != nullptr && parallel ? tasks : 0);
     // Per task, the inputs flushed by NVFP4 blocks whose scale is 0 (foldBlockStats).
     std::vector<std::uint64_t> zeroScaleFlushed(tasks, 0);
     overTasks([&](std::size_t task) {
         QuantTally* tally = tallies.empty() ? nullptr : &tallies[parallel ? task : 0];
-        BlockStats* chunkStats =
+        BlockStats* taskStats =
             parallel && blockStats != nullptr ? &taskBlockStats[task] : blockStats;
         const auto [firstChunk, lastChunk] = taskChunks(task);
         for (std::size_t c = firstChunk; c < lastChunk; ++c) {
@@ -169,9 +169,13 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             const std::span<float> chunk = out.subspan(begin, end - begin);
             element.quantizePiece(chunk, chunk, tally, piece);
             blocks::dequantizeRange(dequantize, first, last);
+        }
+        if (firstChunk < lastChunk) {
+            const std::size_t first = chunkBlocks(firstChunk).first,
+                              last = chunkBlocks(lastChunk - 1).second;
             zeroScaleFlushed[task] +=
                 foldBlockStats(std::span<const BlockInfo>(blocksOut).subspan(first, last - first),
-                               scheme, chunkStats);
+                               scheme, taskStats);
         }
     });
     for (const BlockStats& s : taskBlockStats)

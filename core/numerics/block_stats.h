@@ -7,6 +7,7 @@
 #include "numerics/quant_stats.h"
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace plab {
@@ -42,7 +43,11 @@ struct BlockStats {
     std::array<std::uint64_t, kHistBinCount> scaleHistogram{};
     std::array<std::uint64_t, kRangeBins> rangeHistogram{}; // blocks with a nonzero input
 
+    // One block, written as the definitions read (the reference addRange is tested against).
     void add(const BlockInfo& block);
+    // add() for each block, in one loop without branches on the blocks' facts (16-element blocks
+    // make this per-block work a sixth of a cast's time otherwise).
+    void addRange(const BlockInfo* blocks, std::size_t count);
     void merge(const BlockStats& other);
     bool empty() const { return blocks == 0; }
     double flushedBlockShare() const;   // of blocks with a nonzero input

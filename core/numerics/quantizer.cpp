@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -196,13 +197,33 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
         addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
 }
 
-QuantTally::QuantTally() : m_counters(std::make_unique<kernels::KernelCounters>()) {}
+struct QuantTally::Copies {
+    alignas(64) kernels::HistogramCopies bins{};
+};
+
+QuantTally::QuantTally()
+    : m_counters(std::make_unique<kernels::KernelCounters>()),
+      m_copies(std::make_unique<Copies>()) {
+    m_counters->copies = &m_copies->bins;
+}
 QuantTally::~QuantTally() = default;
 QuantTally::QuantTally(QuantTally&&) noexcept = default;
 QuantTally& QuantTally::operator=(QuantTally&&) noexcept = default;
 
+void QuantTally::foldCopies() {
+    for (std::size_t b = 0; b < kHistBinCount; ++b) {
+        m_counters->histogram[b] += std::uint64_t{m_copies->bins[0][b]} + m_copies->bins[1][b] +
+                                    m_copies->bins[2][b] + m_copies->bins[3][b];
+    }
+    std::memset(m_copies->bins, 0, sizeof m_copies->bins);
+    m_elementsInCopies = 0;
+}
+
 void QuantTally::addTo(QuantStats& stats) const {
     addCounters(*m_counters, m_elements, stats);
+    for (std::size_t b = 0; b < kHistBinCount; ++b)
+        stats.histogram[b] += std::uint64_t{m_copies->bins[0][b]} + m_copies->bins[1][b] +
+                              m_copies->bins[2][b] + m_copies->bins[3][b];
 }
 
 void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
@@ -213,10 +234,20 @@ void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, Q
     kernels::QuantKernelParams params = m_impl->params;
     params.seed = options.seed;
     params.stream = options.stream;
+    // A piece never brings a copy past 2^32 counts: its elements fit, or it counts without them.
+    constexpr std::uint64_t kCopyLimit = std::uint64_t{1} << 32;
+    if (tally != nullptr && tally->m_elementsInCopies + in.size() >= kCopyLimit)
+        tally->foldCopies();
+    const bool pieceFits = in.size() < kCopyLimit;
+    if (tally != nullptr)
+        tally->m_counters->copies = pieceFits ? &tally->m_copies->bins : nullptr;
     m_impl->run(params, static_cast<int>(m_config.rounding), in.data(), out.data(), in.size(),
                 options.firstIndex, tally != nullptr ? tally->m_counters.get() : nullptr);
-    if (tally != nullptr)
+    if (tally != nullptr) {
         tally->m_elements += in.size();
+        if (pieceFits)
+            tally->m_elementsInCopies += in.size();
+    }
 }
 
 } // namespace plab

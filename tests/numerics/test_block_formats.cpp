@@ -37,6 +37,7 @@ private slots:
     void blockCountersOnConstructedTensor();
     void stochasticBlocksIndependentOfThreads();
     void saturatedMeansRoundedPastTheMax();
+    void blockStatsOfARangeMatchOneByOne();
     void badLayoutIsRefused();
     void namedBlockFormats();
 };
@@ -194,6 +195,10 @@ RefResult reference(const QuantConfig& element, const BlockScheme& s, const std:
                     if (sc.decoded == 0.0f && in[i] != 0.0f && !std::isnan(in[i]))
                         cls = QuantClass::Underflow;
                     ++stats->counts[static_cast<std::size_t>(cls)];
+                    // The histogram is of what the element cast sees: the scaled inputs, which
+                    // are x * 0 in a zero-scale NVFP4 block (block_scale.h).
+                    const float seen = sc.decoded == 0.0f ? in[i] * 0.0f : scaled;
+                    ++stats->histogram[static_cast<std::size_t>(histogramBin(seen))];
                 }
             }
             return err;
@@ -346,6 +351,7 @@ void TestBlockFormats::matchesReference() {
                                 .arg(double(out[where]), 0, 'g', 9)
                                 .arg(double(want.out[where]), 0, 'g', 9)));
         QCOMPARE(stats.counts, want.stats.counts);
+        QCOMPARE(stats.histogram, want.stats.histogram);
         QCOMPARE(info.size(), want.blocks.size());
         for (std::size_t b = 0; b < info.size(); ++b) {
             const BlockInfo& got = info[b];
@@ -706,6 +712,52 @@ void TestBlockFormats::saturatedMeansRoundedPastTheMax() {
     QCOMPARE(info[1].saturated, 1u);
     QCOMPARE(blocks.saturatedBlocks, 1ull);
     QCOMPARE(stats.count(QuantClass::Overflow), 1ull);
+}
+
+void TestBlockFormats::blockStatsOfARangeMatchOneByOne() {
+    // addRange (the cast's one loop) against add (the definitions, one block at a time) on
+    // blocks of every kind: zero, wholly flushed, partly flushed, saturated, zero and subnormal
+    // scales, subnormal and huge ranges, amax below the smallest nonzero's bin.
+    std::mt19937_64 rng(5);
+    std::uniform_int_distribution<int> pick(0, 7);
+    std::uniform_real_distribution<float> log2mag(-140.0f, 120.0f);
+    std::vector<BlockInfo> list(5000);
+    for (BlockInfo& b : list) {
+        const float amax = std::exp2(log2mag(rng));
+        b.finiteAmax = amax;
+        b.amax = pick(rng) == 0 ? kInf : amax;
+        const int minKind = pick(rng);
+        b.minNonzero = minKind == 0   ? 0.0f
+                       : minKind == 1 ? 1e-42f // a float32 subnormal
+                       : minKind == 2 ? amax * 2.0f
+                                      : amax * std::exp2(-std::abs(log2mag(rng)) / 2);
+        b.nonzero = pick(rng) == 0 ? 0u : static_cast<std::uint32_t>(pick(rng) + 1);
+        const int outKind = pick(rng);
+        b.nonzeroOut = outKind == 0 ? 0u : (outKind == 1 ? b.nonzero + 1 : b.nonzero / 2 + 1);
+        b.saturated = pick(rng) < 2 ? 1u : 0u;
+        const int scaleKind = pick(rng);
+        b.scale.decoded = scaleKind == 0   ? 0.0f
+                          : scaleKind == 1 ? std::exp2(-127.0f) // MX's smallest, a subnormal
+                                           : std::exp2(std::round(log2mag(rng)));
+    }
+    BlockStats one, range;
+    for (const BlockInfo& b : list)
+        one.add(b);
+    range.addRange(list.data(), 1234);       // counted through copies (1,024 blocks and more)
+    range.addRange(list.data() + 1234, 100); // counted straight into the arrays
+    range.addRange(list.data() + 1334, list.size() - 1334);
+    QCOMPARE(range.blocks, one.blocks);
+    QCOMPARE(range.zeroBlocks, one.zeroBlocks);
+    QCOMPARE(range.flushedBlocks, one.flushedBlocks);
+    QCOMPARE(range.saturatedBlocks, one.saturatedBlocks);
+    QCOMPARE(range.flushedInLiveBlocks, one.flushedInLiveBlocks);
+    QCOMPARE(range.liveElements, one.liveElements);
+    QCOMPARE(range.scaleHistogram, one.scaleHistogram);
+    QCOMPARE(range.rangeHistogram, one.rangeHistogram);
+    // Not a vacuous comparison: every kind of block occurred.
+    QVERIFY(one.zeroBlocks > 0 && one.flushedBlocks > 0 && one.flushedInLiveBlocks > 0);
+    QVERIFY(one.rangeHistogram[0] > 0 && one.rangeHistogram[kRangeBins - 1] > 0);
+    QVERIFY(one.scaleHistogram[static_cast<std::size_t>(kHistZeroBin)] > 0);
 }
 
 void TestBlockFormats::badLayoutIsRefused() {

@@ -34,9 +34,9 @@ struct BlockCounts {
     std::uint32_t amaxBits = 0;
 };
 
-// Where the histogram increments go: four interleaved 32-bit copies (calls of
-// kSplitHistogramMin elements or more; element i into copy i % 4), else the counters' own
-// histogram.
+// Where the histogram increments go: four interleaved 32-bit copies (the counters' own, or the
+// call's for calls of kSplitHistogramMin elements or more; element i into copy i % 4), else the
+// counters' 64-bit histogram.
 struct HistogramSink {
     std::uint32_t (*copies)[plab::kHistBinCount] = nullptr;
     std::uint64_t* direct = nullptr;
@@ -478,9 +478,8 @@ inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelPara
     std::memcpy(rnd, words + offset, n * sizeof(std::uint32_t));
 }
 
-// Calls of at least this many elements count their histogram in four interleaved copies: a
-// tensor's values crowd into a few bins, and consecutive increments of one counter wait for
-// each other (store to load); four copies break the chain. Below it, zeroing and merging the
+// Calls of at least this many elements count their histogram in four interleaved copies of
+// their own (HistogramCopies) when the counters bring none. Below it, zeroing and merging the
 // copies would cost more than they save. (Below 2^31 elements per call: 32-bit copies.)
 constexpr std::size_t kSplitHistogramMin = 4096;
 
@@ -490,10 +489,15 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     alignas(64) std::uint32_t rnd[kBlock + 64] = {};
     alignas(64) std::uint32_t bins[kBlock + kLanes];
     BlockCounts bc;
-    const bool split = counters != nullptr && n >= kSplitHistogramMin && n < (std::size_t{1} << 31);
-    alignas(64) std::uint32_t copies[4][plab::kHistBinCount]; // zeroed only when used
-    if (split)
-        std::memset(copies, 0, sizeof copies);
+    alignas(64) plab::kernels::HistogramCopies ownCopies; // zeroed only when used
+    const bool useOwn = counters != nullptr && counters->copies == nullptr &&
+                        n >= kSplitHistogramMin && n < (std::size_t{1} << 31);
+    if (useOwn)
+        std::memset(ownCopies, 0, sizeof ownCopies);
+    std::uint32_t(*copies)[plab::kHistBinCount] =
+        useOwn ? ownCopies
+               : (counters != nullptr && counters->copies != nullptr ? *counters->copies : nullptr);
+    const bool split = copies != nullptr;
     HistogramSink sink;
     if (split)
         sink.copies = copies;
@@ -526,7 +530,7 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         for (std::size_t i = 0; i < len; ++i)
             ++hist[bins[i]];
     }
-    if (split)
+    if (useOwn)
         for (std::size_t b = 0; b < plab::kHistBinCount; ++b)
             counters->histogram[b] +=
                 std::uint64_t{copies[0][b]} + copies[1][b] + copies[2][b] + copies[3][b];

@@ -45,6 +45,11 @@ struct QuantKernelParams {
     std::uint64_t stream;
 };
 
+// The histogram as four interleaved 32-bit copies (element i into copy i % 4): a tensor's
+// values crowd into a few bins, and consecutive increments of one counter would wait for each
+// other (store to load); four copies break the chain.
+using HistogramCopies = std::uint32_t[4][kHistBinCount];
+
 // Per-thread counters; the class counts leave Normal to be derived from the total.
 struct KernelCounters {
     std::uint64_t zero;
@@ -54,6 +59,10 @@ struct KernelCounters {
     std::uint64_t nan;
     std::uint32_t amaxBits;
     std::uint64_t histogram[kHistBinCount];
+    // When set, the histogram is counted into these copies, kept across calls and folded into
+    // `histogram` by their owner (QuantTally): a caller that casts a tensor in many small pieces
+    // then zeroes and folds them once, not per piece. The owner keeps every count below 2^32.
+    HistogramCopies* copies;
 };
 
 // Quantises in[0..n) into out (which may alias in); element i uses random word `firstIndex + i`.
