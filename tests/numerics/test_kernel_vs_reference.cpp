@@ -106,8 +106,8 @@ void TestKernelVsReference::allConfigs() {
         QVERIFY(stats.histogram == expectedStats.histogram);
         QCOMPARE(stats.amax, expectedStats.amax);
 
-        // Calls of fewer than 4096 elements count straight into the histogram (longer ones in
-        // interleaved copies): the same values and counts in calls of 1000.
+        // The same values and counts when the tensor is cast in calls of 1000 elements (each
+        // call's random words start at its own first index).
         const Quantizer pieceQuantizer(config, kernel);
         QuantStats pieces;
         std::fill(out.begin(), out.end(), 0.0f);

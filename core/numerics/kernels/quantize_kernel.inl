@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
@@ -458,24 +459,54 @@ inline void philoxLanes(std::uint64_t firstCounter, std::uint64_t stream, std::u
     out[3] = c3;
 }
 
-// Random words for elements [first, first + n) into rnd[0..n).
+// Lanes [0, kLanes/2) or [kLanes/2, kLanes) of a and b, interleaved: a0 b0 a1 b1 ... (Half 0),
+// as 32-bit lanes, or (VU64Half) as 64-bit pairs of them.
+template <std::size_t kHalf, class V, std::size_t... I>
+inline V interleave(V a, V b, std::index_sequence<I...>) {
+    constexpr std::size_t n = sizeof...(I);
+    return __builtin_shufflevector(
+        a, b, ((I % 2 == 0) ? kHalf * n / 2 + I / 2 : n + kHalf * n / 2 + I / 2)...);
+}
+template <std::size_t kHalf>
+inline VU interleave32(VU a, VU b) {
+    return interleave<kHalf>(a, b, std::make_index_sequence<kLanes>{});
+}
+template <std::size_t kHalf>
+inline VU interleave64(VU a, VU b) {
+    return (VU)interleave<kHalf>((VU64Half)a, (VU64Half)b, std::make_index_sequence<kLanes / 2>{});
+}
+
+// Philox's four words of kLanes counters (w[k] lane l: word k of counter l) in element order:
+// out[j] holds words 4 * c + k for the counters c of [j * kLanes / 4, (j + 1) * kLanes / 4).
+// Two rounds of interleaving, as vector shuffles.
+inline void wordsInElementOrder(const VU w[4], VU out[4]) {
+    const VU lo01 = interleave32<0>(w[0], w[1]), hi01 = interleave32<1>(w[0], w[1]);
+    const VU lo23 = interleave32<0>(w[2], w[3]), hi23 = interleave32<1>(w[2], w[3]);
+    out[0] = interleave64<0>(lo01, lo23);
+    out[1] = interleave64<1>(lo01, lo23);
+    out[2] = interleave64<0>(hi01, hi23);
+    out[3] = interleave64<1>(hi01, hi23);
+}
+
+// Random words for elements [first, first + n) into rnd[0..n), n <= kBlock; rnd has room for
+// kBlock + 16 * kLanes words (whole vectors are written past n).
 inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelParams& p,
                        std::uint32_t* __restrict rnd) {
     alignas(64) std::uint32_t words[kBlock + 8 * kLanes];
     const std::uint64_t group0 = first / 4;
     const std::size_t offset = static_cast<std::size_t>(first % 4);
     const std::size_t groups = (offset + n + 3) / 4;
+    // Element i's word is word (first + i) % 4 of counter (first + i) / 4: with first a multiple
+    // of 4 (every call but a piece starting mid-group) the words go straight into rnd.
+    std::uint32_t* to = offset == 0 ? rnd : words;
     for (std::size_t g = 0; g < groups; g += kLanes) {
-        VU w[4];
+        VU w[4], ordered[4];
         philoxLanes(group0 + g, p.stream, p.seed, w);
-        // Transpose lanes x words into element order through memory: cheaper than extracts.
-        alignas(64) std::uint32_t lanes[4][kLanes];
-        std::memcpy(lanes, w, sizeof lanes);
-        for (std::size_t l = 0; l < kLanes; ++l)
-            for (std::size_t k = 0; k < 4; ++k)
-                words[4 * (g + l) + k] = lanes[k][l];
+        wordsInElementOrder(w, ordered);
+        std::memcpy(to + 4 * g, ordered, sizeof ordered);
     }
-    std::memcpy(rnd, words + offset, n * sizeof(std::uint32_t));
+    if (offset != 0)
+        std::memcpy(rnd, words + offset, n * sizeof(std::uint32_t));
 }
 
 // Calls of at least this many elements count their histogram in four interleaved copies of
@@ -486,7 +517,11 @@ constexpr std::size_t kSplitHistogramMin = 4096;
 template <int kRounding>
 void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                    std::uint64_t firstIndex, KernelCounters* counters) {
-    alignas(64) std::uint32_t rnd[kBlock + 64] = {};
+    // Random words, stochastic rounding only (fillRandom writes whole vectors past a block's
+    // end); zeroed there because a short last vector reads lanes it does not use.
+    alignas(64) std::uint32_t rnd[kBlock + 16 * kLanes];
+    if constexpr (kRounding == kStochastic)
+        std::memset(rnd, 0, sizeof rnd);
     alignas(64) std::uint32_t bins[kBlock + kLanes];
     BlockCounts bc;
     alignas(64) plab::kernels::HistogramCopies ownCopies; // zeroed only when used
