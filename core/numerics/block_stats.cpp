@@ -1,11 +1,15 @@
 // Folding per-block facts into the block statistics.
 #include "numerics/block_stats.h"
 
+#include "numerics/block_lanes.h"
 #include "numerics/quantize_element.h"
+#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
+#include <utility>
 
 namespace plab {
 
@@ -70,59 +74,208 @@ inline std::size_t rangeBinOf(const BlockInfo& b) {
 
 } // namespace
 
-void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
-    // The counters in one loop and the histograms in another: together they need more
-    // registers than there are, and a counter kept in memory is a chain through every block.
-    std::uint64_t zero = 0, flushed = 0, saturated = 0, flushedInLive = 0, live = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-        const BlockInfo& b = list[i];
-        const bool hasInput = b.nonzero != 0, kept = b.nonzeroOut != 0;
-        saturated += b.saturated > 0 ? 1u : 0u;
-        zero += hasInput ? 0u : 1u;
-        flushed += (hasInput && !kept) ? 1u : 0u;
-        const std::uint32_t lost =
-            b.nonzero - (b.nonzeroOut < b.nonzero ? b.nonzeroOut : b.nonzero);
-        flushedInLive += (hasInput && kept) ? lost : 0u;
-        live += (hasInput && kept) ? b.nonzero : 0u;
-    }
-    blocks += count;
-    zeroBlocks += zero;
-    flushedBlocks += flushed;
-    saturatedBlocks += saturated;
-    flushedInLiveBlocks += flushedInLive;
-    liveElements += live;
+#if defined(PLAB_BLOCK_LANES)
+namespace {
 
+using blocks::lanes::I16;
+
+// Exchanges bit y of the lane index with the bit of the vector index that tells a from b:
+// the output for that bit = c.
+template <int y, int c, std::size_t... L>
+PLAB_LANE_INLINE I16 exchangeBit(I16 a, I16 b, std::index_sequence<L...>) {
+    return __builtin_shufflevector(
+        a, b, (((L >> y) & 1) * 16 + ((L & ~(std::size_t{1} << y)) | (std::size_t{c} << y)))...);
+}
+template <int r>
+PLAB_LANE_INLINE void exchangeRound(I16 (&v)[8]) {
+    constexpr std::size_t bit = std::size_t{1} << r;
+    for (std::size_t a = 0; a < 8; ++a) {
+        if ((a & bit) != 0)
+            continue;
+        const I16 first = v[a], second = v[a | bit];
+        v[a] = exchangeBit<r, 0>(first, second, std::make_index_sequence<16>{});
+        v[a | bit] = exchangeBit<r, 1>(first, second, std::make_index_sequence<16>{});
+    }
+}
+
+// Sixteen BlockInfos (8 words each, v[j]: blocks 2j and 2j+1) to one vector per field: v[f]
+// lane l holds field f of block laneBlock(l). Three rounds of shuffles, each trading one bit of
+// the block number (in the vector index) for one of the field number (in the lane index).
+static_assert(sizeof(BlockInfo) == 32 && offsetof(BlockInfo, finiteAmax) == 4 &&
+                  offsetof(BlockInfo, minNonzero) == 8 && offsetof(BlockInfo, scale) == 12 &&
+                  offsetof(BlockInfo, nonzero) == 20 && offsetof(BlockInfo, nonzeroOut) == 24 &&
+                  offsetof(BlockInfo, saturated) == 28,
+              "the lane transpose takes a BlockInfo as 8 words in this order");
+PLAB_LANE_INLINE void fieldsOfBlocks(I16 (&v)[8]) {
+    exchangeRound<0>(v);
+    exchangeRound<1>(v);
+    exchangeRound<2>(v);
+}
+constexpr std::size_t laneBlock(std::size_t lane) {
+    return ((lane & 7) << 1) | (lane >> 3);
+}
+enum Field : int {
+    kFiniteAmax = 1,
+    kMinNonzero = 2,
+    kDecoded = 4,
+    kNonzero = 5,
+    kNonzeroOut = 6,
+    kSaturated = 7
+};
+
+// binOfBits in lanes for normal floats; lanes holding zero, a subnormal, Inf or NaN are 1 in
+// `special` (their bin is then found by binOfBits). Comparisons are turned into 0 / 1 numbers
+// at once and combined arithmetically: GCC 12 goes element by element when it combines two
+// comparisons (or selects on a comparison inside another) with AVX-512 masks.
+PLAB_LANE_INLINE I16 binLanes(I16 bits, I16& special) {
+    constexpr std::int32_t kQuarter1 = 0x1837F1, kQuarter2 = 0x3504F4, kQuarter3 = 0x5744FD;
+    const I16 a = bits & 0x7FFFFFFF;
+    const I16 field = a >> 23;
+    special = -(((field + 1) & 255) < 2); // field 0 or 255
+    const I16 m = a & 0x7FFFFF;
+    const I16 quarter = -((m >= kQuarter1) + (m >= kQuarter2) + (m >= kQuarter3));
+    return 1 + (field - 127 - kHistMinExponent) * kHistBinsPerBinade + quarter;
+}
+
+} // namespace
+#endif
+
+namespace block_groups {
+
+struct CounterSums {
+    std::uint64_t zero = 0, flushed = 0, saturated = 0, flushedInLive = 0, live = 0;
+};
+
+// Blocks [0, count) 16 at a time into the counters and into histogram copies of
+// kHistBinCount + 1 and kRangeBins + 1 bins (the last: blocks without an input); returns how
+// many it took (the rest, fewer than 16, is the caller's). The 32-bit lane counts are flushed
+// every 1024 groups: at most 1024 blocks of at most 128 x 128 elements each.
+PLAB_VECTOR_CLONES
+std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
+                  std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                  std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+    std::size_t i = 0;
+#if defined(PLAB_BLOCK_LANES)
+    I16 zero{}, flushed{}, saturated{}, lost{}, live{};
+    auto flush = [&]() __attribute__((always_inline)) { // a lambda has no target clones
+        for (int l = 0; l < 16; ++l) {
+            sums.zero += static_cast<std::uint32_t>(zero[l]);
+            sums.flushed += static_cast<std::uint32_t>(flushed[l]);
+            sums.saturated += static_cast<std::uint32_t>(saturated[l]);
+            sums.flushedInLive += static_cast<std::uint32_t>(lost[l]);
+            sums.live += static_cast<std::uint32_t>(live[l]);
+        }
+        zero = flushed = saturated = lost = live = I16{};
+    };
+    std::size_t groups = 0;
+    for (; i + 16 <= count; i += 16) {
+        I16 v[8];
+        std::memcpy(v, list + i, sizeof v);
+        fieldsOfBlocks(v);
+        const I16 nonzero = v[kNonzero], nonzeroOut = v[kNonzeroOut];
+        // Counts are below 2^31: signed lanes order them as unsigned ones would. 0 / 1 numbers
+        // (see binLanes) for: an input, an output, a saturated element.
+        const I16 hasInput = -(nonzero != 0), hasOutput = -(nonzeroOut != 0);
+        const I16 keeps = hasInput & hasOutput;
+        saturated -= v[kSaturated] != 0;
+        zero += 1 - hasInput;
+        flushed += hasInput - keeps;
+        const I16 keptIn = nonzeroOut < nonzero ? nonzeroOut : nonzero;
+        lost += (nonzero - keptIn) & -keeps;
+        live += nonzero & -keeps;
+
+        I16 scaleSpecial, amaxSpecial, minSpecial;
+        I16 scaleBin = binLanes(v[kDecoded], scaleSpecial);
+        const I16 amaxBin = binLanes(v[kFiniteAmax], amaxSpecial);
+        const I16 minBin = binLanes(v[kMinNonzero], minSpecial);
+        I16 range = amaxBin - minBin;
+        range = range < 0 ? I16{} : range;
+        range = range > kRangeBins - 1 ? I16{} + (kRangeBins - 1) : range;
+        // A block without an input counts in neither histogram: the spare last bins.
+        scaleBin = nonzero == 0 ? I16{} + kHistBinCount : scaleBin;
+        range = nonzero == 0 ? I16{} + kRangeBins : range;
+        const I16 special = (scaleSpecial + amaxSpecial + minSpecial) & -hasInput;
+        alignas(64) std::int32_t scaleBins[16], rangeBins[16], specials[16];
+        std::memcpy(scaleBins, &scaleBin, sizeof scaleBins);
+        std::memcpy(rangeBins, &range, sizeof rangeBins);
+        if (blocks::lanes::sumAcross(special) != 0) { // rare: found one lane at a time
+            std::memcpy(specials, &special, sizeof specials);
+            for (std::size_t l = 0; l < 16; ++l)
+                if (specials[l] != 0) {
+                    const BlockInfo& b = list[i + laneBlock(l)];
+                    scaleBins[l] = static_cast<std::int32_t>(scaleBinOf(b));
+                    rangeBins[l] = static_cast<std::int32_t>(rangeBinOf(b));
+                }
+        }
+        for (std::size_t l = 0; l < 16; ++l) {
+            ++scaleCopies[l & 3][scaleBins[l]];
+            ++rangeCopies[l & 3][rangeBins[l]];
+        }
+        if (++groups % 1024 == 0)
+            flush();
+    }
+    flush();
+#else
+    (void)list;
+    (void)count;
+    (void)sums;
+    (void)scaleCopies;
+    (void)rangeCopies;
+#endif
+    return i;
+}
+
+} // namespace block_groups
+
+void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
+    block_groups::CounterSums sums;
     // Neighbouring blocks' scales and ranges fall in the same few bins, and increments of one
     // counter wait for each other (store to load): block i counts into copy i % 4 of each
-    // histogram, folded in at the end. Short ranges add to the arrays directly.
+    // histogram, folded in at the end. Long ranges go 16 blocks at a time in vector lanes
+    // (block_groups::count); short ones, and the rest, one block at a time straight into the
+    // arrays.
     constexpr std::size_t kCopiedMin = 1024;
-    if (count < kCopiedMin || count >= (std::size_t{1} << 32)) {
-        for (std::size_t i = 0; i < count; ++i) {
-            if (list[i].nonzero == 0)
-                continue;
-            ++scaleHistogram[scaleBinOf(list[i])];
-            ++rangeHistogram[rangeBinOf(list[i])];
-        }
-        return;
+    std::size_t done = 0;
+    if (count >= kCopiedMin && count < (std::size_t{1} << 32)) {
+        struct Copies {
+            std::uint32_t scale[4][kHistBinCount + 1];
+            std::uint32_t range[4][kRangeBins + 1];
+        };
+        Copies copies;
+        std::memset(&copies, 0, sizeof copies);
+        done = block_groups::count(list, count, sums, copies.scale, copies.range);
+        for (std::size_t bin = 0; bin < scaleHistogram.size(); ++bin)
+            scaleHistogram[bin] += std::uint64_t{copies.scale[0][bin]} + copies.scale[1][bin] +
+                                   copies.scale[2][bin] + copies.scale[3][bin];
+        for (std::size_t bin = 0; bin < rangeHistogram.size(); ++bin)
+            rangeHistogram[bin] += std::uint64_t{copies.range[0][bin]} + copies.range[1][bin] +
+                                   copies.range[2][bin] + copies.range[3][bin];
     }
-    struct Copies {
-        std::uint32_t scale[4][kHistBinCount];
-        std::uint32_t range[4][kRangeBins];
-    };
-    Copies copies;
-    std::memset(&copies, 0, sizeof copies);
-    for (std::size_t i = 0; i < count; ++i) {
+    // The counters in one loop and the histograms in another: together they need more
+    // registers than there are, and a counter kept in memory is a chain through every block.
+    for (std::size_t i = done; i < count; ++i) {
+        const BlockInfo& b = list[i];
+        const bool hasInput = b.nonzero != 0, kept = b.nonzeroOut != 0;
+        sums.saturated += b.saturated > 0 ? 1u : 0u;
+        sums.zero += hasInput ? 0u : 1u;
+        sums.flushed += (hasInput && !kept) ? 1u : 0u;
+        const std::uint32_t lost =
+            b.nonzero - (b.nonzeroOut < b.nonzero ? b.nonzeroOut : b.nonzero);
+        sums.flushedInLive += (hasInput && kept) ? lost : 0u;
+        sums.live += (hasInput && kept) ? b.nonzero : 0u;
+    }
+    for (std::size_t i = done; i < count; ++i) {
         if (list[i].nonzero == 0)
             continue;
-        ++copies.scale[i & 3][scaleBinOf(list[i])];
-        ++copies.range[i & 3][rangeBinOf(list[i])];
+        ++scaleHistogram[scaleBinOf(list[i])];
+        ++rangeHistogram[rangeBinOf(list[i])];
     }
-    for (std::size_t bin = 0; bin < scaleHistogram.size(); ++bin)
-        scaleHistogram[bin] += std::uint64_t{copies.scale[0][bin]} + copies.scale[1][bin] +
-                               copies.scale[2][bin] + copies.scale[3][bin];
-    for (std::size_t bin = 0; bin < rangeHistogram.size(); ++bin)
-        rangeHistogram[bin] += std::uint64_t{copies.range[0][bin]} + copies.range[1][bin] +
-                               copies.range[2][bin] + copies.range[3][bin];
+    blocks += count;
+    zeroBlocks += sums.zero;
+    flushedBlocks += sums.flushed;
+    saturatedBlocks += sums.saturated;
+    flushedInLiveBlocks += sums.flushedInLive;
+    liveElements += sums.live;
 }
 
 void BlockStats::merge(const BlockStats& o) {
