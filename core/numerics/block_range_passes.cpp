@@ -7,6 +7,7 @@
 #include "util/vector_clones.h"
 
 #include <cfloat>
+#include <cstring>
 
 namespace plab::blocks {
 namespace {
@@ -32,14 +33,17 @@ PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
     const I16 am = lanes::foldEach(amax, lanes::Max{}), fi = lanes::foldEach(finite, lanes::Max{});
     const I16 sm = lanes::foldEach(small, lanes::Min{}),
               nz = lanes::foldEach(nonzero, lanes::Plus{});
-    for (int k = 0; k < 16; ++k) {
-        SpanFacts f;
-        f.amaxBits = static_cast<std::uint32_t>(am[k]);
-        f.finiteBits = static_cast<std::uint32_t>(fi[k]);
-        f.minBits = static_cast<std::uint32_t>(sm[k]);
-        f.nonzero = static_cast<std::uint32_t>(nz[k]);
-        body.info[b + static_cast<std::size_t>(k)] = ScaleBlocks::factsOf(f);
-    }
+    // ScaleBlocks::factsOf for the 16 blocks, written as 16 whole BlockInfos (lanes::
+    // recordsOfWords) rather than word by word.
+    I16 words[8];
+    words[kWordAmax] = lanes::inRecordLaneOrder(am);
+    words[kWordFiniteAmax] = lanes::inRecordLaneOrder(fi);
+    words[kWordMinNonzero] = lanes::inRecordLaneOrder(sm == lanes::kInfBits ? I16{} : sm);
+    words[kWordToElement] = words[kWordDecoded] = (I16)(lanes::F16{} + 1.0f);
+    words[kWordNonzero] = lanes::inRecordLaneOrder(nz);
+    words[kWordNonzeroOut] = words[kWordSaturated] = I16{};
+    lanes::recordsOfWords(words);
+    std::memcpy(body.info + b, words, sizeof words);
 }
 
 // block_scale.h's rules on 16 blocks' amaxes at once, the same float and integer operations
@@ -54,11 +58,11 @@ PLAB_INLINE_BODY lanes::I16 pow2Lanes(lanes::I16 x) { // 2^x, x in [-149, 127], 
 PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
     using lanes::F16;
     using lanes::I16;
-    F16 amax, finite;
-    for (std::size_t k = 0; k < 16; ++k) {
-        amax[k] = body.info[b + k].amax;
-        finite[k] = body.info[b + k].finiteAmax;
-    }
+    // The 16 blocks' facts as one vector per word (any lane order: the rules work lane by lane).
+    I16 words[8];
+    std::memcpy(words, body.info + b, sizeof words);
+    lanes::wordsOfRecords(words);
+    const F16 amax = (F16)words[kWordAmax], finite = (F16)words[kWordFiniteAmax];
     const ScaleRule& rule = body.rule;
     F16 toElement, decoded;
     if (rule.kind == static_cast<int>(ScaleKind::Nvfp4)) {
@@ -101,8 +105,10 @@ PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
         toElement = (F16)pow2Lanes(-x);
         decoded = (F16)pow2Lanes(x);
     }
-    for (std::size_t k = 0; k < 16; ++k)
-        body.info[b + k].scale = {toElement[k], decoded[k]};
+    words[kWordToElement] = (I16)toElement;
+    words[kWordDecoded] = (I16)decoded;
+    lanes::recordsOfWords(words);
+    std::memcpy(body.info + b, words, sizeof words);
 }
 
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {

@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
-#include <utility>
 
 namespace plab {
 
@@ -79,50 +78,6 @@ namespace {
 
 using blocks::lanes::I16;
 
-// Exchanges bit y of the lane index with the bit of the vector index that tells a from b:
-// the output for that bit = c.
-template <int y, int c, std::size_t... L>
-PLAB_LANE_INLINE I16 exchangeBit(I16 a, I16 b, std::index_sequence<L...>) {
-    return __builtin_shufflevector(
-        a, b, (((L >> y) & 1) * 16 + ((L & ~(std::size_t{1} << y)) | (std::size_t{c} << y)))...);
-}
-template <int r>
-PLAB_LANE_INLINE void exchangeRound(I16 (&v)[8]) {
-    constexpr std::size_t bit = std::size_t{1} << r;
-    for (std::size_t a = 0; a < 8; ++a) {
-        if ((a & bit) != 0)
-            continue;
-        const I16 first = v[a], second = v[a | bit];
-        v[a] = exchangeBit<r, 0>(first, second, std::make_index_sequence<16>{});
-        v[a | bit] = exchangeBit<r, 1>(first, second, std::make_index_sequence<16>{});
-    }
-}
-
-// Sixteen BlockInfos (8 words each, v[j]: blocks 2j and 2j+1) to one vector per field: v[f]
-// lane l holds field f of block laneBlock(l). Three rounds of shuffles, each trading one bit of
-// the block number (in the vector index) for one of the field number (in the lane index).
-static_assert(sizeof(BlockInfo) == 32 && offsetof(BlockInfo, finiteAmax) == 4 &&
-                  offsetof(BlockInfo, minNonzero) == 8 && offsetof(BlockInfo, scale) == 12 &&
-                  offsetof(BlockInfo, nonzero) == 20 && offsetof(BlockInfo, nonzeroOut) == 24 &&
-                  offsetof(BlockInfo, saturated) == 28,
-              "the lane transpose takes a BlockInfo as 8 words in this order");
-PLAB_LANE_INLINE void fieldsOfBlocks(I16 (&v)[8]) {
-    exchangeRound<0>(v);
-    exchangeRound<1>(v);
-    exchangeRound<2>(v);
-}
-constexpr std::size_t laneBlock(std::size_t lane) {
-    return ((lane & 7) << 1) | (lane >> 3);
-}
-enum Field : int {
-    kFiniteAmax = 1,
-    kMinNonzero = 2,
-    kDecoded = 4,
-    kNonzero = 5,
-    kNonzeroOut = 6,
-    kSaturated = 7
-};
-
 // binOfBits in lanes for normal floats; lanes holding zero, a subnormal, Inf or NaN are 1 in
 // `special` (their bin is then found by binOfBits). Comparisons are turned into 0 / 1 numbers
 // at once and combined arithmetically: GCC 12 goes element by element when it combines two
@@ -171,13 +126,13 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
     for (; i + 16 <= count; i += 16) {
         I16 v[8];
         std::memcpy(v, list + i, sizeof v);
-        fieldsOfBlocks(v);
-        const I16 nonzero = v[kNonzero], nonzeroOut = v[kNonzeroOut];
+        blocks::lanes::wordsOfRecords(v);
+        const I16 nonzero = v[kWordNonzero], nonzeroOut = v[kWordNonzeroOut];
         // Counts are below 2^31: signed lanes order them as unsigned ones would. 0 / 1 numbers
         // (see binLanes) for: an input, an output, a saturated element.
         const I16 hasInput = -(nonzero != 0), hasOutput = -(nonzeroOut != 0);
         const I16 keeps = hasInput & hasOutput;
-        saturated -= v[kSaturated] != 0;
+        saturated -= v[kWordSaturated] != 0;
         zero += 1 - hasInput;
         flushed += hasInput - keeps;
         const I16 keptIn = nonzeroOut < nonzero ? nonzeroOut : nonzero;
@@ -185,9 +140,9 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
         live += nonzero & -keeps;
 
         I16 scaleSpecial, amaxSpecial, minSpecial;
-        I16 scaleBin = binLanes(v[kDecoded], scaleSpecial);
-        const I16 amaxBin = binLanes(v[kFiniteAmax], amaxSpecial);
-        const I16 minBin = binLanes(v[kMinNonzero], minSpecial);
+        I16 scaleBin = binLanes(v[kWordDecoded], scaleSpecial);
+        const I16 amaxBin = binLanes(v[kWordFiniteAmax], amaxSpecial);
+        const I16 minBin = binLanes(v[kWordMinNonzero], minSpecial);
         I16 range = amaxBin - minBin;
         range = range < 0 ? I16{} : range;
         range = range > kRangeBins - 1 ? I16{} + (kRangeBins - 1) : range;
@@ -202,7 +157,7 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
             std::memcpy(specials, &special, sizeof specials);
             for (std::size_t l = 0; l < 16; ++l)
                 if (specials[l] != 0) {
-                    const BlockInfo& b = list[i + laneBlock(l)];
+                    const BlockInfo& b = list[i + blocks::lanes::recordOfLane(l)];
                     scaleBins[l] = static_cast<std::int32_t>(scaleBinOf(b));
                     rangeBins[l] = static_cast<std::int32_t>(rangeBinOf(b));
                 }

@@ -24,6 +24,26 @@ struct BlockInfo {
     std::uint32_t saturated = 0;  // elements the cast rounded past the element max (clipped)
 };
 
+// The CPU's lane passes take 16 BlockInfos as 8-word records and turn them into one vector per
+// word (blocks::lanes::wordsOfRecords): the words, in this order.
+enum BlockInfoWord : int {
+    kWordAmax,
+    kWordFiniteAmax,
+    kWordMinNonzero,
+    kWordToElement,
+    kWordDecoded,
+    kWordNonzero,
+    kWordNonzeroOut,
+    kWordSaturated,
+};
+static_assert(sizeof(BlockInfo) == 32 && offsetof(BlockInfo, finiteAmax) == 4 * kWordFiniteAmax &&
+                  offsetof(BlockInfo, minNonzero) == 4 * kWordMinNonzero &&
+                  offsetof(BlockInfo, scale) == 4 * kWordToElement &&
+                  offsetof(BlockInfo, nonzero) == 4 * kWordNonzero &&
+                  offsetof(BlockInfo, nonzeroOut) == 4 * kWordNonzeroOut &&
+                  offsetof(BlockInfo, saturated) == 4 * kWordSaturated,
+              "BlockInfo is 8 words in BlockInfoWord's order");
+
 // Dynamic-range histogram: log2(amax_b / smallest nonzero |x| in the block) in quarter binades,
 // as the distance between the two values' log2 bins (quant_stats.h's layout: exact for powers of
 // two, within one bin otherwise); the last bin holds kRangeMaxBinades binades and more.
