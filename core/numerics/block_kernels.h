@@ -222,6 +222,10 @@ struct ScaleBlocks {
     bool stochastic = false;
     std::uint32_t clipBits = 0x7F800001u; // clipThresholdBits of the element rule
     std::uint64_t seed = 0, stream = 0, firstIndex = 0;
+    // With stochastic rounding, leave the candidates in `saturated` for the caller to count
+    // from the cast's own clip flags (the CPU: a random word per candidate costs more than the
+    // block's whole cast otherwise).
+    bool deferStochasticClips = false;
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         (*this)(b, geometry.place(b));
@@ -283,7 +287,7 @@ struct ScaleBlocks {
     // them, or with stochastic rounding the ones their random words round past the max.
     PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t saturatedOf(const Geometry::Place& at,
                                                                 std::uint32_t candidates) const {
-        if (!stochastic || candidates == 0)
+        if (!stochastic || candidates == 0 || deferStochasticClips)
             return candidates;
         std::uint32_t saturated = 0;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {

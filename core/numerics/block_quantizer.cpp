@@ -56,6 +56,29 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
     return body;
 }
 
+namespace {
+
+// Stochastic rounding: each block's saturated elements, from the cast's clip flags of the chunk
+// that starts at element chunkBegin (the scale pass left the candidates in `saturated`; a block
+// without candidates has none).
+void countStochasticClips(BlockInfo* info, const blocks::Geometry& g, std::size_t first,
+                          std::size_t last, std::size_t chunkBegin, const std::uint8_t* clipped) {
+    blocks::Geometry::Place at = g.place(first);
+    for (std::size_t b = first; b < last; ++b, g.advance(at)) {
+        if (info[b].saturated == 0)
+            continue;
+        std::uint32_t count = 0;
+        g.forEachSpan(at, [&](std::size_t begin, std::size_t length) {
+            const std::uint8_t* flags = clipped + (begin - chunkBegin);
+            for (std::size_t i = 0; i < length; ++i)
+                count += flags[i];
+        });
+        info[b].saturated = count;
+    }
+}
+
+} // namespace
+
 std::uint64_t foldBlockStats(std::span<const BlockInfo> blocks, const BlockScheme& scheme,
                              BlockStats* blockStats) {
     std::uint64_t flushed = 0;
@@ -99,6 +122,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     BlockQuantizeResult result;
     blocks::ScaleBlocks scale =
         scaleBlocksBody(element, scheme, in.data(), out.data(), blocksOut.data(), g, 1.0f, options);
+    scale.deferStochasticClips = scale.stochastic; // counted from the cast's flags below
     // The three passes run on one cache-sized chunk of whole units (a block, or a row group of
     // tiles) at a time, so the tensor goes through memory once instead of three times. Chunks
     // are grouped into tasks of fixed ranges: the result does not depend on the thread count.
@@ -158,6 +182,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         BlockStats* taskStats =
             parallel && blockStats != nullptr ? &taskBlockStats[task] : blockStats;
         const auto [firstChunk, lastChunk] = taskChunks(task);
+        std::vector<std::uint8_t> clipped; // stochastic rounding: the cast's clip flags
         for (std::size_t c = firstChunk; c < lastChunk; ++c) {
             const auto [first, last] = chunkBlocks(c);
             if (!factsFirst)
@@ -167,7 +192,12 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             QuantizeOptions piece = options;
             piece.firstIndex += begin;
             const std::span<float> chunk = out.subspan(begin, end - begin);
-            element.quantizePiece(chunk, chunk, tally, piece);
+            if (scale.stochastic)
+                clipped.resize(end - begin);
+            element.quantizePiece(chunk, chunk, tally, piece,
+                                  scale.stochastic ? clipped.data() : nullptr);
+            if (scale.stochastic)
+                countStochasticClips(blocksOut.data(), g, first, last, begin, clipped.data());
             blocks::dequantizeRange(dequantize, first, last);
         }
         if (firstChunk < lastChunk) {

@@ -123,8 +123,9 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
     const lanes::I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
     for (std::size_t k = 0; k < 16; ++k) {
         const auto c = static_cast<std::uint32_t>(candidates[k]);
-        body.info[b + k].saturated =
-            (c == 0 || !body.stochastic) ? c : body.saturatedOf(body.geometry.place(b + k), c);
+        body.info[b + k].saturated = (c == 0 || !body.stochastic || body.deferStochasticClips)
+                                         ? c
+                                         : body.saturatedOf(body.geometry.place(b + k), c);
     }
 }
 

@@ -191,7 +191,7 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
         const std::size_t begin = chunk * kChunk;
         const std::size_t len = std::min(kChunk, n - begin);
         m_impl->run(params, rounding, in.data() + begin, out.data() + begin, len,
-                    options.firstIndex + begin, stats ? &counters[chunk] : nullptr);
+                    options.firstIndex + begin, stats ? &counters[chunk] : nullptr, nullptr);
     });
     for (std::size_t chunk = 0; chunk < counters.size(); ++chunk)
         addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
@@ -227,7 +227,7 @@ void QuantTally::addTo(QuantStats& stats) const {
 }
 
 void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
-                              const QuantizeOptions& options) const {
+                              const QuantizeOptions& options, std::uint8_t* clipped) const {
     if (in.size() != out.size())
         throw std::invalid_argument("quantize: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
@@ -242,7 +242,7 @@ void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, Q
     if (tally != nullptr)
         tally->m_counters->copies = pieceFits ? &tally->m_copies->bins : nullptr;
     m_impl->run(params, static_cast<int>(m_config.rounding), in.data(), out.data(), in.size(),
-                options.firstIndex, tally != nullptr ? tally->m_counters.get() : nullptr);
+                options.firstIndex, tally != nullptr ? tally->m_counters.get() : nullptr, clipped);
     if (tally != nullptr) {
         tally->m_elements += in.size();
         if (pieceFits)

@@ -1,6 +1,6 @@
 // The fused kernels (every one this CPU runs) against the readable double-precision reference:
 // identical values, bit for bit, for every format, rounding and overflow mode, and identical
-// class counts, histogram and amax.
+// class counts, histogram and amax, and clip flags on exactly the Overflow class.
 #include <QTest>
 
 #include "dense_inputs.h"
@@ -72,12 +72,14 @@ void TestKernelVsReference::allConfigs() {
     const QuantizeOptions options{.seed = 0x1234, .stream = 99, .firstIndex = 0, .pool = nullptr};
 
     std::vector<std::uint32_t> expected(m_inputs.size());
+    std::vector<std::uint8_t> expectedClipped(m_inputs.size());
     QuantStats expectedStats;
     for (std::size_t i = 0; i < m_inputs.size(); ++i) {
         QuantClass cls;
         const float q = quantizeReference(
             config, m_inputs[i], philox::elementWord(i, options.stream, options.seed), &cls);
         expected[i] = std::bit_cast<std::uint32_t>(q);
+        expectedClipped[i] = cls == QuantClass::Overflow ? 1 : 0;
         ++expectedStats.counts[static_cast<std::size_t>(cls)];
         ++expectedStats.histogram[static_cast<std::size_t>(histogramBin(m_inputs[i]))];
         if (!std::isnan(m_inputs[i]))
@@ -105,6 +107,23 @@ void TestKernelVsReference::allConfigs() {
                                     .arg(expectedStats.counts[c])));
         QVERIFY(stats.histogram == expectedStats.histogram);
         QCOMPARE(stats.amax, expectedStats.amax);
+
+        // The clip flags (quantizePiece's optional output, with and without counting): 1 for
+        // exactly the elements of class Overflow.
+        for (const bool counting : {false, true}) {
+            std::vector<std::uint8_t> clipped(m_inputs.size(), 7);
+            QuantTally tally;
+            Quantizer(config, kernel)
+                .quantizePiece(m_inputs, out, counting ? &tally : nullptr, options, clipped.data());
+            for (std::size_t i = 0; i < m_inputs.size(); ++i)
+                if (clipped[i] != expectedClipped[i])
+                    QFAIL(qPrintable(
+                        QStringLiteral("%1 kernel: input 0x%2 clip flag %3, class %4")
+                            .arg(QLatin1String(toString(kernel)))
+                            .arg(std::bit_cast<std::uint32_t>(m_inputs[i]), 8, 16, QLatin1Char('0'))
+                            .arg(clipped[i])
+                            .arg(expectedClipped[i])));
+        }
 
         // The same values and counts when the tensor is cast in calls of 1000 elements (each
         // call's random words start at its own first index).

@@ -52,6 +52,7 @@ constexpr std::size_t kLanes = PLAB_VECTOR_BYTES / 4;
 typedef std::uint32_t VU __attribute__((vector_size(PLAB_VECTOR_BYTES)));
 typedef std::int32_t VI __attribute__((vector_size(PLAB_VECTOR_BYTES)));
 typedef float VF __attribute__((vector_size(PLAB_VECTOR_BYTES)));
+typedef std::uint8_t VB __attribute__((vector_size(kLanes))); // one byte per lane
 
 inline VU splat(std::uint32_t v) {
     return VU{} + v;
@@ -92,10 +93,16 @@ inline VF splatF(float v) {
     return VF{} + v;
 }
 
+// clipped[0, len) = 1 where mask (a lane mask: 0 or all ones) is set, else 0.
+inline void storeFlags(std::uint8_t* clipped, VU mask, std::size_t len) {
+    const VB flags = __builtin_convertvector(mask & 1u, VB);
+    std::memcpy(clipped, &flags, len);
+}
+
 template <int kRounding, bool kStats>
 inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, float* out,
                                  std::size_t n, const std::uint32_t* rnd, std::uint32_t* bins,
-                                 BlockCounts& bc) {
+                                 std::uint8_t* clipped, BlockCounts& bc) {
     const VI mant = splat(p.mantissaBits), emin = splat(p.minNormalExponent);
     const VI subQe = splat(p.subQuantumExponent);
     const VU maxBits = splat(p.maxBits), minNormalBits = splat(p.minNormalBits);
@@ -178,6 +185,8 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
             std::memcpy(out + i, &result, sizeof result);
         else
             std::memcpy(out + i, &result, len * 4);
+        if (clipped != nullptr) // the Overflow class, as counted below
+            storeFlags(clipped + i, finiteOvf | isInf | negative, len);
 
         if constexpr (kStats) {
             const VU ordinary = ~(special | negative) & valid;
@@ -223,7 +232,7 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
 template <int kRounding, bool kStats, bool kSubRange>
 inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float* out,
                               std::size_t n, const std::uint32_t* rnd, const HistogramSink& hist,
-                              BlockCounts& bc) {
+                              std::uint8_t* clipped, BlockCounts& bc) {
     const VI maxBits = splat(static_cast<std::int32_t>(p.maxBits));
     const VI minNormalBits = splat(static_cast<std::int32_t>(p.minNormalBits));
     const VI ovfBits = splat(static_cast<std::int32_t>(p.finiteOverflowBits));
@@ -310,6 +319,8 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             std::memcpy(out + i, &result, sizeof result);
         else
             std::memcpy(out + i, &result, len * 4);
+        if (clipped != nullptr) // the Overflow class, as counted below
+            storeFlags(clipped + i, toU(ovf & ~isNan), len);
 
         if constexpr (kStats) {
             const VI valid = kPartial ? toI(laneIndex() < static_cast<std::uint32_t>(len)) : ~VI{};
@@ -385,15 +396,15 @@ inline bool blockHasFloat32Subnormal(const float* in, std::size_t n) {
 template <int kRounding, bool kStats>
 inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                           const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
-                          BlockCounts& bc) {
+                          std::uint8_t* clipped, BlockCounts& bc) {
     if (p.fastPath == 0 || blockHasFloat32Subnormal(in, n)) {
-        quantizeBlockGeneral<kRounding, kStats>(p, in, out, n, rnd, bins, bc);
+        quantizeBlockGeneral<kRounding, kStats>(p, in, out, n, rnd, bins, clipped, bc);
         return false;
     }
     if (p.hasSubRange != 0)
-        quantizeBlockFast<kRounding, kStats, true>(p, in, out, n, rnd, hist, bc);
+        quantizeBlockFast<kRounding, kStats, true>(p, in, out, n, rnd, hist, clipped, bc);
     else
-        quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, hist, bc);
+        quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, hist, clipped, bc);
     return true;
 }
 
@@ -516,7 +527,7 @@ constexpr std::size_t kSplitHistogramMin = 4096;
 
 template <int kRounding>
 void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
-                   std::uint64_t firstIndex, KernelCounters* counters) {
+                   std::uint64_t firstIndex, KernelCounters* counters, std::uint8_t* clipped) {
     // Random words, stochastic rounding only (fillRandom writes whole vectors past a block's
     // end); zeroed there because a short last vector reads lanes it does not use.
     alignas(64) std::uint32_t rnd[kBlock + 16 * kLanes];
@@ -543,10 +554,12 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         if constexpr (kRounding == kStochastic)
             fillRandom(firstIndex + start, len, p, rnd);
         if (counters == nullptr) {
-            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, sink, bc);
+            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, sink,
+                                            clipped != nullptr ? clipped + start : nullptr, bc);
             continue;
         }
-        if (quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink, bc))
+        if (quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink,
+                                           clipped != nullptr ? clipped + start : nullptr, bc))
             continue; // counted as it went
         if (split) {
             std::size_t i = 0;
@@ -584,7 +597,8 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
 namespace plab::kernels {
 
 void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in, float* out,
-                       std::size_t n, std::uint64_t firstIndex, KernelCounters* counters) {
+                       std::size_t n, std::uint64_t firstIndex, KernelCounters* counters,
+                       std::uint8_t* clipped) {
 #if defined(__SSE2__)
     // The kernels rely on IEEE float arithmetic with subnormals. A host program that set
     // flush-to-zero / denormals-are-zero (some math libraries do) would silently change results,
@@ -603,16 +617,16 @@ void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in
 #endif
     switch (rounding) {
     case kNearestEven:
-        quantizeRange<kNearestEven>(p, in, out, n, firstIndex, counters);
+        quantizeRange<kNearestEven>(p, in, out, n, firstIndex, counters, clipped);
         break;
     case kNearestAway:
-        quantizeRange<kNearestAway>(p, in, out, n, firstIndex, counters);
+        quantizeRange<kNearestAway>(p, in, out, n, firstIndex, counters, clipped);
         break;
     case kTowardZero:
-        quantizeRange<kTowardZero>(p, in, out, n, firstIndex, counters);
+        quantizeRange<kTowardZero>(p, in, out, n, firstIndex, counters, clipped);
         break;
     default:
-        quantizeRange<kStochastic>(p, in, out, n, firstIndex, counters);
+        quantizeRange<kStochastic>(p, in, out, n, firstIndex, counters, clipped);
         break;
     }
 }

@@ -67,17 +67,19 @@ struct KernelCounters {
 
 // Quantises in[0..n) into out (which may alias in); element i uses random word `firstIndex + i`.
 // `rounding` is the integer value of plab::Rounding. counters may be null (no statistics).
+// clipped, when not null, gets one byte per element: 1 where the element's class is Overflow
+// (rounded past the max; NaN never), 0 elsewhere.
 using QuantizeRangeFn = void (*)(const QuantKernelParams& params, int rounding, const float* in,
                                  float* out, std::size_t n, std::uint64_t firstIndex,
-                                 KernelCounters* counters);
+                                 KernelCounters* counters, std::uint8_t* clipped);
 
 void quantizeRangeGeneric(const QuantKernelParams&, int, const float*, float*, std::size_t,
-                          std::uint64_t, KernelCounters*);
+                          std::uint64_t, KernelCounters*, std::uint8_t*);
 #if defined(PLAB_HAVE_X86_KERNELS)
 void quantizeRangeAvx2(const QuantKernelParams&, int, const float*, float*, std::size_t,
-                       std::uint64_t, KernelCounters*);
+                       std::uint64_t, KernelCounters*, std::uint8_t*);
 void quantizeRangeAvx512(const QuantKernelParams&, int, const float*, float*, std::size_t,
-                         std::uint64_t, KernelCounters*);
+                         std::uint64_t, KernelCounters*, std::uint8_t*);
 #endif
 
 } // namespace plab::kernels
