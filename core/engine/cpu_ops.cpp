@@ -3,6 +3,7 @@
 
 #include "engine/kernel_bodies.h"
 #include "nn/matmul.h"
+#include "util/transpose.h"
 #include "util/vector_clones.h"
 
 #include <algorithm>
@@ -158,9 +159,7 @@ void CpuOps::hadamard16(Tensor out, Tensor in, std::size_t rows, std::size_t col
 }
 
 void CpuOps::transpose(Tensor out, Tensor in, std::size_t rows, std::size_t cols) {
-    ConstMatrixMap from(in.data, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-    MatrixMap(out.data, static_cast<Eigen::Index>(cols), static_cast<Eigen::Index>(rows)) =
-        from.transpose();
+    transposeMatrix(out.data, in.data, rows, cols);
 }
 
 void CpuOps::forward(Layer& layer, float* out, const float* in, const float* weights, int batch,

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <utility>
 
 namespace plab::parity {
 
@@ -303,6 +304,20 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                 report.expect(bitIdentical(bh.read(), ah.read()) &&
                                   bitIdentical(bt.read(), at.read()),
                               what + ": Hadamard transform or transpose differ");
+                // Shapes with ragged edges on either side of the CPU's 8 x 8 tiles.
+                for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{37, 53},
+                                                 {8, 3},
+                                                 {3, 8},
+                                                 {1, 17},
+                                                 {16, 24}}) {
+                    const std::vector<float> m(v.begin(), v.begin() + rows * cols);
+                    Mirror from(cpu, m), fromGpu(*ops, m), to(cpu, m), toGpu(*ops, m);
+                    cpu.transpose(to.t, from.t, rows, cols);
+                    ops->transpose(toGpu.t, fromGpu.t, rows, cols);
+                    report.expect(bitIdentical(toGpu.read(), to.read()),
+                                  what + ": transpose of " + std::to_string(rows) + " x " +
+                                      std::to_string(cols) + " differs");
+                }
             }
             {
                 Mirror a(cpu, v), b(*ops, v);
