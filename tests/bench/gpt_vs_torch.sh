@@ -6,6 +6,8 @@
 # the ratios (issue 15's acceptance: bits/byte within 0.03 of PyTorch's over 3 seeds, tokens/s at
 # least 1.0x). GPT_STEPS (1000) and GPT_SEEDS ("1 2 3") override. Needs python3-torch, fortunes
 # and a built build/default (or $BUILD).
+# OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise (some machines set
+# it): both sides read it, so compare with the same value, and say which (README: Performance).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli=${BUILD:-build/default}/app/precision-lab-cli

@@ -6,6 +6,8 @@
 # times our full-FP8 recipe with statistics every step against our FP32 recipe. Needs:
 # python3-torch (Debian's: /usr/bin/python3), dataset-fashion-mnist, a built build/default (or
 # $BUILD).
+# OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise (some machines set
+# it): both sides read it, so compare with the same value, and say which (README: Performance).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cli=${BUILD:-build/default}/app/precision-lab-cli
