@@ -14,6 +14,7 @@
 
 #if defined(__GNUC__) && !defined(__CUDACC__) && defined(__x86_64__)
 #define PLAB_BLOCK_LANES 1
+#include "util/lane_exchange.h"
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi" // always inlined: no vector crosses a call
 
@@ -97,35 +98,13 @@ PLAB_LANE_INLINE I16 foldEach(I16 (&v)[16], Op op = {}) {
 
 // Sixteen records of 8 words (v[j]: records 2j and 2j+1, as loaded from memory) to one vector
 // per word: v[w] lane l then holds word w of record recordOfLane(l); recordsOfWords turns them
-// back. Three rounds of two-vector shuffles, each trading one bit of the record number (in the
-// vector index) for one of the word number (in the lane index): 24 shuffles where 128 single
+// back. Three rounds of two-vector shuffles (util/lane_exchange.h): 24 shuffles where 128 single
 // words would each be moved between a vector and memory.
-template <int y, int c, std::size_t... L>
-PLAB_LANE_INLINE I16 exchangeBit(I16 a, I16 b, std::index_sequence<L...>) {
-    // Output lane L: from b when its bit y is set, from a otherwise, at L with bit y set to c.
-    return __builtin_shufflevector(
-        a, b, (((L >> y) & 1) * 16 + ((L & ~(std::size_t{1} << y)) | (std::size_t{c} << y)))...);
-}
-template <int r>
-PLAB_LANE_INLINE void exchangeRound(I16 (&v)[8]) {
-    constexpr std::size_t bit = std::size_t{1} << r;
-    for (std::size_t a = 0; a < 8; ++a) {
-        if ((a & bit) != 0)
-            continue;
-        const I16 first = v[a], second = v[a | bit];
-        v[a] = exchangeBit<r, 0>(first, second, std::make_index_sequence<16>{});
-        v[a | bit] = exchangeBit<r, 1>(first, second, std::make_index_sequence<16>{});
-    }
-}
 PLAB_LANE_INLINE void wordsOfRecords(I16 (&v)[8]) {
-    exchangeRound<0>(v);
-    exchangeRound<1>(v);
-    exchangeRound<2>(v);
+    lane_exchange::exchangeRounds(v);
 }
-PLAB_LANE_INLINE void recordsOfWords(I16 (&v)[8]) { // each round undoes itself
-    exchangeRound<2>(v);
-    exchangeRound<1>(v);
-    exchangeRound<0>(v);
+PLAB_LANE_INLINE void recordsOfWords(I16 (&v)[8]) {
+    lane_exchange::exchangeRoundsBack(v);
 }
 constexpr std::size_t recordOfLane(std::size_t lane) {
     return ((lane & 7) << 1) | (lane >> 3);

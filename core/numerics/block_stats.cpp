@@ -199,12 +199,13 @@ void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
         Copies copies;
         std::memset(&copies, 0, sizeof copies);
         done = block_groups::count(list, count, sums, copies.scale, copies.range);
-        for (std::size_t bin = 0; bin < scaleHistogram.size(); ++bin)
-            scaleHistogram[bin] += std::uint64_t{copies.scale[0][bin]} + copies.scale[1][bin] +
-                                   copies.scale[2][bin] + copies.scale[3][bin];
-        for (std::size_t bin = 0; bin < rangeHistogram.size(); ++bin)
-            rangeHistogram[bin] += std::uint64_t{copies.range[0][bin]} + copies.range[1][bin] +
-                                   copies.range[2][bin] + copies.range[3][bin];
+        auto fold = [](const auto& fourCopies, auto& histogram) { // the spare last bin left out
+            for (std::size_t bin = 0; bin < histogram.size(); ++bin)
+                histogram[bin] += std::uint64_t{fourCopies[0][bin]} + fourCopies[1][bin] +
+                                  fourCopies[2][bin] + fourCopies[3][bin];
+        };
+        fold(copies.scale, scaleHistogram);
+        fold(copies.range, rangeHistogram);
     }
     // The counters in one loop and the histograms in another: together they need more
     // registers than there are, and a counter kept in memory is a chain through every block.

@@ -210,20 +210,22 @@ QuantTally::~QuantTally() = default;
 QuantTally::QuantTally(QuantTally&&) noexcept = default;
 QuantTally& QuantTally::operator=(QuantTally&&) noexcept = default;
 
+namespace {
+void addCopies(const kernels::HistogramCopies& copies, std::uint64_t* histogram) {
+    for (std::size_t b = 0; b < kHistBinCount; ++b)
+        histogram[b] += std::uint64_t{copies[0][b]} + copies[1][b] + copies[2][b] + copies[3][b];
+}
+} // namespace
+
 void QuantTally::foldCopies() {
-    for (std::size_t b = 0; b < kHistBinCount; ++b) {
-        m_counters->histogram[b] += std::uint64_t{m_copies->bins[0][b]} + m_copies->bins[1][b] +
-                                    m_copies->bins[2][b] + m_copies->bins[3][b];
-    }
+    addCopies(m_copies->bins, m_counters->histogram);
     std::memset(m_copies->bins, 0, sizeof m_copies->bins);
     m_elementsInCopies = 0;
 }
 
 void QuantTally::addTo(QuantStats& stats) const {
     addCounters(*m_counters, m_elements, stats);
-    for (std::size_t b = 0; b < kHistBinCount; ++b)
-        stats.histogram[b] += std::uint64_t{m_copies->bins[0][b]} + m_copies->bins[1][b] +
-                              m_copies->bins[2][b] + m_copies->bins[3][b];
+    addCopies(m_copies->bins, stats.histogram.data());
 }
 
 void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
