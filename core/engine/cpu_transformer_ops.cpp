@@ -15,13 +15,12 @@ namespace plab {
 
 void CpuTransformerOps::linearForward(Tensor out, Tensor in, Tensor w, Tensor b, int rows,
                                       int inputs, int outputs) {
-    gemm(false, true, rows, outputs, inputs, 1.0f, in.data, inputs, w.data, inputs, 0.0f, out.data,
+    // The bias rows first and the product added onto them (beta = 1), as PyTorch's addmm does:
+    // a product into zeros is a zeroing pass of its own in OpenBLAS, and the bias another.
+    for (int r = 0; r < rows; ++r)
+        std::copy_n(b.data, outputs, out.data + static_cast<std::ptrdiff_t>(r) * outputs);
+    gemm(false, true, rows, outputs, inputs, 1.0f, in.data, inputs, w.data, inputs, 1.0f, out.data,
          outputs);
-    for (int r = 0; r < rows; ++r) {
-        float* o = out.data + static_cast<std::ptrdiff_t>(r) * outputs;
-        for (int j = 0; j < outputs; ++j)
-            o[j] += b.data[j];
-    }
 }
 
 void CpuTransformerOps::linearBackward(Tensor din, Tensor dw, Tensor db, Tensor dout, Tensor in,

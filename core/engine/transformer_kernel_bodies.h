@@ -208,19 +208,14 @@ struct AttentionScoreGradientRow {
         float* ds = dscores + g.squareAt(b, h, i, 0);
         const float* dO =
             dout + (static_cast<size_t>(b) * g.time + i) * g.channels + static_cast<size_t>(h) * hs;
-        float dot = 0.0f;
         for (int j = 0; j <= i; ++j) {
             const float* v = qkv + g.qkvAt(b, j, 2, h, 0);
             float dp = 0.0f;
             for (int d = 0; d < hs; ++d)
                 dp += dO[d] * v[d];
             ds[j] = dp;
-            dot += p[j] * dp;
         }
-        for (int j = 0; j <= i; ++j)
-            ds[j] = p[j] * (ds[j] - dot) * g.scale();
-        for (int j = i + 1; j < g.time; ++j)
-            ds[j] = 0.0f;
+        transformer::causalSoftmaxBackwardRow(ds, p, i + 1, g.time, g.scale());
     }
 };
 

@@ -22,4 +22,17 @@ inline PLAB_HOST_DEVICE float laneSum(const float* v, std::size_t n) {
            ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+// Sum of a[i] * b[i] over [0, n) in laneSum's order (each product rounded, then added).
+inline PLAB_HOST_DEVICE float laneDot(const float* a, const float* b, std::size_t n) {
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (std::size_t l = 0; l < 8; ++l)
+            lanes[l] += a[i + l] * b[i + l];
+    for (std::size_t l = 0; i < n; ++i, ++l)
+        lanes[l] += a[i] * b[i];
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 } // namespace plab

@@ -35,6 +35,10 @@ PLAB_VECTOR_CLONES
 void softmaxRow(float* p, int live, int time) {
     causalSoftmaxRow(p, live, time);
 }
+PLAB_VECTOR_CLONES
+void softmaxBackwardRow(float* ds, const float* p, int live, int time, float scale) {
+    causalSoftmaxBackwardRow(ds, p, live, time, scale);
+}
 
 } // namespace
 
@@ -60,9 +64,8 @@ void attentionValues(float* out, const float* att, const float* qkv, const Atten
                  3 * c, 0.0f, headOf(out, s, b, h), c); // att . v
 }
 
-// Per (batch, head), with P = att, dO = dout's head: dP = dO . v^T; dS = P * (dP - rowsum(P *
-// dP)) * scale (the softmax's Jacobian and the scores' 1 / sqrt(hs); 0 above the diagonal,
-// where P is 0).
+// Per (batch, head), with P = att, dO = dout's head: dP = dO . v^T, then each row through the
+// softmax's backward (softmax_row.h).
 void attentionScoreGradients(float* dscores, const float* dout, const float* qkv, const float* att,
                              const AttentionShape& s) {
     const int t = s.time, c = s.channels, hs = s.headSize();
@@ -73,17 +76,9 @@ void attentionScoreGradients(float* dscores, const float* dout, const float* qkv
             float* dp = square(dscores, s, b, h);
             gemm(false, true, t, t, hs, 1.0f, headOf(dout, s, b, h), c, part(qkv, s, b, h, 2),
                  3 * c, 0.0f, dp, t); // dO . v^T
-            for (int i = 0; i < t; ++i) {
-                const float* pi = p + static_cast<std::ptrdiff_t>(i) * t;
-                float* di = dp + static_cast<std::ptrdiff_t>(i) * t;
-                float dot = 0.0f;
-                for (int j = 0; j <= i; ++j)
-                    dot += pi[j] * di[j];
-                for (int j = 0; j <= i; ++j)
-                    di[j] = pi[j] * (di[j] - dot) * scale;
-                for (int j = i + 1; j < t; ++j)
-                    di[j] = 0.0f;
-            }
+            for (int i = 0; i < t; ++i)
+                softmaxBackwardRow(dp + static_cast<std::ptrdiff_t>(i) * t,
+                                   p + static_cast<std::ptrdiff_t>(i) * t, i + 1, t, scale);
         }
 }
 

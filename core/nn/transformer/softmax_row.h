@@ -24,4 +24,16 @@ inline PLAB_HOST_DEVICE void causalSoftmaxRow(float* p, int live, int time) {
         p[j] = 0.0f;
 }
 
+// Its backward for one row: ds[0, live) holds dP = dO . v^T and becomes dS = P (dP - sum P dP)
+// * scale (the softmax's Jacobian and the scores' 1 / sqrt(hs)), the sum in laneDot's order;
+// ds[live, time): zeros (P is 0 there).
+inline PLAB_HOST_DEVICE void causalSoftmaxBackwardRow(float* ds, const float* p, int live, int time,
+                                                      float scale) {
+    const float dot = laneDot(p, ds, static_cast<std::size_t>(live));
+    for (int j = 0; j < live; ++j)
+        ds[j] = p[j] * (ds[j] - dot) * scale;
+    for (int j = live; j < time; ++j)
+        ds[j] = 0.0f;
+}
+
 } // namespace plab::transformer
