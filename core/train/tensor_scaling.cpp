@@ -2,6 +2,7 @@
 #include "train/tensor_scaling.h"
 
 #include "util/thread_pool.h"
+#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <bit>
@@ -23,16 +24,56 @@ double AmaxHistory::max() const {
     return m;
 }
 
-double amaxOf(std::span<const float> values) {
-    // On the bits: |x| orders like its bit pattern, and an integer max vectorises where a float
-    // max with NaN rules does not. Inf and NaN (bits >= 0x7F800000) are skipped.
+namespace {
+
+// The passes around the quantiser, cloned for AVX2 / AVX-512 (the baseline's SSE2 has no
+// unsigned 32-bit max, so its amax went element by element): a multiply or an integer max per
+// element, the same bits at any width.
+// On the bits: |x| orders like its bit pattern, and an integer max vectorises where a float max
+// with NaN rules does not. Inf and NaN (bits >= 0x7F800000) are skipped, by a mask made of the
+// comparison's 0 or 1: a select on it inside the max's select is what GCC 12 leaves scalar.
+inline std::uint32_t finiteBits(std::uint32_t absBits) {
+    return absBits & (0u - static_cast<std::uint32_t>(absBits < 0x7F800000u));
+}
+
+PLAB_VECTOR_CLONES
+std::uint32_t finiteAmaxBits(const float* values, std::size_t n) {
     std::uint32_t m = 0;
-    for (float v : values) {
-        const std::uint32_t a = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFu;
-        const std::uint32_t finite = a < 0x7F800000u ? a : 0u;
-        m = finite > m ? finite : m;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(values[i]) & 0x7FFFFFFFu;
+        m = std::max(m, finiteBits(a));
     }
-    return std::bit_cast<float>(m);
+    return m;
+}
+
+// out = in * s, returning the input's finite amax as bits.
+PLAB_VECTOR_CLONES
+std::uint32_t scaleTakingAmax(const float* in, float* out, std::size_t n, float s) {
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t a = std::bit_cast<std::uint32_t>(in[i]) & 0x7FFFFFFFu;
+        m = std::max(m, finiteBits(a));
+        out[i] = in[i] * s;
+    }
+    return m;
+}
+
+PLAB_VECTOR_CLONES
+void scaleInto(const float* in, float* out, std::size_t n, float s) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = in[i] * s;
+}
+
+PLAB_VECTOR_CLONES
+void scaleInPlace(float* values, std::size_t n, float s) {
+    for (std::size_t i = 0; i < n; ++i)
+        values[i] *= s;
+}
+
+} // namespace
+
+double amaxOf(std::span<const float> values) {
+    return std::bit_cast<float>(finiteAmaxBits(values.data(), values.size()));
 }
 
 double amaxScale(double amax, const FormatSpec& format, int margin) {
@@ -55,25 +96,24 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
     const auto inverse = static_cast<float>(1.0 / scale);
     const std::size_t n = in.size();
     // Scale straight from the input (no copy first), taking the input's amax on the way when
-    // asked; then one quantise pass and one unscale pass.
-    if (inputAmax != nullptr) {
-        std::uint32_t amaxBits = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t a = std::bit_cast<std::uint32_t>(in[i]) & 0x7FFFFFFFu;
-            amaxBits = std::max(amaxBits, a < 0x7F800000u ? a : 0u);
-            out[i] = in[i] * s;
-        }
-        *inputAmax = std::bit_cast<float>(amaxBits);
-    } else if (s != 1.0f) {
-        for (std::size_t i = 0; i < n; ++i)
-            out[i] = in[i] * s;
-    } else if (in.data() != out.data()) {
-        std::copy(in.begin(), in.end(), out.begin());
+    // asked; then one quantise pass and one unscale pass. In place, each loop has one pointer:
+    // GCC's overlap check would send a loop that reads and writes one array to its scalar copy.
+    const bool inPlace = in.data() == out.data();
+    if (!inPlace && inputAmax != nullptr) {
+        *inputAmax = std::bit_cast<float>(scaleTakingAmax(in.data(), out.data(), n, s));
+    } else {
+        if (inputAmax != nullptr)
+            *inputAmax = std::bit_cast<float>(finiteAmaxBits(in.data(), n));
+        if (inPlace && s != 1.0f)
+            scaleInPlace(out.data(), n, s);
+        else if (!inPlace && s != 1.0f)
+            scaleInto(in.data(), out.data(), n, s);
+        else if (!inPlace)
+            std::copy(in.begin(), in.end(), out.begin());
     }
     q.quantize(out, out, stats, options);
     if (s != 1.0f)
-        for (float& v : out)
-            v *= inverse;
+        scaleInPlace(out.data(), n, inverse);
 }
 
 } // namespace plab
