@@ -226,6 +226,9 @@ struct ScaleBlocks {
     // from the cast's own clip flags (the CPU: a random word per candidate costs more than the
     // block's whole cast otherwise).
     bool deferStochasticClips = false;
+    // Nobody reads the blocks' counts (a cast without statistics): the CPU's 16-block passes
+    // find only the amaxes and count nothing, leaving nonzero, minNonzero and saturated 0.
+    bool scalesOnly = false;
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         (*this)(b, geometry.place(b));
@@ -328,6 +331,7 @@ struct DequantizeBlocks {
     BlockInfo* info;
     Geometry geometry;
     float tensorScale = 1.0f;
+    bool scalesOnly = false; // as ScaleBlocks': the CPU's 16-block passes leave nonzeroOut 0
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         (*this)(b, geometry.place(b));

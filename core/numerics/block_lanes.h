@@ -140,6 +140,25 @@ PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFacts& f) {
     }
 }
 
+// scanLanes' two amaxes only (casts whose statistics nobody reads need no more for a scale).
+PLAB_LANE_INLINE void scanAmaxLanes(const float* p, std::size_t n, I16& amax, I16& finite) {
+    for (std::size_t i = 0; i < n; i += 16) {
+        const I16 a = absBits(p + i);
+        amax = maxOf(amax, a <= kInfBits ? a : 0);
+        finite = maxOf(finite, a < kInfBits ? a : 0);
+    }
+}
+
+// out = in * toElement, counting nothing.
+PLAB_LANE_INLINE void scaleOnlyLanes(const float* in, float* out, std::size_t n, float toElement) {
+    for (std::size_t i = 0; i < n; i += 16) {
+        F16 x;
+        __builtin_memcpy(&x, in + i, sizeof x);
+        const F16 scaled = x * toElement;
+        __builtin_memcpy(out + i, &scaled, sizeof scaled);
+    }
+}
+
 // out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0).
 PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, float toElement,
                                 std::int32_t clip) {
@@ -171,6 +190,18 @@ PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded
         count -= kept != 0;
     }
     return count;
+}
+
+// dequantizeLanes counting nothing.
+PLAB_LANE_INLINE void dequantizeOnlyLanes(float* values, std::size_t n, float decoded,
+                                          float tensorScale) {
+    const bool unitScale = tensorScale == 1.0f;
+    for (std::size_t i = 0; i < n; i += 16) {
+        F16 x;
+        __builtin_memcpy(&x, values + i, sizeof x);
+        const F16 v = unitScale ? x * decoded : (x * decoded) / tensorScale;
+        __builtin_memcpy(values + i, &v, sizeof v);
+    }
 }
 
 } // namespace plab::blocks::lanes

@@ -110,7 +110,9 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
                                    std::span<const float> in, std::span<float> out,
                                    const BlockLayout& layout, QuantStats* stats,
                                    BlockStats* blockStats, const QuantizeOptions& options,
-                                   std::vector<BlockInfo>& blocksOut) {
+                                   std::vector<BlockInfo>& blocksOut, bool scalesOnly) {
+    if (scalesOnly && (stats != nullptr || blockStats != nullptr))
+        throw std::invalid_argument("quantizeBlocks: scalesOnly with statistics asked for");
     if (in.size() != out.size())
         throw std::invalid_argument("quantizeBlocks: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
@@ -123,6 +125,8 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     blocks::ScaleBlocks scale =
         scaleBlocksBody(element, scheme, in.data(), out.data(), blocksOut.data(), g, 1.0f, options);
     scale.deferStochasticClips = scale.stochastic; // counted from the cast's flags below
+    scale.scalesOnly = scalesOnly;
+    const bool clipFlags = scale.stochastic && !scalesOnly;
     // The three passes run on one cache-sized chunk of whole units (a block, or a row group of
     // tiles) at a time, so the tensor goes through memory once instead of three times. Chunks
     // are grouped into tasks of fixed ranges: the result does not depend on the thread count.
@@ -168,7 +172,8 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             blocks::nvfp4TensorScale(amax, static_cast<float>(element.config().format.maxFinite()));
         scale.tensorScale = result.tensorScale;
     }
-    const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale};
+    const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale,
+                                              scalesOnly};
 
     // Each task's blocks go into the statistics while their facts are in cache (a task's are
     // at most 2^16 / 16 blocks of 32 bytes): per task when tasks run in parallel, merged in task
@@ -192,15 +197,14 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
             QuantizeOptions piece = options;
             piece.firstIndex += begin;
             const std::span<float> chunk = out.subspan(begin, end - begin);
-            if (scale.stochastic)
+            if (clipFlags)
                 clipped.resize(end - begin);
-            element.quantizePiece(chunk, chunk, tally, piece,
-                                  scale.stochastic ? clipped.data() : nullptr);
-            if (scale.stochastic)
+            element.quantizePiece(chunk, chunk, tally, piece, clipFlags ? clipped.data() : nullptr);
+            if (clipFlags)
                 countStochasticClips(blocksOut.data(), g, first, last, begin, clipped.data());
             blocks::dequantizeRange(dequantize, first, last);
         }
-        if (firstChunk < lastChunk) {
+        if (firstChunk < lastChunk && !scalesOnly) {
             const std::size_t first = chunkBlocks(firstChunk).first,
                               last = chunkBlocks(lastChunk - 1).second;
             zeroScaleFlushed[task] +=

@@ -35,13 +35,15 @@ struct BlockQuantizeResult {
 
 // out <- the block-scaled cast of in (out may be in). The element quantiser should saturate (a
 // scale chosen to fill the range must clip, not overflow). blockStats, when given, gets every
-// block added. blocksOut, when given, receives each block's facts (scales included). Throws
-// std::invalid_argument when the sizes or the layout do not fit.
+// block added. blocksOut receives each block's facts (scales included). scalesOnly (only
+// without stats and blockStats: a cast on a step without statistics) skips what only they
+// read: blocksOut then holds the amaxes and scales, its counts may be 0. The values are the
+// same either way. Throws std::invalid_argument when the sizes or the layout do not fit.
 BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
                                    std::span<const float> in, std::span<float> out,
                                    const BlockLayout& layout, QuantStats* stats,
                                    BlockStats* blockStats, const QuantizeOptions& options,
-                                   std::vector<BlockInfo>& blocksOut);
+                                   std::vector<BlockInfo>& blocksOut, bool scalesOnly = false);
 
 // The pieces quantizeBlocks is made of, for the GPU engine to run the same passes: the blocks
 // of a layout (throws std::invalid_argument as quantizeBlocks does), the scale pass's body, and

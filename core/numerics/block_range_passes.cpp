@@ -18,7 +18,28 @@ bool groupable(const Geometry& g) {
     return !g.tiles && g.side % 16 == 0 && g.cols % g.side == 0;
 }
 
+// The amaxes alone (ScaleBlocks::scalesOnly), the records' counts 0.
+PLAB_INLINE_BODY void findAmaxes16(const ScaleBlocks& body, std::size_t b) {
+    using lanes::I16;
+    const std::size_t side = body.geometry.side;
+    I16 amax[16], finite[16];
+    for (std::size_t k = 0; k < 16; ++k) {
+        amax[k] = finite[k] = I16{};
+        lanes::scanAmaxLanes(body.in + (b + k) * side, side, amax[k], finite[k]);
+    }
+    I16 words[8];
+    words[kWordAmax] = lanes::inRecordLaneOrder(lanes::foldEach(amax, lanes::Max{}));
+    words[kWordFiniteAmax] = lanes::inRecordLaneOrder(lanes::foldEach(finite, lanes::Max{}));
+    words[kWordToElement] = words[kWordDecoded] = (I16)(lanes::F16{} + 1.0f);
+    words[kWordMinNonzero] = words[kWordNonzero] = words[kWordNonzeroOut] = words[kWordSaturated] =
+        I16{};
+    lanes::recordsOfWords(words);
+    std::memcpy(body.info + b, words, sizeof words);
+}
+
 PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
+    if (body.scalesOnly)
+        return findAmaxes16(body, b);
     using lanes::I16;
     const std::size_t side = body.geometry.side;
     I16 amax[16], finite[16], small[16], nonzero[16];
@@ -113,6 +134,12 @@ PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
 
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
     const std::size_t side = body.geometry.side;
+    if (body.scalesOnly) {
+        for (std::size_t k = 0; k < 16; ++k)
+            lanes::scaleOnlyLanes(body.in + (b + k) * side, body.out + (b + k) * side, side,
+                                  body.info[b + k].scale.toElement);
+        return;
+    }
     lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
         const std::size_t begin = (b + k) * side;
@@ -131,6 +158,12 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
 
 PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b) {
     const std::size_t side = body.geometry.side;
+    if (body.scalesOnly) {
+        for (std::size_t k = 0; k < 16; ++k)
+            lanes::dequantizeOnlyLanes(body.values + (b + k) * side, side,
+                                       body.info[b + k].scale.decoded, body.tensorScale);
+        return;
+    }
     lanes::I16 nonzero[16];
     for (std::size_t k = 0; k < 16; ++k)
         nonzero[k] = lanes::dequantizeLanes(body.values + (b + k) * side, side,

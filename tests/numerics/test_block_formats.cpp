@@ -311,6 +311,16 @@ void TestBlockFormats::matchesReference_data() {
         << "fp6-e3m2" << mx << 32 << true << false << false << false << 1 << 999 << false;
     QTest::newRow("mxfp6 e2m3 floor sr")
         << "fp6-e2m3" << mx << 32 << false << false << false << true << 1 << 999 << false;
+    // Rows of whole 16-block groups: the CPU's vector-lane passes (the rows above end in
+    // partial groups or blocks and take the one-block path for most of it).
+    QTest::newRow("nvfp4 16-block groups")
+        << "fp4-e2m1" << nv << 16 << false << false << false << false << 3 << 512 << false;
+    QTest::newRow("nvfp4 16-block groups stochastic")
+        << "fp4-e2m1" << nv << 16 << false << false << false << true << 2 << 768 << false;
+    QTest::newRow("mxfp8 16-block groups")
+        << "fp8-e4m3" << mx << 32 << false << false << false << false << 2 << 1024 << false;
+    QTest::newRow("fp8 block128 16-block groups")
+        << "fp8-e4m3" << fp << 128 << false << false << false << false << 1 << 4096 << false;
     QTest::newRow("mxfp4 ceil tiles")
         << "fp4-e2m1" << mx << 32 << true << false << false << false << 45 << 70 << true;
 }
@@ -378,6 +388,20 @@ void TestBlockFormats::matchesReference() {
                                      .arg(got.saturated)
                                      .arg(ref.saturated)));
         }
+        // Without statistics (scalesOnly): the same values and scales, counting nothing.
+        std::vector<float> valuesOnly(in.size());
+        std::vector<BlockInfo> scales;
+        quantizeBlocks(Quantizer(config), s, in, valuesOnly, {r, c, tiles}, nullptr, nullptr,
+                       options, scales, true);
+        QVERIFY2(sameBits(valuesOnly, want.out, &where),
+                 qPrintable(QString("scalesOnly: element %1").arg(where)));
+        QCOMPARE(scales.size(), want.blocks.size());
+        for (std::size_t b = 0; b < scales.size(); ++b)
+            QVERIFY2(bits(scales[b].amax) == bits(want.blocks[b].amax) &&
+                         bits(scales[b].finiteAmax) == bits(want.blocks[b].finiteAmax) &&
+                         bits(scales[b].scale.decoded) == bits(want.blocks[b].decoded) &&
+                         bits(scales[b].scale.toElement) == bits(info[b].scale.toElement),
+                     qPrintable(QString("scalesOnly: block %1").arg(b)));
     }
 }
 
