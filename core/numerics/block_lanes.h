@@ -124,42 +124,29 @@ PLAB_LANE_INLINE I16 inRecordLaneOrder(I16 v) {
 inline constexpr std::int32_t kInfBits = 0x7F800000;
 
 // Largest non-NaN |x|, largest finite |x|, smallest finite nonzero |x| (Inf bits: none) and the
-// nonzero non-NaN count (as -1 per element), per lane, as |x| bits.
+// nonzero non-NaN count (as -1 per element), per lane, as |x| bits. Each pass takes kCounts:
+// false for a cast whose statistics nobody reads (ScaleBlocks::scalesOnly), which then finds the
+// two amaxes only and counts nothing (its counts stay 0).
 struct LaneFacts {
     I16 amax{}, finite{}, small = I16{} + kInfBits, nonzero{};
 };
 
+template <bool kCounts = true>
 PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFacts& f) {
     for (std::size_t i = 0; i < n; i += 16) {
         const I16 a = absBits(p + i);
         const I16 kept = a <= kInfBits ? a : 0, keptFinite = a < kInfBits ? a : 0;
         f.amax = maxOf(f.amax, kept);
         f.finite = maxOf(f.finite, keptFinite);
-        f.small = minOf(f.small, keptFinite != 0 ? keptFinite : kInfBits);
-        f.nonzero -= kept != 0;
-    }
-}
-
-// scanLanes' two amaxes only (casts whose statistics nobody reads need no more for a scale).
-PLAB_LANE_INLINE void scanAmaxLanes(const float* p, std::size_t n, I16& amax, I16& finite) {
-    for (std::size_t i = 0; i < n; i += 16) {
-        const I16 a = absBits(p + i);
-        amax = maxOf(amax, a <= kInfBits ? a : 0);
-        finite = maxOf(finite, a < kInfBits ? a : 0);
-    }
-}
-
-// out = in * toElement, counting nothing.
-PLAB_LANE_INLINE void scaleOnlyLanes(const float* in, float* out, std::size_t n, float toElement) {
-    for (std::size_t i = 0; i < n; i += 16) {
-        F16 x;
-        __builtin_memcpy(&x, in + i, sizeof x);
-        const F16 scaled = x * toElement;
-        __builtin_memcpy(out + i, &scaled, sizeof scaled);
+        if constexpr (kCounts) {
+            f.small = minOf(f.small, keptFinite != 0 ? keptFinite : kInfBits);
+            f.nonzero -= kept != 0;
+        }
     }
 }
 
 // out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0).
+template <bool kCounts = true>
 PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, float toElement,
                                 std::int32_t clip) {
     I16 count{};
@@ -168,14 +155,17 @@ PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, floa
         __builtin_memcpy(&x, in + i, sizeof x);
         const F16 scaled = x * toElement;
         __builtin_memcpy(out + i, &scaled, sizeof scaled);
-        const I16 a = (I16)scaled & 0x7FFFFFFF;
-        const I16 kept = a <= kInfBits ? a : 0; // NaN out
-        count -= kept >= clip;
+        if constexpr (kCounts) {
+            const I16 a = (I16)scaled & 0x7FFFFFFF;
+            const I16 kept = a <= kInfBits ? a : 0; // NaN out
+            count -= kept >= clip;
+        }
     }
     return count;
 }
 
 // values = (values * decoded) / tensorScale; per lane, how many results are nonzero and not NaN.
+template <bool kCounts = true>
 PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded,
                                      float tensorScale) {
     I16 count{};
@@ -185,23 +175,13 @@ PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded
         __builtin_memcpy(&x, values + i, sizeof x);
         const F16 v = unitScale ? x * decoded : (x * decoded) / tensorScale;
         __builtin_memcpy(values + i, &v, sizeof v);
-        const I16 a = (I16)v & 0x7FFFFFFF;
-        const I16 kept = a <= kInfBits ? a : 0;
-        count -= kept != 0;
+        if constexpr (kCounts) {
+            const I16 a = (I16)v & 0x7FFFFFFF;
+            const I16 kept = a <= kInfBits ? a : 0;
+            count -= kept != 0;
+        }
     }
     return count;
-}
-
-// dequantizeLanes counting nothing.
-PLAB_LANE_INLINE void dequantizeOnlyLanes(float* values, std::size_t n, float decoded,
-                                          float tensorScale) {
-    const bool unitScale = tensorScale == 1.0f;
-    for (std::size_t i = 0; i < n; i += 16) {
-        F16 x;
-        __builtin_memcpy(&x, values + i, sizeof x);
-        const F16 v = unitScale ? x * decoded : (x * decoded) / tensorScale;
-        __builtin_memcpy(values + i, &v, sizeof v);
-    }
 }
 
 } // namespace plab::blocks::lanes

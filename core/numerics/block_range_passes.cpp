@@ -18,50 +18,32 @@ bool groupable(const Geometry& g) {
     return !g.tiles && g.side % 16 == 0 && g.cols % g.side == 0;
 }
 
-// The amaxes alone (ScaleBlocks::scalesOnly), the records' counts 0.
-PLAB_INLINE_BODY void findAmaxes16(const ScaleBlocks& body, std::size_t b) {
-    using lanes::I16;
-    const std::size_t side = body.geometry.side;
-    I16 amax[16], finite[16];
-    for (std::size_t k = 0; k < 16; ++k) {
-        amax[k] = finite[k] = I16{};
-        lanes::scanAmaxLanes(body.in + (b + k) * side, side, amax[k], finite[k]);
-    }
-    I16 words[8];
-    words[kWordAmax] = lanes::inRecordLaneOrder(lanes::foldEach(amax, lanes::Max{}));
-    words[kWordFiniteAmax] = lanes::inRecordLaneOrder(lanes::foldEach(finite, lanes::Max{}));
-    words[kWordToElement] = words[kWordDecoded] = (I16)(lanes::F16{} + 1.0f);
-    words[kWordMinNonzero] = words[kWordNonzero] = words[kWordNonzeroOut] = words[kWordSaturated] =
-        I16{};
-    lanes::recordsOfWords(words);
-    std::memcpy(body.info + b, words, sizeof words);
-}
-
+// kCounts false (ScaleBlocks::scalesOnly): the amaxes alone, the records' counts 0.
+template <bool kCounts>
 PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
-    if (body.scalesOnly)
-        return findAmaxes16(body, b);
     using lanes::I16;
     const std::size_t side = body.geometry.side;
     I16 amax[16], finite[16], small[16], nonzero[16];
     for (std::size_t k = 0; k < 16; ++k) {
         lanes::LaneFacts lf;
-        lanes::scanLanes(body.in + (b + k) * side, side, lf);
+        lanes::scanLanes<kCounts>(body.in + (b + k) * side, side, lf);
         amax[k] = lf.amax;
         finite[k] = lf.finite;
         small[k] = lf.small;
         nonzero[k] = lf.nonzero;
     }
-    const I16 am = lanes::foldEach(amax, lanes::Max{}), fi = lanes::foldEach(finite, lanes::Max{});
-    const I16 sm = lanes::foldEach(small, lanes::Min{}),
-              nz = lanes::foldEach(nonzero, lanes::Plus{});
     // ScaleBlocks::factsOf for the 16 blocks, written as 16 whole BlockInfos (lanes::
     // recordsOfWords) rather than word by word.
     I16 words[8];
-    words[kWordAmax] = lanes::inRecordLaneOrder(am);
-    words[kWordFiniteAmax] = lanes::inRecordLaneOrder(fi);
-    words[kWordMinNonzero] = lanes::inRecordLaneOrder(sm == lanes::kInfBits ? I16{} : sm);
+    words[kWordAmax] = lanes::inRecordLaneOrder(lanes::foldEach(amax, lanes::Max{}));
+    words[kWordFiniteAmax] = lanes::inRecordLaneOrder(lanes::foldEach(finite, lanes::Max{}));
+    words[kWordMinNonzero] = words[kWordNonzero] = I16{};
+    if constexpr (kCounts) {
+        const I16 sm = lanes::foldEach(small, lanes::Min{});
+        words[kWordMinNonzero] = lanes::inRecordLaneOrder(sm == lanes::kInfBits ? I16{} : sm);
+        words[kWordNonzero] = lanes::inRecordLaneOrder(lanes::foldEach(nonzero, lanes::Plus{}));
+    }
     words[kWordToElement] = words[kWordDecoded] = (I16)(lanes::F16{} + 1.0f);
-    words[kWordNonzero] = lanes::inRecordLaneOrder(nz);
     words[kWordNonzeroOut] = words[kWordSaturated] = I16{};
     lanes::recordsOfWords(words);
     std::memcpy(body.info + b, words, sizeof words);
@@ -132,45 +114,39 @@ PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
     std::memcpy(body.info + b, words, sizeof words);
 }
 
+template <bool kCounts>
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
     const std::size_t side = body.geometry.side;
-    if (body.scalesOnly) {
-        for (std::size_t k = 0; k < 16; ++k)
-            lanes::scaleOnlyLanes(body.in + (b + k) * side, body.out + (b + k) * side, side,
-                                  body.info[b + k].scale.toElement);
-        return;
-    }
     lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
         const std::size_t begin = (b + k) * side;
-        clipped[k] = lanes::scaleLanes(body.in + begin, body.out + begin, side,
-                                       body.info[b + k].scale.toElement,
-                                       static_cast<std::int32_t>(body.clipBits));
+        clipped[k] = lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, side,
+                                                body.info[b + k].scale.toElement,
+                                                static_cast<std::int32_t>(body.clipBits));
     }
-    const lanes::I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
-    for (std::size_t k = 0; k < 16; ++k) {
-        const auto c = static_cast<std::uint32_t>(candidates[k]);
-        body.info[b + k].saturated = (c == 0 || !body.stochastic || body.deferStochasticClips)
-                                         ? c
-                                         : body.saturatedOf(body.geometry.place(b + k), c);
+    if constexpr (kCounts) {
+        const lanes::I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
+        for (std::size_t k = 0; k < 16; ++k) {
+            const auto c = static_cast<std::uint32_t>(candidates[k]);
+            body.info[b + k].saturated = (c == 0 || !body.stochastic || body.deferStochasticClips)
+                                             ? c
+                                             : body.saturatedOf(body.geometry.place(b + k), c);
+        }
     }
 }
 
+template <bool kCounts>
 PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b) {
     const std::size_t side = body.geometry.side;
-    if (body.scalesOnly) {
-        for (std::size_t k = 0; k < 16; ++k)
-            lanes::dequantizeOnlyLanes(body.values + (b + k) * side, side,
-                                       body.info[b + k].scale.decoded, body.tensorScale);
-        return;
-    }
     lanes::I16 nonzero[16];
     for (std::size_t k = 0; k < 16; ++k)
-        nonzero[k] = lanes::dequantizeLanes(body.values + (b + k) * side, side,
-                                            body.info[b + k].scale.decoded, body.tensorScale);
-    const lanes::I16 counts = lanes::foldEach(nonzero, lanes::Plus{});
-    for (std::size_t k = 0; k < 16; ++k)
-        body.info[b + k].nonzeroOut = static_cast<std::uint32_t>(counts[k]);
+        nonzero[k] = lanes::dequantizeLanes<kCounts>(
+            body.values + (b + k) * side, side, body.info[b + k].scale.decoded, body.tensorScale);
+    if constexpr (kCounts) {
+        const lanes::I16 counts = lanes::foldEach(nonzero, lanes::Plus{});
+        for (std::size_t k = 0; k < 16; ++k)
+            body.info[b + k].nonzeroOut = static_cast<std::uint32_t>(counts[k]);
+    }
 }
 #endif
 
@@ -197,7 +173,10 @@ PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size
 PLAB_VECTOR_CLONES
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     overBlocks(
-        body.geometry, first, last, [&](std::size_t b) PLAB_INLINE_LAMBDA { findFacts16(body, b); },
+        body.geometry, first, last,
+        [&](std::size_t b) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? findFacts16<false>(body, b) : findFacts16<true>(body, b);
+        },
         [&](std::size_t b, const Geometry::Place& at)
             PLAB_INLINE_LAMBDA { body.findFacts(b, at); });
 }
@@ -217,7 +196,9 @@ void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
         body.chooseScale(block, at);
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA { applyScale16(body, b); },
+        [&](std::size_t b) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? applyScale16<false>(body, b) : applyScale16<true>(body, b);
+        },
         [&](std::size_t b, const Geometry::Place& place)
             PLAB_INLINE_LAMBDA { body.applyScale(b, place); });
 }
@@ -226,7 +207,9 @@ PLAB_VECTOR_CLONES
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA { dequantize16(body, b); },
+        [&](std::size_t b) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? dequantize16<false>(body, b) : dequantize16<true>(body, b);
+        },
         [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
 }
 
