@@ -166,7 +166,10 @@ dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float ten
 #if defined(PLAB_BLOCK_LANES)
     if (length >= 16) {
         i = length & ~std::size_t{15};
-        nonzero += lanes::sumAcross(lanes::dequantizeLanes(values, i, s.decoded, tensorScale));
+        nonzero += lanes::sumAcross(
+            tensorScale == 1.0f
+                ? lanes::dequantizeLanes<true, true>(values, i, s.decoded, tensorScale)
+                : lanes::dequantizeLanes<true, false>(values, i, s.decoded, tensorScale));
     }
 #endif
     for (; i < length; ++i) {

@@ -81,14 +81,17 @@ void countStochasticClips(BlockInfo* info, const blocks::Geometry& g, std::size_
 
 std::uint64_t foldBlockStats(std::span<const BlockInfo> blocks, const BlockScheme& scheme,
                              BlockStats* blockStats) {
-    std::uint64_t flushed = 0;
     // NVFP4 blocks whose scale is 0 were cast as zeros (x * 0): their nonzero inputs were
-    // flushed, not true zeros.
-    if (scheme.kind == BlockScaleKind::Nvfp4)
+    // flushed, not true zeros. (No other kind has a zero scale.)
+    const bool zeroScales = scheme.kind == BlockScaleKind::Nvfp4;
+    if (blockStats != nullptr) {
+        const std::uint64_t flushed = blockStats->addRange(blocks.data(), blocks.size());
+        return zeroScales ? flushed : 0;
+    }
+    std::uint64_t flushed = 0;
+    if (zeroScales)
         for (const BlockInfo& b : blocks)
             flushed += b.scale.decoded == 0.0f ? b.nonzero : 0u;
-    if (blockStats != nullptr)
-        blockStats->addRange(blocks.data(), blocks.size());
     return flushed;
 }
 
@@ -155,21 +158,33 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         return std::pair{task * chunksPerTask, std::min(chunks, (task + 1) * chunksPerTask)};
     };
 
-    // NVFP4 needs the tensor amax before any scale: the blocks' facts are found first, over the
-    // whole tensor, and the amax taken from them (one pass, which the others fold into theirs).
-    const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4;
-    if (factsFirst) {
+    // NVFP4 needs the tensor amax before any scale. Where the facts and the scales are found in
+    // one pass per chunk (fusesFactsAndScale), a pass of its own finds the amax; elsewhere the
+    // blocks' facts are found first, over the whole tensor, and the amax taken from them.
+    const bool fused = blocks::fusesFactsAndScale(scale);
+    const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4 && !fused;
+    if (scheme.kind == BlockScaleKind::Nvfp4) {
+        std::vector<std::uint32_t> taskAmax(tasks, 0); // of non-NaN |x|, Inf included
         overTasks([&](std::size_t task) {
             const auto [firstChunk, lastChunk] = taskChunks(task);
-            if (firstChunk < lastChunk)
-                blocks::findFactsRange(scale, chunkBlocks(firstChunk).first,
-                                       chunkBlocks(lastChunk - 1).second);
+            if (firstChunk >= lastChunk)
+                return;
+            const std::size_t first = chunkBlocks(firstChunk).first,
+                              last = chunkBlocks(lastChunk - 1).second;
+            if (fused) {
+                const std::size_t begin = g.elementBegin(first);
+                taskAmax[task] =
+                    blocks::nonNanAmaxBits(in.data() + begin, g.elementBegin(last) - begin);
+                return;
+            }
+            blocks::findFactsRange(scale, first, last);
+            for (std::size_t b = first; b < last; ++b)
+                taskAmax[task] = std::max(taskAmax[task], element::bitsOf(blocksOut[b].amax));
         });
-        float amax = 0.0f; // of non-NaN |x|, Inf included: the blocks' amaxes are
-        for (const BlockInfo& b : blocksOut)
-            amax = b.amax > amax ? b.amax : amax;
-        result.tensorScale =
-            blocks::nvfp4TensorScale(amax, static_cast<float>(element.config().format.maxFinite()));
+        const std::uint32_t amax =
+            taskAmax.empty() ? 0u : *std::max_element(taskAmax.begin(), taskAmax.end());
+        result.tensorScale = blocks::nvfp4TensorScale(
+            element::floatOf(amax), static_cast<float>(element.config().format.maxFinite()));
         scale.tensorScale = result.tensorScale;
     }
     const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale,
@@ -190,9 +205,13 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         std::vector<std::uint8_t> clipped; // stochastic rounding: the cast's clip flags
         for (std::size_t c = firstChunk; c < lastChunk; ++c) {
             const auto [first, last] = chunkBlocks(c);
-            if (!factsFirst)
-                blocks::findFactsRange(scale, first, last);
-            blocks::scaleRange(scale, first, last);
+            if (fused) {
+                blocks::factsAndScaleRange(scale, first, last);
+            } else {
+                if (!factsFirst)
+                    blocks::findFactsRange(scale, first, last);
+                blocks::scaleRange(scale, first, last);
+            }
             const std::size_t begin = g.elementBegin(first), end = g.elementBegin(last);
             QuantizeOptions piece = options;
             piece.firstIndex += begin;

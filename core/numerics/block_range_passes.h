@@ -7,6 +7,7 @@
 #include "numerics/block_kernels.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace plab::blocks {
 
@@ -15,6 +16,15 @@ void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last
 // Each block's scale (chooseScale; facts first), then its elements scaled into out and the
 // clipped ones counted (applyScale).
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
+// Whether factsAndScaleRange fuses the two passes: whole 1-D blocks of a multiple of 16
+// elements, no per-block trial (4/6), saturated elements counted without random words.
+bool fusesFactsAndScale(const ScaleBlocks& body);
+// findFactsRange then scaleRange, in one pass over each group of 16 blocks where
+// fusesFactsAndScale (the same results).
+void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
+// Largest non-NaN |x| of in[0, n) as float bits (Inf included): NVFP4's tensor amax, which
+// the blocks' facts would give too.
+std::uint32_t nonNanAmaxBits(const float* in, std::size_t n);
 // Each block dequantised in place, its nonzero outputs counted.
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last);
 

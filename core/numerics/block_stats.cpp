@@ -99,6 +99,7 @@ namespace block_groups {
 
 struct CounterSums {
     std::uint64_t zero = 0, flushed = 0, saturated = 0, flushedInLive = 0, live = 0;
+    std::uint64_t zeroScaleInputs = 0; // nonzero inputs of blocks whose decoded scale is 0
 };
 
 // Blocks [0, count) 16 at a time into the counters and into histogram copies of
@@ -111,7 +112,7 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
                   std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
     std::size_t i = 0;
 #if defined(PLAB_BLOCK_LANES)
-    I16 zero{}, flushed{}, saturated{}, lost{}, live{};
+    I16 zero{}, flushed{}, saturated{}, lost{}, live{}, zeroScale{};
     auto flush = [&]() __attribute__((always_inline)) { // a lambda has no target clones
         for (int l = 0; l < 16; ++l) {
             sums.zero += static_cast<std::uint32_t>(zero[l]);
@@ -119,8 +120,9 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
             sums.saturated += static_cast<std::uint32_t>(saturated[l]);
             sums.flushedInLive += static_cast<std::uint32_t>(lost[l]);
             sums.live += static_cast<std::uint32_t>(live[l]);
+            sums.zeroScaleInputs += static_cast<std::uint32_t>(zeroScale[l]);
         }
-        zero = flushed = saturated = lost = live = I16{};
+        zero = flushed = saturated = lost = live = zeroScale = I16{};
     };
     std::size_t groups = 0;
     for (; i + 16 <= count; i += 16) {
@@ -138,6 +140,7 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
         const I16 keptIn = nonzeroOut < nonzero ? nonzeroOut : nonzero;
         lost += (nonzero - keptIn) & -keeps;
         live += nonzero & -keeps;
+        zeroScale += v[kWordDecoded] == 0 ? nonzero : 0; // scales are >= 0: +0 bits
 
         I16 scaleSpecial, amaxSpecial, minSpecial;
         I16 scaleBin = binLanes(v[kWordDecoded], scaleSpecial);
@@ -182,7 +185,7 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
 
 } // namespace block_groups
 
-void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
+std::uint64_t BlockStats::addRange(const BlockInfo* list, std::size_t count) {
     block_groups::CounterSums sums;
     // Neighbouring blocks' scales and ranges fall in the same few bins, and increments of one
     // counter wait for each other (store to load): block i counts into copy i % 4 of each
@@ -219,6 +222,7 @@ void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
             b.nonzero - (b.nonzeroOut < b.nonzero ? b.nonzeroOut : b.nonzero);
         sums.flushedInLive += (hasInput && kept) ? lost : 0u;
         sums.live += (hasInput && kept) ? b.nonzero : 0u;
+        sums.zeroScaleInputs += b.scale.decoded == 0.0f ? b.nonzero : 0u;
     }
     for (std::size_t i = done; i < count; ++i) {
         if (list[i].nonzero == 0)
@@ -232,6 +236,7 @@ void BlockStats::addRange(const BlockInfo* list, std::size_t count) {
     saturatedBlocks += sums.saturated;
     flushedInLiveBlocks += sums.flushedInLive;
     liveElements += sums.live;
+    return sums.zeroScaleInputs;
 }
 
 void BlockStats::merge(const BlockStats& o) {

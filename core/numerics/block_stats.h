@@ -66,8 +66,10 @@ struct BlockStats {
     // One block, written as the definitions read (the reference addRange is tested against).
     void add(const BlockInfo& block);
     // add() for each block, in one loop without branches on the blocks' facts (16-element blocks
-    // make this per-block work a sixth of a cast's time otherwise).
-    void addRange(const BlockInfo* blocks, std::size_t count);
+    // make this per-block work a sixth of a cast's time otherwise). Returns the nonzero inputs
+    // of the blocks whose decoded scale is 0 (NVFP4's zero scale flushes them), found in the
+    // same loop for the element counts (foldBlockStats).
+    std::uint64_t addRange(const BlockInfo* blocks, std::size_t count);
     void merge(const BlockStats& other);
     bool empty() const { return blocks == 0; }
     double flushedBlockShare() const;   // of blocks with a nonzero input
