@@ -158,7 +158,7 @@ int runQuantizeBench(const BenchArgs& args) {
                 blockStats = BlockStats{};
                 quantizeBlocks(q, block->scheme, in, out, {}, args.noStats ? nullptr : &stats,
                                args.noStats ? nullptr : &blockStats, options, blocks,
-                               args.noStats); // as a step without statistics casts
+                               BlockRecords::Scratch); // as the engine casts
             });
             const double blockRate = static_cast<double>(n) / blockSeconds;
             std::printf("%-14s %-14s %12.3f %12.3f %12.3f\n", name.c_str(),

@@ -113,9 +113,9 @@ BlockQuantizeResult CpuOps::quantizeBlocks(const Quantizer& element, const Block
                                            Tensor in, Tensor out, const BlockLayout& layout,
                                            QuantStats* stats, BlockStats* blockStats,
                                            const QuantizeOptions& options) {
-    // The block facts stay here: without statistics nobody reads their counts.
+    // Nobody reads the block facts but the statistics: m_blockInfo is working memory.
     return plab::quantizeBlocks(element, scheme, span(in), span(out), layout, stats, blockStats,
-                                options, m_blockInfo, stats == nullptr && blockStats == nullptr);
+                                options, m_blockInfo, BlockRecords::Scratch);
 }
 
 QuantError CpuOps::errorMoments(Tensor input, Tensor output) {

@@ -113,22 +113,30 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
                                    std::span<const float> in, std::span<float> out,
                                    const BlockLayout& layout, QuantStats* stats,
                                    BlockStats* blockStats, const QuantizeOptions& options,
-                                   std::vector<BlockInfo>& blocksOut, bool scalesOnly) {
-    if (scalesOnly && (stats != nullptr || blockStats != nullptr))
-        throw std::invalid_argument("quantizeBlocks: scalesOnly with statistics asked for");
+                                   std::vector<BlockInfo>& blocksOut, BlockRecords records) {
+    const bool counting = stats != nullptr || blockStats != nullptr;
+    if (records == BlockRecords::ScalesOnly && counting)
+        throw std::invalid_argument("quantizeBlocks: scales only with statistics asked for");
+    const bool scalesOnly = !counting && records != BlockRecords::All;
     if (in.size() != out.size())
         throw std::invalid_argument("quantizeBlocks: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
     const std::size_t n = in.size();
     const blocks::Geometry g = blockGeometry(layout, n, scheme.blockSize);
     const std::size_t count = n == 0 ? 0 : g.blockCount();
-    blocksOut.resize(count); // every field of every block is written by the passes
 
     BlockQuantizeResult result;
     blocks::ScaleBlocks scale =
-        scaleBlocksBody(element, scheme, in.data(), out.data(), blocksOut.data(), g, 1.0f, options);
+        scaleBlocksBody(element, scheme, in.data(), out.data(), nullptr, g, 1.0f, options);
     scale.deferStochasticClips = scale.stochastic; // counted from the cast's flags below
     scale.scalesOnly = scalesOnly;
+    const bool fused = blocks::fusesFactsAndScale(scale);
+    // Scratch records per task where the passes are fused (they need no other task's blocks:
+    // the groups are whole 1-D blocks, so a task's blocks are a flat run of its own).
+    const bool taskRecords = records == BlockRecords::Scratch && fused;
+    if (!taskRecords)
+        blocksOut.resize(count); // every field of every block is written by the passes
+    scale.info = blocksOut.data();
     const bool clipFlags = scale.stochastic && !scalesOnly;
     // The three passes run on one cache-sized chunk of whole units (a block, or a row group of
     // tiles) at a time, so the tensor goes through memory once instead of three times. Chunks
@@ -143,12 +151,14 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         std::max<std::size_t>(1, kTaskElements / (unitsPerChunk * unitElements));
     const std::size_t tasks = (chunks + chunksPerTask - 1) / chunksPerTask;
     const bool parallel = options.pool != nullptr && options.pool->threadCount() > 1 && tasks > 1;
-    auto overTasks = [&](const auto& runTask) {
+    // lastFirst: one thread runs the tasks from the last to the first (the NVFP4 amax pass: the
+    // cast then starts on the elements it read last, still in cache for a large tensor).
+    auto overTasks = [&](const auto& runTask, bool lastFirst = false) {
         if (parallel) {
             options.pool->parallelFor(tasks, runTask);
         } else {
             for (std::size_t t = 0; t < tasks; ++t)
-                runTask(t);
+                runTask(lastFirst ? tasks - 1 - t : t);
         }
     };
     auto chunkBlocks = [&](std::size_t c) {
@@ -161,26 +171,27 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     // NVFP4 needs the tensor amax before any scale. Where the facts and the scales are found in
     // one pass per chunk (fusesFactsAndScale), a pass of its own finds the amax; elsewhere the
     // blocks' facts are found first, over the whole tensor, and the amax taken from them.
-    const bool fused = blocks::fusesFactsAndScale(scale);
     const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4 && !fused;
     if (scheme.kind == BlockScaleKind::Nvfp4) {
         std::vector<std::uint32_t> taskAmax(tasks, 0); // of non-NaN |x|, Inf included
-        overTasks([&](std::size_t task) {
-            const auto [firstChunk, lastChunk] = taskChunks(task);
-            if (firstChunk >= lastChunk)
-                return;
-            const std::size_t first = chunkBlocks(firstChunk).first,
-                              last = chunkBlocks(lastChunk - 1).second;
-            if (fused) {
-                const std::size_t begin = g.elementBegin(first);
-                taskAmax[task] =
-                    blocks::nonNanAmaxBits(in.data() + begin, g.elementBegin(last) - begin);
-                return;
-            }
-            blocks::findFactsRange(scale, first, last);
-            for (std::size_t b = first; b < last; ++b)
-                taskAmax[task] = std::max(taskAmax[task], element::bitsOf(blocksOut[b].amax));
-        });
+        overTasks(
+            [&](std::size_t task) {
+                const auto [firstChunk, lastChunk] = taskChunks(task);
+                if (firstChunk >= lastChunk)
+                    return;
+                const std::size_t first = chunkBlocks(firstChunk).first,
+                                  last = chunkBlocks(lastChunk - 1).second;
+                if (fused) {
+                    const std::size_t begin = g.elementBegin(first);
+                    taskAmax[task] =
+                        blocks::nonNanAmaxBits(in.data() + begin, g.elementBegin(last) - begin);
+                    return;
+                }
+                blocks::findFactsRange(scale, first, last);
+                for (std::size_t b = first; b < last; ++b)
+                    taskAmax[task] = std::max(taskAmax[task], element::bitsOf(blocksOut[b].amax));
+            },
+            /*lastFirst=*/true);
         const std::uint32_t amax =
             taskAmax.empty() ? 0u : *std::max_element(taskAmax.begin(), taskAmax.end());
         result.tensorScale = blocks::nvfp4TensorScale(
@@ -198,19 +209,45 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     // Per task, the inputs flushed by NVFP4 blocks whose scale is 0 (foldBlockStats).
     std::vector<std::uint64_t> zeroScaleFlushed(tasks, 0);
     overTasks([&](std::size_t task) {
+        const auto [firstChunk, lastChunk] = taskChunks(task);
+        if (firstChunk >= lastChunk)
+            return;
         QuantTally* tally = tallies.empty() ? nullptr : &tallies[parallel ? task : 0];
         BlockStats* taskStats =
             parallel && blockStats != nullptr ? &taskBlockStats[task] : blockStats;
-        const auto [firstChunk, lastChunk] = taskChunks(task);
+        const std::size_t taskFirst = chunkBlocks(firstChunk).first,
+                          taskLast = chunkBlocks(lastChunk - 1).second;
+        // The passes see the task's blocks through taskScale / taskDequantize: the whole tensor
+        // (block b at b), or with task records its flat run of blocks (block b at b - base, in
+        // the thread's scratch).
+        blocks::ScaleBlocks taskScale = scale;
+        blocks::DequantizeBlocks taskDequantize = dequantize;
+        std::size_t base = 0;
+        BlockInfo* info = blocksOut.data();
+        if (taskRecords) {
+            thread_local std::vector<BlockInfo> scratch; // at most 2^16 / 16 blocks: 128 KiB
+            scratch.resize(std::max(scratch.size(), taskLast - taskFirst));
+            base = taskFirst;
+            info = scratch.data();
+            const blocks::Geometry flat{1, (taskLast - taskFirst) * g.side, g.side, false};
+            const std::size_t offset = g.elementBegin(taskFirst);
+            taskScale.in = in.data() + offset;
+            taskScale.out = out.data() + offset;
+            taskScale.info = info;
+            taskScale.geometry = flat;
+            taskDequantize.values = out.data() + offset;
+            taskDequantize.info = info;
+            taskDequantize.geometry = flat;
+        }
         std::vector<std::uint8_t> clipped; // stochastic rounding: the cast's clip flags
         for (std::size_t c = firstChunk; c < lastChunk; ++c) {
             const auto [first, last] = chunkBlocks(c);
             if (fused) {
-                blocks::factsAndScaleRange(scale, first, last);
+                blocks::factsAndScaleRange(taskScale, first - base, last - base);
             } else {
                 if (!factsFirst)
-                    blocks::findFactsRange(scale, first, last);
-                blocks::scaleRange(scale, first, last);
+                    blocks::findFactsRange(taskScale, first, last);
+                blocks::scaleRange(taskScale, first, last);
             }
             const std::size_t begin = g.elementBegin(first), end = g.elementBegin(last);
             QuantizeOptions piece = options;
@@ -220,16 +257,14 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
                 clipped.resize(end - begin);
             element.quantizePiece(chunk, chunk, tally, piece, clipFlags ? clipped.data() : nullptr);
             if (clipFlags)
-                countStochasticClips(blocksOut.data(), g, first, last, begin, clipped.data());
-            blocks::dequantizeRange(dequantize, first, last);
+                countStochasticClips(info, taskScale.geometry, first - base, last - base,
+                                     taskScale.geometry.elementBegin(first - base), clipped.data());
+            blocks::dequantizeRange(taskDequantize, first - base, last - base);
         }
-        if (firstChunk < lastChunk && !scalesOnly) {
-            const std::size_t first = chunkBlocks(firstChunk).first,
-                              last = chunkBlocks(lastChunk - 1).second;
-            zeroScaleFlushed[task] +=
-                foldBlockStats(std::span<const BlockInfo>(blocksOut).subspan(first, last - first),
-                               scheme, taskStats);
-        }
+        if (!scalesOnly)
+            zeroScaleFlushed[task] += foldBlockStats(
+                std::span<const BlockInfo>(info + (taskFirst - base), taskLast - taskFirst), scheme,
+                taskStats);
     });
     for (const BlockStats& s : taskBlockStats)
         blockStats->merge(s);

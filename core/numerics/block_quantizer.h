@@ -33,17 +33,28 @@ struct BlockQuantizeResult {
     float tensorScale = 1.0f; // NVFP4's s_enc; 1 for the others
 };
 
+// What quantizeBlocks leaves in blocksOut.
+enum class BlockRecords {
+    All,        // every block's facts, counts included
+    ScalesOnly, // without statistics only: the amaxes and scales, counts 0 (nothing counted)
+    // Nothing the caller reads (the engine's casts): blocksOut is working memory, and where the
+    // passes allow (blocks::fusesFactsAndScale) each task's blocks stay in a cache-sized buffer
+    // of the thread's own, so that a tensor larger than the caches sends no block facts through
+    // memory. Without statistics nothing is counted, as with ScalesOnly.
+    Scratch,
+};
+
 // out <- the block-scaled cast of in (out may be in). The element quantiser should saturate (a
 // scale chosen to fill the range must clip, not overflow). blockStats, when given, gets every
-// block added. blocksOut receives each block's facts (scales included). scalesOnly (only
-// without stats and blockStats: a cast on a step without statistics) skips what only they
-// read: blocksOut then holds the amaxes and scales, its counts may be 0. The values are the
-// same either way. Throws std::invalid_argument when the sizes or the layout do not fit.
+// block added. blocksOut receives each block's facts (scales included) as `records` says. The
+// values are the same whatever it says. Throws std::invalid_argument when the sizes or the
+// layout do not fit, or for ScalesOnly with statistics.
 BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& scheme,
                                    std::span<const float> in, std::span<float> out,
                                    const BlockLayout& layout, QuantStats* stats,
                                    BlockStats* blockStats, const QuantizeOptions& options,
-                                   std::vector<BlockInfo>& blocksOut, bool scalesOnly = false);
+                                   std::vector<BlockInfo>& blocksOut,
+                                   BlockRecords records = BlockRecords::All);
 
 // The pieces quantizeBlocks is made of, for the GPU engine to run the same passes: the blocks
 // of a layout (throws std::invalid_argument as quantizeBlocks does), the scale pass's body, and

@@ -192,6 +192,12 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b) {
     float* out = body.out + b * side;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
     I16 amax[16], shiftedMin[16], nonzero[16];
+    // The group eight groups ahead of a 16-element block's (its `side` lines of 16 floats) on
+    // its way into cache: with a tensor larger than the caches the loads otherwise wait on
+    // memory (+5-8% at 16M elements; the hardware's prefetch alone falls behind).
+#pragma GCC unroll 16
+    for (std::size_t j = 0; j < side; ++j)
+        __builtin_prefetch(in + 128 * side + j * 16);
     for (std::size_t k = 0; k < 16; ++k) {
         if constexpr (kCounts) {
             lanes::LiveFacts lf;

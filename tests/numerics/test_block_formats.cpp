@@ -35,6 +35,7 @@ private slots:
     void mxCeilNeverSaturates();
     void fourOverSixNeverWorse();
     void blockCountersOnConstructedTensor();
+    void stochasticBlocksIndependentOfThreads_data();
     void stochasticBlocksIndependentOfThreads();
     void saturatedMeansRoundedPastTheMax();
     void blockStatsOfARangeMatchOneByOne();
@@ -321,6 +322,9 @@ void TestBlockFormats::matchesReference_data() {
         << "fp8-e4m3" << mx << 32 << false << false << false << false << 2 << 1024 << false;
     QTest::newRow("fp8 block128 16-block groups")
         << "fp8-e4m3" << fp << 128 << false << false << false << false << 1 << 4096 << false;
+    // More than one task (2^16 elements each): the engine's per-task scratch records.
+    QTest::newRow("nvfp4 16-block groups, two tasks")
+        << "fp4-e2m1" << nv << 16 << false << false << false << false << 3 << 40000 << false;
     QTest::newRow("mxfp4 ceil tiles")
         << "fp4-e2m1" << mx << 32 << true << false << false << false << 45 << 70 << true;
 }
@@ -392,7 +396,7 @@ void TestBlockFormats::matchesReference() {
         std::vector<float> valuesOnly(in.size());
         std::vector<BlockInfo> scales;
         quantizeBlocks(Quantizer(config), s, in, valuesOnly, {r, c, tiles}, nullptr, nullptr,
-                       options, scales, true);
+                       options, scales, BlockRecords::ScalesOnly);
         QVERIFY2(sameBits(valuesOnly, want.out, &where),
                  qPrintable(QString("scalesOnly: element %1").arg(where)));
         QCOMPARE(scales.size(), want.blocks.size());
@@ -402,6 +406,32 @@ void TestBlockFormats::matchesReference() {
                          bits(scales[b].scale.decoded) == bits(want.blocks[b].decoded) &&
                          bits(scales[b].scale.toElement) == bits(info[b].scale.toElement),
                      qPrintable(QString("scalesOnly: block %1").arg(b)));
+        // As the engine casts (records as scratch, in the thread's per-task buffer where the
+        // passes are fused): the same values and counts, with statistics and without.
+        BlockStats wantBlocks;
+        wantBlocks.addRange(info.data(), info.size());
+        std::vector<float> scratchOut(in.size());
+        std::vector<BlockInfo> scratch;
+        QuantStats scratchStats;
+        BlockStats scratchBlocks;
+        quantizeBlocks(Quantizer(config), s, in, scratchOut, {r, c, tiles}, &scratchStats,
+                       &scratchBlocks, options, scratch, BlockRecords::Scratch);
+        QVERIFY2(sameBits(scratchOut, want.out, &where),
+                 qPrintable(QString("scratch: element %1").arg(where)));
+        QCOMPARE(scratchStats.counts, want.stats.counts);
+        QCOMPARE(scratchStats.histogram, want.stats.histogram);
+        QCOMPARE(scratchBlocks.blocks, wantBlocks.blocks);
+        QCOMPARE(scratchBlocks.zeroBlocks, wantBlocks.zeroBlocks);
+        QCOMPARE(scratchBlocks.flushedBlocks, wantBlocks.flushedBlocks);
+        QCOMPARE(scratchBlocks.saturatedBlocks, wantBlocks.saturatedBlocks);
+        QCOMPARE(scratchBlocks.flushedInLiveBlocks, wantBlocks.flushedInLiveBlocks);
+        QCOMPARE(scratchBlocks.liveElements, wantBlocks.liveElements);
+        QCOMPARE(scratchBlocks.scaleHistogram, wantBlocks.scaleHistogram);
+        QCOMPARE(scratchBlocks.rangeHistogram, wantBlocks.rangeHistogram);
+        quantizeBlocks(Quantizer(config), s, in, scratchOut, {r, c, tiles}, nullptr, nullptr,
+                       options, scratch, BlockRecords::Scratch);
+        QVERIFY2(sameBits(scratchOut, want.out, &where),
+                 qPrintable(QString("scratch without statistics: element %1").arg(where)));
     }
 }
 
@@ -695,10 +725,15 @@ void TestBlockFormats::blockCountersOnConstructedTensor() {
 }
 
 void TestBlockFormats::stochasticBlocksIndependentOfThreads() {
+    // 2-D tiles with 4/6 (the passes one block at a time), and 1-D blocks cast as the engine
+    // casts (16-block groups, each task's records in its thread's scratch).
+    QFETCH(bool, tiles);
     const std::vector<float> in = mixedTensor(300000, 21, true);
     const QuantConfig config = saturating("fp4-e2m1", Rounding::Stochastic);
+    const BlockLayout layout = tiles ? BlockLayout{600, 500, true} : BlockLayout{};
     std::vector<float> reference;
     QuantStats referenceStats;
+    BlockStats referenceBlocks;
     for (unsigned threads : {1u, 2u, 3u}) {
         ThreadPool pool(threads);
         QuantizeOptions options;
@@ -707,19 +742,35 @@ void TestBlockFormats::stochasticBlocksIndependentOfThreads() {
         options.pool = &pool;
         std::vector<float> out(in.size());
         QuantStats stats;
+        BlockStats blocks;
         std::vector<BlockInfo> info;
         quantizeBlocks(Quantizer(config),
-                       scheme(BlockScaleKind::Nvfp4, 16, ScaleRounding::Floor, false, true), in,
-                       out, {600, 500, true}, &stats, nullptr, options, info);
+                       scheme(BlockScaleKind::Nvfp4, 16, ScaleRounding::Floor, false,
+                              /*fourOverSix=*/tiles),
+                       in, out, layout, &stats, &blocks, options, info,
+                       tiles ? BlockRecords::All : BlockRecords::Scratch);
         if (threads == 1) {
             reference = out;
             referenceStats = stats;
+            referenceBlocks = blocks;
             continue;
         }
         std::size_t where = 0;
         QVERIFY2(sameBits(out, reference, &where), qPrintable(QString::number(where)));
         QCOMPARE(stats.counts, referenceStats.counts);
+        QCOMPARE(stats.histogram, referenceStats.histogram);
+        QCOMPARE(blocks.saturatedBlocks, referenceBlocks.saturatedBlocks);
+        QCOMPARE(blocks.flushedInLiveBlocks, referenceBlocks.flushedInLiveBlocks);
+        QCOMPARE(blocks.scaleHistogram, referenceBlocks.scaleHistogram);
+        QCOMPARE(blocks.rangeHistogram, referenceBlocks.rangeHistogram);
     }
+    QVERIFY(referenceBlocks.saturatedBlocks > 0);
+}
+
+void TestBlockFormats::stochasticBlocksIndependentOfThreads_data() {
+    QTest::addColumn<bool>("tiles");
+    QTest::newRow("tiles, 4/6") << true;
+    QTest::newRow("1-D, records as scratch") << false;
 }
 
 void TestBlockFormats::saturatedMeansRoundedPastTheMax() {
