@@ -131,9 +131,9 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     scale.deferStochasticClips = scale.stochastic; // counted from the cast's flags below
     scale.scalesOnly = scalesOnly;
     const bool fused = blocks::fusesFactsAndScale(scale);
-    // Scratch records per task where the passes are fused (they need no other task's blocks:
-    // the groups are whole 1-D blocks, so a task's blocks are a flat run of its own).
-    const bool taskRecords = records == BlockRecords::Scratch && fused;
+    // Scratch records per task where the passes are fused (they need no other task's blocks)
+    // and rows hold whole blocks (a task's blocks are then a flat run of equal blocks).
+    const bool taskRecords = records == BlockRecords::Scratch && fused && g.cols % g.side == 0;
     if (!taskRecords)
         blocksOut.resize(count); // every field of every block is written by the passes
     scale.info = blocksOut.data();

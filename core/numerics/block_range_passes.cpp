@@ -13,20 +13,21 @@ namespace plab::blocks {
 namespace {
 
 #if defined(PLAB_BLOCK_LANES)
-// Whole 1-D blocks of a multiple of 16 elements, block b at element b * side.
+// 1-D blocks of a multiple of 16 elements: a row's whole blocks go 16 at a time (overBlocks),
+// block b + k of a group at element begin + k * side.
 bool groupable(const Geometry& g) {
-    return !g.tiles && g.side % 16 == 0 && g.cols % g.side == 0;
+    return !g.tiles && g.side % 16 == 0;
 }
 
 // kCounts false (ScaleBlocks::scalesOnly): the amaxes alone, the records' counts 0.
 template <bool kCounts>
-PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b) {
+PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b, std::size_t begin) {
     using lanes::I16;
     const std::size_t side = body.geometry.side;
     I16 amax[16], finite[16], small[16], nonzero[16];
     for (std::size_t k = 0; k < 16; ++k) {
         lanes::LaneFacts lf;
-        lanes::scanLanes<kCounts>(body.in + (b + k) * side, side, lf);
+        lanes::scanLanes<kCounts>(body.in + begin + k * side, side, lf);
         amax[k] = lf.amax;
         finite[k] = lf.finite;
         small[k] = lf.small;
@@ -122,11 +123,11 @@ PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
 }
 
 template <bool kCounts>
-PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
+PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::size_t first) {
     const std::size_t side = body.geometry.side;
     lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
-        const std::size_t begin = (b + k) * side;
+        const std::size_t begin = first + k * side;
         clipped[k] = lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, side,
                                                 body.info[b + k].scale.toElement,
                                                 static_cast<std::int32_t>(body.clipBits));
@@ -145,10 +146,10 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b) {
 // kSide and kUnitScale (tensorScale 1) as factsAndScale16's kSide: known at compile time where
 // they are the common case, so that a 16-element group runs without loops or branches.
 template <bool kCounts, std::size_t kSide, bool kUnitScale>
-PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b) {
+PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b, std::size_t begin) {
     // Locals: stores through values and info could otherwise alias body's fields.
     const std::size_t side = kSide != 0 ? kSide : body.geometry.side;
-    float* values = body.values + b * side;
+    float* values = body.values + begin;
     BlockInfo* info = body.info + b;
     const float tensorScale = kUnitScale ? 1.0f : body.tensorScale;
     lanes::I16 nonzero[16];
@@ -165,12 +166,15 @@ PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b) 
 }
 
 template <bool kCounts>
-PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t b) {
+PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t b,
+                                      std::size_t begin) {
     const bool unit = body.tensorScale == 1.0f; // MX and FP32 blocks: x / 1 is x, no division
     if (body.geometry.side == 16)
-        unit ? dequantize16<kCounts, 16, true>(body, b) : dequantize16<kCounts, 16, false>(body, b);
+        unit ? dequantize16<kCounts, 16, true>(body, b, begin)
+             : dequantize16<kCounts, 16, false>(body, b, begin);
     else
-        unit ? dequantize16<kCounts, 0, true>(body, b) : dequantize16<kCounts, 0, false>(body, b);
+        unit ? dequantize16<kCounts, 0, true>(body, b, begin)
+             : dequantize16<kCounts, 0, false>(body, b, begin);
 }
 
 // findFacts16, chooseScale16 and applyScale16 in one pass over 16 blocks: the facts, the scales
@@ -183,13 +187,13 @@ PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t 
 // kSide: the block length when known at compile time (16: NVFP4's, whose group then stays in
 // registers), else 0.
 template <bool kCounts, std::size_t kSide>
-PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b) {
+PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, std::size_t begin) {
     using lanes::F16;
     using lanes::I16;
     // Locals: stores through out and info could otherwise alias body's fields (reloaded per block).
     const std::size_t side = kSide != 0 ? kSide : body.geometry.side;
-    const float* in = body.in + b * side;
-    float* out = body.out + b * side;
+    const float* in = body.in + begin;
+    float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
     I16 amax[16], shiftedMin[16], nonzero[16];
     // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
@@ -254,20 +258,42 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b) {
 }
 #endif
 
-// Blocks [first, last): groups of 16 through `group` where the geometry allows, the rest one
-// at a time through `one(b, place)`.
+// Blocks [first, last): runs of 16 whole blocks of one row through `group(b, begin)` (begin:
+// block b's first element) where the geometry allows, the rest (a row's last blocks, a partial
+// one among them) one at a time through `one(b, place)`.
 template <class Group, class One>
 PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size_t last,
                                  const Group& group, const One& one) {
+    Geometry::Place at = g.place(first);
     std::size_t b = first;
 #if defined(PLAB_BLOCK_LANES)
-    if (groupable(g))
+    if (groupable(g) && g.cols % g.side == 0) { // whole blocks end to end, across rows too
         for (; b + 16 <= last; b += 16)
-            group(b);
+            group(b, b * g.side);
+        at = g.place(b);
+    } else if (groupable(g)) {
+        const std::size_t groupWidth = 16 * g.side, wholeWidth = g.cols / g.side * g.side;
+        while (b < last) {
+            if (b + 16 <= last && at.column + groupWidth <= wholeWidth) {
+                group(b, at.group * g.cols + at.column);
+                b += 16;
+                at.column += groupWidth;
+                if (at.column >= g.cols) {
+                    at.column = 0;
+                    ++at.group;
+                }
+                at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
+            } else {
+                one(b, at);
+                ++b;
+                g.advance(at);
+            }
+        }
+        return;
+    }
 #else
     (void)group;
 #endif
-    Geometry::Place at = g.place(b);
     for (; b < last; ++b, g.advance(at))
         one(b, at);
 }
@@ -278,8 +304,9 @@ PLAB_VECTOR_CLONES
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? findFacts16<false>(body, b) : findFacts16<true>(body, b);
+        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? findFacts16<false>(body, b, begin)
+                            : findFacts16<true>(body, b, begin);
         },
         [&](std::size_t b, const Geometry::Place& at)
             PLAB_INLINE_LAMBDA { body.findFacts(b, at); });
@@ -300,8 +327,9 @@ void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
         body.chooseScale(block, at);
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? applyScale16<false>(body, b) : applyScale16<true>(body, b);
+        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? applyScale16<false>(body, b, begin)
+                            : applyScale16<true>(body, b, begin);
         },
         [&](std::size_t b, const Geometry::Place& place)
             PLAB_INLINE_LAMBDA { body.applyScale(b, place); });
@@ -326,13 +354,13 @@ void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t 
     }
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA {
+        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
             if (body.geometry.side == 16)
-                body.scalesOnly ? factsAndScale16<false, 16>(body, b)
-                                : factsAndScale16<true, 16>(body, b);
+                body.scalesOnly ? factsAndScale16<false, 16>(body, b, begin)
+                                : factsAndScale16<true, 16>(body, b, begin);
             else
-                body.scalesOnly ? factsAndScale16<false, 0>(body, b)
-                                : factsAndScale16<true, 0>(body, b);
+                body.scalesOnly ? factsAndScale16<false, 0>(body, b, begin)
+                                : factsAndScale16<true, 0>(body, b, begin);
         },
         [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
 }
@@ -369,8 +397,9 @@ PLAB_VECTOR_CLONES
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
     overBlocks(
         body.geometry, first, last,
-        [&](std::size_t b) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? dequantizeGroup<false>(body, b) : dequantizeGroup<true>(body, b);
+        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? dequantizeGroup<false>(body, b, begin)
+                            : dequantizeGroup<true>(body, b, begin);
         },
         [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
 }

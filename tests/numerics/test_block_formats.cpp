@@ -322,6 +322,11 @@ void TestBlockFormats::matchesReference_data() {
         << "fp8-e4m3" << mx << 32 << false << false << false << false << 2 << 1024 << false;
     QTest::newRow("fp8 block128 16-block groups")
         << "fp8-e4m3" << fp << 128 << false << false << false << false << 1 << 4096 << false;
+    // Rows ending in a partial block: each row's whole blocks 16 at a time, the rest one by one.
+    QTest::newRow("mxfp8 groups in rows with a partial block")
+        << "fp8-e4m3" << mx << 32 << false << false << false << false << 5 << 1000 << false;
+    QTest::newRow("nvfp4 groups in rows with a partial block stochastic")
+        << "fp4-e2m1" << nv << 16 << false << false << false << true << 3 << 600 << false;
     // More than one task (2^16 elements each): the engine's per-task scratch records.
     QTest::newRow("nvfp4 16-block groups, two tasks")
         << "fp4-e2m1" << nv << 16 << false << false << false << false << 3 << 40000 << false;
