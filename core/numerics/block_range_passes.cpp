@@ -6,6 +6,7 @@
 
 #include "util/vector_clones.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cstring>
 
@@ -185,9 +186,11 @@ PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t 
 // scaled amax reaches the clip threshold (x * toElement is monotone in |x|: where the amax's
 // does not reach it, no element's does).
 // kSide: the block length when known at compile time (16: NVFP4's, whose group then stays in
-// registers), else 0.
-template <bool kCounts, std::size_t kSide>
-PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, std::size_t begin) {
+// registers), else 0. kPartial: only the first `blocks` (< 16) of the group's lanes are blocks
+// (a row's last whole blocks; the other lanes hold the folds' identities and are not written).
+template <bool kCounts, std::size_t kSide, bool kPartial = false>
+PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, std::size_t begin,
+                                      std::size_t blocks = 16) {
     using lanes::F16;
     using lanes::I16;
     // Locals: stores through out and info could otherwise alias body's fields (reloaded per block).
@@ -195,16 +198,20 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     const float* in = body.in + begin;
     float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
-    I16 amax[16], shiftedMin[16], nonzero[16];
-    // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
-    // cache: with a tensor larger than the caches the loads and the stores' line fills otherwise
-    // wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls behind).
+    const std::size_t count = kPartial ? blocks : 16;
+    I16 amax[16] = {}, shiftedMin[16], nonzero[16] = {};
+    for (I16& m : shiftedMin)
+        m = I16{} + 0x7FFFFFFF;
+        // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
+        // cache: with a tensor larger than the caches the loads and the stores' line fills
+        // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
+        // behind).
 #pragma GCC unroll 16
     for (std::size_t j = 0; j < side; ++j) {
         __builtin_prefetch(in + 128 * side + j * 16);
         __builtin_prefetch(out + 128 * side + j * 16, 1);
     }
-    for (std::size_t k = 0; k < 16; ++k) {
+    for (std::size_t k = 0; k < count; ++k) {
         if constexpr (kCounts) {
             lanes::LiveFacts lf;
             lanes::scanLive(in + k * side, side, lf);
@@ -220,8 +227,8 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     const I16 amaxOf = lanes::foldEach(amax, lanes::Max{}); // lane k: block b + k
     I16 finiteOf = amaxOf;
     if (lanes::anyLane(amaxOf == lanes::kInfBits)) { // rare: an Inf input
-        I16 finite[16];
-        for (std::size_t k = 0; k < 16; ++k)
+        I16 finite[16] = {};
+        for (std::size_t k = 0; k < count; ++k)
             finite[k] = lanes::finiteAmaxLanes(in + k * side, side);
         finiteOf = lanes::foldEach(finite, lanes::Max{});
     }
@@ -232,15 +239,15 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     // A NaN (Inf * 0) reads as reaching it: the exact count then decides.
     const I16 amaxScaled = (I16)((F16)amaxOf * toElement) & 0x7FFFFFFF;
     if (kCounts && lanes::anyLane(amaxScaled >= clip)) {
-        I16 clipped[16];
+        I16 clipped[16] = {};
 #pragma GCC unroll 16
-        for (std::size_t k = 0; k < 16; ++k)
+        for (std::size_t k = 0; k < count; ++k)
             clipped[k] =
                 lanes::scaleLanes<true>(in + k * side, out + k * side, side, toElement[k], clip);
         words[kWordSaturated] = lanes::inRecordLaneOrder(lanes::foldEach(clipped, lanes::Plus{}));
     } else {
 #pragma GCC unroll 16
-        for (std::size_t k = 0; k < 16; ++k)
+        for (std::size_t k = 0; k < count; ++k)
             lanes::scaleLanes<false>(in + k * side, out + k * side, side, toElement[k], clip);
     }
     if constexpr (kCounts) {
@@ -254,27 +261,43 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     words[kWordDecoded] = lanes::inRecordLaneOrder((I16)decoded);
     words[kWordNonzeroOut] = I16{};
     lanes::recordsOfWords(words);
-    std::memcpy(body.info + b, words, sizeof words);
+    std::memcpy(body.info + b, words, count * sizeof(BlockInfo));
 }
 #endif
 
 // Blocks [first, last): runs of 16 whole blocks of one row through `group(b, begin)` (begin:
 // block b's first element) where the geometry allows, the rest (a row's last blocks, a partial
-// one among them) one at a time through `one(b, place)`.
-template <class Group, class One>
+// one among them) one at a time through `one(b, place)`; or, for a row's last 2-15 whole blocks,
+// all at once through `tail(b, begin, count)` where it returns true (it has done them).
+struct NoTail {
+    bool operator()(std::size_t, std::size_t, std::size_t) const { return false; }
+};
+template <class Group, class One, class Tail = NoTail>
 PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size_t last,
-                                 const Group& group, const One& one) {
+                                 const Group& group, const One& one, const Tail& tail = {}) {
     Geometry::Place at = g.place(first);
     std::size_t b = first;
 #if defined(PLAB_BLOCK_LANES)
     if (groupable(g) && g.cols % g.side == 0) { // whole blocks end to end, across rows too
         for (; b + 16 <= last; b += 16)
             group(b, b * g.side);
+        if (last - b >= 2 && tail(b, b * g.side, last - b))
+            b = last;
         at = g.place(b);
     } else if (groupable(g)) {
         const std::size_t groupWidth = 16 * g.side, wholeWidth = g.cols / g.side * g.side;
         while (b < last) {
-            if (b + 16 <= last && at.column + groupWidth <= wholeWidth) {
+            const std::size_t whole = std::min(last - b, (wholeWidth - at.column) / g.side);
+            if (whole >= 2 && whole < 16 && at.column < wholeWidth &&
+                tail(b, at.group * g.cols + at.column, whole)) {
+                b += whole;
+                at.column += whole * g.side;
+                if (at.column >= g.cols) {
+                    at.column = 0;
+                    ++at.group;
+                }
+                at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
+            } else if (whole >= 16) {
                 group(b, at.group * g.cols + at.column);
                 b += 16;
                 at.column += groupWidth;
@@ -362,7 +385,12 @@ void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t 
                 body.scalesOnly ? factsAndScale16<false, 0>(body, b, begin)
                                 : factsAndScale16<true, 0>(body, b, begin);
         },
-        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
+        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); },
+        [&](std::size_t b, std::size_t begin, std::size_t count) PLAB_INLINE_LAMBDA {
+            body.scalesOnly ? factsAndScale16<false, 0, true>(body, b, begin, count)
+                            : factsAndScale16<true, 0, true>(body, b, begin, count);
+            return true;
+        });
 }
 
 PLAB_VECTOR_CLONES
