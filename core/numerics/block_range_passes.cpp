@@ -199,9 +199,12 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
     const std::size_t count = kPartial ? blocks : 16;
-    I16 amax[16] = {}, shiftedMin[16], nonzero[16] = {};
-    for (I16& m : shiftedMin)
-        m = I16{} + 0x7FFFFFFF;
+    I16 amax[16], shiftedMin[16], nonzero[16];
+    if constexpr (kPartial) // the folds' identities in the lanes without a block
+        for (std::size_t k = count; k < 16; ++k) {
+            amax[k] = nonzero[k] = I16{};
+            shiftedMin[k] = I16{} + 0x7FFFFFFF;
+        }
         // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
         // cache: with a tensor larger than the caches the loads and the stores' line fills
         // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
@@ -227,7 +230,9 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     const I16 amaxOf = lanes::foldEach(amax, lanes::Max{}); // lane k: block b + k
     I16 finiteOf = amaxOf;
     if (lanes::anyLane(amaxOf == lanes::kInfBits)) { // rare: an Inf input
-        I16 finite[16] = {};
+        I16 finite[16];
+        for (std::size_t k = count; k < 16; ++k)
+            finite[k] = I16{};
         for (std::size_t k = 0; k < count; ++k)
             finite[k] = lanes::finiteAmaxLanes(in + k * side, side);
         finiteOf = lanes::foldEach(finite, lanes::Max{});
@@ -239,7 +244,9 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     // A NaN (Inf * 0) reads as reaching it: the exact count then decides.
     const I16 amaxScaled = (I16)((F16)amaxOf * toElement) & 0x7FFFFFFF;
     if (kCounts && lanes::anyLane(amaxScaled >= clip)) {
-        I16 clipped[16] = {};
+        I16 clipped[16];
+        for (std::size_t k = count; k < 16; ++k)
+            clipped[k] = I16{};
 #pragma GCC unroll 16
         for (std::size_t k = 0; k < count; ++k)
             clipped[k] =
