@@ -232,6 +232,8 @@ struct ScaleBlocks {
     // Nobody reads the blocks' counts (a cast without statistics): the CPU's 16-block passes
     // find only the amaxes and count nothing, leaving nonzero, minNonzero and saturated 0.
     bool scalesOnly = false;
+    // The tensor is larger than the caches: the CPU's fused pass prefetches ahead.
+    bool prefetch = false;
 
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b) const {
         (*this)(b, geometry.place(b));

@@ -130,6 +130,7 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         scaleBlocksBody(element, scheme, in.data(), out.data(), nullptr, g, 1.0f, options);
     scale.deferStochasticClips = scale.stochastic; // counted from the cast's flags below
     scale.scalesOnly = scalesOnly;
+    scale.prefetch = n >= (std::size_t{1} << 19); // 2 MiB of input: past a core's L2
     const bool fused = blocks::fusesFactsAndScale(scale);
     // Scratch records per task where the passes are fused (they need no other task's blocks)
     // and rows hold whole blocks (a task's blocks are then a flat run of equal blocks).

@@ -200,19 +200,22 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     const auto clip = static_cast<std::int32_t>(body.clipBits);
     const std::size_t count = kPartial ? blocks : 16;
     I16 amax[16], shiftedMin[16], nonzero[16];
-    if constexpr (kPartial) // the folds' identities in the lanes without a block
+    if constexpr (kPartial) { // the folds' identities in the lanes without a block
         for (std::size_t k = count; k < 16; ++k) {
             amax[k] = nonzero[k] = I16{};
             shiftedMin[k] = I16{} + 0x7FFFFFFF;
         }
-        // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
-        // cache: with a tensor larger than the caches the loads and the stores' line fills
-        // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
-        // behind).
+    }
+    // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
+    // cache: with a tensor larger than the caches the loads and the stores' line fills otherwise
+    // wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls behind).
+    // A tensor in cache does without (the prefetches are 8% of the pass's instructions there).
+    if (body.prefetch) {
 #pragma GCC unroll 16
-    for (std::size_t j = 0; j < side; ++j) {
-        __builtin_prefetch(in + 128 * side + j * 16);
-        __builtin_prefetch(out + 128 * side + j * 16, 1);
+        for (std::size_t j = 0; j < side; ++j) {
+            __builtin_prefetch(in + 128 * side + j * 16);
+            __builtin_prefetch(out + 128 * side + j * 16, 1);
+        }
     }
     for (std::size_t k = 0; k < count; ++k) {
         if constexpr (kCounts) {
