@@ -152,14 +152,12 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         std::max<std::size_t>(1, kTaskElements / (unitsPerChunk * unitElements));
     const std::size_t tasks = (chunks + chunksPerTask - 1) / chunksPerTask;
     const bool parallel = options.pool != nullptr && options.pool->threadCount() > 1 && tasks > 1;
-    // lastFirst: one thread runs the tasks from the last to the first (the NVFP4 amax pass: the
-    // cast then starts on the elements it read last, still in cache for a large tensor).
-    auto overTasks = [&](const auto& runTask, bool lastFirst = false) {
+    auto overTasks = [&](const auto& runTask) {
         if (parallel) {
             options.pool->parallelFor(tasks, runTask);
         } else {
             for (std::size_t t = 0; t < tasks; ++t)
-                runTask(lastFirst ? tasks - 1 - t : t);
+                runTask(t);
         }
     };
     auto chunkBlocks = [&](std::size_t c) {
@@ -175,24 +173,22 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
     const bool factsFirst = scheme.kind == BlockScaleKind::Nvfp4 && !fused;
     if (scheme.kind == BlockScaleKind::Nvfp4) {
         std::vector<std::uint32_t> taskAmax(tasks, 0); // of non-NaN |x|, Inf included
-        overTasks(
-            [&](std::size_t task) {
-                const auto [firstChunk, lastChunk] = taskChunks(task);
-                if (firstChunk >= lastChunk)
-                    return;
-                const std::size_t first = chunkBlocks(firstChunk).first,
-                                  last = chunkBlocks(lastChunk - 1).second;
-                if (fused) {
-                    const std::size_t begin = g.elementBegin(first);
-                    taskAmax[task] =
-                        blocks::nonNanAmaxBits(in.data() + begin, g.elementBegin(last) - begin);
-                    return;
-                }
-                blocks::findFactsRange(scale, first, last);
-                for (std::size_t b = first; b < last; ++b)
-                    taskAmax[task] = std::max(taskAmax[task], element::bitsOf(blocksOut[b].amax));
-            },
-            /*lastFirst=*/true);
+        overTasks([&](std::size_t task) {
+            const auto [firstChunk, lastChunk] = taskChunks(task);
+            if (firstChunk >= lastChunk)
+                return;
+            const std::size_t first = chunkBlocks(firstChunk).first,
+                              last = chunkBlocks(lastChunk - 1).second;
+            if (fused) {
+                const std::size_t begin = g.elementBegin(first);
+                taskAmax[task] =
+                    blocks::nonNanAmaxBits(in.data() + begin, g.elementBegin(last) - begin);
+                return;
+            }
+            blocks::findFactsRange(scale, first, last);
+            for (std::size_t b = first; b < last; ++b)
+                taskAmax[task] = std::max(taskAmax[task], element::bitsOf(blocksOut[b].amax));
+        });
         const std::uint32_t amax =
             taskAmax.empty() ? 0u : *std::max_element(taskAmax.begin(), taskAmax.end());
         result.tensorScale = blocks::nvfp4TensorScale(
