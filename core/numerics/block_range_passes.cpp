@@ -295,32 +295,31 @@ PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size
             b = last;
         at = g.place(b);
     } else if (groupable(g)) {
-        const std::size_t groupWidth = 16 * g.side, wholeWidth = g.cols / g.side * g.side;
+        const std::size_t wholeWidth = g.cols / g.side * g.side;
         while (b < last) {
+            // The row's whole blocks from here on (0 at its partial block).
             const std::size_t whole = std::min(last - b, (wholeWidth - at.column) / g.side);
-            if (whole >= 2 && whole < 16 && at.column < wholeWidth &&
-                tail(b, at.group * g.cols + at.column, whole)) {
-                b += whole;
-                at.column += whole * g.side;
-                if (at.column >= g.cols) {
-                    at.column = 0;
-                    ++at.group;
-                }
-                at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
-            } else if (whole >= 16) {
-                group(b, at.group * g.cols + at.column);
-                b += 16;
-                at.column += groupWidth;
-                if (at.column >= g.cols) {
-                    at.column = 0;
-                    ++at.group;
-                }
-                at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
-            } else {
+            const std::size_t begin = at.group * g.cols + at.column;
+            std::size_t done = 0;
+            if (whole >= 16) {
+                group(b, begin);
+                done = 16;
+            } else if (whole >= 2 && tail(b, begin, whole)) {
+                done = whole;
+            }
+            if (done == 0) {
                 one(b, at);
                 ++b;
                 g.advance(at);
+                continue;
             }
+            b += done; // the next place: along the row, or the next row's start
+            at.column += done * g.side;
+            if (at.column >= g.cols) {
+                at.column = 0;
+                ++at.group;
+            }
+            at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
         }
         return;
     }
