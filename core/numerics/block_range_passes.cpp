@@ -1,10 +1,11 @@
 // The CPU's block passes (block_range_passes.h). Blocks are walked in order, their places
-// advanced rather than divided out per block. The 16-block groups fold the per-block lanes of
-// 16 blocks together (lanes::foldEach: 15 vector operations where 16 separate folds take 64),
-// which is most of a 16-element block's cost otherwise.
+// advanced rather than divided out per block. On a CPU with AVX-512 the 16-block groups fold the
+// per-block lanes of 16 blocks together (lanes::foldEach: 15 vector operations where 16 separate
+// folds take 64), which is most of a 16-element block's cost otherwise; elsewhere the passes go
+// block by block (see PLAB_LANES_TARGET for why). Both give the same bits.
 #include "numerics/block_range_passes.h"
 
-#include "util/vector_clones.h"
+#include "numerics/quantizer.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -275,116 +276,195 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
 }
 #endif
 
-// Blocks [first, last): runs of 16 whole blocks of one row through `group(b, begin)` (begin:
-// block b's first element) where the geometry allows, the rest (a row's last blocks, a partial
-// one among them) one at a time through `one(b, place)`; or, for a row's last 2-15 whole blocks,
-// all at once through `tail(b, begin, count)` where it returns true (it has done them).
+// Blocks [first, last): with kGroups, runs of 16 whole blocks of one row through
+// `group(b, begin)` (begin: block b's first element) where the geometry allows, the rest (a
+// row's last blocks, a partial one among them) one at a time through `one(b, place)`; or, for a
+// row's last 2-15 whole blocks, all at once through `tail(b, begin, count)` where it returns true
+// (it has done them). Without kGroups, every block through `one`.
 struct NoTail {
     bool operator()(std::size_t, std::size_t, std::size_t) const { return false; }
 };
-template <class Group, class One, class Tail = NoTail>
+template <bool kGroups, class Group, class One, class Tail = NoTail>
 PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size_t last,
                                  const Group& group, const One& one, const Tail& tail = {}) {
     Geometry::Place at = g.place(first);
     std::size_t b = first;
 #if defined(PLAB_BLOCK_LANES)
-    if (groupable(g) && g.cols % g.side == 0) { // whole blocks end to end, across rows too
-        for (; b + 16 <= last; b += 16)
-            group(b, b * g.side);
-        if (last - b >= 2 && tail(b, b * g.side, last - b))
-            b = last;
-        at = g.place(b);
-    } else if (groupable(g)) {
-        const std::size_t wholeWidth = g.cols / g.side * g.side;
-        while (b < last) {
-            // The row's whole blocks from here on (0 at its partial block).
-            const std::size_t whole = std::min(last - b, (wholeWidth - at.column) / g.side);
-            const std::size_t begin = at.group * g.cols + at.column;
-            std::size_t done = 0;
-            if (whole >= 16) {
-                group(b, begin);
-                done = 16;
-            } else if (whole >= 2 && tail(b, begin, whole)) {
-                done = whole;
+    if constexpr (kGroups) {
+        if (groupable(g) && g.cols % g.side == 0) { // whole blocks end to end, across rows too
+            for (; b + 16 <= last; b += 16)
+                group(b, b * g.side);
+            if (last - b >= 2 && tail(b, b * g.side, last - b))
+                b = last;
+            at = g.place(b);
+        } else if (groupable(g)) {
+            const std::size_t wholeWidth = g.cols / g.side * g.side;
+            while (b < last) {
+                // The row's whole blocks from here on (0 at its partial block).
+                const std::size_t whole = std::min(last - b, (wholeWidth - at.column) / g.side);
+                const std::size_t begin = at.group * g.cols + at.column;
+                std::size_t done = 0;
+                if (whole >= 16) {
+                    group(b, begin);
+                    done = 16;
+                } else if (whole >= 2 && tail(b, begin, whole)) {
+                    done = whole;
+                }
+                if (done == 0) {
+                    one(b, at);
+                    ++b;
+                    g.advance(at);
+                    continue;
+                }
+                b += done; // the next place: along the row, or the next row's start
+                at.column += done * g.side;
+                if (at.column >= g.cols) {
+                    at.column = 0;
+                    ++at.group;
+                }
+                at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
             }
-            if (done == 0) {
-                one(b, at);
-                ++b;
-                g.advance(at);
-                continue;
-            }
-            b += done; // the next place: along the row, or the next row's start
-            at.column += done * g.side;
-            if (at.column >= g.cols) {
-                at.column = 0;
-                ++at.group;
-            }
-            at.length = at.column + g.side < g.cols ? g.side : g.cols - at.column;
+            return;
         }
-        return;
     }
-#else
-    (void)group;
 #endif
+    (void)group;
+    (void)tail;
     for (; b < last; ++b, g.advance(at))
         one(b, at);
 }
 
-} // namespace
+// The passes, each instantiated twice below: kLanes with the 16-block groups, else block by
+// block (the bodies of block_kernels.h alone).
 
-PLAB_VECTOR_CLONES
-void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    overBlocks(
+template <bool kLanes>
+PLAB_INLINE_BODY void findFactsPass(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    overBlocks<kLanes>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? findFacts16<false>(body, b, begin)
-                            : findFacts16<true>(body, b, begin);
+#if defined(PLAB_BLOCK_LANES)
+            if constexpr (kLanes)
+                body.scalesOnly ? findFacts16<false>(body, b, begin)
+                                : findFacts16<true>(body, b, begin);
+#endif
+            (void)b, (void)begin;
         },
         [&](std::size_t b, const Geometry::Place& at)
             PLAB_INLINE_LAMBDA { body.findFacts(b, at); });
 }
 
-PLAB_VECTOR_CLONES
-void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+template <bool kLanes>
+PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     // 16 blocks' scales at once where the blocks are 1-D (the scale needs no place) and no
     // per-block trial (4/6) is asked for; else block by block (independent chains overlap).
     std::size_t block = first;
 #if defined(PLAB_BLOCK_LANES)
-    if (!body.fourOverSix)
-        for (; block + 16 <= last; block += 16)
-            chooseScale16(body, block);
+    if constexpr (kLanes)
+        if (!body.fourOverSix)
+            for (; block + 16 <= last; block += 16)
+                chooseScale16(body, block);
 #endif
     Geometry::Place at = body.geometry.place(block);
     for (; block < last; ++block, body.geometry.advance(at))
         body.chooseScale(block, at);
-    overBlocks(
+    overBlocks<kLanes>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? applyScale16<false>(body, b, begin)
-                            : applyScale16<true>(body, b, begin);
+#if defined(PLAB_BLOCK_LANES)
+            if constexpr (kLanes)
+                body.scalesOnly ? applyScale16<false>(body, b, begin)
+                                : applyScale16<true>(body, b, begin);
+#endif
+            (void)b, (void)begin;
         },
         [&](std::size_t b, const Geometry::Place& place)
             PLAB_INLINE_LAMBDA { body.applyScale(b, place); });
 }
 
-bool fusesFactsAndScale(const ScaleBlocks& body) {
+template <bool kLanes>
+PLAB_INLINE_BODY void dequantizePass(const DequantizeBlocks& body, std::size_t first,
+                                     std::size_t last) {
+    overBlocks<kLanes>(
+        body.geometry, first, last,
+        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
-    return groupable(body.geometry) && !body.fourOverSix &&
-           (!body.stochastic || body.deferStochasticClips);
-#else
-    (void)body;
-    return false;
+            if constexpr (kLanes)
+                body.scalesOnly ? dequantizeGroup<false>(body, b, begin)
+                                : dequantizeGroup<true>(body, b, begin);
 #endif
+            (void)b, (void)begin;
+        },
+        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
 }
 
-PLAB_VECTOR_CLONES
-void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    if (!fusesFactsAndScale(body)) {
-        findFactsRange(body, first, last);
-        scaleRange(body, first, last);
-        return;
+PLAB_INLINE_BODY std::uint32_t nonNanAmaxTail(const float* in, std::size_t i, std::size_t n,
+                                              std::uint32_t amax) {
+    for (; i < n; ++i) {
+        const std::uint32_t a = absBitsOf(in[i]);
+        amax = a <= 0x7F800000u && a > amax ? a : amax;
     }
-    overBlocks(
+    return amax;
+}
+
+// Block by block (the bodies' scalar loops, which the compiler vectorises for the CPU): every
+// CPU without AVX-512, and any with PLAB_CPU_KERNEL below avx512. Cloned for AVX2 and the
+// baseline only, so that the AVX2 copy is what an AVX-512 CPU runs under that cap.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define PLAB_PORTABLE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PLAB_PORTABLE_CLONES
+#endif
+
+PLAB_PORTABLE_CLONES
+void findFactsBlockByBlock(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    findFactsPass<false>(body, first, last);
+}
+PLAB_PORTABLE_CLONES
+void scaleBlockByBlock(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    scalePass<false>(body, first, last);
+}
+PLAB_PORTABLE_CLONES
+void dequantizeBlockByBlock(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
+    dequantizePass<false>(body, first, last);
+}
+PLAB_PORTABLE_CLONES
+std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
+    return nonNanAmaxTail(in, 0, n, 0);
+}
+
+#if defined(PLAB_BLOCK_LANES)
+// The 16-block groups: AVX-512 alone. GCC 12 lowers a comparison of 16-lane vectors to one
+// element at a time for AVX2 and SSE (no 64-byte vector mode there), so their copies for those
+// were slower than block by block and most of this file's compile time (a 660 KB function).
+#define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
+
+// Whether this process runs the groups: the CPU has AVX-512 (x86-64-v4) and PLAB_CPU_KERNEL
+// does not cap the quantise kernels below it (read once).
+bool lanesOn() {
+    static const bool on = [] {
+        __builtin_cpu_init();
+        return autoCpuKernel() == CpuKernel::Avx512 && __builtin_cpu_supports("avx512cd");
+    }();
+    return on;
+}
+
+PLAB_LANES_TARGET
+void findFactsGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    findFactsPass<true>(body, first, last);
+}
+PLAB_LANES_TARGET
+void scaleGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    scalePass<true>(body, first, last);
+}
+PLAB_LANES_TARGET
+void dequantizeGrouped(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
+    dequantizePass<true>(body, first, last);
+}
+
+PLAB_LANES_TARGET
+void factsAndScaleGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    overBlocks<true>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
             if (body.geometry.side == 16)
@@ -402,11 +482,10 @@ void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t 
         });
 }
 
-PLAB_VECTOR_CLONES
-std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
+PLAB_LANES_TARGET
+std::uint32_t nonNanAmaxGrouped(const float* in, std::size_t n) {
     std::size_t i = 0;
     std::uint32_t amax = 0;
-#if defined(PLAB_BLOCK_LANES)
     if (n >= 16) {
         lanes::LaneFacts lf;
         // 1 KiB at a time with the line 8 KiB ahead on its way (as factsAndScale16: a tensor
@@ -422,23 +501,61 @@ std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
         i = whole;
         amax = lanes::maxAcross(lf.amax);
     }
+    return nonNanAmaxTail(in, i, n, amax);
+}
 #endif
-    for (; i < n; ++i) {
-        const std::uint32_t a = absBitsOf(in[i]);
-        amax = a <= 0x7F800000u && a > amax ? a : amax;
-    }
-    return amax;
+
+} // namespace
+
+void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+#if defined(PLAB_BLOCK_LANES)
+    if (lanesOn())
+        return findFactsGrouped(body, first, last);
+#endif
+    findFactsBlockByBlock(body, first, last);
 }
 
-PLAB_VECTOR_CLONES
+void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+#if defined(PLAB_BLOCK_LANES)
+    if (lanesOn())
+        return scaleGrouped(body, first, last);
+#endif
+    scaleBlockByBlock(body, first, last);
+}
+
+bool fusesFactsAndScale(const ScaleBlocks& body) {
+#if defined(PLAB_BLOCK_LANES)
+    return lanesOn() && groupable(body.geometry) && !body.fourOverSix &&
+           (!body.stochastic || body.deferStochasticClips);
+#else
+    (void)body;
+    return false;
+#endif
+}
+
+void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+#if defined(PLAB_BLOCK_LANES)
+    if (fusesFactsAndScale(body))
+        return factsAndScaleGrouped(body, first, last);
+#endif
+    findFactsRange(body, first, last);
+    scaleRange(body, first, last);
+}
+
+std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
+#if defined(PLAB_BLOCK_LANES)
+    if (lanesOn())
+        return nonNanAmaxGrouped(in, n);
+#endif
+    return nonNanAmaxScalar(in, n);
+}
+
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
-    overBlocks(
-        body.geometry, first, last,
-        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? dequantizeGroup<false>(body, b, begin)
-                            : dequantizeGroup<true>(body, b, begin);
-        },
-        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
+#if defined(PLAB_BLOCK_LANES)
+    if (lanesOn())
+        return dequantizeGrouped(body, first, last);
+#endif
+    dequantizeBlockByBlock(body, first, last);
 }
 
 } // namespace plab::blocks

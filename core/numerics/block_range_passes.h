@@ -1,7 +1,7 @@
 // The CPU's block passes over a range of blocks [first, last): the per-block bodies of
-// block_kernels.h in order, 16 blocks at a time where blocks are whole 1-D runs of a multiple
-// of 16 elements (their folds done together, block_lanes.h), cloned for AVX2 / AVX-512. The
-// GPU engine runs the same bodies one thread per block; results are the same bits.
+// block_kernels.h in order; on a CPU with AVX-512, 16 blocks at a time where blocks are whole
+// 1-D runs of a multiple of 16 elements (their folds done together, block_lanes.h). The GPU
+// engine runs the same bodies one thread per block; results are the same bits.
 #pragma once
 
 #include "numerics/block_kernels.h"
@@ -16,8 +16,9 @@ void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last
 // Each block's scale (chooseScale; facts first), then its elements scaled into out and the
 // clipped ones counted (applyScale).
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
-// Whether factsAndScaleRange fuses the two passes: whole 1-D blocks of a multiple of 16
-// elements, no per-block trial (4/6), saturated elements counted without random words.
+// Whether factsAndScaleRange fuses the two passes: the CPU runs the 16-block groups, whole 1-D
+// blocks of a multiple of 16 elements, no per-block trial (4/6), saturated elements counted
+// without random words.
 bool fusesFactsAndScale(const ScaleBlocks& body);
 // findFactsRange then scaleRange, in one pass over each group of 16 blocks where
 // fusesFactsAndScale (the same results).

@@ -145,6 +145,10 @@ CpuKernel autoKernel(const std::vector<CpuKernel>& supported) {
 
 } // namespace
 
+CpuKernel autoCpuKernel() {
+    return autoKernel(supportedCpuKernels());
+}
+
 Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(config) {
     const std::vector<CpuKernel> supported = supportedCpuKernels();
     if (kernel == CpuKernel::Auto) {
