@@ -114,11 +114,18 @@ inline PLAB_HOST_DEVICE void scanElement(std::uint32_t a, SpanFacts& f) {
     f.nonzero += kept != 0 ? 1u : 0u;
 }
 
+// The spans below take kLanes: whole 16-element chunks through the 16-lane vectors of
+// block_lanes.h, for code compiled for AVX-512 alone (block_range_passes.cpp's 16-block groups).
+// Elsewhere the plain loops, which the compiler vectorises for the CPU at hand: GCC 12 lowers a
+// comparison of 16-lane vectors one element at a time for AVX2 and SSE (no 64-byte vector mode
+// there), which made those copies 2-3x slower than the plain loops.
+
 // The amaxes, smallest nonzero and nonzero count of in[0, length), added to f.
+template <bool kLanes = false>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t length, SpanFacts& f) {
     std::size_t i = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (length >= 16) {
+    if (kLanes && length >= 16) {
         i = length & ~std::size_t{15};
         lanes::LaneFacts lf;
         lanes::scanLanes(in, i, lf);
@@ -137,13 +144,14 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t len
 }
 
 // out = in * toElement over a span, counting the scaled values with clipBits <= |x| <= Inf.
+template <bool kLanes = false>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, std::size_t length,
                                                  float toElement, std::uint32_t clipBits,
                                                  SpanFacts& f) {
     std::size_t i = 0;
     std::uint32_t clipped = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (length >= 16) {
+    if (kLanes && length >= 16) {
         i = length & ~std::size_t{15};
         clipped += lanes::sumAcross(
             lanes::scaleLanes(in, out, i, toElement, static_cast<std::int32_t>(clipBits)));
@@ -159,12 +167,13 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, st
 }
 
 // values = (x_q * decoded) / tensorScale over a span; returns the nonzero non-NaN results.
+template <bool kLanes = false>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t
 dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float tensorScale) {
     std::size_t i = 0;
     std::uint32_t nonzero = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (length >= 16) {
+    if (kLanes && length >= 16) {
         i = length & ~std::size_t{15};
         nonzero += lanes::sumAcross(
             tensorScale == 1.0f
@@ -242,17 +251,23 @@ struct ScaleBlocks {
     // overlap in the core; one block's scale is a long chain of dependent operations).
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b,
                                                       const Geometry::Place& at) const {
-        findFacts(b, at);
+        allSteps(b, at);
+    }
+    // kLanes: as the spans' (above).
+    template <bool kLanes = false>
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void allSteps(std::size_t b, const Geometry::Place& at) const {
+        findFacts<kLanes>(b, at);
         chooseScale(b, at);
-        applyScale(b, at);
+        applyScale<kLanes>(b, at);
     }
 
     // The block's amaxes, smallest nonzero and nonzero count, into info[b] (the rest reset).
+    template <bool kLanes = false>
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void findFacts(std::size_t b,
                                                      const Geometry::Place& at) const {
         SpanFacts span;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length)
-                                     PLAB_INLINE_LAMBDA { scanSpan(in + begin, length, span); });
+                                     PLAB_INLINE_LAMBDA { scanSpan<kLanes>(in + begin, length, span); });
         info[b] = factsOf(span);
     }
 
@@ -281,12 +296,13 @@ struct ScaleBlocks {
     }
 
     // The block's elements scaled into out, and the ones the cast will clip counted.
+    template <bool kLanes = false>
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void applyScale(std::size_t b,
                                                       const Geometry::Place& at) const {
         const float toElement = info[b].scale.toElement;
         SpanFacts span;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
-            scaleSpan(in + begin, out + begin, length, toElement, clipBits, span);
+            scaleSpan<kLanes>(in + begin, out + begin, length, toElement, clipBits, span);
         });
         info[b].saturated = saturatedOf(at, span.atLeastClip);
     }
@@ -343,10 +359,15 @@ struct DequantizeBlocks {
     }
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void operator()(std::size_t b,
                                                       const Geometry::Place& at) const {
+        dequantizeBlock(b, at);
+    }
+    template <bool kLanes = false> // as the spans' (above)
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void dequantizeBlock(std::size_t b,
+                                                           const Geometry::Place& at) const {
         const BlockScale s = info[b].scale;
         std::uint32_t nonzero = 0;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
-            nonzero += dequantizeSpan(values + begin, length, s, tensorScale);
+            nonzero += dequantizeSpan<kLanes>(values + begin, length, s, tensorScale);
         });
         info[b].nonzeroOut = nonzero;
     }

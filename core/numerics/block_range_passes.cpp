@@ -350,7 +350,7 @@ PLAB_INLINE_BODY void findFactsPass(const ScaleBlocks& body, std::size_t first, 
             (void)b, (void)begin;
         },
         [&](std::size_t b, const Geometry::Place& at)
-            PLAB_INLINE_LAMBDA { body.findFacts(b, at); });
+            PLAB_INLINE_LAMBDA { body.findFacts<kLanes>(b, at); });
 }
 
 template <bool kLanes>
@@ -378,7 +378,7 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
             (void)b, (void)begin;
         },
         [&](std::size_t b, const Geometry::Place& place)
-            PLAB_INLINE_LAMBDA { body.applyScale(b, place); });
+            PLAB_INLINE_LAMBDA { body.applyScale<kLanes>(b, place); });
 }
 
 template <bool kLanes>
@@ -394,7 +394,8 @@ PLAB_INLINE_BODY void dequantizePass(const DequantizeBlocks& body, std::size_t f
 #endif
             (void)b, (void)begin;
         },
-        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); });
+        [&](std::size_t b, const Geometry::Place& at)
+            PLAB_INLINE_LAMBDA { body.dequantizeBlock<kLanes>(b, at); });
 }
 
 PLAB_INLINE_BODY std::uint32_t nonNanAmaxTail(const float* in, std::size_t i, std::size_t n,
@@ -435,8 +436,10 @@ std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
 
 #if defined(PLAB_BLOCK_LANES)
 // The 16-block groups: AVX-512 alone. GCC 12 lowers a comparison of 16-lane vectors to one
-// element at a time for AVX2 and SSE (no 64-byte vector mode there), so their copies for those
-// were slower than block by block and most of this file's compile time (a 660 KB function).
+// element at a time for AVX2 and SSE (no 64-byte vector mode there): their copies for those ran
+// at a third of the speed of the plain loops block by block (NVFP4 with counters under
+// PLAB_CPU_KERNEL=avx2: 0.12x the element cast, now 0.27x) and were 87% of this file's compile
+// time (a 660 KB function).
 #define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
 
 // Whether this process runs the groups: the CPU has AVX-512 (x86-64-v4) and PLAB_CPU_KERNEL
@@ -474,7 +477,8 @@ void factsAndScaleGrouped(const ScaleBlocks& body, std::size_t first, std::size_
                 body.scalesOnly ? factsAndScale16<false, 0>(body, b, begin)
                                 : factsAndScale16<true, 0>(body, b, begin);
         },
-        [&](std::size_t b, const Geometry::Place& at) PLAB_INLINE_LAMBDA { body(b, at); },
+        [&](std::size_t b, const Geometry::Place& at)
+            PLAB_INLINE_LAMBDA { body.allSteps<true>(b, at); },
         [&](std::size_t b, std::size_t begin, std::size_t count) PLAB_INLINE_LAMBDA {
             body.scalesOnly ? factsAndScale16<false, 0, true>(body, b, begin, count)
                             : factsAndScale16<true, 0, true>(body, b, begin, count);
