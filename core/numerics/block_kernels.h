@@ -255,7 +255,8 @@ struct ScaleBlocks {
     }
     // kLanes: as the spans' (above).
     template <bool kLanes = false>
-    PLAB_INLINE_BODY PLAB_HOST_DEVICE void allSteps(std::size_t b, const Geometry::Place& at) const {
+    PLAB_INLINE_BODY PLAB_HOST_DEVICE void allSteps(std::size_t b,
+                                                    const Geometry::Place& at) const {
         findFacts<kLanes>(b, at);
         chooseScale(b, at);
         applyScale<kLanes>(b, at);
@@ -266,8 +267,9 @@ struct ScaleBlocks {
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void findFacts(std::size_t b,
                                                      const Geometry::Place& at) const {
         SpanFacts span;
-        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length)
-                                     PLAB_INLINE_LAMBDA { scanSpan<kLanes>(in + begin, length, span); });
+        geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
+            scanSpan<kLanes>(in + begin, length, span);
+        });
         info[b] = factsOf(span);
     }
 
