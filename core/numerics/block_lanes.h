@@ -1,9 +1,11 @@
-// Sixteen float32 lanes for the CPU's block passes (block_kernels.h, block_quantizer.cpp): GCC's
-// vector extensions, which lower to what the calling function's target_clones copy has (one
-// AVX-512 register, two AVX2 ones, four SSE ones); a block of 16 is too short for the
-// auto-vectoriser. |x| bits are below 2^31, so signed lanes order them as unsigned ones would
-// (x86 has no unsigned vector compare before AVX-512: GCC would go element by element), and
-// two comparisons are never combined bitwise (GCC 12 then also goes element by element with
+// Sixteen float32 lanes for the CPU's block passes (block_range_passes.cpp, block_stats.cpp):
+// GCC's vector extensions, one AVX-512 register each, in functions compiled for AVX-512 alone
+// (PLAB_LANES_TARGET) and run only where cpuRunsLanes(); a block of 16 is too short for the
+// auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers a
+// comparison of these vectors one element at a time (the plain loops, vectorised by the
+// compiler, are 2-3x faster there). |x| bits are below 2^31, so signed lanes order them as unsigned
+// ones would (x86 has no unsigned vector compare before AVX-512: GCC would go element by element),
+// and two comparisons are never combined bitwise (GCC 12 then also goes element by element with
 // AVX-512 masks): selects and single comparisons only. Integer and exact float operations, so
 // the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar loops.
 #pragma once
@@ -19,8 +21,15 @@
 #pragma GCC diagnostic ignored "-Wpsabi" // always inlined: no vector crosses a call
 
 #define PLAB_LANE_INLINE __attribute__((always_inline)) inline
+// The functions that use the lanes: compiled for x86-64-v4 alone, called where cpuRunsLanes().
+#define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
 
 namespace plab::blocks::lanes {
+
+// Whether this process runs the PLAB_LANES_TARGET functions: the CPU has AVX-512 (x86-64-v4)
+// and PLAB_CPU_KERNEL does not cap the quantise kernels below it (read once; defined in
+// block_range_passes.cpp).
+bool cpuRunsLanes();
 
 using I16 = std::int32_t __attribute__((vector_size(64)));
 using U16 = std::uint32_t __attribute__((vector_size(64))); // for wrapping sums only

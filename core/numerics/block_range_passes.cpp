@@ -440,16 +440,9 @@ std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
 // at a third of the speed of the plain loops block by block (NVFP4 with counters under
 // PLAB_CPU_KERNEL=avx2: 0.12x the element cast, now 0.27x) and were 87% of this file's compile
 // time (a 660 KB function).
-#define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
 
-// Whether this process runs the groups: the CPU has AVX-512 (x86-64-v4) and PLAB_CPU_KERNEL
-// does not cap the quantise kernels below it (read once).
 bool lanesOn() {
-    static const bool on = [] {
-        __builtin_cpu_init();
-        return autoCpuKernel() == CpuKernel::Avx512 && __builtin_cpu_supports("avx512cd");
-    }();
-    return on;
+    return lanes::cpuRunsLanes();
 }
 
 PLAB_LANES_TARGET
@@ -510,6 +503,16 @@ std::uint32_t nonNanAmaxGrouped(const float* in, std::size_t n) {
 #endif
 
 } // namespace
+
+#if defined(PLAB_BLOCK_LANES)
+bool lanes::cpuRunsLanes() {
+    static const bool on = [] {
+        __builtin_cpu_init();
+        return autoCpuKernel() == CpuKernel::Avx512 && __builtin_cpu_supports("avx512cd");
+    }();
+    return on;
+}
+#endif
 
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 #if defined(PLAB_BLOCK_LANES)

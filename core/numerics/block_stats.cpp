@@ -3,7 +3,6 @@
 
 #include "numerics/block_lanes.h"
 #include "numerics/quantize_element.h"
-#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <cmath>
@@ -104,16 +103,17 @@ struct CounterSums {
 
 // Blocks [0, count) 16 at a time into the counters and into histogram copies of
 // kHistBinCount + 1 and kRangeBins + 1 bins (the last: blocks without an input); returns how
-// many it took (the rest, fewer than 16, is the caller's). The 32-bit lane counts are flushed
-// every 1024 groups: at most 1024 blocks of at most 128 x 128 elements each.
-PLAB_VECTOR_CLONES
-std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
-                  std::uint32_t (*scaleCopies)[kHistBinCount + 1],
-                  std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
-    std::size_t i = 0;
+// many it took (the rest is the caller's: fewer than 16, or all where !cpuRunsLanes()). The
+// 32-bit lane counts are flushed every 1024 groups: at most 1024 blocks of at most 128 x 128
+// elements each.
 #if defined(PLAB_BLOCK_LANES)
+PLAB_LANES_TARGET
+std::size_t countGroups(const BlockInfo* list, std::size_t count, CounterSums& sums,
+                        std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                        std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+    std::size_t i = 0;
     I16 zero{}, flushed{}, saturated{}, lost{}, live{}, zeroScale{};
-    auto flush = [&]() __attribute__((always_inline)) { // a lambda has no target clones
+    auto flush = [&]() __attribute__((always_inline)) { // a lambda has no target attribute
         for (int l = 0; l < 16; ++l) {
             sums.zero += static_cast<std::uint32_t>(zero[l]);
             sums.flushed += static_cast<std::uint32_t>(flushed[l]);
@@ -173,14 +173,23 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
             flush();
     }
     flush();
-#else
+    return i;
+}
+#endif
+
+std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
+                  std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                  std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+#if defined(PLAB_BLOCK_LANES)
+    if (blocks::lanes::cpuRunsLanes())
+        return countGroups(list, count, sums, scaleCopies, rangeCopies);
+#endif
     (void)list;
     (void)count;
     (void)sums;
     (void)scaleCopies;
     (void)rangeCopies;
-#endif
-    return i;
+    return 0;
 }
 
 } // namespace block_groups
