@@ -1,10 +1,11 @@
 // Dataset sources: IDX directories (Fashion-MNIST and friends) and the synthetic spiral task.
 #include "data/dataset.h"
 
-#include <algorithm>
-
 #include "data/idx_reader.h"
+#include "util/huge_pages.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <numbers>
@@ -24,10 +25,16 @@ std::string findFile(const std::string& dir, const std::string& stem) {
                     ".gz); expected the four MNIST-style IDX files");
 }
 
-Dataset loadPair(const std::string& dir, const std::string& images, const std::string& labels) {
+// A dataset as read: its pixels still bytes (standardiseFeatures turns them into features).
+struct LoadedPair {
+    Dataset d;
+    std::vector<std::uint8_t> pixels;
+};
+
+LoadedPair loadPair(const std::string& dir, const std::string& images, const std::string& labels) {
     const std::string imagePath = findFile(dir, images);
     const std::string labelPath = findFile(dir, labels);
-    const IdxArray img = readIdx(imagePath);
+    IdxArray img = readIdx(imagePath);
     const IdxArray lab = readIdx(labelPath);
     if (img.dims.size() != 3)
         throw DataError(imagePath + ": expected 3 dimensions (count, rows, columns), got " +
@@ -46,12 +53,11 @@ Dataset loadPair(const std::string& dir, const std::string& images, const std::s
     for (std::uint8_t l : d.labels)
         maxLabel = std::max(maxLabel, int{l});
     d.classes = maxLabel + 1;
-    d.features.resize(img.data.size());
-    for (std::size_t i = 0; i < img.data.size(); ++i)
-        d.features[i] = static_cast<float>(img.data[i]) / 255.0f;
-    return d;
+    return {std::move(d), std::move(img.data)};
 }
 
+// Standardised by the training features' mean and standard deviation (summed in double, in
+// order).
 void normalise(DataSplit& split) {
     double sum = 0.0, sumSq = 0.0;
     for (float v : split.train.features) {
@@ -66,12 +72,47 @@ void normalise(DataSplit& split) {
             v = static_cast<float>((v - mean) / stdDev);
 }
 
+// Features: pixel / 255 (in float), then normalise's arithmetic. A feature depends on its pixel's
+// byte alone, so each of the 256 is worked out once, by the same arithmetic as feature by feature
+// (the same bits), and the tensors are filled by lookup: a 60,000-image set loads in about half the
+// time (its 188 MB of floats are written once, not zeroed, written, read and written again).
+void standardiseFeatures(LoadedPair& train, LoadedPair& test) {
+    std::array<double, 256> scaled{};
+    for (std::size_t b = 0; b < scaled.size(); ++b)
+        scaled[b] = static_cast<float>(b) / 255.0f;
+    double sum = 0.0, sumSq = 0.0;
+    for (std::uint8_t b : train.pixels) {
+        const double v = scaled[b];
+        sum += v;
+        sumSq += v * v;
+    }
+    const double n = static_cast<double>(train.pixels.size());
+    const double mean = sum / n;
+    const double stdDev = std::sqrt(std::max(sumSq / n - mean * mean, 1e-12));
+    std::array<float, 256> feature{};
+    for (std::size_t b = 0; b < feature.size(); ++b)
+        feature[b] = static_cast<float>((scaled[b] - mean) / stdDev);
+    for (LoadedPair* pair : {&train, &test}) {
+        const std::vector<std::uint8_t>& pixels = pair->pixels;
+        std::vector<float>& f = pair->d.features;
+        f.reserve(pixels.size());
+        adviseHugePages(f.data(), pixels.size() * sizeof(float));
+        f.resize(pixels.size());
+        for (std::size_t i = 0; i < pixels.size(); ++i)
+            f[i] = feature[pixels[i]];
+        pair->pixels = {};
+    }
+}
+
 } // namespace
 
 DataSplit loadIdxDirectory(const std::string& dir) {
+    LoadedPair train = loadPair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
+    LoadedPair test = loadPair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+    standardiseFeatures(train, test);
     DataSplit split;
-    split.train = loadPair(dir, "train-images-idx3-ubyte", "train-labels-idx1-ubyte");
-    split.test = loadPair(dir, "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte");
+    split.train = std::move(train.d);
+    split.test = std::move(test.d);
     if (split.train.shape.height != split.test.shape.height ||
         split.train.shape.width != split.test.shape.width)
         throw DataError(dir + ": training and test images differ in size");
@@ -91,7 +132,6 @@ DataSplit loadIdxDirectory(const std::string& dir) {
                             " never occurs in the training labels; expected classes 0..K-1, "
                             "each present");
         }
-    normalise(split);
     return split;
 }
 

@@ -3,6 +3,7 @@
 #include "data/idx_reader.h"
 
 #include "data/dataset.h"
+#include "util/huge_pages.h"
 
 #if PLAB_HAVE_ZLIB
 #include <zlib.h>
@@ -97,6 +98,8 @@ IdxArray readIdx(const std::string& path, std::uint64_t maxBytes) {
                            " bytes of data; refusing");
         out.dims.push_back(dim);
     }
+    out.data.reserve(total);
+    adviseHugePages(out.data.data(), total);
     out.data.resize(total);
     readExactly(f, out.data.data(), total, path, "data");
     // Reading past the data is also where zlib checks the stream's CRC and length: -1 there is
