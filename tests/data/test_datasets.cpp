@@ -3,6 +3,8 @@
 #include <QTest>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <iterator>
 
 #include "data/dataset.h"
@@ -24,6 +26,7 @@ private slots:
     void badFiles_data();
     void badFiles();
     void loadsDirectory();
+    void standardisesEveryPixelValue();
     void directoryErrors();
     void syntheticIsDeterministic();
 };
@@ -155,6 +158,49 @@ void TestDatasets::loadsDirectory() {
     for (float v : d.train.features)
         mean += v;
     QVERIFY(std::fabs(mean / static_cast<double>(d.train.features.size())) < 1e-5); // normalised
+}
+
+// Every byte value, in a scrambled order, against the definition feature by feature: pixel / 255
+// in float, the training features' mean and standard deviation summed in double in order,
+// (v - mean) / sd rounded to float. Bit for bit (the loader looks the 256 results up).
+void TestDatasets::standardisesEveryPixelValue() {
+    auto images = [](std::uint32_t count, std::uint32_t salt) {
+        std::vector<unsigned char> bytes = idx({count, 16, 16}, 0);
+        for (std::uint32_t i = 0; i < count * 256; ++i)
+            bytes.push_back(static_cast<unsigned char>((i * 37 + salt * i / 256) % 256));
+        return bytes;
+    };
+    QTemporaryDir dir;
+    const std::vector<unsigned char> train = images(3, 11), test = images(2, 5);
+    write(dir, "train-images-idx3-ubyte", train);
+    write(dir, "train-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 2});
+    write(dir, "t10k-images-idx3-ubyte", test, true);
+    write(dir, "t10k-labels-idx1-ubyte", {0, 0, 8, 1, 0, 0, 0, 2, 2, 0});
+    const DataSplit d = loadIdxDirectory(dir.path().toStdString());
+    constexpr std::size_t kHeader = 16; // magic and three dimensions
+    auto scaled = [](unsigned char b) { return static_cast<float>(b) / 255.0f; };
+    double sum = 0.0, sumSq = 0.0;
+    for (std::size_t i = kHeader; i < train.size(); ++i) {
+        const float v = scaled(train[i]);
+        sum += v;
+        sumSq += static_cast<double>(v) * v;
+    }
+    const double n = static_cast<double>(train.size() - kHeader);
+    const double mean = sum / n;
+    const double sd = std::sqrt(std::max(sumSq / n - mean * mean, 1e-12));
+    for (const auto& [bytes, features] :
+         {std::pair{&train, &d.train.features}, std::pair{&test, &d.test.features}}) {
+        QCOMPARE(features->size(), bytes->size() - kHeader);
+        for (std::size_t i = 0; i < features->size(); ++i) {
+            const float want = static_cast<float>((scaled((*bytes)[kHeader + i]) - mean) / sd);
+            if (std::bit_cast<std::uint32_t>((*features)[i]) != std::bit_cast<std::uint32_t>(want))
+                QFAIL(qPrintable(QStringLiteral("feature %1 (pixel %2): %3, expected %4")
+                                     .arg(i)
+                                     .arg((*bytes)[kHeader + i])
+                                     .arg(double((*features)[i]), 0, 'g', 9)
+                                     .arg(double(want), 0, 'g', 9)));
+        }
+    }
 }
 
 void TestDatasets::directoryErrors() {
