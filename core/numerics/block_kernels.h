@@ -118,7 +118,7 @@ inline PLAB_HOST_DEVICE void scanElement(std::uint32_t a, SpanFacts& f) {
 // block_lanes.h, for code compiled for AVX-512 alone (block_range_passes.cpp's 16-block groups).
 // Elsewhere the plain loops, which the compiler vectorises for the CPU at hand: GCC 12 lowers a
 // comparison of 16-lane vectors one element at a time for AVX2 and SSE (no 64-byte vector mode
-// there), which made those copies 2-3x slower than the plain loops.
+// there), which made those copies about half as fast as the plain loops.
 
 // The amaxes, smallest nonzero and nonzero count of in[0, length), added to f.
 template <bool kLanes = false>

@@ -438,13 +438,9 @@ std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
 #if defined(PLAB_BLOCK_LANES)
 // The 16-block groups: AVX-512 alone. GCC 12 lowers a comparison of 16-lane vectors to one
 // element at a time for AVX2 and SSE (no 64-byte vector mode there): their copies for those ran
-// at a third of the speed of the plain loops block by block (NVFP4 with counters under
-// PLAB_CPU_KERNEL=avx2: 0.12x the element cast, now 0.27x) and were 87% of this file's compile
-// time (a 660 KB function).
-
-bool lanesOn() {
-    return lanes::cpuRunsLanes();
-}
+// at half the speed of the plain loops block by block (NVFP4 with counters under
+// PLAB_CPU_KERNEL=avx2: 0.12x the element cast, now 0.24x) and were 87% of this file's compile
+// time (a 660 KB function). PLAB_LANES_TARGET: block_lanes.h.
 
 PLAB_LANES_TARGET
 void findFactsGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
@@ -521,7 +517,7 @@ bool lanes::cpuRunsLanes() {
 
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 #if defined(PLAB_BLOCK_LANES)
-    if (lanesOn())
+    if (lanes::cpuRunsLanes())
         return findFactsGrouped(body, first, last);
 #endif
     findFactsBlockByBlock(body, first, last);
@@ -529,7 +525,7 @@ void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last
 
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 #if defined(PLAB_BLOCK_LANES)
-    if (lanesOn())
+    if (lanes::cpuRunsLanes())
         return scaleGrouped(body, first, last);
 #endif
     scaleBlockByBlock(body, first, last);
@@ -537,7 +533,7 @@ void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 
 bool fusesFactsAndScale(const ScaleBlocks& body) {
 #if defined(PLAB_BLOCK_LANES)
-    return lanesOn() && groupable(body.geometry) && !body.fourOverSix &&
+    return lanes::cpuRunsLanes() && groupable(body.geometry) && !body.fourOverSix &&
            (!body.stochastic || body.deferStochasticClips);
 #else
     (void)body;
@@ -556,7 +552,7 @@ void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t 
 
 std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
 #if defined(PLAB_BLOCK_LANES)
-    if (lanesOn())
+    if (lanes::cpuRunsLanes())
         return nonNanAmaxGrouped(in, n);
 #endif
     return nonNanAmaxScalar(in, n);
@@ -564,7 +560,7 @@ std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
 
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
 #if defined(PLAB_BLOCK_LANES)
-    if (lanesOn())
+    if (lanes::cpuRunsLanes())
         return dequantizeGrouped(body, first, last);
 #endif
     dequantizeBlockByBlock(body, first, last);
