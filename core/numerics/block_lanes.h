@@ -3,11 +3,12 @@
 // (PLAB_LANES_TARGET) and run only where cpuRunsLanes(); a block of 16 is too short for the
 // auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers a
 // comparison of these vectors one element at a time (the plain loops, vectorised by the
-// compiler, are about twice as fast there). |x| bits are below 2^31, so signed lanes order them as unsigned
-// ones would (x86 has no unsigned vector compare before AVX-512: GCC would go element by element),
-// and two comparisons are never combined bitwise (GCC 12 then also goes element by element with
-// AVX-512 masks): selects and single comparisons only. Integer and exact float operations, so
-// the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar loops.
+// compiler, are about twice as fast there). |x| bits are below 2^31, so signed lanes order them
+// as unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go element
+// by element), and two comparisons are never combined bitwise (GCC 12 then also goes element by
+// element with AVX-512 masks): selects and single comparisons only. Integer and exact float
+// operations, so the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar
+// loops.
 #pragma once
 
 #include <cstddef>
