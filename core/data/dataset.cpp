@@ -56,6 +56,16 @@ LoadedPair loadPair(const std::string& dir, const std::string& images, const std
     return {std::move(d), std::move(img.data)};
 }
 
+// Mean and standard deviation from the sums of n values and of their squares (in double).
+struct Moments {
+    double mean, stdDev;
+};
+Moments momentsOf(double sum, double sumSq, std::size_t count) {
+    const double n = static_cast<double>(count);
+    const double mean = sum / n;
+    return {mean, std::sqrt(std::max(sumSq / n - mean * mean, 1e-12))};
+}
+
 // Standardised by the training features' mean and standard deviation (summed in double, in
 // order).
 void normalise(DataSplit& split) {
@@ -64,9 +74,7 @@ void normalise(DataSplit& split) {
         sum += v;
         sumSq += static_cast<double>(v) * v;
     }
-    const double n = static_cast<double>(split.train.features.size());
-    const double mean = sum / n;
-    const double stdDev = std::sqrt(std::max(sumSq / n - mean * mean, 1e-12));
+    const auto [mean, stdDev] = momentsOf(sum, sumSq, split.train.features.size());
     for (Dataset* d : {&split.train, &split.test})
         for (float& v : d->features)
             v = static_cast<float>((v - mean) / stdDev);
@@ -87,9 +95,7 @@ void standardiseFeatures(LoadedPair& train, LoadedPair& test) {
         sum += v;
         sumSq += v * v;
     }
-    const double n = static_cast<double>(train.pixels.size());
-    const double mean = sum / n;
-    const double stdDev = std::sqrt(std::max(sumSq / n - mean * mean, 1e-12));
+    const auto [mean, stdDev] = momentsOf(sum, sumSq, train.pixels.size());
     std::array<float, 256> feature{};
     for (std::size_t b = 0; b < feature.size(); ++b)
         feature[b] = static_cast<float>((scaled[b] - mean) / stdDev);

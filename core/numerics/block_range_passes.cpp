@@ -6,6 +6,7 @@
 #include "numerics/block_range_passes.h"
 
 #include "numerics/quantizer.h"
+#include "util/vector_clones.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -409,28 +410,21 @@ PLAB_INLINE_BODY std::uint32_t nonNanAmaxTail(const float* in, std::size_t i, st
 }
 
 // Block by block (the bodies' scalar loops, which the compiler vectorises for the CPU): every
-// CPU without AVX-512, and any with PLAB_CPU_KERNEL below avx512. Cloned for AVX2 and the
-// baseline only, so that the AVX2 copy is what an AVX-512 CPU runs under that cap.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define PLAB_PORTABLE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define PLAB_PORTABLE_CLONES
-#endif
+// CPU without AVX-512, and any with PLAB_CPU_KERNEL below avx512.
 
-PLAB_PORTABLE_CLONES
+PLAB_VECTOR_CLONES_BELOW_AVX512
 void findFactsBlockByBlock(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     findFactsPass<false>(body, first, last);
 }
-PLAB_PORTABLE_CLONES
+PLAB_VECTOR_CLONES_BELOW_AVX512
 void scaleBlockByBlock(const ScaleBlocks& body, std::size_t first, std::size_t last) {
     scalePass<false>(body, first, last);
 }
-PLAB_PORTABLE_CLONES
+PLAB_VECTOR_CLONES_BELOW_AVX512
 void dequantizeBlockByBlock(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
     dequantizePass<false>(body, first, last);
 }
-PLAB_PORTABLE_CLONES
+PLAB_VECTOR_CLONES_BELOW_AVX512
 std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
     return nonNanAmaxTail(in, 0, n, 0);
 }

@@ -9,6 +9,10 @@
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define PLAB_VECTOR_CLONES                                                                         \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// For code that has an AVX-512 version of its own elsewhere (block_range_passes.cpp): AVX2 and
+// the baseline only, so an AVX-512 CPU sent here (PLAB_CPU_KERNEL=avx2) runs the AVX2 copy.
+#define PLAB_VECTOR_CLONES_BELOW_AVX512 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define PLAB_VECTOR_CLONES
+#define PLAB_VECTOR_CLONES_BELOW_AVX512
 #endif
