@@ -27,6 +27,7 @@ struct BenchArgs {
     std::string kernel = "auto";
     int repeat = 5;
     bool noStats = false;
+    bool specials = false;
     std::string device = "cpu";
     std::vector<std::string> formats = {"fp16",         "bf16",       "fp8-e4m3", "fp8-e5m2",
                                         "fp6-e3m2",     "fp6-e2m3",   "fp4-e2m1", "nvfp4",
@@ -42,14 +43,23 @@ CpuKernel parseKernel(const std::string& name) {
 }
 
 // Gradient-like data: normal values spread over ~24 binades, so every format sees underflow,
-// subnormals and normals, and the histogram is not degenerate.
-std::vector<float> makeData(std::size_t n) {
+// subnormals and normals, and the histogram is not degenerate. With `specials`, every 97th value
+// is one of the inputs the kernels take out of their fast path (float32 subnormals, Inf, NaN)
+// or count apart (zeros, overflows): what a cast costs on tensors that hold a few of them.
+std::vector<float> makeData(std::size_t n, bool specials) {
     std::vector<float> data(n);
     std::mt19937_64 rng(42);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_real_distribution<float> binade(-20.0f, 4.0f);
     for (float& v : data)
         v = normal(rng) * std::exp2(binade(rng));
+    if (specials) {
+        const float kinds[] = {1e-40f,   -3e-39f,   1.4e-45f, 0.0f,  -0.0f,
+                               INFINITY, -INFINITY, NAN,      1e30f, 5e-30f};
+        constexpr std::size_t kEvery = 97;
+        for (std::size_t i = 0; i < n; i += kEvery)
+            data[i] = kinds[(i / kEvery) % std::size(kinds)];
+    }
     return data;
 }
 
@@ -69,10 +79,10 @@ double bestSeconds(int repeat, Fn&& fn) {
 // device-to-device copy of the same bytes in the same run.
 int runDeviceQuantizeBench(const BenchArgs& args, const DeviceChoice& device) {
     const ComputeBackend* cuda = findBackend("cuda");
-    const std::vector<float> in = makeData(args.size);
-    std::printf("bench quantize: %zu float32 elements on %s, %s, %d timed passes\n", args.size,
-                device.label.c_str(), args.noStats ? "values only" : "with counters and histogram",
-                args.repeat);
+    const std::vector<float> in = makeData(args.size, args.specials);
+    std::printf("bench quantize: %zu float32 elements%s on %s, %s, %d timed passes\n", args.size,
+                args.specials ? " (1 in 97 special)" : "", device.label.c_str(),
+                args.noStats ? "values only" : "with counters and histogram", args.repeat);
     std::printf("%-14s %-14s %12s %12s %14s\n", "format", "rounding", "G elem/s", "x copy",
                 "copy GB/s");
     for (const std::string& name : args.formats) {
@@ -105,7 +115,7 @@ int runQuantizeBench(const BenchArgs& args) {
     }
     const CpuKernel kernel = parseKernel(args.kernel);
     ThreadPool pool(args.threads);
-    const std::vector<float> in = makeData(args.size);
+    const std::vector<float> in = makeData(args.size, args.specials);
     std::vector<float> out(args.size);
     const std::size_t n = args.size;
     constexpr std::size_t kChunk = 1 << 16;
@@ -121,8 +131,9 @@ int runQuantizeBench(const BenchArgs& args) {
     const double copySeconds = bestSeconds(args.repeat, copy);
     const double copyRate = static_cast<double>(n) / copySeconds;
 
-    std::printf("bench quantize: %zu float32 elements, %u thread(s), kernel %s, %s, best of %d\n",
-                n, pool.threadCount(), toString(Quantizer(QuantConfig{}, kernel).kernel()),
+    std::printf("bench quantize: %zu float32 elements%s, %u thread(s), kernel %s, %s, best of %d\n",
+                n, args.specials ? " (1 in 97 special)" : "", pool.threadCount(),
+                toString(Quantizer(QuantConfig{}, kernel).kernel()),
                 args.noStats ? "values only" : "with counters and histogram", args.repeat);
     std::printf("%-14s %-14s %12s %12s %12s\n", "format", "rounding", "G elem/s", "x copy",
                 "x element");
@@ -200,6 +211,9 @@ Command addBenchCommand(CLI::App& app) {
         ->capture_default_str();
     quantize->add_flag("--no-stats", args->noStats,
                        "Quantise only, without counters and histogram (what counting costs)");
+    quantize->add_flag("--specials", args->specials,
+                       "Every 97th input a special value (float32 subnormal, +-0, +-Inf, NaN, "
+                       "huge, tiny)");
     // The subcommand that parsed sets the action (CLI11 runs its callback after parsing).
     auto action = std::make_shared<std::function<int()>>();
     quantize->callback([args, action] { *action = [args] { return runQuantizeBench(*args); }; });

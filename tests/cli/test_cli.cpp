@@ -299,13 +299,14 @@ void TestCli::benchRuns() {
     // One row per format and rounding mode.
     QCOMPARE(r.out.count("fp16 "), 4);
     QCOMPARE(r.out.count("fp4-e2m1 "), 4);
-    const Result blocks =
-        runCli({QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--size"),
-                QStringLiteral("4096"), QStringLiteral("--repeat"), QStringLiteral("1"),
-                QStringLiteral("--formats"), QStringLiteral("nvfp4")});
+    const Result blocks = runCli(
+        {QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--size"),
+         QStringLiteral("4096"), QStringLiteral("--repeat"), QStringLiteral("1"),
+         QStringLiteral("--formats"), QStringLiteral("nvfp4"), QStringLiteral("--specials")});
     QCOMPARE(blocks.exitCode, 0);
     QCOMPARE(blocks.out.count("nvfp4 "), 4);
     QVERIFY(blocks.out.contains("x element"));
+    QVERIFY(blocks.out.contains("(1 in 97 special)")); // NaN, Inf and subnormals in the blocks
 }
 
 namespace {
