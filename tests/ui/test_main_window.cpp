@@ -18,10 +18,12 @@
 #include "main_window.h"
 #include "recipe_editor.h"
 #include "stages_overview.h"
+#include "test_shard.h"
 #include "time_view.h"
 #include "training_controller.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -30,6 +32,8 @@
 #include <QLineEdit>
 #include <QTableWidget>
 #include <qcustomplot.h>
+
+#include <optional>
 
 using namespace plab;
 
@@ -763,5 +767,15 @@ void TestMainWindow::gptTrainsWithAllLayersOverviewAndSample() {
     QCOMPARE(m_window->applySettings(), QString());
 }
 
-QTEST_MAIN(TestMainWindow)
+// QTEST_MAIN's set-up, with the functions a shard selects (tests/ui/CMakeLists.txt runs this
+// test as two halves in parallel: under ThreadSanitizer it took 80 s alone).
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    app.setAttribute(Qt::AA_Use96Dpi, true);
+    QTEST_DISABLE_KEYPAD_NAVIGATION
+    TestMainWindow test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    const std::optional<QStringList> args = plab::test::shardArguments(test, argc, argv);
+    return args ? QTest::qExec(&test, *args) : 2;
+}
 #include "test_main_window.moc"
