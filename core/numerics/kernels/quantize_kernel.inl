@@ -41,6 +41,18 @@ struct BlockCounts {
 struct HistogramSink {
     std::uint32_t (*copies)[plab::kHistBinCount] = nullptr;
     std::uint64_t* direct = nullptr;
+
+    // Counts bins[0, count), the bins of consecutive elements starting at a multiple of 4.
+    template <class Bin>
+    void add(const Bin* bins, std::size_t count) const {
+        if (copies != nullptr) {
+            for (std::size_t l = 0; l < count; ++l)
+                ++copies[l & 3][bins[l]];
+        } else {
+            for (std::size_t l = 0; l < count; ++l)
+                ++direct[bins[l]];
+        }
+    }
 };
 
 // One SIMD register of lanes, through GCC/Clang vector extensions: explicit vectorisation that
@@ -247,14 +259,8 @@ template <int kRounding, bool kStats>
                                              BlockCounts& bc) {
     alignas(PLAB_VECTOR_BYTES) std::uint32_t bins[kLanes];
     quantizeBlockGeneral<kRounding, kStats>(p, in, out, len, rnd, bins, clipped, bc);
-    if constexpr (kStats) {
-        for (std::size_t l = 0; l < len; ++l) {
-            if (hist.copies != nullptr)
-                ++hist.copies[l & 3][bins[l]];
-            else
-                ++hist.direct[bins[l]];
-        }
-    }
+    if constexpr (kStats)
+        hist.add(bins, len);
 }
 
 // The fast path: about a third of the general kernel's instructions. Precondition: params.fastPath.
@@ -385,14 +391,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             bin = isNan ? splat(plab::kHistNanBin) : bin; // Inf lands on kHistInfBin by itself
             alignas(PLAB_VECTOR_BYTES) std::int32_t b[kLanes];
             std::memcpy(b, &bin, sizeof b);
-            const std::size_t count = kPartial ? len : kLanes;
-            if (hist.copies != nullptr) {
-                for (std::size_t l = 0; l < count; ++l)
-                    ++hist.copies[l & 3][b[l]];
-            } else {
-                for (std::size_t l = 0; l < count; ++l)
-                    ++hist.direct[b[l]];
-            }
+            hist.add(b, kPartial ? len : kLanes);
         }
     };
     std::size_t i = 0;
