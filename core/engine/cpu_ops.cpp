@@ -187,6 +187,12 @@ void CpuOps::optimizerUpdate(const OptimizerSettings& settings, OptimizerState s
                            options);
 }
 
+void CpuOps::sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum, Tensor grad,
+                            Tensor master, Tensor /*update*/, Tensor /*scratch*/, double lr,
+                            const Quantizer& /*float32*/) {
+    plab::sgdStepFloat32(settings, span(grad), span(master), span(momentum), lr);
+}
+
 TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                                   const Quantizer& masterFormat, QuantStats* stats,
                                                   const QuantizeOptions& options, bool count) {

@@ -46,4 +46,17 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
         update[i] = rate * first[i] / (std::sqrt(second[i]) + eps) + decay * master[i];
 }
 
+void sgdStepFloat32(const OptimizerSettings& settings, std::span<const float> grad,
+                    std::span<float> master, std::span<float> momentum, double lr) {
+    const std::size_t n = grad.size();
+    const auto wd = static_cast<float>(settings.weightDecay);
+    const auto mu = static_cast<float>(settings.momentum);
+    const auto rate = static_cast<float>(lr);
+    for (std::size_t i = 0; i < n; ++i) {
+        const float v = mu * momentum[i] + (grad[i] + wd * master[i]);
+        momentum[i] = v;
+        master[i] = master[i] - rate * v;
+    }
+}
+
 } // namespace plab

@@ -422,17 +422,27 @@ void Trainer::applyUpdate(bool collect) {
                                        ? stageParameters(m_optimizerState.second, s)
                                        : Tensor{}};
         const Tensor update = stageParameters(m_update, s);
+        const Quantizer& stateFormat = quantizer(s, TensorRole::OptimizerState);
+        const Quantizer& masterFormat = quantizer(s, TensorRole::MasterWeights);
+        if (!collect && m_optimizerSettings.kind == OptimizerKind::Sgd &&
+            stateFormat.isIdentity() && masterFormat.isIdentity()) {
+            // Nothing to count and nothing to round: one pass instead of four (same result).
+            m_ops->sgdStepFloat32(m_optimizerSettings, state.first,
+                                  m_grads.slice(offset, master.size), master, update,
+                                  stageParameters(m_grads, s), m_config.learningRate, stateFormat);
+            continue;
+        }
         m_ops->optimizerUpdate(m_optimizerSettings, state, m_step + 1,
                                m_grads.slice(offset, master.size), master, update,
-                               m_config.learningRate, quantizer(s, TensorRole::OptimizerState),
+                               m_config.learningRate, stateFormat,
                                collect ? &st.role(TensorRole::OptimizerState) : nullptr,
                                options(s, TensorRole::OptimizerState));
         // New master = Q(master - update); an update that leaves it unchanged was lost. The
         // gradient is spent: its memory is the work space.
-        const TensorOps::UpdateCounts counts = m_ops->applyMasterUpdate(
-            master, update, stageParameters(m_grads, s), quantizer(s, TensorRole::MasterWeights),
-            collect ? &st.role(TensorRole::MasterWeights) : nullptr,
-            options(s, TensorRole::MasterWeights), collect);
+        const TensorOps::UpdateCounts counts =
+            m_ops->applyMasterUpdate(master, update, stageParameters(m_grads, s), masterFormat,
+                                     collect ? &st.role(TensorRole::MasterWeights) : nullptr,
+                                     options(s, TensorRole::MasterWeights), collect);
         st.updates += counts.updates;
         st.lostUpdates += counts.lost;
     }

@@ -15,9 +15,11 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <utility>
@@ -374,6 +376,45 @@ void optimisers(const OpsFactory& candidate, Report& report) {
                               std::to_string(cg.updates) + " lost vs " + std::to_string(cw.lost) +
                               "/" + std::to_string(cw.updates));
         }
+
+    // SGD with float32 momentum and master: sgdStepFloat32 (CpuOps fuses the passes) gives the
+    // two passes' momentum and master bit for bit, with weight decay and a few specials.
+    const Quantizer float32(QuantConfig::forFormat(parseFormat("fp32")));
+    const OptimizerSettings sgd{OptimizerKind::Sgd, 0.9, 1e-4, 0.9, 0.999, 1e-8};
+    std::vector<float> specialGrad = grad;
+    specialGrad[7] = std::numeric_limits<float>::infinity();
+    specialGrad[8] = std::numeric_limits<float>::quiet_NaN();
+    specialGrad[9] = -0.0f;
+    auto sgdSteps = [&](TensorOps& o, bool fused) {
+        Mirror g(o, specialGrad), m(o, master), v(o, randomValues(n, 12, 1e-2f)),
+            u(o, std::vector<float>(n)), s(o, std::vector<float>(n));
+        for (int step = 1; step <= 3; ++step) {
+            o.upload(g.t, specialGrad.data()); // the two passes spend the gradient as scratch
+            if (fused) {
+                o.sgdStepFloat32(sgd, v.t, g.t, m.t, u.t, s.t, 0.05, float32);
+            } else {
+                o.optimizerUpdate(sgd, {v.t, {}}, step, g.t, m.t, u.t, 0.05, float32, nullptr, {});
+                o.applyMasterUpdate(m.t, u.t, g.t, float32, nullptr, {}, false);
+            }
+        }
+        std::vector<float> both = m.read();
+        const std::vector<float> momentum = v.read();
+        both.insert(both.end(), momentum.begin(), momentum.end());
+        return both;
+    };
+    CpuOps cpu;
+    const std::unique_ptr<TensorOps> ops = candidate();
+    const std::vector<float> want = sgdSteps(cpu, false);
+    for (const auto& [engine, got] :
+         {std::pair{"cpu", sgdSteps(cpu, true)}, std::pair{"candidate", sgdSteps(*ops, true)}})
+        report.expect(std::equal(want.begin(), want.end(), got.begin(),
+                                 [](float a, float b) { // a GPU's NaN has its own payload
+                                     return std::bit_cast<std::uint32_t>(a) ==
+                                                std::bit_cast<std::uint32_t>(b) ||
+                                            (std::isnan(a) && std::isnan(b));
+                                 }),
+                      std::string("sgd with fp32 state, one pass (") + engine +
+                          "): master and momentum differ from the two passes' bit for bit");
 }
 
 void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report) {
