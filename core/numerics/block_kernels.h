@@ -114,48 +114,51 @@ inline PLAB_HOST_DEVICE void scanElement(std::uint32_t a, SpanFacts& f) {
     f.nonzero += kept != 0 ? 1u : 0u;
 }
 
-// The spans below take kLanes: whole 16-element chunks through the 16-lane vectors of
-// block_lanes.h, for code compiled for AVX-512 alone (block_range_passes.cpp's 16-block groups).
-// Elsewhere the plain loops, which the compiler vectorises for the CPU at hand: GCC 12 lowers a
+// The spans below take kLanes: 16, whole 16-element chunks through the 16-lane vectors of
+// block_lanes.h, for code compiled for AVX-512 alone (block_range_passes.cpp's 16-block groups);
+// 8, whole 8-element chunks through its 8-lane ones, for code compiled for AVX2 alone (block by
+// block); 0, the plain loops, everywhere else (the GPU's kernels, SSE). GCC 12 lowers a
 // comparison of 16-lane vectors one element at a time for AVX2 and SSE (no 64-byte vector mode
-// there), which made those copies about half as fast as the plain loops.
+// there), and leaves the plain loop of a block's facts scalar.
 
 // The amaxes, smallest nonzero and nonzero count of in[0, length), added to f.
-template <bool kLanes = false>
+template <int kLanes = 0>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t length, SpanFacts& f) {
     std::size_t i = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (kLanes && length >= 16) {
-        i = length & ~std::size_t{15};
-        lanes::LaneFacts lf;
-        lanes::scanLanes(in, i, lf);
-        // Without an Inf the finite amax is the amax: its fold is skipped.
-        const std::uint32_t am = lanes::maxAcross(lf.amax);
-        const std::uint32_t fi = am < 0x7F800000u ? am : lanes::maxAcross(lf.finite);
-        const std::uint32_t mi = lanes::minAcross(lf.small);
-        f.amaxBits = am > f.amaxBits ? am : f.amaxBits;
-        f.finiteBits = fi > f.finiteBits ? fi : f.finiteBits;
-        f.minBits = mi < f.minBits ? mi : f.minBits;
-        f.nonzero += lanes::sumAcross(lf.nonzero);
-    }
+    if constexpr (kLanes != 0)
+        if (length >= std::size_t{kLanes}) {
+            i = length & ~static_cast<std::size_t>(kLanes - 1);
+            lanes::LaneFactsOf<kLanes> lf;
+            lanes::scanLanes(in, i, lf);
+            // Without an Inf the finite amax is the amax: its fold is skipped.
+            const std::uint32_t am = lanes::maxAcross(lf.amax);
+            const std::uint32_t fi = am < 0x7F800000u ? am : lanes::maxAcross(lf.finite);
+            const std::uint32_t mi = lanes::minAcross(lf.small);
+            f.amaxBits = am > f.amaxBits ? am : f.amaxBits;
+            f.finiteBits = fi > f.finiteBits ? fi : f.finiteBits;
+            f.minBits = mi < f.minBits ? mi : f.minBits;
+            f.nonzero += lanes::sumAcross(lf.nonzero);
+        }
 #endif
     for (; i < length; ++i)
         scanElement(absBitsOf(in[i]), f);
 }
 
 // out = in * toElement over a span, counting the scaled values with clipBits <= |x| <= Inf.
-template <bool kLanes = false>
+template <int kLanes = 0>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, std::size_t length,
                                                  float toElement, std::uint32_t clipBits,
                                                  SpanFacts& f) {
     std::size_t i = 0;
     std::uint32_t clipped = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (kLanes && length >= 16) {
-        i = length & ~std::size_t{15};
-        clipped += lanes::sumAcross(
-            lanes::scaleLanes(in, out, i, toElement, static_cast<std::int32_t>(clipBits)));
-    }
+    if constexpr (kLanes != 0)
+        if (length >= std::size_t{kLanes}) {
+            i = length & ~static_cast<std::size_t>(kLanes - 1);
+            clipped += lanes::sumAcross(lanes::scaleLanes<true, kLanes>(
+                in, out, i, toElement, static_cast<std::int32_t>(clipBits)));
+        }
 #endif
     for (; i < length; ++i) {
         const float scaled = in[i] * toElement;
@@ -167,19 +170,21 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, st
 }
 
 // values = (x_q * decoded) / tensorScale over a span; returns the nonzero non-NaN results.
-template <bool kLanes = false>
+template <int kLanes = 0>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE std::uint32_t
 dequantizeSpan(float* values, std::size_t length, const BlockScale& s, float tensorScale) {
     std::size_t i = 0;
     std::uint32_t nonzero = 0;
 #if defined(PLAB_BLOCK_LANES)
-    if (kLanes && length >= 16) {
-        i = length & ~std::size_t{15};
-        nonzero += lanes::sumAcross(
-            tensorScale == 1.0f
-                ? lanes::dequantizeLanes<true, true>(values, i, s.decoded, tensorScale)
-                : lanes::dequantizeLanes<true, false>(values, i, s.decoded, tensorScale));
-    }
+    if constexpr (kLanes != 0)
+        if (length >= std::size_t{kLanes}) {
+            i = length & ~static_cast<std::size_t>(kLanes - 1);
+            nonzero += lanes::sumAcross(
+                tensorScale == 1.0f
+                    ? lanes::dequantizeLanes<true, true, kLanes>(values, i, s.decoded, tensorScale)
+                    : lanes::dequantizeLanes<true, false, kLanes>(values, i, s.decoded,
+                                                                  tensorScale));
+        }
 #endif
     for (; i < length; ++i) {
         const float v = dequantize(values[i], s, tensorScale);
@@ -254,7 +259,7 @@ struct ScaleBlocks {
         allSteps(b, at);
     }
     // kLanes: as the spans' (above).
-    template <bool kLanes = false>
+    template <int kLanes = 0>
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void allSteps(std::size_t b,
                                                     const Geometry::Place& at) const {
         findFacts<kLanes>(b, at);
@@ -263,7 +268,7 @@ struct ScaleBlocks {
     }
 
     // The block's amaxes, smallest nonzero and nonzero count, into info[b] (the rest reset).
-    template <bool kLanes = false>
+    template <int kLanes = 0>
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void findFacts(std::size_t b,
                                                      const Geometry::Place& at) const {
         SpanFacts span;
@@ -298,7 +303,7 @@ struct ScaleBlocks {
     }
 
     // The block's elements scaled into out, and the ones the cast will clip counted.
-    template <bool kLanes = false>
+    template <int kLanes = 0>
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void applyScale(std::size_t b,
                                                       const Geometry::Place& at) const {
         const float toElement = info[b].scale.toElement;
@@ -363,7 +368,7 @@ struct DequantizeBlocks {
                                                       const Geometry::Place& at) const {
         dequantizeBlock(b, at);
     }
-    template <bool kLanes = false> // as the spans' (above)
+    template <int kLanes = 0> // as the spans' (above)
     PLAB_INLINE_BODY PLAB_HOST_DEVICE void dequantizeBlock(std::size_t b,
                                                            const Geometry::Place& at) const {
         const BlockScale s = info[b].scale;

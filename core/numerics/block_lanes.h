@@ -3,12 +3,15 @@
 // (PLAB_LANES_TARGET) and run only where cpuRunsLanes(); a block of 16 is too short for the
 // auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers a
 // comparison of these vectors one element at a time (the plain loops, vectorised by the
-// compiler, are about twice as fast there). |x| bits are below 2^31, so signed lanes order them
-// as unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go element
-// by element), and two comparisons are never combined bitwise (GCC 12 then also goes element by
-// element with AVX-512 masks): selects and single comparisons only. Integer and exact float
-// operations, so the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar
-// loops.
+// compiler, are about twice as fast there). For AVX2 the span helpers at the end also come in
+// eight lanes (one AVX2 register), for functions compiled for x86-64-v3 alone
+// (PLAB_LANES8_TARGET, run where cpuRunsLanes8()): the plain loops of a block's facts do not
+// vectorise (GCC keeps them scalar, cmov by cmov). |x| bits are below 2^31, so signed lanes order
+// them as unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go
+// element by element), and two comparisons are never combined bitwise (GCC 12 then also goes
+// element by element with AVX-512 masks): selects and single comparisons only. Integer and
+// exact float operations, so the same bits as the scalar loops. Not under nvcc: the GPU runs the
+// scalar loops.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +30,8 @@
 #define PLAB_LANE_INLINE __attribute__((always_inline)) inline
 // The functions that use the lanes: compiled for x86-64-v4 alone, called where cpuRunsLanes().
 #define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
+// The functions that use the eight-lane span helpers: x86-64-v3 alone, where cpuRunsLanes8().
+#define PLAB_LANES8_TARGET __attribute__((target("arch=x86-64-v3")))
 
 namespace plab::blocks::lanes {
 
@@ -34,20 +39,44 @@ namespace plab::blocks::lanes {
 // and PLAB_CPU_KERNEL does not cap the quantise kernels below it (read once; defined in
 // block_range_passes.cpp).
 bool cpuRunsLanes();
+// Whether it runs the PLAB_LANES8_TARGET ones instead: AVX2 (x86-64-v3) and not the above
+// (PLAB_CPU_KERNEL=avx2 on an AVX-512 CPU included).
+bool cpuRunsLanes8();
 
 using I16 = std::int32_t __attribute__((vector_size(64)));
 using U16 = std::uint32_t __attribute__((vector_size(64))); // for wrapping sums only
 using F16 = float __attribute__((vector_size(64)));
+using I8 = std::int32_t __attribute__((vector_size(32)));
+using U8 = std::uint32_t __attribute__((vector_size(32)));
+using F8 = float __attribute__((vector_size(32)));
+// The vector types of a width, for the span helpers that take either.
+template <int W>
+struct Lanes;
+template <>
+struct Lanes<16> {
+    using I = I16;
+    using U = U16;
+    using F = F16;
+};
+template <>
+struct Lanes<8> {
+    using I = I8;
+    using U = U8;
+    using F = F8;
+};
 
-PLAB_LANE_INLINE I16 absBits(const float* p) {
-    I16 v;
+template <class I = I16>
+PLAB_LANE_INLINE I absBits(const float* p) {
+    I v;
     __builtin_memcpy(&v, p, sizeof v);
     return v & 0x7FFFFFFF;
 }
-PLAB_LANE_INLINE I16 maxOf(I16 a, I16 b) {
+template <class I>
+PLAB_LANE_INLINE I maxOf(I a, I b) {
     return a > b ? a : b;
 }
-PLAB_LANE_INLINE I16 minOf(I16 a, I16 b) {
+template <class I>
+PLAB_LANE_INLINE I minOf(I a, I b) {
     return a < b ? a : b;
 }
 // Halving shuffles down to lane 0.
@@ -57,7 +86,8 @@ PLAB_LANE_INLINE I16 minOf(I16 a, I16 b) {
     v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));      \
     v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));      \
     v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0))
-PLAB_LANE_INLINE I16 plus(I16 a, I16 b) {
+template <class I>
+PLAB_LANE_INLINE I plus(I a, I b) {
     return a + b;
 }
 // The same three as function objects, for foldEach.
@@ -83,6 +113,24 @@ PLAB_LANE_INLINE std::uint32_t sumAcross(I16 v) {
     return static_cast<std::uint32_t>(v[0]);
 }
 #undef PLAB_LANES_FOLD
+// The same folds of eight lanes.
+#define PLAB_LANES8_FOLD(v, op)                                                                    \
+    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));                              \
+    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1));                              \
+    v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0))
+PLAB_LANE_INLINE std::uint32_t maxAcross(I8 v) {
+    PLAB_LANES8_FOLD(v, maxOf);
+    return static_cast<std::uint32_t>(v[0]);
+}
+PLAB_LANE_INLINE std::uint32_t minAcross(I8 v) {
+    PLAB_LANES8_FOLD(v, minOf);
+    return static_cast<std::uint32_t>(v[0]);
+}
+PLAB_LANE_INLINE std::uint32_t sumAcross(I8 v) {
+    PLAB_LANES8_FOLD(v, plus);
+    return static_cast<std::uint32_t>(v[0]);
+}
+#undef PLAB_LANES8_FOLD
 
 // Sixteen vectors folded to one whose lane k is the fold of v[k]'s lanes (v is overwritten):
 // pairs of vectors halve their partials level by level, 15 operations where 16 separate folds
@@ -132,24 +180,28 @@ PLAB_LANE_INLINE I16 inRecordLaneOrder(I16 v) {
     return inRecordLaneOrder(v, std::make_index_sequence<16>{});
 }
 
-// The three block passes over whole 16-element chunks (n a multiple of 16), their per-lane
-// results left unfolded: block_kernels.h's spans fold them for one block, the 16-block groups
-// (block_range_passes.cpp) fold 16 blocks' at once with foldEach.
+// The three block passes over whole chunks of W elements (n a multiple of W: 16, or 8 for
+// AVX2), their per-lane results left unfolded: block_kernels.h's spans fold them for one block, the
+// 16-block groups (block_range_passes.cpp) fold 16 blocks' at once with foldEach.
 inline constexpr std::int32_t kInfBits = 0x7F800000;
 
 // Largest non-NaN |x|, largest finite |x|, smallest finite nonzero |x| (Inf bits: none) and the
 // nonzero non-NaN count (as -1 per element), per lane, as |x| bits. Each pass takes kCounts:
 // false for a cast whose statistics nobody reads (ScaleBlocks::scalesOnly), which then finds the
 // two amaxes only and counts nothing (its counts stay 0).
-struct LaneFacts {
-    I16 amax{}, finite{}, small = I16{} + kInfBits, nonzero{};
+template <int W>
+struct LaneFactsOf {
+    using I = typename Lanes<W>::I;
+    I amax{}, finite{}, small = I{} + kInfBits, nonzero{};
 };
+using LaneFacts = LaneFactsOf<16>;
 
-template <bool kCounts = true>
-PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFacts& f) {
-    for (std::size_t i = 0; i < n; i += 16) {
-        const I16 a = absBits(p + i);
-        const I16 kept = a <= kInfBits ? a : 0, keptFinite = a < kInfBits ? a : 0;
+template <bool kCounts = true, int W>
+PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFactsOf<W>& f) {
+    using I = typename Lanes<W>::I;
+    for (std::size_t i = 0; i < n; i += W) {
+        const I a = absBits<I>(p + i);
+        const I kept = a <= kInfBits ? a : 0, keptFinite = a < kInfBits ? a : 0;
         f.amax = maxOf(f.amax, kept);
         f.finite = maxOf(f.finite, keptFinite);
         if constexpr (kCounts) {
@@ -197,18 +249,20 @@ PLAB_LANE_INLINE bool anyLane(I16 v) {
 }
 
 // out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0).
-template <bool kCounts = true>
-PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, float toElement,
-                                std::int32_t clip) {
-    I16 count{};
-    for (std::size_t i = 0; i < n; i += 16) {
-        F16 x;
+template <bool kCounts = true, int W = 16>
+PLAB_LANE_INLINE typename Lanes<W>::I scaleLanes(const float* in, float* out, std::size_t n,
+                                                 float toElement, std::int32_t clip) {
+    using I = typename Lanes<W>::I;
+    using F = typename Lanes<W>::F;
+    I count{};
+    for (std::size_t i = 0; i < n; i += W) {
+        F x;
         __builtin_memcpy(&x, in + i, sizeof x);
-        const F16 scaled = x * toElement;
+        const F scaled = x * toElement;
         __builtin_memcpy(out + i, &scaled, sizeof scaled);
         if constexpr (kCounts) {
-            const I16 a = (I16)scaled & 0x7FFFFFFF;
-            const I16 kept = a <= kInfBits ? a : 0; // NaN out
+            const I a = (I)scaled & 0x7FFFFFFF;
+            const I kept = a <= kInfBits ? a : 0; // NaN out
             count -= kept >= clip;
         }
     }
@@ -218,18 +272,21 @@ PLAB_LANE_INLINE I16 scaleLanes(const float* in, float* out, std::size_t n, floa
 // values = (values * decoded) / tensorScale; per lane, how many results are nonzero and not NaN
 // (scanLive's shifted comparison). kUnitScale: tensorScale is 1 (MX and FP32 blocks), and x / 1
 // is x: no division.
-template <bool kCounts = true, bool kUnitScale = false>
-PLAB_LANE_INLINE I16 dequantizeLanes(float* values, std::size_t n, float decoded,
-                                     float tensorScale) {
-    I16 count{};
-    for (std::size_t i = 0; i < n; i += 16) {
-        F16 x;
+template <bool kCounts = true, bool kUnitScale = false, int W = 16>
+PLAB_LANE_INLINE typename Lanes<W>::I dequantizeLanes(float* values, std::size_t n, float decoded,
+                                                      float tensorScale) {
+    using I = typename Lanes<W>::I;
+    using U = typename Lanes<W>::U;
+    using F = typename Lanes<W>::F;
+    I count{};
+    for (std::size_t i = 0; i < n; i += W) {
+        F x;
         __builtin_memcpy(&x, values + i, sizeof x);
-        const F16 v = kUnitScale ? x * decoded : (x * decoded) / tensorScale;
+        const F v = kUnitScale ? x * decoded : (x * decoded) / tensorScale;
         __builtin_memcpy(values + i, &v, sizeof v);
         if constexpr (kCounts) {
-            const U16 a = (U16)v & 0x7FFFFFFFu;
-            count -= (I16)(a + static_cast<std::uint32_t>(kLiveShift)) > kLiveShift;
+            const U a = (U)v & 0x7FFFFFFFu;
+            count -= (I)(a + static_cast<std::uint32_t>(kLiveShift)) > kLiveShift;
         }
     }
     return count;
