@@ -1,7 +1,8 @@
 // The training engine's claims, asserted on outcomes: an FP32 MLP learns the built-in data;
 // FP16 without scaling flushes most activation gradients of a small-gradient network and a
 // static scale brings them back; FP16 master weights lose updates that FP32 keeps; the same seed
-// gives the same loss curve; a static scale that overflows stops the run cleanly; the CNN trains.
+// gives the same loss curve; a static scale that overflows stops the run cleanly; the CNN trains;
+// collecting statistics does not change a run.
 #include <QTest>
 
 #include "train/trainer.h"
@@ -25,6 +26,7 @@ private slots:
     void cnnTrains();
     void lowPrecisionAccumulationHurts();
     void replayedConfigReplaysTheRun();
+    void statisticsLeaveTheRunAlone();
     void uniformInitReachesLinearLayers();
 
 private:
@@ -205,6 +207,32 @@ void TestTraining::replayedConfigReplaysTheRun() {
                                         .arg(lb)));
             }
         }
+}
+
+// Counting is an observer: a run that collects statistics on every step ends with the same
+// master weights, bit for bit, as one that never does (each preset; the float32 recipes then
+// also take the one-pass SGD step on the steps without statistics, the two passes on the others).
+void TestTraining::statisticsLeaveTheRunAlone() {
+    for (const Preset& p : presets()) {
+        std::vector<float> weights[2];
+        for (int counted = 0; counted < 2; ++counted) {
+            nlohmann::json j = p.json;
+            j.merge_patch(
+                {{"data", {{"train_size", 3000}, {"test_size", 1000}}},
+                 {"model", {{"hidden", {32}}, {"init", "uniform"}}},
+                 {"train",
+                  {{"steps", 6}, {"batch_size", 16}, {"stats_every", counted ? 1 : 1000}}}});
+            Trainer t(configFromJson(j), m_data);
+            for (int i = 0; i < 6; ++i)
+                t.step();
+            weights[counted] = t.masterWeights();
+        }
+        QVERIFY2(weights[0].size() == weights[1].size() &&
+                     std::memcmp(weights[0].data(), weights[1].data(),
+                                 weights[0].size() * sizeof(float)) == 0,
+                 qPrintable(QStringLiteral("%1: the master weights depend on statistics")
+                                .arg(QString::fromStdString(p.name))));
+    }
 }
 
 // init "uniform" is PyTorch's default for linear layers too: U(+-1/sqrt(fan_in)), biases
