@@ -2,7 +2,8 @@
 // advanced rather than divided out per block. On a CPU with AVX-512 the 16-block groups fold the
 // per-block lanes of 16 blocks together (lanes::foldEach: 15 vector operations where 16 separate
 // folds take 64), which is most of a 16-element block's cost otherwise; elsewhere the passes go
-// block by block (see PLAB_LANES_TARGET for why). Both give the same bits.
+// block by block (see PLAB_LANES_TARGET for why), with AVX2 in 8-lane vectors, else in plain
+// loops. All give the same bits.
 #include "numerics/block_range_passes.h"
 
 #include "numerics/quantizer.h"
@@ -445,9 +446,10 @@ void dequantizeBlockByBlock(const DequantizeBlocks& body, std::size_t first, std
 }
 
 #if defined(PLAB_BLOCK_LANES)
-// Block by block with the spans in 8 lanes: CPUs with AVX2 and without AVX-512 (GCC keeps the
-// plain loop of a block's facts scalar: in 8 lanes NVFP4's facts pass takes 2.4x fewer
-// samples under perf).
+// Block by block with the spans in 8 lanes, for CPUs with AVX2 and without AVX-512 (GCC keeps the
+// plain loop of a block's facts scalar: in 8 lanes NVFP4's facts pass takes 2.4x fewer samples
+// under perf).
+
 // Whole blocks end to end (1-D, each row a whole number of blocks): block b is elements
 // [b * side, (b + 1) * side), and the 8-lane passes go through them without places (the
 // bookkeeping of a place per block was most of the scale pass here); elsewhere the passes above.
