@@ -52,8 +52,11 @@ std::map<std::string, double> readRunMetrics(const std::string& runDir, const Ru
         m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
     for (const char* role :
          {"weights", "activations", "activation_gradients", "weight_gradients"}) {
+        // A role never counted (no statistics step, or nothing nonzero in it) has no share:
+        // NaN, which the tables show as no value rather than as 0% flushed.
         const auto it = a.meanFlushed.find(role);
-        m[std::string("flushed_") + role] = it == a.meanFlushed.end() ? 0.0 : it->second;
+        m[std::string("flushed_") + role] =
+            it == a.meanFlushed.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
     }
     return m;
 }
@@ -118,6 +121,10 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
             }
             const SeedSummary& base =
                 results.points[static_cast<std::size_t>(r.baseline)].metrics[m.key];
+            if (r.metrics[m.key].n == 0 || base.n == 0) {
+                r.verdicts[m.key] = "no finite values";
+                continue;
+            }
             const Difference d = difference(r.metrics[m.key], base);
             r.differences[m.key] = d;
             r.verdicts[m.key] =
@@ -171,6 +178,10 @@ std::string SweepResults::markdown() const {
         for (const SweepMetric& m : sweepMetrics()) {
             const SeedSummary& s = r.metrics.at(m.key);
             const int decimals = m.scale == 100.0 ? 2 : 4;
+            if (s.n == 0) { // no run has a finite value (as the GUI's table: a dash)
+                md += " | –";
+                continue;
+            }
             md += " | " + fixed(s.mean, m.scale, decimals) +
                   (std::isfinite(s.ci95) ? " ± " + fixed(s.ci95, m.scale, decimals) : "");
         }
@@ -178,7 +189,9 @@ std::string SweepResults::markdown() const {
     }
     md += "\nCells: mean ± half-width of the 95% confidence interval over seeds (Student's t); "
           "verdicts: Welch's interval of the difference from " +
-          sweep.baseline + " at the same grid values.\n";
+          sweep.baseline +
+          " at the same grid values; –: no run has a value (a flushed share "
+          "is measured on statistics steps only).\n";
     return md;
 }
 

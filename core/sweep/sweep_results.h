@@ -23,7 +23,7 @@ struct SweepMetric {
 };
 // test_accuracy, test_loss, final_train_loss, skipped_steps, and the mean flushed share of each
 // role: flushed_weights, flushed_activations, flushed_activation_gradients,
-// flushed_weight_gradients.
+// flushed_weight_gradients (NaN for a run that never counted the role).
 const std::vector<SweepMetric>& sweepMetrics();
 
 struct SweepPointResult {

@@ -32,8 +32,11 @@ local_slurm_start "$tmp/cluster" || fail "the private Slurm did not start"
 
 if [[ $mode == fashion ]]; then
   presets=fp32,fp16-amp,fp16-zhao,bf16,fp8-e5m2-mellempudi,fp8-hybrid-delayed,mxfp8-e4m3
+  # Without statistics steps: the table compares test accuracies, which counting does not
+  # change (test_training's statisticsLeaveTheRunAlone: the same master weights bit for bit),
+  # and a run then costs 1.5 s instead of 2.7 s.
   "$cli" sweep --backend slurm --poll 1 --presets $presets --seeds 5 --epochs 1 --data "$fashion" \
-    --out "$tmp/fashion" >"$tmp/fashion.out" 2>"$tmp/fashion.err" ||
+    --set train.stats_every=1000000 --out "$tmp/fashion" >"$tmp/fashion.out" 2>"$tmp/fashion.err" ||
     fail "fashion sweep: $(tail -n 5 "$tmp/fashion.err")"
   cat "$tmp/fashion.out"
   for preset in ${presets//,/ }; do

@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <csignal>
@@ -44,6 +45,7 @@ private slots:
     void compareWritesTableAndPlots();
     void compareKeepsFailedRunsInTheTable();
     void sweepResumesAndKeepsFailures();
+    void sweepWithoutStatisticsShowsNoFlushedShares();
     void sweepStopsItsRunsOnASignal();
     void sweepChildTrainsTheSweepsRunConfig();
     void runFolderIsLockedAndNotReusedSilently();
@@ -623,6 +625,35 @@ void TestCli::sweepResumesAndKeepsFailures() {
     QVERIFY2(resumed.err.contains("1 run(s) started"), resumed.err.constData());
     const Result rerun = runCli(sweep + QStringList{QStringLiteral("--rerun-failed")});
     QVERIFY2(rerun.err.contains("4 run(s) started"), rerun.err.constData());
+}
+
+// Runs without a statistics step have counted nothing: the table shows no flushed shares (a
+// dash; NaN in the CSV, with no verdict) instead of 0%, and still compares the accuracies.
+void TestCli::sweepWithoutStatisticsShowsNoFlushedShares() {
+    QTemporaryDir dir;
+    const Result r = runCli(
+        QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                    QStringLiteral("fp32,fp16-amp"), QStringLiteral("--seeds"), QStringLiteral("2"),
+                    QStringLiteral("--steps"), QStringLiteral("5"), QStringLiteral("--set"),
+                    QStringLiteral("train.stats_every=1000"), QStringLiteral("--out"), dir.path()} +
+        kTinyRun);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const QList<QByteArray> md = fileLines(dir.filePath(QStringLiteral("sweep.md")));
+    const auto row = std::find_if(md.begin(), md.end(), [](const QByteArray& line) {
+        return line.startsWith("| fp16-amp | 2 |");
+    });
+    QVERIFY(row != md.end());
+    const QList<QByteArray> cells = row->split('|'); // "", point, runs, 8 metrics, 2 verdicts, ""
+    QCOMPARE(cells.size(), 14);
+    QVERIFY2(cells[3].trimmed().size() > 1 && !cells[3].contains("–"), row->constData());
+    for (int c = 7; c <= 10; ++c) // the four flushed shares
+        QVERIFY2(cells[c].trimmed() == "–", row->constData());
+    QVERIFY2(cells[11].contains("indistinguishable") || cells[11].contains(" by "),
+             row->constData());
+    const QList<QByteArray> csv = fileLines(dir.filePath(QStringLiteral("sweep.csv")));
+    QVERIFY2(csv.size() == 3 && csv[2].contains(",nan,") &&
+                 csv[2].contains("\"no finite values\"") && !csv[1].contains("no finite"),
+             csv.size() == 3 ? csv[2].constData() : "rows");
 }
 
 // SIGINT to a sweep (as Ctrl-C gives it: the children are in groups of their own, so only the
