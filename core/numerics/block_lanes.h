@@ -79,58 +79,52 @@ template <class I>
 PLAB_LANE_INLINE I minOf(I a, I b) {
     return a < b ? a : b;
 }
-// Halving shuffles down to lane 0.
-#define PLAB_LANES_FOLD(v, op)                                                                     \
-    v = op(v,                                                                                      \
-           __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));   \
-    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));      \
-    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));      \
-    v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0))
-template <class I>
-PLAB_LANE_INLINE I plus(I a, I b) {
-    return a + b;
-}
-// The same three as function objects, for foldEach.
+// Max, min and sum as function objects of either width, for foldEach and foldAcross.
 struct Max {
-    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return maxOf(a, b); }
+    template <class I>
+    PLAB_LANE_INLINE I operator()(I a, I b) const {
+        return maxOf(a, b);
+    }
 };
 struct Min {
-    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return minOf(a, b); }
+    template <class I>
+    PLAB_LANE_INLINE I operator()(I a, I b) const {
+        return minOf(a, b);
+    }
 };
 struct Plus {
-    PLAB_LANE_INLINE I16 operator()(I16 a, I16 b) const { return a + b; }
+    template <class I>
+    PLAB_LANE_INLINE I operator()(I a, I b) const {
+        return a + b;
+    }
 };
-PLAB_LANE_INLINE std::uint32_t maxAcross(I16 v) {
-    PLAB_LANES_FOLD(v, maxOf);
+// One vector's lanes folded into lane 0 by halving shuffles; sixteen lanes first fold their two
+// halves into eight.
+template <class Op>
+PLAB_LANE_INLINE std::uint32_t foldAcross(I8 v, Op op) {
+    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));
+    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1));
+    v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0));
     return static_cast<std::uint32_t>(v[0]);
 }
-PLAB_LANE_INLINE std::uint32_t minAcross(I16 v) {
-    PLAB_LANES_FOLD(v, minOf);
-    return static_cast<std::uint32_t>(v[0]);
+template <class Op>
+PLAB_LANE_INLINE std::uint32_t foldAcross(I16 v, Op op) {
+    const I8 low = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7);
+    const I8 high = __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    return foldAcross(op(low, high), op);
 }
-PLAB_LANE_INLINE std::uint32_t sumAcross(I16 v) {
-    PLAB_LANES_FOLD(v, plus);
-    return static_cast<std::uint32_t>(v[0]);
+template <class I>
+PLAB_LANE_INLINE std::uint32_t maxAcross(I v) {
+    return foldAcross(v, Max{});
 }
-#undef PLAB_LANES_FOLD
-// The same folds of eight lanes.
-#define PLAB_LANES8_FOLD(v, op)                                                                    \
-    v = op(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3));                              \
-    v = op(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1));                              \
-    v = op(v, __builtin_shufflevector(v, v, 1, 0, 1, 0, 1, 0, 1, 0))
-PLAB_LANE_INLINE std::uint32_t maxAcross(I8 v) {
-    PLAB_LANES8_FOLD(v, maxOf);
-    return static_cast<std::uint32_t>(v[0]);
+template <class I>
+PLAB_LANE_INLINE std::uint32_t minAcross(I v) {
+    return foldAcross(v, Min{});
 }
-PLAB_LANE_INLINE std::uint32_t minAcross(I8 v) {
-    PLAB_LANES8_FOLD(v, minOf);
-    return static_cast<std::uint32_t>(v[0]);
+template <class I>
+PLAB_LANE_INLINE std::uint32_t sumAcross(I v) {
+    return foldAcross(v, Plus{});
 }
-PLAB_LANE_INLINE std::uint32_t sumAcross(I8 v) {
-    PLAB_LANES8_FOLD(v, plus);
-    return static_cast<std::uint32_t>(v[0]);
-}
-#undef PLAB_LANES8_FOLD
 
 // Sixteen vectors folded to one whose lane k is the fold of v[k]'s lanes (v is overwritten):
 // pairs of vectors halve their partials level by level, 15 operations where 16 separate folds
