@@ -3,9 +3,9 @@
 // (PLAB_LANES_TARGET) and run only where cpuRunsLanes(); a block of 16 is too short for the
 // auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers a
 // comparison of these vectors one element at a time (the plain loops, vectorised by the
-// compiler, are about twice as fast there). For AVX2 the span helpers at the end also come in
-// eight lanes (one AVX2 register), for functions compiled for x86-64-v3 alone
-// (PLAB_LANES8_TARGET, run where cpuRunsLanes8()): the plain loops of a block's facts do not
+// compiler, are about twice as fast there). For AVX2 the record exchanges, the folds and the
+// span helpers also come in eight lanes (one AVX2 register), for functions compiled for x86-64-v3
+// alone (PLAB_LANES8_TARGET, run where cpuRunsLanes8()): the plain loops of a block's facts do not
 // vectorise (GCC keeps them scalar, cmov by cmov). |x| bits are below 2^31, so signed lanes order
 // them as unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go
 // element by element), and two comparisons are never combined bitwise (GCC 12 then also goes
@@ -152,15 +152,49 @@ PLAB_LANE_INLINE I16 foldEach(I16 (&v)[16], Op op = {}) {
                                       29, 31));
 }
 
+// Eight vectors of eight lanes folded the same way (7 operations; lane k: the fold of v[k]).
+template <class Op>
+PLAB_LANE_INLINE I8 foldEach(I8 (&v)[8], Op op = {}) {
+    for (int k = 0; k < 4; ++k) // [k: 4 partials | k+1: 4 partials]
+        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11),
+                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15));
+    for (int k = 0; k < 2; ++k) // 2 partials each of 4 blocks
+        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13),
+                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15));
+    return op(__builtin_shufflevector(v[0], v[1], 0, 2, 4, 6, 8, 10, 12, 14),
+              __builtin_shufflevector(v[0], v[1], 1, 3, 5, 7, 9, 11, 13, 15));
+}
+
 // Sixteen records of 8 words (v[j]: records 2j and 2j+1, as loaded from memory) to one vector
 // per word: v[w] lane l then holds word w of record recordOfLane(l); recordsOfWords turns them
 // back. Three rounds of two-vector shuffles (util/lane_exchange.h): 24 shuffles where 128 single
-// words would each be moved between a vector and memory.
-PLAB_LANE_INLINE void wordsOfRecords(I16 (&v)[8]) {
+// words would each be moved between a vector and memory. Eight records in eight lanes (v[j]:
+// record j) the same way, a plain transpose: lane l holds record l.
+template <class I>
+PLAB_LANE_INLINE void wordsOfRecords(I (&v)[8]) {
     lane_exchange::exchangeRounds(v);
 }
-PLAB_LANE_INLINE void recordsOfWords(I16 (&v)[8]) {
+template <class I>
+PLAB_LANE_INLINE void recordsOfWords(I (&v)[8]) {
     lane_exchange::exchangeRoundsBack(v);
+}
+// The records' 8 vectors loaded from (and stored to) memory one whole vector each, as vector
+// values: a memcpy of the array went through a stack copy in 16-byte pieces, and the vector
+// loads from it then waited for the pieces (a store-to-load forward that fails: 15-17% of
+// countGroups8's samples under perf).
+template <class I>
+PLAB_LANE_INLINE void loadRecords(const void* from, I (&v)[8]) {
+    typedef I Unaligned __attribute__((aligned(4), may_alias));
+    const auto* p = static_cast<const Unaligned*>(from);
+    for (int j = 0; j < 8; ++j)
+        v[j] = p[j];
+}
+template <class I>
+PLAB_LANE_INLINE void storeRecords(void* to, const I (&v)[8]) {
+    typedef I Unaligned __attribute__((aligned(4), may_alias));
+    auto* p = static_cast<Unaligned*>(to);
+    for (int j = 0; j < 8; ++j)
+        p[j] = v[j];
 }
 constexpr std::size_t recordOfLane(std::size_t lane) {
     return ((lane & 7) << 1) | (lane >> 3);
@@ -172,6 +206,9 @@ PLAB_LANE_INLINE I16 inRecordLaneOrder(I16 v, std::index_sequence<L...>) {
 }
 PLAB_LANE_INLINE I16 inRecordLaneOrder(I16 v) {
     return inRecordLaneOrder(v, std::make_index_sequence<16>{});
+}
+PLAB_LANE_INLINE I8 inRecordLaneOrder(I8 v) {
+    return v;
 }
 
 // The three block passes over whole chunks of W elements (n a multiple of W: 16, or 8 for
@@ -211,34 +248,44 @@ PLAB_LANE_INLINE void scanLanes(const float* p, std::size_t n, LaneFactsOf<W>& f
 // lands on 0x7FFFFFFF, the largest: one comparison tells a live element, and the smallest
 // finite nonzero is the smallest shifted value (0x7FFFFFFF: none; liveMinNonzero undoes it).
 inline constexpr std::int32_t kLiveShift = 0x7FFFFF;
-struct LiveFacts {
-    I16 amax{}, shiftedMin = I16{} + 0x7FFFFFFF, nonzero{};
+template <int W>
+struct LiveFactsOf {
+    using I = typename Lanes<W>::I;
+    I amax{}, shiftedMin = I{} + 0x7FFFFFFF, nonzero{};
 };
-PLAB_LANE_INLINE void scanLive(const float* p, std::size_t n, LiveFacts& f) {
-    for (std::size_t i = 0; i < n; i += 16) {
-        const I16 a = absBits(p + i);
-        const I16 shifted = (I16)((U16)a + static_cast<std::uint32_t>(kLiveShift));
-        const I16 live = shifted > kLiveShift;
+using LiveFacts = LiveFactsOf<16>;
+template <int W>
+PLAB_LANE_INLINE void scanLive(const float* p, std::size_t n, LiveFactsOf<W>& f) {
+    using I = typename Lanes<W>::I;
+    using U = typename Lanes<W>::U;
+    for (std::size_t i = 0; i < n; i += W) {
+        const I a = absBits<I>(p + i);
+        const I shifted = (I)((U)a + static_cast<std::uint32_t>(kLiveShift));
+        const I live = shifted > kLiveShift;
         f.nonzero -= live;
         f.amax = maxOf(f.amax, live ? a : 0);
         f.shiftedMin = minOf(f.shiftedMin, live ? shifted : 0x7FFFFFFF);
     }
 }
 // The smallest finite nonzero |x| bits from a folded shiftedMin (0: none).
-PLAB_LANE_INLINE I16 liveMinNonzero(I16 shiftedMin) {
-    return shiftedMin == 0x7FFFFFFF ? I16{} : shiftedMin - kLiveShift;
+template <class I>
+PLAB_LANE_INLINE I liveMinNonzero(I shiftedMin) {
+    return shiftedMin == 0x7FFFFFFF ? I{} : shiftedMin - kLiveShift;
 }
 // Largest finite |x| per lane (scanLanes' finite).
-PLAB_LANE_INLINE I16 finiteAmaxLanes(const float* p, std::size_t n) {
-    I16 finite{};
-    for (std::size_t i = 0; i < n; i += 16) {
-        const I16 a = absBits(p + i);
+template <int W = 16>
+PLAB_LANE_INLINE typename Lanes<W>::I finiteAmaxLanes(const float* p, std::size_t n) {
+    using I = typename Lanes<W>::I;
+    I finite{};
+    for (std::size_t i = 0; i < n; i += W) {
+        const I a = absBits<I>(p + i);
         finite = maxOf(finite, a < kInfBits ? a : 0);
     }
     return finite;
 }
 // Whether any lane of v is nonzero.
-PLAB_LANE_INLINE bool anyLane(I16 v) {
+template <class I>
+PLAB_LANE_INLINE bool anyLane(I v) {
     return maxAcross(-(v != 0)) != 0; // 1 where set (a comparison's lanes are -1)
 }
 

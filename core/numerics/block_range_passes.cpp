@@ -1,9 +1,10 @@
 // The CPU's block passes (block_range_passes.h). Blocks are walked in order, their places
 // advanced rather than divided out per block. On a CPU with AVX-512 the 16-block groups fold the
 // per-block lanes of 16 blocks together (lanes::foldEach: 15 vector operations where 16 separate
-// folds take 64), which is most of a 16-element block's cost otherwise; elsewhere the passes go
-// block by block (see PLAB_LANES_TARGET for why), with AVX2 in 8-lane vectors, else in plain
-// loops. All give the same bits.
+// folds take 64), which is most of a 16-element block's cost otherwise; with AVX2 alone, the
+// fused facts-and-scale pass and the dequantising go in groups of 8 blocks in 8-lane vectors,
+// the rest block by block in 8 lanes (see PLAB_LANES_TARGET for why not 16); elsewhere plain
+// loops block by block. All give the same bits.
 #include "numerics/block_range_passes.h"
 
 #include "numerics/quantizer.h"
@@ -52,7 +53,7 @@ PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b, std::s
     words[kWordToElement] = words[kWordDecoded] = (I16)(lanes::F16{} + 1.0f);
     words[kWordNonzeroOut] = words[kWordSaturated] = I16{};
     lanes::recordsOfWords(words);
-    std::memcpy(body.info + b, words, sizeof words);
+    lanes::storeRecords(body.info + b, words);
 }
 
 // block_scale.h's rules on 16 blocks' amaxes at once, the same float and integer operations
@@ -118,14 +119,14 @@ PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
     using lanes::I16;
     // The 16 blocks' facts as one vector per word (any lane order: the rules work lane by lane).
     I16 words[8];
-    std::memcpy(words, body.info + b, sizeof words);
+    lanes::loadRecords(body.info + b, words);
     lanes::wordsOfRecords(words);
     F16 toElement, decoded;
     scalesOfLanes(body, (F16)words[kWordAmax], (F16)words[kWordFiniteAmax], toElement, decoded);
     words[kWordToElement] = (I16)toElement;
     words[kWordDecoded] = (I16)decoded;
     lanes::recordsOfWords(words);
-    std::memcpy(body.info + b, words, sizeof words);
+    lanes::storeRecords(body.info + b, words);
 }
 
 // scalesOfLanes on 8 blocks' amaxes, read from and written to their records one by one (the
@@ -162,121 +163,126 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::
     }
 }
 
-// kSide and kUnitScale (tensorScale 1) as factsAndScale16's kSide: known at compile time where
+// W blocks (16, or 8 for AVX2) dequantised at once, their nonzero counts folded together.
+// kSide and kUnitScale (tensorScale 1) as factsAndScaleGroup's kSide: known at compile time where
 // they are the common case, so that a 16-element group runs without loops or branches.
-template <bool kCounts, std::size_t kSide, bool kUnitScale>
-PLAB_INLINE_BODY void dequantize16(const DequantizeBlocks& body, std::size_t b, std::size_t begin) {
+template <int W, bool kCounts, std::size_t kSide, bool kUnitScale>
+PLAB_INLINE_BODY void dequantizeLanesGroup(const DequantizeBlocks& body, std::size_t b,
+                                           std::size_t begin) {
+    using I = typename lanes::Lanes<W>::I;
     // Locals: stores through values and info could otherwise alias body's fields.
     const std::size_t side = kSide != 0 ? kSide : body.geometry.side;
     float* values = body.values + begin;
     BlockInfo* info = body.info + b;
     const float tensorScale = kUnitScale ? 1.0f : body.tensorScale;
-    lanes::I16 nonzero[16];
+    I nonzero[W];
 #pragma GCC unroll 16
-    for (std::size_t k = 0; k < 16; ++k)
-        nonzero[k] = lanes::dequantizeLanes<kCounts, kUnitScale>(
+    for (std::size_t k = 0; k < W; ++k)
+        nonzero[k] = lanes::dequantizeLanes<kCounts, kUnitScale, W>(
             values + k * side, side, info[k].scale.decoded, tensorScale);
     if constexpr (kCounts) {
-        const lanes::I16 counts = lanes::foldEach(nonzero, lanes::Plus{});
+        const I counts = lanes::foldEach(nonzero, lanes::Plus{});
 #pragma GCC unroll 16
-        for (std::size_t k = 0; k < 16; ++k)
+        for (std::size_t k = 0; k < W; ++k)
             info[k].nonzeroOut = static_cast<std::uint32_t>(counts[k]);
     }
 }
 
-template <bool kCounts>
+template <int W, bool kCounts>
 PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t b,
                                       std::size_t begin) {
     const bool unit = body.tensorScale == 1.0f; // MX and FP32 blocks: x / 1 is x, no division
     if (body.geometry.side == 16)
-        unit ? dequantize16<kCounts, 16, true>(body, b, begin)
-             : dequantize16<kCounts, 16, false>(body, b, begin);
+        unit ? dequantizeLanesGroup<W, kCounts, 16, true>(body, b, begin)
+             : dequantizeLanesGroup<W, kCounts, 16, false>(body, b, begin);
     else
-        unit ? dequantize16<kCounts, 0, true>(body, b, begin)
-             : dequantize16<kCounts, 0, false>(body, b, begin);
+        unit ? dequantizeLanesGroup<W, kCounts, 0, true>(body, b, begin)
+             : dequantizeLanesGroup<W, kCounts, 0, false>(body, b, begin);
 }
 
-// findFacts16, chooseScale16 and applyScale16 in one pass over 16 blocks: the facts, the scales
-// and the scaled elements while the group's 16 x side elements are in L1 (a 16-element block's
-// 16 in registers), and the records written once instead of three times. The same values as the
-// three passes, in fewer operations: the finite amax is found apart only in groups with an Inf
-// (lanes::scanLive), and the saturated elements counted only in groups with a block whose
-// scaled amax reaches the clip threshold (x * toElement is monotone in |x|: where the amax's
-// does not reach it, no element's does).
+// findFacts16, chooseScale16 and applyScale16 in one pass over W blocks (16, or 8 for AVX2):
+// the facts, the scales and the scaled elements while the group's W x side elements are in L1
+// (16-element blocks' in registers), and the records written once instead of three times. The
+// same values as the three passes, in fewer operations: the finite amax is found apart only in
+// groups with an Inf (lanes::scanLive), and the saturated elements counted only in groups with a
+// block whose scaled amax reaches the clip threshold (x * toElement is monotone in |x|: where
+// the amax's does not reach it, no element's does).
 // kSide: the block length when known at compile time (16: NVFP4's, whose group then stays in
-// registers), else 0. kPartial: only the first `blocks` (< 16) of the group's lanes are blocks
+// registers), else 0. kPartial: only the first `blocks` (< W) of the group's lanes are blocks
 // (a row's last whole blocks; the other lanes hold the folds' identities and are not written).
-template <bool kCounts, std::size_t kSide, bool kPartial = false>
-PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, std::size_t begin,
-                                      std::size_t blocks = 16) {
-    using lanes::F16;
-    using lanes::I16;
+template <int W, bool kCounts, std::size_t kSide, bool kPartial = false>
+PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b, std::size_t begin,
+                                         std::size_t blocks = W) {
+    using I = typename lanes::Lanes<W>::I;
+    using F = typename lanes::Lanes<W>::F;
     // Locals: stores through out and info could otherwise alias body's fields (reloaded per block).
     const std::size_t side = kSide != 0 ? kSide : body.geometry.side;
     const float* in = body.in + begin;
     float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
-    const std::size_t count = kPartial ? blocks : 16;
-    I16 amax[16], shiftedMin[16], nonzero[16];
+    const std::size_t count = kPartial ? blocks : W;
+    I amax[W], shiftedMin[W], nonzero[W];
     if constexpr (kPartial) { // the folds' identities in the lanes without a block
-        for (std::size_t k = count; k < 16; ++k) {
-            amax[k] = nonzero[k] = I16{};
-            shiftedMin[k] = I16{} + 0x7FFFFFFF;
+        for (std::size_t k = count; k < W; ++k) {
+            amax[k] = nonzero[k] = I{};
+            shiftedMin[k] = I{} + 0x7FFFFFFF;
         }
     }
-    // The group eight groups ahead (its `side` lines of 16 floats, in and out) on its way into
-    // cache: with a tensor larger than the caches the loads and the stores' line fills otherwise
-    // wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls behind).
-    // A tensor in cache does without (the prefetches are 8% of the pass's instructions there).
+    // The group eight groups ahead (its W x side / 16 lines of 16 floats, in and out) on its way
+    // into cache: with a tensor larger than the caches the loads and the stores' line fills
+    // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
+    // behind). A tensor in cache does without (the prefetches are 8% of the pass's instructions
+    // there).
     if (body.prefetch) {
+        const std::size_t ahead = 8 * W * side;
 #pragma GCC unroll 16
-        for (std::size_t j = 0; j < side; ++j) {
-            __builtin_prefetch(in + 128 * side + j * 16);
-            __builtin_prefetch(out + 128 * side + j * 16, 1);
+        for (std::size_t j = 0; j < W * side / 16; ++j) {
+            __builtin_prefetch(in + ahead + j * 16);
+            __builtin_prefetch(out + ahead + j * 16, 1);
         }
     }
     for (std::size_t k = 0; k < count; ++k) {
         if constexpr (kCounts) {
-            lanes::LiveFacts lf;
+            lanes::LiveFactsOf<W> lf;
             lanes::scanLive(in + k * side, side, lf);
             amax[k] = lf.amax;
             shiftedMin[k] = lf.shiftedMin;
             nonzero[k] = lf.nonzero;
         } else {
-            lanes::LaneFacts lf;
+            lanes::LaneFactsOf<W> lf;
             lanes::scanLanes<false>(in + k * side, side, lf);
             amax[k] = lf.amax;
         }
     }
-    const I16 amaxOf = lanes::foldEach(amax, lanes::Max{}); // lane k: block b + k
-    I16 finiteOf = amaxOf;
+    const I amaxOf = lanes::foldEach(amax, lanes::Max{}); // lane k: block b + k
+    I finiteOf = amaxOf;
     if (lanes::anyLane(amaxOf == lanes::kInfBits)) { // rare: an Inf input
-        I16 finite[16];
-        for (std::size_t k = count; k < 16; ++k)
-            finite[k] = I16{};
+        I finite[W];
+        for (std::size_t k = count; k < W; ++k)
+            finite[k] = I{};
         for (std::size_t k = 0; k < count; ++k)
-            finite[k] = lanes::finiteAmaxLanes(in + k * side, side);
+            finite[k] = lanes::finiteAmaxLanes<W>(in + k * side, side);
         finiteOf = lanes::foldEach(finite, lanes::Max{});
     }
-    F16 toElement, decoded;
-    scalesOfLanes(body, (F16)amaxOf, (F16)finiteOf, toElement, decoded);
-    I16 words[8];
-    words[kWordMinNonzero] = words[kWordNonzero] = words[kWordSaturated] = I16{};
+    F toElement, decoded;
+    scalesOfLanes(body, (F)amaxOf, (F)finiteOf, toElement, decoded);
+    I words[8];
+    words[kWordMinNonzero] = words[kWordNonzero] = words[kWordSaturated] = I{};
     // A NaN (Inf * 0) reads as reaching it: the exact count then decides.
-    const I16 amaxScaled = (I16)((F16)amaxOf * toElement) & 0x7FFFFFFF;
+    const I amaxScaled = (I)((F)amaxOf * toElement) & 0x7FFFFFFF;
     if (kCounts && lanes::anyLane(amaxScaled >= clip)) {
-        I16 clipped[16];
-        for (std::size_t k = count; k < 16; ++k)
-            clipped[k] = I16{};
+        I clipped[W];
+        for (std::size_t k = count; k < W; ++k)
+            clipped[k] = I{};
 #pragma GCC unroll 16
         for (std::size_t k = 0; k < count; ++k)
             clipped[k] =
-                lanes::scaleLanes<true>(in + k * side, out + k * side, side, toElement[k], clip);
+                lanes::scaleLanes<true, W>(in + k * side, out + k * side, side, toElement[k], clip);
         words[kWordSaturated] = lanes::inRecordLaneOrder(lanes::foldEach(clipped, lanes::Plus{}));
     } else {
 #pragma GCC unroll 16
         for (std::size_t k = 0; k < count; ++k)
-            lanes::scaleLanes<false>(in + k * side, out + k * side, side, toElement[k], clip);
+            lanes::scaleLanes<false, W>(in + k * side, out + k * side, side, toElement[k], clip);
     }
     if constexpr (kCounts) {
         words[kWordMinNonzero] = lanes::inRecordLaneOrder(
@@ -285,31 +291,34 @@ PLAB_INLINE_BODY void factsAndScale16(const ScaleBlocks& body, std::size_t b, st
     }
     words[kWordAmax] = lanes::inRecordLaneOrder(amaxOf);
     words[kWordFiniteAmax] = lanes::inRecordLaneOrder(finiteOf);
-    words[kWordToElement] = lanes::inRecordLaneOrder((I16)toElement);
-    words[kWordDecoded] = lanes::inRecordLaneOrder((I16)decoded);
-    words[kWordNonzeroOut] = I16{};
+    words[kWordToElement] = lanes::inRecordLaneOrder((I)toElement);
+    words[kWordDecoded] = lanes::inRecordLaneOrder((I)decoded);
+    words[kWordNonzeroOut] = I{};
     lanes::recordsOfWords(words);
-    std::memcpy(body.info + b, words, count * sizeof(BlockInfo));
+    if constexpr (kPartial)
+        std::memcpy(body.info + b, words, count * sizeof(BlockInfo));
+    else
+        lanes::storeRecords(body.info + b, words);
 }
 #endif
 
-// Blocks [first, last): with kGroups, runs of 16 whole blocks of one row through
+// Blocks [first, last): with kGroups (16, or 8), runs of kGroups whole blocks of one row through
 // `group(b, begin)` (begin: block b's first element) where the geometry allows, the rest (a
 // row's last blocks, a partial one among them) one at a time through `one(b, place)`; or, for a
-// row's last 2-15 whole blocks, all at once through `tail(b, begin, count)` where it returns true
-// (it has done them). Without kGroups, every block through `one`.
+// row's last 2 to kGroups - 1 whole blocks, all at once through `tail(b, begin, count)` where it
+// returns true (it has done them). With kGroups 0, every block through `one`.
 struct NoTail {
     bool operator()(std::size_t, std::size_t, std::size_t) const { return false; }
 };
-template <bool kGroups, class Group, class One, class Tail = NoTail>
+template <int kGroups, class Group, class One, class Tail = NoTail>
 PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size_t last,
                                  const Group& group, const One& one, const Tail& tail = {}) {
     Geometry::Place at = g.place(first);
     std::size_t b = first;
 #if defined(PLAB_BLOCK_LANES)
-    if constexpr (kGroups) {
+    if constexpr (kGroups != 0) {
         if (groupable(g) && g.cols % g.side == 0) { // whole blocks end to end, across rows too
-            for (; b + 16 <= last; b += 16)
+            for (; b + kGroups <= last; b += kGroups)
                 group(b, b * g.side);
             if (last - b >= 2 && tail(b, b * g.side, last - b))
                 b = last;
@@ -321,9 +330,9 @@ PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size
                 const std::size_t whole = std::min(last - b, (wholeWidth - at.column) / g.side);
                 const std::size_t begin = at.group * g.cols + at.column;
                 std::size_t done = 0;
-                if (whole >= 16) {
+                if (whole >= kGroups) {
                     group(b, begin);
-                    done = 16;
+                    done = kGroups;
                 } else if (whole >= 2 && tail(b, begin, whole)) {
                     done = whole;
                 }
@@ -357,7 +366,7 @@ PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size
 
 template <int kLanes>
 PLAB_INLINE_BODY void findFactsPass(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    overBlocks<kLanes == 16>(
+    overBlocks<kLanes == 16 ? 16 : 0>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
@@ -389,7 +398,7 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
     Geometry::Place at = body.geometry.place(block);
     for (; block < last; ++block, body.geometry.advance(at))
         body.chooseScale(block, at);
-    overBlocks<kLanes == 16>(
+    overBlocks<kLanes == 16 ? 16 : 0>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
@@ -406,13 +415,13 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
 template <int kLanes>
 PLAB_INLINE_BODY void dequantizePass(const DequantizeBlocks& body, std::size_t first,
                                      std::size_t last) {
-    overBlocks<kLanes == 16>(
+    overBlocks<kLanes == 16 ? 16 : 0>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
             if constexpr (kLanes == 16)
-                body.scalesOnly ? dequantizeGroup<false>(body, b, begin)
-                                : dequantizeGroup<true>(body, b, begin);
+                body.scalesOnly ? dequantizeGroup<16, false>(body, b, begin)
+                                : dequantizeGroup<16, true>(body, b, begin);
 #endif
             (void)b, (void)begin;
         },
@@ -494,7 +503,11 @@ void dequantizeBlockByBlock8(const DequantizeBlocks& body, std::size_t first, st
     const Geometry& g = body.geometry;
     if (!endToEnd(g))
         return dequantizePass<8>(body, first, last);
-    for (std::size_t b = first; b < last; ++b) // DequantizeBlocks::dequantizeBlock
+    std::size_t b = first;
+    for (; b + 8 <= last; b += 8) // 8 blocks' counts folded together
+        body.scalesOnly ? dequantizeGroup<8, false>(body, b, b * g.side)
+                        : dequantizeGroup<8, true>(body, b, b * g.side);
+    for (; b < last; ++b) // DequantizeBlocks::dequantizeBlock
         body.info[b].nonzeroOut = dequantizeSpan<8>(body.values + b * g.side, g.side,
                                                     body.info[b].scale, body.tensorScale);
 }
@@ -524,29 +537,40 @@ void dequantizeGrouped(const DequantizeBlocks& body, std::size_t first, std::siz
     dequantizePass<16>(body, first, last);
 }
 
-PLAB_LANES_TARGET
-void factsAndScaleGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    overBlocks<true>(
+// The fused pass in groups of W blocks (factsAndScaleGroup), a row's last 2 to W - 1 whole
+// blocks as one partial group, the rest one block at a time.
+template <int W>
+PLAB_INLINE_BODY void factsAndScaleGroups(const ScaleBlocks& body, std::size_t first,
+                                          std::size_t last) {
+    overBlocks<W>(
         body.geometry, first, last,
         [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
             if (body.geometry.side == 16)
-                body.scalesOnly ? factsAndScale16<false, 16>(body, b, begin)
-                                : factsAndScale16<true, 16>(body, b, begin);
+                body.scalesOnly ? factsAndScaleGroup<W, false, 16>(body, b, begin)
+                                : factsAndScaleGroup<W, true, 16>(body, b, begin);
             else
-                body.scalesOnly ? factsAndScale16<false, 0>(body, b, begin)
-                                : factsAndScale16<true, 0>(body, b, begin);
+                body.scalesOnly ? factsAndScaleGroup<W, false, 0>(body, b, begin)
+                                : factsAndScaleGroup<W, true, 0>(body, b, begin);
         },
         [&](std::size_t b, const Geometry::Place& at)
-            PLAB_INLINE_LAMBDA { body.allSteps<16>(b, at); },
+            PLAB_INLINE_LAMBDA { body.allSteps<W>(b, at); },
         [&](std::size_t b, std::size_t begin, std::size_t count) PLAB_INLINE_LAMBDA {
-            body.scalesOnly ? factsAndScale16<false, 0, true>(body, b, begin, count)
-                            : factsAndScale16<true, 0, true>(body, b, begin, count);
+            body.scalesOnly ? factsAndScaleGroup<W, false, 0, true>(body, b, begin, count)
+                            : factsAndScaleGroup<W, true, 0, true>(body, b, begin, count);
             return true;
         });
 }
+PLAB_LANES_TARGET
+void factsAndScaleGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    factsAndScaleGroups<16>(body, first, last);
+}
+PLAB_LANES8_TARGET
+void factsAndScaleGrouped8(const ScaleBlocks& body, std::size_t first, std::size_t last) {
+    factsAndScaleGroups<8>(body, first, last);
+}
 
 // The tensor amax in W lanes: 1 KiB at a time with the line 8 KiB ahead on its way (as
-// factsAndScale16: a tensor read from memory otherwise waits on it).
+// factsAndScaleGroup: a tensor read from memory otherwise waits on it).
 template <int W>
 PLAB_INLINE_BODY std::uint32_t nonNanAmaxLanes(const float* in, std::size_t n) {
     std::size_t i = 0;
@@ -628,8 +652,8 @@ void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 
 bool fusesFactsAndScale(const ScaleBlocks& body) {
 #if defined(PLAB_BLOCK_LANES)
-    return lanes::cpuRunsLanes() && groupable(body.geometry) && !body.fourOverSix &&
-           (!body.stochastic || body.deferStochasticClips);
+    return (lanes::cpuRunsLanes() || lanes::cpuRunsLanes8()) && groupable(body.geometry) &&
+           !body.fourOverSix && (!body.stochastic || body.deferStochasticClips);
 #else
     (void)body;
     return false;
@@ -639,7 +663,8 @@ bool fusesFactsAndScale(const ScaleBlocks& body) {
 void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
 #if defined(PLAB_BLOCK_LANES)
     if (fusesFactsAndScale(body))
-        return factsAndScaleGrouped(body, first, last);
+        return lanes::cpuRunsLanes() ? factsAndScaleGrouped(body, first, last)
+                                     : factsAndScaleGrouped8(body, first, last);
 #endif
     findFactsRange(body, first, last);
     scaleRange(body, first, last);

@@ -1,6 +1,7 @@
 // The CPU's block passes over a range of blocks [first, last): the per-block bodies of
 // block_kernels.h in order; on a CPU with AVX-512, 16 blocks at a time where blocks are whole
-// 1-D runs of a multiple of 16 elements (their folds done together, block_lanes.h). The GPU
+// 1-D runs of a multiple of 16 elements (their folds done together, block_lanes.h), with AVX2
+// alone 8 at a time in the fused pass and the dequantising. The GPU
 // engine runs the same bodies one thread per block; results are the same bits.
 #pragma once
 
@@ -16,11 +17,11 @@ void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last
 // Each block's scale (chooseScale; facts first), then its elements scaled into out and the
 // clipped ones counted (applyScale).
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
-// Whether factsAndScaleRange fuses the two passes: the CPU runs the 16-block groups, whole 1-D
-// blocks of a multiple of 16 elements, no per-block trial (4/6), saturated elements counted
+// Whether factsAndScaleRange fuses the two passes: the CPU runs the 16- or 8-block groups, whole
+// 1-D blocks of a multiple of 16 elements, no per-block trial (4/6), saturated elements counted
 // without random words.
 bool fusesFactsAndScale(const ScaleBlocks& body);
-// findFactsRange then scaleRange, in one pass over each group of 16 blocks where
+// findFactsRange then scaleRange, in one pass over each group of 16 (or 8) blocks where
 // fusesFactsAndScale (the same results).
 void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last);
 // Largest non-NaN |x| of in[0, n) as float bits (Inf included): NVFP4's tensor amax, which

@@ -75,19 +75,18 @@ inline std::size_t rangeBinOf(const BlockInfo& b) {
 #if defined(PLAB_BLOCK_LANES)
 namespace {
 
-using blocks::lanes::I16;
-
-// binOfBits in lanes for normal floats; lanes holding zero, a subnormal, Inf or NaN are 1 in
-// `special` (their bin is then found by binOfBits). Comparisons are turned into 0 / 1 numbers
+// binOfBits in lanes (16 or 8) for normal floats; lanes holding zero, a subnormal, Inf or NaN are
+// 1 in `special` (their bin is then found by binOfBits). Comparisons are turned into 0 / 1 numbers
 // at once and combined arithmetically: GCC 12 goes element by element when it combines two
 // comparisons (or selects on a comparison inside another) with AVX-512 masks.
-PLAB_LANE_INLINE I16 binLanes(I16 bits, I16& special) {
+template <class I>
+PLAB_LANE_INLINE I binLanes(I bits, I& special) {
     constexpr std::int32_t kQuarter1 = 0x1837F1, kQuarter2 = 0x3504F4, kQuarter3 = 0x5744FD;
-    const I16 a = bits & 0x7FFFFFFF;
-    const I16 field = a >> 23;
+    const I a = bits & 0x7FFFFFFF;
+    const I field = a >> 23;
     special = -(((field + 1) & 255) < 2); // field 0 or 255
-    const I16 m = a & 0x7FFFFF;
-    const I16 quarter = -((m >= kQuarter1) + (m >= kQuarter2) + (m >= kQuarter3));
+    const I m = a & 0x7FFFFF;
+    const I quarter = -((m >= kQuarter1) + (m >= kQuarter2) + (m >= kQuarter3));
     return 1 + (field - 127 - kHistMinExponent) * kHistBinsPerBinade + quarter;
 }
 
@@ -101,20 +100,25 @@ struct CounterSums {
     std::uint64_t zeroScaleInputs = 0; // nonzero inputs of blocks whose decoded scale is 0
 };
 
-// Blocks [0, count) 16 at a time into the counters and into histogram copies of
-// kHistBinCount + 1 and kRangeBins + 1 bins (the last: blocks without an input); returns how
-// many it took (the rest is the caller's: fewer than 16, or all where !cpuRunsLanes()). The
-// 32-bit lane counts are flushed every 1024 groups: at most 1024 blocks of at most 128 x 128
-// elements each.
+// Blocks [0, count) W at a time (16 in AVX-512 lanes, 8 in AVX2 ones) into the counters and
+// into histogram copies of kHistBinCount + 1 and kRangeBins + 1 bins (the last: blocks without
+// an input); returns how many it took (the rest is the caller's: fewer than W, or all where the
+// CPU runs neither). The 32-bit lane counts are flushed every 1024 groups: at most 1024 blocks
+// of at most 128 x 128 elements each per lane.
 #if defined(PLAB_BLOCK_LANES)
-PLAB_LANES_TARGET
-std::size_t countGroups(const BlockInfo* list, std::size_t count, CounterSums& sums,
-                        std::uint32_t (*scaleCopies)[kHistBinCount + 1],
-                        std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+template <int W>
+PLAB_LANE_INLINE std::size_t countGroupsOf(const BlockInfo* list, std::size_t count,
+                                           CounterSums& sums,
+                                           std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                                           std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+    using I = typename blocks::lanes::Lanes<W>::I;
+    // Lane l holds the record recordOf(l): wordsOfRecords' order for 16 lanes (two records per
+    // loaded vector), the records' own for 8 (one per vector: a plain transpose).
+    auto recordOf = [](std::size_t l) { return W == 16 ? blocks::lanes::recordOfLane(l) : l; };
     std::size_t i = 0;
-    I16 zero{}, flushed{}, saturated{}, lost{}, live{}, zeroScale{};
+    I zero{}, flushed{}, saturated{}, lost{}, live{}, zeroScale{};
     auto flush = [&]() __attribute__((always_inline)) { // a lambda has no target attribute
-        for (int l = 0; l < 16; ++l) {
+        for (int l = 0; l < W; ++l) {
             sums.zero += static_cast<std::uint32_t>(zero[l]);
             sums.flushed += static_cast<std::uint32_t>(flushed[l]);
             sums.saturated += static_cast<std::uint32_t>(saturated[l]);
@@ -122,50 +126,50 @@ std::size_t countGroups(const BlockInfo* list, std::size_t count, CounterSums& s
             sums.live += static_cast<std::uint32_t>(live[l]);
             sums.zeroScaleInputs += static_cast<std::uint32_t>(zeroScale[l]);
         }
-        zero = flushed = saturated = lost = live = zeroScale = I16{};
+        zero = flushed = saturated = lost = live = zeroScale = I{};
     };
     std::size_t groups = 0;
-    for (; i + 16 <= count; i += 16) {
-        I16 v[8];
-        std::memcpy(v, list + i, sizeof v);
-        blocks::lanes::wordsOfRecords(v);
-        const I16 nonzero = v[kWordNonzero], nonzeroOut = v[kWordNonzeroOut];
+    for (; i + W <= count; i += W) {
+        I v[8]; // W records of 8 words
+        blocks::lanes::loadRecords(list + i, v);
+        lane_exchange::exchangeRounds(v); // one vector per word (blocks::lanes::wordsOfRecords)
+        const I nonzero = v[kWordNonzero], nonzeroOut = v[kWordNonzeroOut];
         // Counts are below 2^31: signed lanes order them as unsigned ones would. 0 / 1 numbers
         // (see binLanes) for: an input, an output, a saturated element.
-        const I16 hasInput = -(nonzero != 0), hasOutput = -(nonzeroOut != 0);
-        const I16 keeps = hasInput & hasOutput;
+        const I hasInput = -(nonzero != 0), hasOutput = -(nonzeroOut != 0);
+        const I keeps = hasInput & hasOutput;
         saturated -= v[kWordSaturated] != 0;
         zero += 1 - hasInput;
         flushed += hasInput - keeps;
-        const I16 keptIn = nonzeroOut < nonzero ? nonzeroOut : nonzero;
+        const I keptIn = nonzeroOut < nonzero ? nonzeroOut : nonzero;
         lost += (nonzero - keptIn) & -keeps;
         live += nonzero & -keeps;
         zeroScale += v[kWordDecoded] == 0 ? nonzero : 0; // scales are >= 0: +0 bits
 
-        I16 scaleSpecial, amaxSpecial, minSpecial;
-        I16 scaleBin = binLanes(v[kWordDecoded], scaleSpecial);
-        const I16 amaxBin = binLanes(v[kWordFiniteAmax], amaxSpecial);
-        const I16 minBin = binLanes(v[kWordMinNonzero], minSpecial);
-        I16 range = amaxBin - minBin;
-        range = range < 0 ? I16{} : range;
-        range = range > kRangeBins - 1 ? I16{} + (kRangeBins - 1) : range;
+        I scaleSpecial, amaxSpecial, minSpecial;
+        I scaleBin = binLanes(v[kWordDecoded], scaleSpecial);
+        const I amaxBin = binLanes(v[kWordFiniteAmax], amaxSpecial);
+        const I minBin = binLanes(v[kWordMinNonzero], minSpecial);
+        I range = amaxBin - minBin;
+        range = range < 0 ? I{} : range;
+        range = range > kRangeBins - 1 ? I{} + (kRangeBins - 1) : range;
         // A block without an input counts in neither histogram: the spare last bins.
-        scaleBin = nonzero == 0 ? I16{} + kHistBinCount : scaleBin;
-        range = nonzero == 0 ? I16{} + kRangeBins : range;
-        const I16 special = (scaleSpecial + amaxSpecial + minSpecial) & -hasInput;
-        alignas(64) std::int32_t scaleBins[16], rangeBins[16], specials[16];
+        scaleBin = nonzero == 0 ? I{} + kHistBinCount : scaleBin;
+        range = nonzero == 0 ? I{} + kRangeBins : range;
+        const I special = (scaleSpecial + amaxSpecial + minSpecial) & -hasInput;
+        alignas(64) std::int32_t scaleBins[W], rangeBins[W], specials[W];
         std::memcpy(scaleBins, &scaleBin, sizeof scaleBins);
         std::memcpy(rangeBins, &range, sizeof rangeBins);
         if (blocks::lanes::sumAcross(special) != 0) { // rare: found one lane at a time
             std::memcpy(specials, &special, sizeof specials);
-            for (std::size_t l = 0; l < 16; ++l)
+            for (std::size_t l = 0; l < W; ++l)
                 if (specials[l] != 0) {
-                    const BlockInfo& b = list[i + blocks::lanes::recordOfLane(l)];
+                    const BlockInfo& b = list[i + recordOf(l)];
                     scaleBins[l] = static_cast<std::int32_t>(scaleBinOf(b));
                     rangeBins[l] = static_cast<std::int32_t>(rangeBinOf(b));
                 }
         }
-        for (std::size_t l = 0; l < 16; ++l) {
+        for (std::size_t l = 0; l < W; ++l) {
             ++scaleCopies[l & 3][scaleBins[l]];
             ++rangeCopies[l & 3][rangeBins[l]];
         }
@@ -175,6 +179,19 @@ std::size_t countGroups(const BlockInfo* list, std::size_t count, CounterSums& s
     flush();
     return i;
 }
+
+PLAB_LANES_TARGET
+std::size_t countGroups16(const BlockInfo* list, std::size_t count, CounterSums& sums,
+                          std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                          std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+    return countGroupsOf<16>(list, count, sums, scaleCopies, rangeCopies);
+}
+PLAB_LANES8_TARGET
+std::size_t countGroups8(const BlockInfo* list, std::size_t count, CounterSums& sums,
+                         std::uint32_t (*scaleCopies)[kHistBinCount + 1],
+                         std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
+    return countGroupsOf<8>(list, count, sums, scaleCopies, rangeCopies);
+}
 #endif
 
 std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
@@ -182,7 +199,9 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
                   std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
 #if defined(PLAB_BLOCK_LANES)
     if (blocks::lanes::cpuRunsLanes())
-        return countGroups(list, count, sums, scaleCopies, rangeCopies);
+        return countGroups16(list, count, sums, scaleCopies, rangeCopies);
+    if (blocks::lanes::cpuRunsLanes8())
+        return countGroups8(list, count, sums, scaleCopies, rangeCopies);
 #endif
     (void)list;
     (void)count;
@@ -198,9 +217,9 @@ std::uint64_t BlockStats::addRange(const BlockInfo* list, std::size_t count) {
     block_groups::CounterSums sums;
     // Neighbouring blocks' scales and ranges fall in the same few bins, and increments of one
     // counter wait for each other (store to load): block i counts into copy i % 4 of each
-    // histogram, folded in at the end. Long ranges go 16 blocks at a time in vector lanes
-    // (block_groups::count); short ones, and the rest, one block at a time straight into the
-    // arrays.
+    // histogram, folded in at the end. Long ranges go 16 (AVX-512) or 8 (AVX2) blocks at a time in
+    // vector lanes (block_groups::count); short ones, and the rest, one block at a time straight
+    // into the arrays.
     constexpr std::size_t kCopiedMin = 1024;
     std::size_t done = 0;
     if (count >= kCopiedMin && count < (std::size_t{1} << 32)) {
