@@ -132,7 +132,7 @@ PLAB_LANE_INLINE std::size_t countGroupsOf(const BlockInfo* list, std::size_t co
     for (; i + W <= count; i += W) {
         I v[8]; // W records of 8 words
         blocks::lanes::loadRecords(list + i, v);
-        lane_exchange::exchangeRounds(v); // one vector per word (blocks::lanes::wordsOfRecords)
+        blocks::lanes::wordsOfRecords(v); // one vector per word
         const I nonzero = v[kWordNonzero], nonzeroOut = v[kWordNonzeroOut];
         // Counts are below 2^31: signed lanes order them as unsigned ones would. 0 / 1 numbers
         // (see binLanes) for: an input, an output, a saturated element.
