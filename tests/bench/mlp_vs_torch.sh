@@ -10,6 +10,9 @@
 # it): both sides read it, so compare with the same value, and say which (README: Performance).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# Without PyTorch the peer fails and its grep finds nothing: say so instead of exiting silently.
+python3 -c "import torch" 2>/dev/null ||
+  { echo "mlp_vs_torch: python3 cannot import torch (install Debian's python3-torch; on a machine with another python3 first, PATH=/usr/bin:\$PATH)" >&2; exit 1; }
 cli=${BUILD:-build/default}/app/precision-lab-cli
 peer=${PEER:-../shared/peers/mlp_torch.py}
 threads=${THREADS:-1}
