@@ -253,7 +253,6 @@ struct LiveFactsOf {
     using I = typename Lanes<W>::I;
     I amax{}, shiftedMin = I{} + 0x7FFFFFFF, nonzero{};
 };
-using LiveFacts = LiveFactsOf<16>;
 template <int W>
 PLAB_LANE_INLINE void scanLive(const float* p, std::size_t n, LiveFactsOf<W>& f) {
     using I = typename Lanes<W>::I;
@@ -273,7 +272,7 @@ PLAB_LANE_INLINE I liveMinNonzero(I shiftedMin) {
     return shiftedMin == 0x7FFFFFFF ? I{} : shiftedMin - kLiveShift;
 }
 // Largest finite |x| per lane (scanLanes' finite).
-template <int W = 16>
+template <int W>
 PLAB_LANE_INLINE typename Lanes<W>::I finiteAmaxLanes(const float* p, std::size_t n) {
     using I = typename Lanes<W>::I;
     I finite{};

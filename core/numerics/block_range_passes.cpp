@@ -114,32 +114,21 @@ PLAB_INLINE_BODY void scalesOfLanes(const ScaleBlocks& body, F16 amax, F16 finit
     }
 }
 
-PLAB_INLINE_BODY void chooseScale16(const ScaleBlocks& body, std::size_t b) {
-    using lanes::F16;
-    using lanes::I16;
-    // The 16 blocks' facts as one vector per word (any lane order: the rules work lane by lane).
-    I16 words[8];
+// scalesOfLanes on W blocks (16, or 8 for AVX2) at once, their records read and written whole.
+template <int W>
+PLAB_INLINE_BODY void chooseScaleGroup(const ScaleBlocks& body, std::size_t b) {
+    using I = typename lanes::Lanes<W>::I;
+    using F = typename lanes::Lanes<W>::F;
+    // The W blocks' facts as one vector per word (any lane order: the rules work lane by lane).
+    I words[8];
     lanes::loadRecords(body.info + b, words);
     lanes::wordsOfRecords(words);
-    F16 toElement, decoded;
-    scalesOfLanes(body, (F16)words[kWordAmax], (F16)words[kWordFiniteAmax], toElement, decoded);
-    words[kWordToElement] = (I16)toElement;
-    words[kWordDecoded] = (I16)decoded;
+    F toElement, decoded;
+    scalesOfLanes(body, (F)words[kWordAmax], (F)words[kWordFiniteAmax], toElement, decoded);
+    words[kWordToElement] = (I)toElement;
+    words[kWordDecoded] = (I)decoded;
     lanes::recordsOfWords(words);
     lanes::storeRecords(body.info + b, words);
-}
-
-// scalesOfLanes on 8 blocks' amaxes, read from and written to their records one by one (the
-// 8-lane passes have no record transposes).
-PLAB_INLINE_BODY void chooseScale8(const ScaleBlocks& body, std::size_t b) {
-    lanes::F8 amax, finite, toElement, decoded;
-    for (std::size_t k = 0; k < 8; ++k) {
-        amax[k] = body.info[b + k].amax;
-        finite[k] = body.info[b + k].finiteAmax;
-    }
-    scalesOfLanes(body, amax, finite, toElement, decoded);
-    for (std::size_t k = 0; k < 8; ++k)
-        body.info[b + k].scale = {toElement[k], decoded[k]};
 }
 
 template <bool kCounts>
@@ -200,7 +189,7 @@ PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t 
              : dequantizeLanesGroup<W, kCounts, 0, false>(body, b, begin);
 }
 
-// findFacts16, chooseScale16 and applyScale16 in one pass over W blocks (16, or 8 for AVX2):
+// findFacts16, chooseScaleGroup and applyScale16 in one pass over W blocks (16, or 8 for AVX2):
 // the facts, the scales and the scaled elements while the group's W x side elements are in L1
 // (16-element blocks' in registers), and the records written once instead of three times. The
 // same values as the three passes, in fewer operations: the finite amax is found apart only in
@@ -386,14 +375,10 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
     // needs no place); else block by block (independent chains overlap).
     std::size_t block = first;
 #if defined(PLAB_BLOCK_LANES)
-    if constexpr (kLanes == 16)
+    if constexpr (kLanes != 0)
         if (!body.fourOverSix)
-            for (; block + 16 <= last; block += 16)
-                chooseScale16(body, block);
-    if constexpr (kLanes == 8)
-        if (!body.fourOverSix)
-            for (; block + 8 <= last; block += 8)
-                chooseScale8(body, block);
+            for (; block + kLanes <= last; block += kLanes)
+                chooseScaleGroup<kLanes>(body, block);
 #endif
     Geometry::Place at = body.geometry.place(block);
     for (; block < last; ++block, body.geometry.advance(at))
@@ -484,7 +469,7 @@ void scaleBlockByBlock8(const ScaleBlocks& body, std::size_t first, std::size_t 
         return scalePass<8>(body, first, last);
     std::size_t block = first;
     for (; block + 8 <= last; block += 8)
-        chooseScale8(body, block);
+        chooseScaleGroup<8>(body, block);
     for (; block < last; ++block)
         body.chooseScale(block, g.place(block));
     for (std::size_t b = first; b < last; ++b) { // ScaleBlocks::applyScale
