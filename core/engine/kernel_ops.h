@@ -114,7 +114,23 @@ public:
 
     void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
                   const QuantizeOptions& options) override {
-        m_policy.quantize(q, in.data, out.data, in.size, stats, options);
+        if (!options.measureError || stats == nullptr) {
+            m_policy.quantize(q, in.data, out.data, in.size, stats, options);
+            return;
+        }
+        // The kernels do not sum the error: a reduction after the cast, from a copy of the
+        // input when the cast overwrites it.
+        Tensor input = in;
+        if (in.data == out.data) {
+            if (m_errorInput.size < in.size)
+                m_errorInput = allocate(in.size);
+            input = m_errorInput.slice(0, in.size);
+            copy(input, in);
+        }
+        QuantizeOptions cast = options; // a policy may cast through the CPU's Quantizer
+        cast.measureError = false;
+        m_policy.quantize(q, in.data, out.data, in.size, stats, cast);
+        stats->error.merge(errorMoments(input, out));
     }
     // As quantizeScaled() (train/tensor_scaling.cpp), pass for pass.
     void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale, QuantStats* stats,
@@ -438,6 +454,7 @@ private:
     BlockInfo* m_blockInfo = nullptr; // per block, in the device's memory
     std::size_t m_blockInfoCapacity = 0;
     std::vector<BlockInfo> m_blockInfoHost;
+    Tensor m_errorInput; // a cast's input kept for its error sums (quantize, measureError)
     std::uint32_t* m_indices = nullptr; // a step's row indices (gatherRows)
     std::size_t m_indexCapacity = 0;
     std::unordered_map<const MaxPool2d*, std::pair<int*, std::size_t>> m_argmax;

@@ -66,7 +66,9 @@ public:
     // step's) and starts bringing them to their QuantStats (a GPU copies them back on a side
     // stream while the next step runs) and returns; receiveStatistics(wait) says whether that
     // batch has arrived (merged into its QuantStats), waiting for it if asked. One batch is in
-    // flight at a time: sending waits for the one before.
+    // flight at a time: sending waits for the one before. options.measureError (with stats):
+    // the cast's error sums too (errorMoments(in, out) of the input before the cast), even in
+    // place; the CPU sums them in the cast's own pass.
     virtual void quantize(const Quantizer& q, Tensor in, Tensor out, QuantStats* stats,
                           const QuantizeOptions& options) = 0;
     virtual void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale,

@@ -76,18 +76,24 @@ void QuantStats::merge(const QuantStats& other) {
     error.merge(other.error);
 }
 
-// Eight partial sums (element i into sum i % 8), added together at the end: a fixed order, so
-// the same result on every path. The eight lanes are one vector of doubles (GCC's vector
-// extensions, lowered per target_clones copy; written out because GCC left the plain loop scalar,
-// which made this pass ~12% of a full-FP8 step with statistics every step). Branch-free: a
-// non-finite pair contributes zeros. The file is compiled without fused multiply-adds, so every
-// copy, and the scalar tail, does the same arithmetic.
+namespace {
+
+// The sums of one chunk of at most kErrorChunk elements, each lane from zero.
+struct ErrorChunk {
+    double signal[kErrorLanes] = {}, error[kErrorLanes] = {}, output[kErrorLanes] = {};
+    std::uint64_t count = 0;
+};
+
+// Eight partial sums (element i into sum i % 8) per chunk: a fixed order, so the same result on
+// every path. The eight lanes are one vector of doubles (GCC's vector extensions, lowered per
+// target_clones copy; written out because GCC left the plain loop scalar, which made this pass
+// ~12% of a full-FP8 step with statistics every step). Branch-free: a non-finite pair
+// contributes zeros. The file is compiled without fused multiply-adds, so every copy, and the
+// scalar tail, does the same arithmetic (as the quantise kernels' fused sums do).
 PLAB_VECTOR_CLONES
-QuantError measureError(std::span<const float> input, std::span<const float> output) {
-    constexpr std::size_t kLanes = 8;
-    QuantError e;
-    const std::size_t n = std::min(input.size(), output.size());
-    double signal[kLanes] = {}, error[kLanes] = {}, out[kLanes] = {};
+ErrorChunk sumChunk(const float* input, const float* output, std::size_t n) {
+    constexpr std::size_t kLanes = kErrorLanes;
+    ErrorChunk c;
     std::uint64_t count[kLanes] = {};
     std::size_t i = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -99,8 +105,8 @@ QuantError measureError(std::span<const float> input, std::span<const float> out
     I8 vc{};
     for (; i + kLanes <= n; i += kLanes) {
         F8 x, q;
-        std::memcpy(&x, input.data() + i, sizeof x);
-        std::memcpy(&q, output.data() + i, sizeof q);
+        std::memcpy(&x, input + i, sizeof x);
+        std::memcpy(&q, output + i, sizeof q);
         const I8 ex = (I8)x & kExponent, eq = (I8)q & kExponent;
         // Non-finite when either exponent is all ones: one comparison of their maximum (GCC
         // splits two combined comparisons into scalar code).
@@ -113,9 +119,9 @@ QuantError measureError(std::span<const float> input, std::span<const float> out
         vo += qd * qd;
     }
     for (std::size_t lane = 0; lane < kLanes; ++lane) {
-        signal[lane] = vs[lane];
-        error[lane] = ve[lane];
-        out[lane] = vo[lane];
+        c.signal[lane] = vs[lane];
+        c.error[lane] = ve[lane];
+        c.output[lane] = vo[lane];
         count[lane] = static_cast<std::uint32_t>(vc[lane]);
     }
 #endif
@@ -124,17 +130,37 @@ QuantError measureError(std::span<const float> input, std::span<const float> out
                             (std::bit_cast<std::uint32_t>(output[k]) & 0x7F800000u) != 0x7F800000u;
         const double x = finite ? input[k] : 0.0f, q = finite ? output[k] : 0.0f;
         count[lane] += finite ? 1u : 0u;
-        signal[lane] += x * x;
-        error[lane] += (q - x) * (q - x);
-        out[lane] += q * q;
+        c.signal[lane] += x * x;
+        c.error[lane] += (q - x) * (q - x);
+        c.output[lane] += q * q;
     };
     for (; i + kLanes <= n; i += kLanes) // without vector extensions
         for (std::size_t lane = 0; lane < kLanes; ++lane)
             add(i + lane, lane);
     for (std::size_t lane = 0; i < n; ++i, ++lane)
         add(i, lane);
-    for (std::size_t lane = 0; lane < kLanes; ++lane) {
-        e.count += count[lane];
+    for (std::size_t lane = 0; lane < kLanes; ++lane)
+        c.count += count[lane];
+    return c;
+}
+
+} // namespace
+
+QuantError measureError(std::span<const float> input, std::span<const float> output) {
+    const std::size_t n = std::min(input.size(), output.size());
+    double signal[kErrorLanes] = {}, error[kErrorLanes] = {}, out[kErrorLanes] = {};
+    QuantError e;
+    for (std::size_t begin = 0; begin < n; begin += kErrorChunk) {
+        const ErrorChunk c =
+            sumChunk(input.data() + begin, output.data() + begin, std::min(kErrorChunk, n - begin));
+        for (std::size_t lane = 0; lane < kErrorLanes; ++lane) {
+            signal[lane] += c.signal[lane];
+            error[lane] += c.error[lane];
+            out[lane] += c.output[lane];
+        }
+        e.count += c.count;
+    }
+    for (std::size_t lane = 0; lane < kErrorLanes; ++lane) {
         e.signalSq += signal[lane];
         e.errorSq += error[lane];
         e.outputSq += out[lane];

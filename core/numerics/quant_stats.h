@@ -54,7 +54,14 @@ struct QuantError {
     void merge(const QuantError& other);
 };
 
-// The sums of QuantError over a cast's input and output (same sizes).
+// The sums of QuantError over a cast's input and output (same sizes), in a fixed order that
+// every path keeps (the quantise kernels' fused sums too), so that a tensor's metrics do not
+// depend on the instruction set or thread count: element i into lane i % kErrorLanes, each lane
+// summed in element order within each chunk of kErrorChunk elements from the tensor's start,
+// each chunk's lanes added into running lanes in chunk order (a chunk is one thread's task),
+// and the lanes added up in lane order at the end.
+inline constexpr std::size_t kErrorLanes = 8;
+inline constexpr std::size_t kErrorChunk = std::size_t{1} << 16;
 QuantError measureError(std::span<const float> input, std::span<const float> output);
 
 struct QuantStats {

@@ -20,8 +20,9 @@ namespace {
 
 constexpr std::uint32_t kQuietNaNBits = 0x7FC00000u;
 constexpr std::uint32_t kInfBits = 0x7F800000u;
-// Chunks are a multiple of 4 elements (one Philox block) and big enough to amortise a task.
-constexpr std::size_t kChunk = 1 << 16;
+// Chunks are a multiple of 4 elements (one Philox block) and big enough to amortise a task;
+// the error sums' chunks, so that a task's sums are one chunk's.
+constexpr std::size_t kChunk = kErrorChunk;
 
 std::uint32_t floatBits(double v) {
     return std::bit_cast<std::uint32_t>(static_cast<float>(v));
@@ -73,6 +74,27 @@ kernels::QuantizeRangeFn kernelFunction(CpuKernel kernel) {
     default:
         return kernels::quantizeRangeGeneric;
     }
+}
+
+// The chunks' sums in chunk order into `into`'s lanes (ErrorLanes' order).
+void addErrorLanes(const kernels::ErrorLanes& chunk, kernels::ErrorLanes& into) {
+    for (std::size_t l = 0; l < kErrorLanes; ++l) {
+        into.signal[l] += chunk.signal[l];
+        into.error[l] += chunk.error[l];
+        into.output[l] += chunk.output[l];
+    }
+    into.count += chunk.count;
+}
+
+QuantError errorOf(const kernels::ErrorLanes& lanes) {
+    QuantError e;
+    e.count = lanes.count;
+    for (std::size_t l = 0; l < kErrorLanes; ++l) {
+        e.signalSq += lanes.signal[l];
+        e.errorSq += lanes.error[l];
+        e.outputSq += lanes.output[l];
+    }
+    return e;
 }
 
 void addCounters(const kernels::KernelCounters& k, std::size_t n, QuantStats& stats) {
@@ -185,12 +207,20 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
             return;
         }
         QuantTally tally;
+        kernels::ErrorLanes error{};
+        if (options.measureError)
+            tally.m_counters->error = &error;
         quantizePiece(in, out, &tally, options);
         tally.addTo(*stats);
+        if (options.measureError)
+            stats->error.merge(errorOf(error));
         return;
     }
 
     std::vector<kernels::KernelCounters> counters(stats ? chunks : 0);
+    std::vector<kernels::ErrorLanes> errors(stats && options.measureError ? chunks : 0);
+    for (std::size_t chunk = 0; chunk < errors.size(); ++chunk)
+        counters[chunk].error = &errors[chunk];
     options.pool->parallelFor(chunks, [&](std::size_t chunk) {
         const std::size_t begin = chunk * kChunk;
         const std::size_t len = std::min(kChunk, n - begin);
@@ -199,6 +229,12 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     });
     for (std::size_t chunk = 0; chunk < counters.size(); ++chunk)
         addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
+    if (!errors.empty()) {
+        kernels::ErrorLanes error{};
+        for (const kernels::ErrorLanes& chunk : errors)
+            addErrorLanes(chunk, error);
+        stats->error.merge(errorOf(error));
+    }
 }
 
 struct QuantTally::Copies {

@@ -29,6 +29,9 @@ struct QuantizeOptions {
     std::uint64_t stream = 0;     // e.g. a hash of (step, tensor id)
     std::uint64_t firstIndex = 0; // element index of in[0] for the random bits
     ThreadPool* pool = nullptr;   // null: the calling thread does all the work
+    // With statistics: also add the cast's error sums (measureError(in, out), the same bits)
+    // to stats->error, measured in the cast's own pass (the input need not be kept for them).
+    bool measureError = false;
 };
 
 namespace kernels {

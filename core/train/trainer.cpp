@@ -389,15 +389,13 @@ void Trainer::backward(int batch, bool collect) {
         QuantStats* counted =
             collect ? &stats()[static_cast<std::size_t>(s)].role(TensorRole::WeightGradients)
                     : nullptr;
-        const Tensor kept = collect ? keepForError(g, g) : Tensor{};
-        if (collect)
+        if (collect) // before the cast overwrites it
             keepSample(stats()[static_cast<std::size_t>(s)]
                            .samples[static_cast<std::size_t>(TensorRole::WeightGradients)],
-                       kept, weightLayout(s));
-        m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted,
-                        options(s, TensorRole::WeightGradients));
-        if (collect)
-            measureError(*counted, kept, g);
+                       g, weightLayout(s));
+        QuantizeOptions opts = options(s, TensorRole::WeightGradients);
+        opts.measureError = collect;
+        m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted, opts);
     }
 }
 
@@ -534,17 +532,21 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
     const auto r = static_cast<std::size_t>(role);
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
     const Quantizer& q = quantizer(stage, role);
-    const QuantizeOptions opts = options(stage, role);
-    const Tensor kept = collect ? keepForError(in, values) : Tensor{};
-    if (collect)
-        keepSample(st.samples[r], kept, layout);
+    QuantizeOptions opts = options(stage, role);
     const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
                             role == TensorRole::ActivationGradients;
     // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
     // in BF16 under a block-scaled recipe is cast plainly.
     const bool wide = q.config().format.exponentBits >= 8;
-    if (m_tensorScaling == TensorScalingKind::None || !scaledRole ||
-        (m_tensorScaling == TensorScalingKind::Blocks && wide)) {
+    const bool plain = m_tensorScaling == TensorScalingKind::None || !scaledRole ||
+                       (m_tensorScaling == TensorScalingKind::Blocks && wide);
+    // A plain cast measures its own error; the scaled ones are measured after, from a copy of
+    // the input when they overwrite it.
+    const Tensor kept = collect && !plain ? keepForError(in, values) : Tensor{};
+    if (collect) // before the cast overwrites it
+        keepSample(st.samples[r], in, layout);
+    if (plain) {
+        opts.measureError = collect;
         m_ops->quantize(q, in, values, stats, opts);
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
         quantizeBlocks(stage, role, in, values, layout, collect);
@@ -570,7 +572,7 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         if (history != nullptr && training) // evaluation must not change what training sees
             history->push(current);         // this tensor's amax serves the steps after it
     }
-    if (collect)
+    if (collect && !plain)
         measureError(*stats, kept, values);
 }
 

@@ -322,6 +322,31 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                 }
             }
             {
+                // A cast in place that measures its own error (the CPU in the cast's pass, the
+                // kernels from a copy of the input): the same values and counts, and the same
+                // sums to rounding.
+                Mirror a(cpu, v), b(*ops, v);
+                QuantStats sw, sg;
+                QuantizeOptions measuring = o;
+                measuring.measureError = true;
+                cpu.quantize(q, a.t, a.t, &sw, measuring);
+                ops->quantize(q, b.t, b.t, &sg, measuring);
+                ops->finishStatistics();
+                const QuantError want = measureError(v, a.read());
+                auto close = [](double x, double y) {
+                    return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+                };
+                report.expect(bitIdentical(b.read(), a.read()) && sameStats(sg, sw) &&
+                                  sw.error.count == want.count && sg.error.count == want.count &&
+                                  want.errorSq > 0.0 && sw.error.signalSq == want.signalSq &&
+                                  sw.error.errorSq == want.errorSq &&
+                                  sw.error.outputSq == want.outputSq &&
+                                  close(sg.error.signalSq, want.signalSq) &&
+                                  close(sg.error.errorSq, want.errorSq) &&
+                                  close(sg.error.outputSq, want.outputSq),
+                              what + ": a cast measuring its error differs");
+            }
+            {
                 Mirror a(cpu, v), b(*ops, v);
                 const std::vector<float> half = randomValues(v.size(), 77, 0.5f);
                 Mirror ah(cpu, half), bh(*ops, half);

@@ -6,6 +6,7 @@
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -26,6 +27,7 @@ private slots:
     void histogramShiftsUnderScaling();
     void threadCountIndependent();
     void errorSumsMatchTheirDefinition();
+    void castErrorSumsMatchMeasureError();
 };
 
 namespace {
@@ -195,13 +197,17 @@ void TestQuantStats::threadCountIndependent() {
 }
 
 // measureError's sums (vector lanes in each target clone) equal their definition written out
-// here bit for bit: element i into partial sum i % 8 in order, the tail from lane 0, non-finite
-// pairs skipped, the partials added at the end; on lengths around the vector width and with
+// here bit for bit: element i into partial sum i % 8 in order within each chunk of kErrorChunk
+// elements, non-finite pairs skipped, each chunk's partials added into running lanes in chunk
+// order, the lanes added at the end; on lengths around the vector width and the chunk, with
 // Inf and NaN on either side.
 void TestQuantStats::errorSumsMatchTheirDefinition() {
     std::mt19937 rng(5);
     std::normal_distribution<float> normal(0.0f, 3.0f);
-    for (const std::size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 16u, 17u, 1000u, 4099u}) {
+    for (const std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{9},
+          std::size_t{15}, std::size_t{16}, std::size_t{17}, std::size_t{1000}, std::size_t{4099},
+          kErrorChunk, kErrorChunk + 13, 2 * kErrorChunk + 5}) {
         std::vector<float> in(n), out(n);
         for (std::size_t i = 0; i < n; ++i) {
             in[i] = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(i % 40) - 20));
@@ -212,21 +218,28 @@ void TestQuantStats::errorSumsMatchTheirDefinition() {
                 out[i] = i % 2 ? -kInf : kNaN;
         }
         double signal[8] = {}, error[8] = {}, outSq[8] = {};
-        std::uint64_t count[8] = {};
-        const std::size_t whole = n - n % 8;
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t lane = i < whole ? i % 8 : i - whole;
-            if (!std::isfinite(in[i]) || !std::isfinite(out[i]))
-                continue;
-            const double x = in[i], q = out[i];
-            ++count[lane];
-            signal[lane] += x * x;
-            error[lane] += (q - x) * (q - x);
-            outSq[lane] += q * q;
+        std::uint64_t count = 0;
+        for (std::size_t begin = 0; begin < n; begin += kErrorChunk) {
+            double chunkSignal[8] = {}, chunkError[8] = {}, chunkOut[8] = {};
+            for (std::size_t i = begin; i < std::min(n, begin + kErrorChunk); ++i) {
+                const std::size_t lane = i % 8;
+                if (!std::isfinite(in[i]) || !std::isfinite(out[i]))
+                    continue;
+                const double x = in[i], q = out[i];
+                ++count;
+                chunkSignal[lane] += x * x;
+                chunkError[lane] += (q - x) * (q - x);
+                chunkOut[lane] += q * q;
+            }
+            for (int lane = 0; lane < 8; ++lane) {
+                signal[lane] += chunkSignal[lane];
+                error[lane] += chunkError[lane];
+                outSq[lane] += chunkOut[lane];
+            }
         }
         QuantError want;
+        want.count = count;
         for (int lane = 0; lane < 8; ++lane) {
-            want.count += count[lane];
             want.signalSq += signal[lane];
             want.errorSq += error[lane];
             want.outputSq += outSq[lane];
@@ -238,6 +251,61 @@ void TestQuantStats::errorSumsMatchTheirDefinition() {
                      std::memcmp(&got.outputSq, &want.outputSq, sizeof(double)) == 0,
                  qPrintable(QString("n = %1").arg(n)));
     }
+}
+
+// The cast's own error sums (QuantizeOptions::measureError, fused into every kernel) equal
+// measureError of its input and output bit for bit: for every kernel this CPU runs, formats on
+// the fast path (with and without a range below float32's normals) and on the general one
+// (FNUZ, unsigned), nearest-even and stochastic rounding, one thread and three, in place and
+// not, lengths around the vector widths, the kernels' blocks and the chunks, and inputs with
+// float32 subnormals (a vector the fast path hands to the general one), zeros, Inf and NaN.
+void TestQuantStats::castErrorSumsMatchMeasureError() {
+    std::mt19937 rng(9);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::size_t sizes[] = {1, 5, 8, 13, 16, 17, 515, 4099, kErrorChunk, 2 * kErrorChunk + 7};
+    std::vector<float> source(sizes[std::size(sizes) - 1]);
+    for (std::size_t i = 0; i < source.size(); ++i) {
+        source[i] = normal(rng) * std::exp2(static_cast<float>(static_cast<int>(i % 50) - 30));
+        if (i % 211 == 7)
+            source[i] = 1e-40f * static_cast<float>(i % 5 + 1); // float32 subnormal
+        if (i % 307 == 11)
+            source[i] = i % 2 ? kInf : -kNaN;
+        if (i % 401 == 13)
+            source[i] = i % 2 ? 0.0f : 1e30f;
+    }
+    ThreadPool pool(3);
+    std::uint64_t measured = 0;
+    for (const CpuKernel kernel : supportedCpuKernels())
+        for (const char* format : {"fp8-e4m3", "fp16", "fp8-e5m2fnuz", "e4m3:unsigned", "fp32"})
+            for (const Rounding rounding : {Rounding::NearestEven, Rounding::Stochastic}) {
+                const Quantizer q(QuantConfig::forFormat(parseFormat(format), rounding), kernel);
+                for (const std::size_t n : sizes)
+                    for (ThreadPool* threads : {static_cast<ThreadPool*>(nullptr), &pool})
+                        for (const bool inPlace : {false, true}) {
+                            const std::vector<float> in(source.begin(),
+                                                        source.begin() + static_cast<long>(n));
+                            std::vector<float> out(in);
+                            QuantStats stats;
+                            q.quantize(inPlace ? std::span<const float>(out) : in, out, &stats,
+                                       {.seed = 3, .pool = threads, .measureError = true});
+                            const QuantError want = measureError(in, out);
+                            const QuantError& got = stats.error;
+                            const QString where = QString("%1 %2 rounding %3 n %4 %5 %6")
+                                                      .arg(toString(kernel))
+                                                      .arg(format)
+                                                      .arg(static_cast<int>(rounding))
+                                                      .arg(n)
+                                                      .arg(threads ? "3 threads" : "1 thread")
+                                                      .arg(inPlace ? "in place" : "into another");
+                            QVERIFY2(got.count == want.count, qPrintable(where));
+                            measured += got.count;
+                            QVERIFY2(std::memcmp(&got.signalSq, &want.signalSq, 8) == 0 &&
+                                         std::memcmp(&got.errorSq, &want.errorSq, 8) == 0 &&
+                                         std::memcmp(&got.outputSq, &want.outputSq, 8) == 0,
+                                     qPrintable(where));
+                        }
+            }
+    QVERIFY(measured > 1'000'000); // the pairs were mostly finite: the sums were not empty
 }
 
 QTEST_APPLESS_MAIN(TestQuantStats)

@@ -24,6 +24,7 @@ using plab::kernels::KernelCounters;
 using plab::kernels::QuantKernelParams;
 
 constexpr std::size_t kBlock = 512;
+static_assert(plab::kErrorChunk % kBlock == 0, "a block never straddles two error chunks");
 // Smallest float32 mantissa fields at or above 2^(1/4), 2^(2/4), 2^(3/4): the quarter-binade edges.
 constexpr std::uint32_t kQuarter1 = 0x1837F1u, kQuarter2 = 0x3504F4u, kQuarter3 = 0x5744FDu;
 
@@ -33,6 +34,11 @@ enum : int { kNearestEven = 0, kNearestAway = 1, kTowardZero = 2, kStochastic = 
 struct BlockCounts {
     std::uint64_t zero = 0, underflow = 0, subnormal = 0, overflow = 0, nan = 0;
     std::uint32_t amaxBits = 0;
+    // The error sums of the chunk in progress (ErrorLanes' order), carried from block to block.
+    alignas(64) double signal[plab::kErrorLanes] = {};
+    alignas(64) double error[plab::kErrorLanes] = {};
+    alignas(64) double output[plab::kErrorLanes] = {};
+    std::uint64_t errorCount = 0;
 };
 
 // Where the histogram increments go: four interleaved 32-bit copies (the counters' own, or the
@@ -111,7 +117,66 @@ inline void storeFlags(std::uint8_t* clipped, VU mask, std::size_t len) {
     std::memcpy(clipped, &flags, len);
 }
 
-template <int kRounding, bool kStats>
+// ---- error sums, fused: measureError's arithmetic (numerics/quant_stats.cpp) on the values
+// in registers, instead of a pass of its own over a copy of the input kept for it. Built with
+// -ffp-contract=off (core/CMakeLists.txt): a fused multiply-add would round differently from
+// measureError's copies. The kErrorLanes lanes are one vector of doubles; a 16-lane vector adds
+// its two halves in element order, a 4-lane one alternates between the lanes' two halves.
+constexpr std::size_t kErrorPart = kLanes < plab::kErrorLanes ? kLanes : plab::kErrorLanes;
+constexpr std::size_t kErrorParts = plab::kErrorLanes / kErrorPart;
+typedef double VDPart __attribute__((vector_size(kErrorPart * 8)));
+typedef float VFPart __attribute__((vector_size(kErrorPart * 4)));
+
+struct ErrorSums {
+    VDPart signal[kErrorParts], error[kErrorParts], output[kErrorParts];
+    VU count; // finite pairs per vector lane (integers: their order does not matter)
+
+    void load(const BlockCounts& bc) {
+        std::memcpy(signal, bc.signal, sizeof signal);
+        std::memcpy(error, bc.error, sizeof error);
+        std::memcpy(output, bc.output, sizeof output);
+        count = VU{};
+    }
+    void store(BlockCounts& bc) const {
+        std::memcpy(bc.signal, signal, sizeof signal);
+        std::memcpy(bc.error, error, sizeof error);
+        std::memcpy(bc.output, output, sizeof output);
+        for (std::size_t l = 0; l < kLanes; ++l)
+            bc.errorCount += count[l];
+    }
+};
+
+template <std::size_t kFirst, std::size_t... I>
+inline VFPart errorPart(VF v, std::index_sequence<I...>) {
+    return __builtin_shufflevector(v, v, (kFirst + I)...);
+}
+
+template <std::size_t kHalf>
+inline void addErrorPart(ErrorSums& sums, std::size_t part, VF x, VF q) {
+    const VDPart xd = __builtin_convertvector(
+        errorPart<kHalf * kErrorPart>(x, std::make_index_sequence<kErrorPart>{}), VDPart);
+    const VDPart qd = __builtin_convertvector(
+        errorPart<kHalf * kErrorPart>(q, std::make_index_sequence<kErrorPart>{}), VDPart);
+    sums.signal[part] += xd * xd;
+    sums.error[part] += (qd - xd) * (qd - xd);
+    sums.output[part] += qd * qd;
+}
+
+// Adds the finite (x, q) pairs of one vector at element i of the call (valid: its lanes in use).
+inline void addError(ErrorSums& sums, std::size_t i, VU x, VU q, VU valid) {
+    const VU ex = x & 0x7F800000u, eq = q & 0x7F800000u;
+    const VU finite = toU((ex > eq ? ex : eq) != 0x7F800000u) & valid;
+    sums.count -= finite;
+    const VF xf = floatOf(x & finite), qf = floatOf(q & finite); // +0 where not finite
+    if constexpr (kLanes > plab::kErrorLanes) {
+        addErrorPart<0>(sums, 0, xf, qf);
+        addErrorPart<1>(sums, 0, xf, qf);
+    } else {
+        addErrorPart<0>(sums, (i / kLanes) % kErrorParts, xf, qf);
+    }
+}
+
+template <int kRounding, bool kStats, bool kError = false>
 inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, float* out,
                                  std::size_t n, const std::uint32_t* rnd, std::uint32_t* bins,
                                  std::uint8_t* clipped, BlockCounts& bc) {
@@ -128,6 +193,9 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
     const VI bias = splat(p.bias);
     const VU one = splat(1u), lanes = laneIndex();
     VU cZero{}, cUnder{}, cSub{}, cOvf{}, cNan{}, vAmax{};
+    ErrorSums sums;
+    if constexpr (kError)
+        sums.load(bc);
 
     for (std::size_t i = 0; i < n; i += kLanes) {
         const std::size_t len = n - i < kLanes ? n - i : kLanes;
@@ -199,6 +267,8 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
             std::memcpy(out + i, &result, len * 4);
         if (clipped != nullptr) // the Overflow class, as counted below
             storeFlags(clipped + i, finiteOvf | isInf | negative, len);
+        if constexpr (kError)
+            addError(sums, i, x, result, valid);
 
         if constexpr (kStats) {
             const VU ordinary = ~(special | negative) & valid;
@@ -231,6 +301,8 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
             bc.amaxBits = vAmax[l] > bc.amaxBits ? vAmax[l] : bc.amaxBits;
         }
     }
+    if constexpr (kError)
+        sums.store(bc);
 }
 
 // Whether any lane of a 0 / -1 lane mask is set: one mask move and test, not a lane loop.
@@ -275,7 +347,7 @@ template <int kRounding, bool kStats>
 // they are computed): its loads and stores then run on the memory ports while the next vector's
 // arithmetic runs on the vector ports, instead of a second loop over the block (measured: 6-7%
 // more elements per second with counting).
-template <int kRounding, bool kStats, bool kSubRange>
+template <int kRounding, bool kStats, bool kSubRange, bool kError>
 inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float* out,
                               std::size_t n, const std::uint32_t* rnd, const HistogramSink& hist,
                               std::uint8_t* clipped, BlockCounts& bc) {
@@ -294,6 +366,9 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
     const VI subShiftBase = splat(p.subQuantumExponent + 150);
     const VI binBase = splat(1 - (plab::kHistMinExponent + 127) * plab::kHistBinsPerBinade);
     VI cZero{}, cZeroOut{}, cBelow{}, cOvf{}, cNan{}, vAmax{};
+    ErrorSums sums;
+    if constexpr (kError)
+        sums.load(bc);
 
     // One vector of lanes; kPartial (the block's last, short vector) is the only case that needs
     // a lane mask, so full vectors skip it.
@@ -314,6 +389,12 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             quantizeVectorGeneral<kRounding, kStats>(p, in + i, out + i, len, rnd + i, hist,
                                                      clipped != nullptr ? clipped + i : nullptr,
                                                      bc);
+            if constexpr (kError) { // its results back from out; x still holds the input
+                VU q{};
+                std::memcpy(&q, out + i, len * 4);
+                addError(sums, i, toU(x), q,
+                         kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{});
+            }
             return;
         }
         const VI sign = x ^ a;
@@ -373,6 +454,9 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             std::memcpy(out + i, &result, len * 4);
         if (clipped != nullptr) // the Overflow class, as counted below
             storeFlags(clipped + i, toU(ovf & ~isNan), len);
+        if constexpr (kError)
+            addError(sums, i, toU(x), toU(result),
+                     kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{});
 
         if constexpr (kStats) {
             const VI valid = kPartial ? toI(laneIndex() < static_cast<std::uint32_t>(len)) : ~VI{};
@@ -412,23 +496,35 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             bc.amaxBits = amax > bc.amaxBits ? amax : bc.amaxBits;
         }
     }
+    if constexpr (kError)
+        sums.store(bc);
 }
 
 // Returns whether the block's histogram was counted (the fast path counts it as it goes; the
 // general path leaves its bins for the caller).
-template <int kRounding, bool kStats>
+template <int kRounding, bool kStats, bool kError = false>
 inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                           const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
                           std::uint8_t* clipped, BlockCounts& bc) {
     if (p.fastPath == 0) {
-        quantizeBlockGeneral<kRounding, kStats>(p, in, out, n, rnd, bins, clipped, bc);
+        quantizeBlockGeneral<kRounding, kStats, kError>(p, in, out, n, rnd, bins, clipped, bc);
         return false;
     }
     if (p.hasSubRange != 0)
-        quantizeBlockFast<kRounding, kStats, true>(p, in, out, n, rnd, hist, clipped, bc);
+        quantizeBlockFast<kRounding, kStats, true, kError>(p, in, out, n, rnd, hist, clipped, bc);
     else
-        quantizeBlockFast<kRounding, kStats, false>(p, in, out, n, rnd, hist, clipped, bc);
+        quantizeBlockFast<kRounding, kStats, false, kError>(p, in, out, n, rnd, hist, clipped, bc);
     return true;
+}
+
+// Adds the finished chunk's error sums to the call's and starts the next chunk from zero.
+inline void endErrorChunk(BlockCounts& bc, plab::kernels::ErrorLanes& lanes) {
+    for (std::size_t l = 0; l < plab::kErrorLanes; ++l) {
+        lanes.signal[l] += bc.signal[l];
+        lanes.error[l] += bc.error[l];
+        lanes.output[l] += bc.output[l];
+        bc.signal[l] = bc.error[l] = bc.output[l] = 0.0;
+    }
 }
 
 // Philox4x32-10 for kLanes consecutive counters at once: the same function as
@@ -589,8 +685,20 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
                                             clipped != nullptr ? clipped + start : nullptr, bc);
             continue;
         }
-        if (quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink,
-                                           clipped != nullptr ? clipped + start : nullptr, bc))
+        bool counted;
+        if (counters->error != nullptr) {
+            counted = quantizeBlock<kRounding, true, true>(
+                p, in + start, out + start, len, rnd, bins, sink,
+                clipped != nullptr ? clipped + start : nullptr, bc);
+            // Blocks never straddle a chunk: kErrorChunk is a multiple of kBlock.
+            if ((start + len) % plab::kErrorChunk == 0 || start + len == n)
+                endErrorChunk(bc, *counters->error);
+        } else {
+            counted =
+                quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink,
+                                               clipped != nullptr ? clipped + start : nullptr, bc);
+        }
+        if (counted)
             continue; // counted as it went
         if (split) {
             std::size_t i = 0;
@@ -620,6 +728,8 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         counters->overflow += bc.overflow;
         counters->nan += bc.nan;
         counters->amaxBits = bc.amaxBits > counters->amaxBits ? bc.amaxBits : counters->amaxBits;
+        if (counters->error != nullptr)
+            counters->error->count += bc.errorCount;
     }
 }
 
