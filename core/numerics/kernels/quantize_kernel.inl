@@ -475,6 +475,13 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             bin = isNan ? splat(plab::kHistNanBin) : bin; // Inf lands on kHistInfBin by itself
             alignas(PLAB_VECTOR_BYTES) std::int32_t b[kLanes];
             std::memcpy(b, &bin, sizeof b);
+#if PLAB_VECTOR_BYTES == 64
+            // Read the 16 bins back from memory (the load ports) rather than letting GCC take
+            // each out of the register (two vector operations a bin, on the ports the cast
+            // itself is short of): 6% more elements per second with counting on AVX-512. The
+            // 8-lane copy runs 10% slower that way, so it keeps GCC's extraction.
+            __asm__("" : "+m"(b));
+#endif
             hist.add(b, kPartial ? len : kLanes);
         }
     };
