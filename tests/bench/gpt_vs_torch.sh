@@ -8,8 +8,13 @@
 # and a built build/default (or $BUILD).
 # OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise (some machines set
 # it): both sides read it, so compare with the same value, and say which (README: Performance).
+# CPUS (e.g. CPUS=0, or CPUS=0,1 with two threads) pins both sides to those CPUs with taskset:
+# on a VM whose virtual CPUs differ (the reference VM's second one runs our cast 30% slower than
+# its first), an unpinned run lands either side on either CPU and the ratio is noise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+pin=()
+if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
 # Without PyTorch the peer fails and its grep finds nothing: say so instead of exiting silently.
 python3 -c "import torch" 2>/dev/null ||
   { echo "gpt_vs_torch: python3 cannot import torch (install Debian's python3-torch; on a machine with another python3 first, PATH=/usr/bin:\$PATH)" >&2; exit 1; }
@@ -21,8 +26,8 @@ seeds=${GPT_SEEDS:-1 2 3}
 printf '%-22s %5s %10s %10s\n' run seed tokens/s bits/byte
 results=()
 for seed in $seeds; do
-  torch=$(GPT_STEPS=$steps GPT_THREADS=1 GPT_SEED=$seed python3 "$peer" 2>&1 | grep "gpt torch")
-  ours=$("$cli" bench gpt --data fortunes --steps "$steps" --threads 1 --seed "$seed" |
+  torch=$(GPT_STEPS=$steps GPT_THREADS=1 GPT_SEED=$seed "${pin[@]}" python3 "$peer" 2>&1 | grep "gpt torch")
+  ours=$("${pin[@]}" "$cli" bench gpt --data fortunes --steps "$steps" --threads 1 --seed "$seed" |
     grep "gpt precision-lab")
   for who in torch ours; do
     line=${!who}

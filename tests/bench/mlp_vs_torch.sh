@@ -8,8 +8,13 @@
 # $BUILD).
 # OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise (some machines set
 # it): both sides read it, so compare with the same value, and say which (README: Performance).
+# CPUS (e.g. CPUS=0, or CPUS=0,1 with two threads) pins both sides to those CPUs with taskset:
+# on a VM whose virtual CPUs differ (the reference VM's second one runs our cast 30% slower than
+# its first), an unpinned run lands either side on either CPU and the ratio is noise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+pin=()
+if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
 # Without PyTorch the peer fails and its grep finds nothing: say so instead of exiting silently.
 python3 -c "import torch" 2>/dev/null ||
   { echo "mlp_vs_torch: python3 cannot import torch (install Debian's python3-torch; on a machine with another python3 first, PATH=/usr/bin:\$PATH)" >&2; exit 1; }
@@ -19,13 +24,13 @@ threads=${THREADS:-1}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-torch_line=$(MLP_THREADS=$threads MLP_MODES=fp32 python3 "$peer" 2>&1 | grep "fp32 train")
+torch_line=$(MLP_THREADS=$threads MLP_MODES=fp32 "${pin[@]}" python3 "$peer" 2>&1 | grep "fp32 train")
 torch_sps=$(sed -E 's/.*train +([0-9]+) samples.*/\1/' <<<"$torch_line")
 torch_acc=$(sed -E 's/.*test acc ([0-9.]+)%.*/\1/' <<<"$torch_line")
 
 ours() { # args: name, extra CLI args...
   local name=$1; shift
-  "$cli" train --epochs 2 --threads "$threads" --data fashion-mnist --out "$out/$name" "$@" >/dev/null 2>&1
+  "${pin[@]}" "$cli" train --epochs 2 --threads "$threads" --data fashion-mnist --out "$out/$name" "$@" >/dev/null 2>&1
   python3 -c "import json,sys; s=json.load(open('$out/$name/summary.json')); print(s['samples_per_second'], 100*s['test_accuracy'])"
 }
 # The peer's rate is its steady state (steps after the 20th, no start-up or evaluation): ours
@@ -33,7 +38,7 @@ ours() { # args: name, extra CLI args...
 # end-to-end rate of the `train` run (summary.json: from the session's start, evaluation, the
 # run log's writes and the warm-up steps included), which also gives the accuracy.
 steady() { # args: extra CLI args...
-  "$cli" bench train --epochs 2 --warmup 20 --threads "$threads" --data fashion-mnist "$@" 2>/dev/null |
+  "${pin[@]}" "$cli" bench train --epochs 2 --warmup 20 --threads "$threads" --data fashion-mnist "$@" 2>/dev/null |
     sed -n 's/^steady_samples_per_second: //p'
 }
 fp32_args=(--set model.init=uniform --set train.stats_every=1000000)
