@@ -2,6 +2,7 @@
 #include "engine/cpu_ops.h"
 
 #include "engine/kernel_bodies.h"
+#include "nn/linear.h"
 #include "nn/matmul.h"
 #include "util/transpose.h"
 #include "util/vector_clones.h"
@@ -196,6 +197,10 @@ void CpuOps::forward(Layer& layer, float* out, const float* in, const float* wei
 void CpuOps::backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
                       const float* out, const float* weights, int batch, const Accumulation& acc) {
     layer.backward(din, dweights, dout, in, out, weights, batch, acc);
+}
+
+void CpuOps::addColumnSums(float* db, const float* dy, int rows, int cols) {
+    plab::addColumnSums(db, dy, rows, cols);
 }
 
 LossResult CpuOps::softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,

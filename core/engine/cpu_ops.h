@@ -49,6 +49,7 @@ public:
     void backward(Layer& layer, float* din, float* dweights, const float* dout, const float* in,
                   const float* out, const float* weights, int batch,
                   const Accumulation& acc) override;
+    void addColumnSums(float* db, const float* dy, int rows, int cols) override;
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override;
     TransformerOps& transformer() override { return m_transformer; }

@@ -219,6 +219,11 @@ public:
                   const Accumulation& acc) override {
         kernelsOf(layer).backward(*this, layer, din, dweights, dout, in, out, weights, batch, acc);
     }
+    void addColumnSums(float* db, const float* dy, int rows, int cols) override {
+        m_policy.forEach(static_cast<std::size_t>(cols),
+                         kernels::ColumnSumInto{db, dy, static_cast<std::size_t>(rows),
+                                                static_cast<std::size_t>(cols)});
+    }
 
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override {
@@ -297,9 +302,10 @@ private:
                     const float*, const float* weights, int batch, const Accumulation& acc) {
         const int I = l.inFeatures(), O = l.outFeatures();
         const auto i = static_cast<std::size_t>(I), o = static_cast<std::size_t>(O);
-        gemm({dweights, dout, in, O, I, batch, 1, o, i, 1, true}, acc); // dW += dy^T x
-        m_policy.forEach(o, kernels::ColumnSumInto{dweights + o * i, dout,
-                                                   static_cast<std::size_t>(batch), o}); // db
+        if (dweights != nullptr) {
+            gemm({dweights, dout, in, O, I, batch, 1, o, i, 1, true}, acc); // dW += dy^T x
+            addColumnSums(dweights + o * i, dout, batch, O);                // db
+        }
         if (din != nullptr)
             gemm({din, dout, weights, batch, I, O, o, 1, i, 1, false}, acc); // dx = dy W
     }

@@ -101,6 +101,9 @@ public:
     virtual void backward(Layer& layer, float* din, float* dweights, const float* dout,
                           const float* in, const float* out, const float* weights, int batch,
                           const Accumulation& acc) = 0;
+    // db (cols) += the column sums of dy (rows, cols): a Linear layer's bias gradient alone, the
+    // same bits as its backward's.
+    virtual void addColumnSums(float* db, const float* dy, int rows, int cols) = 0;
     virtual LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels,
                                            int batch, int classes, float* dlogits,
                                            float gradScale) = 0;

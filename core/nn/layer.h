@@ -47,7 +47,8 @@ public:
     virtual void forward(float* out, const float* in, const float* weights, int batch,
                          const Accumulation& acc) = 0;
     // din (B, inSize) (null for the first layer: nobody needs it) and dweights (accumulated)
-    // from dout (B, outSize), with the forward's in and out.
+    // from dout (B, outSize), with the forward's in and out. A Linear layer takes a null
+    // dweights too: din alone (the trainer takes its weight gradient from other operands).
     virtual void backward(float* din, float* dweights, const float* dout, const float* in,
                           const float* out, const float* weights, int batch,
                           const Accumulation& acc) = 0;

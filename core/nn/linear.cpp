@@ -46,15 +46,21 @@ void Linear::backward(float* din, float* dweights, const float* dout, const floa
                       const Accumulation& acc) {
     ConstMatrixMap dy(dout, batch, m_out); // (B, O)
     ConstMatrixMap x(in, batch, m_in);     // (B, I)
-    MatrixMap dw(dweights, m_out, m_in);   // (O, I)
-    Eigen::Map<Eigen::RowVectorXf> db(dweights + static_cast<std::size_t>(m_out) * m_in, m_out);
-    matmulTN(dw, dy, x, true, acc); // from y = x w^T: dw += dy^T x
-    db += dy.colwise().sum();       // from y += b:    db += sum_B dy
+    if (dweights != nullptr) {
+        MatrixMap dw(dweights, m_out, m_in); // (O, I)
+        matmulTN(dw, dy, x, true, acc);      // from y = x w^T: dw += dy^T x
+        addColumnSums(dweights + static_cast<std::size_t>(m_out) * m_in, dout, batch, m_out);
+    }
     if (din != nullptr) {
         ConstMatrixMap w(weights, m_out, m_in);
         MatrixMap dx(din, batch, m_in);
         matmulNN(dx, dy, w, false, acc); // from y = x w^T: dx = dy w
     }
+}
+
+void addColumnSums(float* db, const float* dy, int rows, int cols) {
+    Eigen::Map<Eigen::RowVectorXf> bias(db, cols);
+    bias += ConstMatrixMap(dy, rows, cols).colwise().sum(); // from y += b: db += sum_B dy
 }
 
 } // namespace plab

@@ -30,4 +30,8 @@ private:
     int m_in, m_out;
 };
 
+// db (cols) += the column sums of dy (rows, cols): a Linear layer's bias gradient, in the order
+// Linear::backward sums it.
+void addColumnSums(float* db, const float* dy, int rows, int cols);
+
 } // namespace plab
