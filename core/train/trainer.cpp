@@ -362,11 +362,6 @@ void Trainer::backward(int batch, bool collect) {
         m_ops->backward(*layers[i], din, transformed ? nullptr : m_grads.data + offset,
                         m_dout[i].data, in, m_out[i].data, m_forwardWeights + offset, batch,
                         m_accumulation);
-        if (transformed) {
-            const auto& linear = static_cast<const Linear&>(*layers[i]);
-            m_ops->addColumnSums(m_grads.data + offset + linear.weightCount(), m_dout[i].data,
-                                 batch, linear.outFeatures());
-        }
         if (m_hadamard && layers[i]->hasWeights()) {
             if (transformed)
                 hadamardWeightGradient(i, batch);
@@ -688,14 +683,15 @@ void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
     const Tensor x =
         castAlongBatch(rawInput, b, in, ensure(m_rhtOperandB, b * in, *m_ops),
                        quantizer(inputStage, TensorRole::Activations), activationWords);
-    // dW = dy^T x from the transformed operands; the bias gradient (a sum over the batch,
-    // which the transform would change) stays the one backward computed.
+    // dW = dy^T x from the transformed operands, straight into the (zeroed) gradients; the
+    // bias gradient is a sum over the batch, which the transform changes: replaced by the sum
+    // of the untransformed gradient, as the layer's own backward gives it.
     const std::size_t offset = m_model.parameterOffset(layer);
-    const Tensor dw = ensure(m_rhtWeightGradient, l.parameterCount(), *m_ops);
-    m_ops->fill(dw, 0.0f);
-    m_ops->backward(*m_model.layers()[layer], nullptr, dw.data, dy.data, x.data, m_out[layer].data,
-                    m_forwardWeights + offset, batch, m_accumulation);
-    m_ops->copy(m_grads.slice(offset, l.weightCount()), dw.slice(0, l.weightCount()));
+    m_ops->backward(*m_model.layers()[layer], nullptr, m_grads.data + offset, dy.data, x.data,
+                    m_out[layer].data, m_forwardWeights + offset, batch, m_accumulation);
+    const Tensor bias = m_grads.slice(offset + l.weightCount(), out);
+    m_ops->fill(bias, 0.0f);
+    m_ops->addColumnSums(bias.data, m_dout[layer].data, batch, static_cast<int>(out));
 }
 
 BlockLayout Trainer::weightLayout(int stage) const {

@@ -153,7 +153,7 @@ private:
     // Per layer, for the transform: a stage end's output and gradient before their casts (and
     // the gradients below it within its stage), the data before its cast; work space.
     std::vector<Tensor> m_rawOut, m_rawGrad;
-    Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransposed, m_rhtWeightGradient;
+    Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransposed;
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
 
     std::vector<std::uint32_t> m_order;
