@@ -330,9 +330,12 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
                        batch, m_accumulation);
         if (m_model.endsStage(i)) {
             const Tensor out = activation(m_out, i, batch);
+            // Kept for the transform, the copy is the cast's input too: a cast out of place
+            // needs no second copy for its error metrics.
+            const Tensor raw = keepRaw ? ensure(m_rawOut[i], out.size, *m_ops) : out;
             if (keepRaw)
-                m_ops->copy(ensure(m_rawOut[i], out.size, *m_ops), out);
-            quantizeRole(m_model.stageOf(i), TensorRole::Activations, out, out,
+                m_ops->copy(raw, out);
+            quantizeRole(m_model.stageOf(i), TensorRole::Activations, raw, out,
                          activationLayout(i, batch), collect && withStats, withStats);
         }
     }
@@ -345,9 +348,10 @@ void Trainer::backward(int batch, bool collect) {
     for (std::size_t i = layers.size(); i-- > 0;) {
         if (m_model.endsStage(i)) {
             const Tensor g = activation(m_dout, i, batch);
+            const Tensor raw = m_hadamard ? ensure(m_rawGrad[i], g.size, *m_ops) : g;
             if (m_hadamard)
-                m_ops->copy(ensure(m_rawGrad[i], g.size, *m_ops), g);
-            quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, g, g,
+                m_ops->copy(raw, g);
+            quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, raw, g,
                          activationLayout(i, batch), collect, true);
         }
         // Nothing below the first weight layer needs a gradient.
