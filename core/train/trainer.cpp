@@ -358,10 +358,10 @@ void Trainer::backward(int batch, bool collect) {
         float* din = i > firstWeight ? m_dout[i - 1].data : nullptr;
         const float* in = i == 0 ? m_input.data : m_out[i - 1].data;
         const std::size_t offset = m_model.parameterOffset(i);
-        // A layer under the transform takes its weight gradient from the transformed operands
-        // (hadamardWeightGradient): its backward here gives the input and bias gradients alone,
-        // without the weight product that would be thrown away (a third of an NVFP4 step's
-        // matrix products).
+        // A layer under the transform takes its parameter gradients from hadamardWeightGradient
+        // (the weights' from the transformed operands): its backward here gives the input
+        // gradient alone, without the weight product that would be thrown away (a third of an
+        // NVFP4 step's matrix products).
         const bool transformed = m_hadamard && layers[i]->hasWeights() && hadamardFor(i);
         m_ops->backward(*layers[i], din, transformed ? nullptr : m_grads.data + offset,
                         m_dout[i].data, in, m_out[i].data, m_forwardWeights + offset, batch,
