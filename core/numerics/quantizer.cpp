@@ -181,7 +181,9 @@ Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(con
     }
     m_kernel = kernel;
     m_identity = config.format.sameParameters(parseFormat("fp32"));
-    m_impl = std::make_shared<const Impl>(Impl{makeParams(config), kernelFunction(kernel)});
+    kernels::QuantKernelParams params = makeParams(config);
+    params.identity = m_identity ? 1u : 0u;
+    m_impl = std::make_shared<const Impl>(Impl{params, kernelFunction(kernel)});
 }
 
 void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,

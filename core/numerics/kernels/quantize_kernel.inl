@@ -137,10 +137,10 @@ struct ErrorSums {
         std::memcpy(output, bc.output, sizeof output);
         count = VU{};
     }
-    void store(BlockCounts& bc) const {
+    void store(BlockCounts& bc, bool signalOnly = false) const {
         std::memcpy(bc.signal, signal, sizeof signal);
         std::memcpy(bc.error, error, sizeof error);
-        std::memcpy(bc.output, output, sizeof output);
+        std::memcpy(bc.output, signalOnly ? signal : output, sizeof output);
         for (std::size_t l = 0; l < kLanes; ++l)
             bc.errorCount += count[l];
     }
@@ -151,28 +151,37 @@ inline VFPart errorPart(VF v, std::index_sequence<I...>) {
     return __builtin_shufflevector(v, v, (kFirst + I)...);
 }
 
-template <std::size_t kHalf>
+template <std::size_t kHalf, bool kSignal>
 inline void addErrorPart(ErrorSums& sums, std::size_t part, VF x, VF q) {
     const VDPart xd = __builtin_convertvector(
         errorPart<kHalf * kErrorPart>(x, std::make_index_sequence<kErrorPart>{}), VDPart);
-    const VDPart qd = __builtin_convertvector(
-        errorPart<kHalf * kErrorPart>(q, std::make_index_sequence<kErrorPart>{}), VDPart);
     sums.signal[part] += xd * xd;
-    sums.error[part] += (qd - xd) * (qd - xd);
-    sums.output[part] += qd * qd;
+    if constexpr (!kSignal) {
+        const VDPart qd = __builtin_convertvector(
+            errorPart<kHalf * kErrorPart>(q, std::make_index_sequence<kErrorPart>{}), VDPart);
+        sums.error[part] += (qd - xd) * (qd - xd);
+        sums.output[part] += qd * qd;
+    }
 }
 
+// How a block sums the error: not at all, all three sums, or (a float32 cast, which returns every
+// finite value unchanged) the signal alone: each (q - x)^2 is +0, each q^2 is x^2, so the error
+// sum stays 0 and the output sum is the signal sum, bit for bit.
+enum : int { kNoError = 0, kFullError = 1, kSignalOnly = 2 };
+
 // Adds the finite (x, q) pairs of one vector at element i of the call (valid: its lanes in use).
+template <int kError = kFullError>
 inline void addError(ErrorSums& sums, std::size_t i, VU x, VU q, VU valid) {
     const VU ex = x & 0x7F800000u, eq = q & 0x7F800000u;
     const VU finite = toU((ex > eq ? ex : eq) != 0x7F800000u) & valid;
     sums.count -= finite;
     const VF xf = floatOf(x & finite), qf = floatOf(q & finite); // +0 where not finite
+    constexpr bool kSignal = kError == kSignalOnly;
     if constexpr (kLanes > plab::kErrorLanes) {
-        addErrorPart<0>(sums, 0, xf, qf);
-        addErrorPart<1>(sums, 0, xf, qf);
+        addErrorPart<0, kSignal>(sums, 0, xf, qf);
+        addErrorPart<1, kSignal>(sums, 0, xf, qf);
     } else {
-        addErrorPart<0>(sums, (i / kLanes) % kErrorParts, xf, qf);
+        addErrorPart<0, kSignal>(sums, (i / kLanes) % kErrorParts, xf, qf);
     }
 }
 
@@ -347,7 +356,7 @@ template <int kRounding, bool kStats>
 // they are computed): its loads and stores then run on the memory ports while the next vector's
 // arithmetic runs on the vector ports, instead of a second loop over the block (measured: 6-7%
 // more elements per second with counting).
-template <int kRounding, bool kStats, bool kSubRange, bool kError>
+template <int kRounding, bool kStats, bool kSubRange, int kError>
 inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float* out,
                               std::size_t n, const std::uint32_t* rnd, const HistogramSink& hist,
                               std::uint8_t* clipped, BlockCounts& bc) {
@@ -367,7 +376,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
     const VI binBase = splat(1 - (plab::kHistMinExponent + 127) * plab::kHistBinsPerBinade);
     VI cZero{}, cZeroOut{}, cBelow{}, cOvf{}, cNan{}, vAmax{};
     ErrorSums sums;
-    if constexpr (kError)
+    if constexpr (kError != kNoError)
         sums.load(bc);
 
     // One vector of lanes; kPartial (the block's last, short vector) is the only case that needs
@@ -389,11 +398,12 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             quantizeVectorGeneral<kRounding, kStats>(p, in + i, out + i, len, rnd + i, hist,
                                                      clipped != nullptr ? clipped + i : nullptr,
                                                      bc);
-            if constexpr (kError) { // its results back from out; x still holds the input
+            if constexpr (kError != kNoError) { // its results from out; x holds the input
                 VU q{};
                 std::memcpy(&q, out + i, len * 4);
-                addError(sums, i, toU(x), q,
-                         kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{});
+                addError<kError>(sums, i, toU(x), q,
+                                 kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len))
+                                          : ~VU{});
             }
             return;
         }
@@ -454,9 +464,9 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             std::memcpy(out + i, &result, len * 4);
         if (clipped != nullptr) // the Overflow class, as counted below
             storeFlags(clipped + i, toU(ovf & ~isNan), len);
-        if constexpr (kError)
-            addError(sums, i, toU(x), toU(result),
-                     kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{});
+        if constexpr (kError != kNoError)
+            addError<kError>(sums, i, toU(x), toU(result),
+                             kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{});
 
         if constexpr (kStats) {
             const VI valid = kPartial ? toI(laneIndex() < static_cast<std::uint32_t>(len)) : ~VI{};
@@ -503,25 +513,34 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             bc.amaxBits = amax > bc.amaxBits ? amax : bc.amaxBits;
         }
     }
-    if constexpr (kError)
-        sums.store(bc);
+    if constexpr (kError != kNoError)
+        sums.store(bc, kError == kSignalOnly);
 }
 
 // Returns whether the block's histogram was counted (the fast path counts it as it goes; the
 // general path leaves its bins for the caller).
-template <int kRounding, bool kStats, bool kError = false>
+template <int kRounding, bool kStats, int kError = kNoError>
 inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                           const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
                           std::uint8_t* clipped, BlockCounts& bc) {
-    if (p.fastPath == 0) {
-        quantizeBlockGeneral<kRounding, kStats, kError>(p, in, out, n, rnd, bins, clipped, bc);
-        return false;
+    if constexpr (kError == kSignalOnly) { // float32: the fast path, no range below its normals
+        quantizeBlockFast<kRounding, kStats, false, kSignalOnly>(p, in, out, n, rnd, hist, clipped,
+                                                                 bc);
+        return true;
+    } else {
+        if (p.fastPath == 0) {
+            quantizeBlockGeneral<kRounding, kStats, kError != kNoError>(p, in, out, n, rnd, bins,
+                                                                        clipped, bc);
+            return false;
+        }
+        if (p.hasSubRange != 0)
+            quantizeBlockFast<kRounding, kStats, true, kError>(p, in, out, n, rnd, hist, clipped,
+                                                               bc);
+        else
+            quantizeBlockFast<kRounding, kStats, false, kError>(p, in, out, n, rnd, hist, clipped,
+                                                                bc);
+        return true;
     }
-    if (p.hasSubRange != 0)
-        quantizeBlockFast<kRounding, kStats, true, kError>(p, in, out, n, rnd, hist, clipped, bc);
-    else
-        quantizeBlockFast<kRounding, kStats, false, kError>(p, in, out, n, rnd, hist, clipped, bc);
-    return true;
 }
 
 // Adds the finished chunk's error sums to the call's and starts the next chunk from zero.
@@ -694,9 +713,12 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         }
         bool counted;
         if (counters->error != nullptr) {
-            counted = quantizeBlock<kRounding, true, true>(
-                p, in + start, out + start, len, rnd, bins, sink,
-                clipped != nullptr ? clipped + start : nullptr, bc);
+            std::uint8_t* const flags = clipped != nullptr ? clipped + start : nullptr;
+            counted = p.identity != 0
+                          ? quantizeBlock<kRounding, true, kSignalOnly>(
+                                p, in + start, out + start, len, rnd, bins, sink, flags, bc)
+                          : quantizeBlock<kRounding, true, kFullError>(
+                                p, in + start, out + start, len, rnd, bins, sink, flags, bc);
             // Blocks never straddle a chunk: kErrorChunk is a multiple of kBlock.
             if ((start + len) % plab::kErrorChunk == 0 || start + len == n)
                 endErrorChunk(bc, *counters->error);
