@@ -78,12 +78,6 @@ void QuantStats::merge(const QuantStats& other) {
 
 namespace {
 
-// The sums of one chunk of at most kErrorChunk elements, each lane from zero.
-struct ErrorChunk {
-    double signal[kErrorLanes] = {}, error[kErrorLanes] = {}, output[kErrorLanes] = {};
-    std::uint64_t count = 0;
-};
-
 // Eight partial sums (element i into sum i % 8) per chunk: a fixed order, so the same result on
 // every path. The eight lanes are one vector of doubles (GCC's vector extensions, lowered per
 // target_clones copy; written out because GCC left the plain loop scalar, which made this pass
@@ -91,9 +85,9 @@ struct ErrorChunk {
 // contributes zeros. The file is compiled without fused multiply-adds, so every copy, and the
 // scalar tail, does the same arithmetic (as the quantise kernels' fused sums do).
 PLAB_VECTOR_CLONES
-ErrorChunk sumChunk(const float* input, const float* output, std::size_t n) {
+ErrorLanes sumChunk(const float* input, const float* output, std::size_t n) {
     constexpr std::size_t kLanes = kErrorLanes;
-    ErrorChunk c;
+    ErrorLanes c{};
     std::uint64_t count[kLanes] = {};
     std::size_t i = 0;
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -148,22 +142,29 @@ ErrorChunk sumChunk(const float* input, const float* output, std::size_t n) {
 
 QuantError measureError(std::span<const float> input, std::span<const float> output) {
     const std::size_t n = std::min(input.size(), output.size());
-    double signal[kErrorLanes] = {}, error[kErrorLanes] = {}, out[kErrorLanes] = {};
-    QuantError e;
-    for (std::size_t begin = 0; begin < n; begin += kErrorChunk) {
-        const ErrorChunk c =
-            sumChunk(input.data() + begin, output.data() + begin, std::min(kErrorChunk, n - begin));
-        for (std::size_t lane = 0; lane < kErrorLanes; ++lane) {
-            signal[lane] += c.signal[lane];
-            error[lane] += c.error[lane];
-            out[lane] += c.output[lane];
-        }
-        e.count += c.count;
+    ErrorLanes lanes{};
+    for (std::size_t begin = 0; begin < n; begin += kErrorChunk)
+        lanes.add(sumChunk(input.data() + begin, output.data() + begin,
+                           std::min(kErrorChunk, n - begin)));
+    return lanes.total();
+}
+
+void ErrorLanes::add(const ErrorLanes& chunk) {
+    for (std::size_t lane = 0; lane < kErrorLanes; ++lane) {
+        signal[lane] += chunk.signal[lane];
+        error[lane] += chunk.error[lane];
+        output[lane] += chunk.output[lane];
     }
+    count += chunk.count;
+}
+
+QuantError ErrorLanes::total() const {
+    QuantError e;
+    e.count = count;
     for (std::size_t lane = 0; lane < kErrorLanes; ++lane) {
         e.signalSq += signal[lane];
         e.errorSq += error[lane];
-        e.outputSq += out[lane];
+        e.outputSq += output[lane];
     }
     return e;
 }

@@ -64,6 +64,20 @@ inline constexpr std::size_t kErrorLanes = 8;
 inline constexpr std::size_t kErrorChunk = std::size_t{1} << 16;
 QuantError measureError(std::span<const float> input, std::span<const float> output);
 
+// QuantError's sums in that order before the lanes are added up: one chunk's, or a tensor's
+// chunks so far. Plain data without member initialisers (value-initialise it: `ErrorLanes e{}`):
+// the quantise kernels, built per instruction set, fill it too and must share no inline code
+// with each other, an implicit constructor included.
+struct ErrorLanes {
+    double signal[kErrorLanes];
+    double error[kErrorLanes];
+    double output[kErrorLanes];
+    std::uint64_t count;
+
+    void add(const ErrorLanes& chunk); // the next chunk's sums, lane by lane
+    QuantError total() const;          // the lanes added up in lane order
+};
+
 struct QuantStats {
     std::array<std::uint64_t, kQuantClassCount> counts{};
     float amax = 0.0f; // largest |x| over non-NaN inputs (Inf if there was one)

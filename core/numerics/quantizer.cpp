@@ -76,27 +76,6 @@ kernels::QuantizeRangeFn kernelFunction(CpuKernel kernel) {
     }
 }
 
-// The chunks' sums in chunk order into `into`'s lanes (ErrorLanes' order).
-void addErrorLanes(const kernels::ErrorLanes& chunk, kernels::ErrorLanes& into) {
-    for (std::size_t l = 0; l < kErrorLanes; ++l) {
-        into.signal[l] += chunk.signal[l];
-        into.error[l] += chunk.error[l];
-        into.output[l] += chunk.output[l];
-    }
-    into.count += chunk.count;
-}
-
-QuantError errorOf(const kernels::ErrorLanes& lanes) {
-    QuantError e;
-    e.count = lanes.count;
-    for (std::size_t l = 0; l < kErrorLanes; ++l) {
-        e.signalSq += lanes.signal[l];
-        e.errorSq += lanes.error[l];
-        e.outputSq += lanes.output[l];
-    }
-    return e;
-}
-
 void addCounters(const kernels::KernelCounters& k, std::size_t n, QuantStats& stats) {
     auto& c = stats.counts;
     c[static_cast<std::size_t>(QuantClass::Zero)] += k.zero;
@@ -209,18 +188,18 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
             return;
         }
         QuantTally tally;
-        kernels::ErrorLanes error{};
+        ErrorLanes error{};
         if (options.measureError)
             tally.m_counters->error = &error;
         quantizePiece(in, out, &tally, options);
         tally.addTo(*stats);
         if (options.measureError)
-            stats->error.merge(errorOf(error));
+            stats->error.merge(error.total());
         return;
     }
 
     std::vector<kernels::KernelCounters> counters(stats ? chunks : 0);
-    std::vector<kernels::ErrorLanes> errors(stats && options.measureError ? chunks : 0);
+    std::vector<ErrorLanes> errors(stats && options.measureError ? chunks : 0);
     for (std::size_t chunk = 0; chunk < errors.size(); ++chunk)
         counters[chunk].error = &errors[chunk];
     options.pool->parallelFor(chunks, [&](std::size_t chunk) {
@@ -232,10 +211,10 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     for (std::size_t chunk = 0; chunk < counters.size(); ++chunk)
         addCounters(counters[chunk], std::min(kChunk, n - chunk * kChunk), *stats);
     if (!errors.empty()) {
-        kernels::ErrorLanes error{};
-        for (const kernels::ErrorLanes& chunk : errors)
-            addErrorLanes(chunk, error);
-        stats->error.merge(errorOf(error));
+        ErrorLanes error{};
+        for (const ErrorLanes& chunk : errors) // in chunk order
+            error.add(chunk);
+        stats->error.merge(error.total());
     }
 }
 

@@ -256,6 +256,10 @@ void quantisers(const OpsFactory& candidate, Report& report) {
             o.stream = 77;
             const std::string what =
                 std::string(name) + (rounding == Rounding::Stochastic ? " SR" : " RNE");
+            // Sums in another order: equal to rounding.
+            auto close = [](double x, double y) {
+                return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+            };
             CpuOps cpu;
             const std::unique_ptr<TensorOps> ops = candidate();
             {
@@ -333,9 +337,6 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                 ops->quantize(q, b.t, b.t, &sg, measuring);
                 ops->finishStatistics();
                 const QuantError want = measureError(v, a.read());
-                auto close = [](double x, double y) {
-                    return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
-                };
                 report.expect(bitIdentical(b.read(), a.read()) && sameStats(sg, sw) &&
                                   sw.error.count == want.count && sg.error.count == want.count &&
                                   want.errorSq > 0.0 && sw.error.signalSq == want.signalSq &&
@@ -352,10 +353,6 @@ void quantisers(const OpsFactory& candidate, Report& report) {
                 Mirror ah(cpu, half), bh(*ops, half);
                 const QuantError ew = cpu.errorMoments(a.t, ah.t);
                 const QuantError eg = ops->errorMoments(b.t, bh.t);
-                // Sums in another order: equal to rounding.
-                auto close = [](double x, double y) {
-                    return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
-                };
                 report.expect(eg.count == ew.count && close(eg.signalSq, ew.signalSq) &&
                                   close(eg.errorSq, ew.errorSq) && close(eg.outputSq, ew.outputSq),
                               what + ": error moments differ");

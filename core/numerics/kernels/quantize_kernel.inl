@@ -34,11 +34,8 @@ enum : int { kNearestEven = 0, kNearestAway = 1, kTowardZero = 2, kStochastic = 
 struct BlockCounts {
     std::uint64_t zero = 0, underflow = 0, subnormal = 0, overflow = 0, nan = 0;
     std::uint32_t amaxBits = 0;
-    // The error sums of the chunk in progress (ErrorLanes' order), carried from block to block.
-    alignas(64) double signal[plab::kErrorLanes] = {};
-    alignas(64) double error[plab::kErrorLanes] = {};
-    alignas(64) double output[plab::kErrorLanes] = {};
-    std::uint64_t errorCount = 0;
+    // The error sums of the chunk in progress, carried from block to block.
+    alignas(64) plab::ErrorLanes chunk{};
 };
 
 // Where the histogram increments go: four interleaved 32-bit copies (the counters' own, or the
@@ -132,17 +129,17 @@ struct ErrorSums {
     VU count; // finite pairs per vector lane (integers: their order does not matter)
 
     void load(const BlockCounts& bc) {
-        std::memcpy(signal, bc.signal, sizeof signal);
-        std::memcpy(error, bc.error, sizeof error);
-        std::memcpy(output, bc.output, sizeof output);
+        std::memcpy(signal, bc.chunk.signal, sizeof signal);
+        std::memcpy(error, bc.chunk.error, sizeof error);
+        std::memcpy(output, bc.chunk.output, sizeof output);
         count = VU{};
     }
     void store(BlockCounts& bc, bool signalOnly = false) const {
-        std::memcpy(bc.signal, signal, sizeof signal);
-        std::memcpy(bc.error, error, sizeof error);
-        std::memcpy(bc.output, signalOnly ? signal : output, sizeof output);
+        std::memcpy(bc.chunk.signal, signal, sizeof signal);
+        std::memcpy(bc.chunk.error, error, sizeof error);
+        std::memcpy(bc.chunk.output, signalOnly ? signal : output, sizeof output);
         for (std::size_t l = 0; l < kLanes; ++l)
-            bc.errorCount += count[l];
+            bc.chunk.count += count[l];
     }
 };
 
@@ -543,16 +540,6 @@ inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* ou
     }
 }
 
-// Adds the finished chunk's error sums to the call's and starts the next chunk from zero.
-inline void endErrorChunk(BlockCounts& bc, plab::kernels::ErrorLanes& lanes) {
-    for (std::size_t l = 0; l < plab::kErrorLanes; ++l) {
-        lanes.signal[l] += bc.signal[l];
-        lanes.error[l] += bc.error[l];
-        lanes.output[l] += bc.output[l];
-        bc.signal[l] = bc.error[l] = bc.output[l] = 0.0;
-    }
-}
-
 // Philox4x32-10 for kLanes consecutive counters at once: the same function as
 // plab::philox::generate (tests hold them equal), one counter per vector lane.
 typedef std::uint64_t VU64 __attribute__((vector_size(PLAB_VECTOR_BYTES * 2)));
@@ -711,21 +698,23 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
                                             clipped != nullptr ? clipped + start : nullptr, bc);
             continue;
         }
+        std::uint8_t* const flags = clipped != nullptr ? clipped + start : nullptr;
         bool counted;
         if (counters->error != nullptr) {
-            std::uint8_t* const flags = clipped != nullptr ? clipped + start : nullptr;
             counted = p.identity != 0
                           ? quantizeBlock<kRounding, true, kSignalOnly>(
                                 p, in + start, out + start, len, rnd, bins, sink, flags, bc)
                           : quantizeBlock<kRounding, true, kFullError>(
                                 p, in + start, out + start, len, rnd, bins, sink, flags, bc);
-            // Blocks never straddle a chunk: kErrorChunk is a multiple of kBlock.
-            if ((start + len) % plab::kErrorChunk == 0 || start + len == n)
-                endErrorChunk(bc, *counters->error);
+            // A finished chunk joins the call's sums; the next starts from zero. Blocks never
+            // straddle a chunk: kErrorChunk is a multiple of kBlock.
+            if ((start + len) % plab::kErrorChunk == 0 || start + len == n) {
+                counters->error->add(bc.chunk);
+                bc.chunk = {};
+            }
         } else {
-            counted =
-                quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins, sink,
-                                               clipped != nullptr ? clipped + start : nullptr, bc);
+            counted = quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins,
+                                                     sink, flags, bc);
         }
         if (counted)
             continue; // counted as it went
@@ -757,8 +746,6 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         counters->overflow += bc.overflow;
         counters->nan += bc.nan;
         counters->amaxBits = bc.amaxBits > counters->amaxBits ? bc.amaxBits : counters->amaxBits;
-        if (counters->error != nullptr)
-            counters->error->count += bc.errorCount;
     }
 }
 

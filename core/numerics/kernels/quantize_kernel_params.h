@@ -10,6 +10,8 @@
 
 namespace plab::kernels {
 
+using plab::ErrorLanes;
+
 struct QuantKernelParams {
     std::int32_t mantissaBits;
     std::int32_t minNormalExponent; // values below 2^this use the subnormal quantum
@@ -53,17 +55,6 @@ struct QuantKernelParams {
 // other (store to load); four copies break the chain.
 using HistogramCopies = std::uint32_t[4][kHistBinCount];
 
-// The error sums of a cast (QuantError's, finite pairs only), in measureError's order: element
-// i of a call into lane i % kErrorLanes, each lane summed in element order within each
-// kErrorChunk elements from the call's first (a call starts on a chunk boundary of its
-// tensor), each chunk's lanes added into these when the chunk ends.
-struct ErrorLanes {
-    double signal[kErrorLanes];
-    double error[kErrorLanes];
-    double output[kErrorLanes];
-    std::uint64_t count;
-};
-
 // Per-thread counters; the class counts leave Normal to be derived from the total.
 struct KernelCounters {
     std::uint64_t zero;
@@ -77,7 +68,8 @@ struct KernelCounters {
     // `histogram` by their owner (QuantTally): a caller that casts a tensor in many small pieces
     // then zeroes and folds them once, not per piece. The owner keeps every count below 2^32.
     HistogramCopies* copies;
-    // When set, the error sums of this call's (input, output) pairs are added to it.
+    // When set, the error sums of this call's (input, output) pairs (finite pairs only) are
+    // added to it, a chunk at a time (the call starts on a chunk boundary of its tensor).
     ErrorLanes* error;
 };
 
