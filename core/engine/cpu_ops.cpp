@@ -217,10 +217,21 @@ void CpuOps::optimizerUpdate(const OptimizerSettings& settings, OptimizerState s
                            options);
 }
 
-void CpuOps::sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum, Tensor grad,
-                            Tensor master, Tensor /*update*/, Tensor /*scratch*/, double lr,
-                            const Quantizer& /*float32*/) {
-    plab::sgdStepFloat32(settings, span(grad), span(master), span(momentum), lr);
+TensorOps::UpdateCounts CpuOps::sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum,
+                                               Tensor grad, Tensor master, Tensor /*update*/,
+                                               Tensor /*scratch*/, double lr,
+                                               const Float32Sgd& casts) {
+    MasterUpdateCounts counts;
+    plab::sgdStepFloat32(settings, span(grad), span(master), span(momentum), lr,
+                         casts.count ? &counts : nullptr);
+    // The float32 casts change nothing: only their counting is left, on the results.
+    if (casts.stateStats != nullptr)
+        casts.stateFormat.quantize(span(momentum), span(momentum), casts.stateStats,
+                                   casts.stateOptions);
+    if (casts.masterStats != nullptr)
+        casts.masterFormat.quantize(span(master), span(master), casts.masterStats,
+                                    casts.masterOptions);
+    return {counts.updates, counts.lost};
 }
 
 TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,

@@ -61,9 +61,9 @@ public:
     UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                    const Quantizer& masterFormat, QuantStats* stats,
                                    const QuantizeOptions& options, bool count) override;
-    void sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum, Tensor grad,
-                        Tensor master, Tensor update, Tensor scratch, double lr,
-                        const Quantizer& float32) override;
+    UpdateCounts sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum, Tensor grad,
+                                Tensor master, Tensor update, Tensor scratch, double lr,
+                                const Float32Sgd& casts) override;
 
 private:
     std::vector<std::unique_ptr<float[]>> m_buffers;

@@ -123,16 +123,25 @@ public:
     virtual UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                            const Quantizer& masterFormat, QuantStats* stats,
                                            const QuantizeOptions& options, bool count) = 0;
-    // optimizerUpdate() and then applyMasterUpdate() without statistics, for SGD whose momentum
-    // and master weights are float32 (the caller checks: `float32` is an identity Quantizer).
-    // An engine may fuse the passes (CpuOps: sgdStepFloat32()); the result is the same bit for
-    // bit, except that update and scratch may be left as they were.
-    virtual void sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum, Tensor grad,
-                                Tensor master, Tensor update, Tensor scratch, double lr,
-                                const Quantizer& float32) {
-        optimizerUpdate(settings, {momentum, {}}, 1, grad, master, update, lr, float32, nullptr,
-                        {});
-        applyMasterUpdate(master, update, scratch, float32, nullptr, {}, false);
+    // optimizerUpdate() and then applyMasterUpdate(), for SGD whose momentum and master weights
+    // are float32 (the caller checks: both formats are identity Quantizers); with statistics when
+    // stateStats / masterStats are set. An engine may fuse the passes (CpuOps: sgdStepFloat32());
+    // the result is the same bit for bit, except that update and scratch may be left as they were.
+    struct Float32Sgd {
+        const Quantizer& stateFormat;
+        const Quantizer& masterFormat;
+        QuantStats* stateStats = nullptr; // null: not counted
+        QuantStats* masterStats = nullptr;
+        QuantizeOptions stateOptions{}, masterOptions{};
+        bool count = false; // the updates and lost updates (applyMasterUpdate's)
+    };
+    virtual UpdateCounts sgdStepFloat32(const OptimizerSettings& settings, Tensor momentum,
+                                        Tensor grad, Tensor master, Tensor update, Tensor scratch,
+                                        double lr, const Float32Sgd& casts) {
+        optimizerUpdate(settings, {momentum, {}}, 1, grad, master, update, lr, casts.stateFormat,
+                        casts.stateStats, casts.stateOptions);
+        return applyMasterUpdate(master, update, scratch, casts.masterFormat, casts.masterStats,
+                                 casts.masterOptions, casts.count);
     }
 };
 

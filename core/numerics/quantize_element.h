@@ -23,6 +23,7 @@ struct ElementRule {
     bool hasZero = true, subnormals = true, isSigned = true;
     bool hasInf = true, hasNan = true, hasNegativeZero = true;
     bool saturates = false;  // Overflow::Saturate, or a format with neither Inf nor NaN
+    bool identity = false;   // QuantConfig::isIdentity(): x comes out as its own bits
     float maxFinite = 0.0f;  // exact in float32 (validated formats)
     float lowest = 0.0f;     // 0, or the min positive value of a format without zero
     double maxFiniteD = 0.0; // the same, as doubles for the comparisons
@@ -65,6 +66,14 @@ inline PLAB_HOST_DEVICE float quantizeElement(const ElementRule& f, float x,
     const bool negative = (bits >> 31) != 0;
     const float overflowValue = f.hasInf ? infValue() : nanValue(); // Overflow::Inf mode
 
+    if (f.identity) { // float32 itself: classified, and returned bit for bit
+        cls = magnitudeBits > 0x7F800000u    ? QuantClass::NaN
+              : magnitudeBits == 0x7F800000u ? QuantClass::Overflow
+              : magnitudeBits == 0           ? QuantClass::Zero
+              : magnitudeBits < 0x800000u    ? QuantClass::Subnormal
+                                             : QuantClass::Normal;
+        return x;
+    }
     if (magnitudeBits > 0x7F800000u) {
         cls = QuantClass::NaN;
         return nanValue();

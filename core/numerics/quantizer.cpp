@@ -159,7 +159,7 @@ Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(con
                           "\" is not supported by this build or CPU");
     }
     m_kernel = kernel;
-    m_identity = config.format.sameParameters(parseFormat("fp32"));
+    m_identity = config.isIdentity();
     kernels::QuantKernelParams params = makeParams(config);
     params.identity = m_identity ? 1u : 0u;
     m_impl = std::make_shared<const Impl>(Impl{params, kernelFunction(kernel)});

@@ -71,7 +71,7 @@ public:
     const QuantConfig& config() const { return m_config; }
     CpuKernel kernel() const { return m_kernel; }
 
-    // True for float32 itself: every value passes through unchanged, so without statistics
+    // QuantConfig::isIdentity(): every value passes through unchanged, so without statistics
     // quantize() is a copy (or nothing, in place).
     bool isIdentity() const { return m_identity; }
 

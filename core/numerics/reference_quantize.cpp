@@ -18,6 +18,7 @@ ElementRule makeElementRule(const QuantConfig& c) {
     r.hasNan = f.hasNan();
     r.hasNegativeZero = f.hasNegativeZero();
     r.saturates = c.overflow == Overflow::Saturate || (!f.hasInf() && !f.hasNan());
+    r.identity = c.isIdentity();
     r.maxFinite = static_cast<float>(f.maxFinite());
     r.lowest = f.hasZero ? 0.0f : static_cast<float>(f.minPositive());
     r.maxFiniteD = f.maxFinite();

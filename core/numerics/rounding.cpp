@@ -1,6 +1,8 @@
 // Names of rounding and overflow modes.
 #include "numerics/rounding.h"
 
+#include "numerics/format_spec.h"
+
 #include <string>
 
 namespace plab {
@@ -49,6 +51,11 @@ QuantConfig QuantConfig::forFormat(FormatSpec format, Rounding rounding) {
     config.format = std::move(format);
     config.rounding = rounding;
     return config;
+}
+
+bool QuantConfig::isIdentity() const {
+    static const FormatSpec float32 = parseFormat("fp32");
+    return format.sameParameters(float32) && overflow == Overflow::Inf;
 }
 
 } // namespace plab

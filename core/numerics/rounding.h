@@ -40,6 +40,10 @@ struct QuantConfig {
 
     // A config with the format's default overflow mode.
     static QuantConfig forFormat(FormatSpec format, Rounding rounding = Rounding::NearestEven);
+    // Float32 itself, Inf kept on overflow: a cast that converts nothing, so every value comes
+    // out as its own bits (NaN payloads included), whatever the rounding. (A saturating float32
+    // cast is not: Inf becomes the max, NaN the canonical quiet NaN.)
+    bool isIdentity() const;
     bool operator==(const QuantConfig&) const = default;
 };
 

@@ -47,16 +47,35 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
 }
 
 void sgdStepFloat32(const OptimizerSettings& settings, std::span<const float> grad,
-                    std::span<float> master, std::span<float> momentum, double lr) {
+                    std::span<float> master, std::span<float> momentum, double lr,
+                    MasterUpdateCounts* counts) {
     const std::size_t n = grad.size();
     const auto wd = static_cast<float>(settings.weightDecay);
     const auto mu = static_cast<float>(settings.momentum);
     const auto rate = static_cast<float>(lr);
+    if (counts == nullptr) {
+        for (std::size_t i = 0; i < n; ++i) {
+            const float v = mu * momentum[i] + (grad[i] + wd * master[i]);
+            momentum[i] = v;
+            master[i] = master[i] - rate * v;
+        }
+        return;
+    }
+    // Branch-free counts, as applyMasterUpdate's: updates are nonzero almost everywhere, lost
+    // ones are random.
+    std::uint64_t updates = 0, lost = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const float v = mu * momentum[i] + (grad[i] + wd * master[i]);
         momentum[i] = v;
-        master[i] = master[i] - rate * v;
+        const float update = rate * v;
+        const float next = master[i] - update;
+        const std::uint64_t moved = update != 0.0f ? 1u : 0u;
+        updates += moved;
+        lost += moved & (next == master[i] ? 1u : 0u);
+        master[i] = next;
     }
+    counts->updates += updates;
+    counts->lost += lost;
 }
 
 } // namespace plab

@@ -26,11 +26,16 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
                             std::span<float> second, double lr, const Quantizer& stateFormat,
                             QuantStats* stateStats, const QuantizeOptions& options);
 
-// SGD with its momentum and the master weights both in float32 and no statistics: the
-// computeOptimizerUpdate() above and then master -= update, in one pass over memory instead of
-// four (the float32 casts in between change nothing), with the same operations in the same
-// order, so the momentum and master come out the same bit for bit. The update is not kept.
+// SGD with its momentum and the master weights both in float32: the computeOptimizerUpdate()
+// above and then master -= update, in one pass over memory instead of four (the float32 casts
+// in between change nothing), with the same operations in the same order, so the momentum and
+// master come out the same bit for bit. The update is not kept. With `counts`, it gets the
+// nonzero updates and those that left the master unchanged (as applyMasterUpdate counts them).
+struct MasterUpdateCounts {
+    std::uint64_t updates = 0, lost = 0;
+};
 void sgdStepFloat32(const OptimizerSettings& settings, std::span<const float> grad,
-                    std::span<float> master, std::span<float> momentum, double lr);
+                    std::span<float> master, std::span<float> momentum, double lr,
+                    MasterUpdateCounts* counts = nullptr);
 
 } // namespace plab

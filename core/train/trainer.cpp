@@ -432,12 +432,22 @@ void Trainer::applyUpdate(bool collect) {
         const Tensor update = stageParameters(m_update, s);
         const Quantizer& stateFormat = quantizer(s, TensorRole::OptimizerState);
         const Quantizer& masterFormat = quantizer(s, TensorRole::MasterWeights);
-        if (!collect && m_optimizerSettings.kind == OptimizerKind::Sgd &&
-            stateFormat.isIdentity() && masterFormat.isIdentity()) {
-            // Nothing to count and nothing to round: one pass instead of four (same result).
-            m_ops->sgdStepFloat32(m_optimizerSettings, state.first,
-                                  m_grads.slice(offset, master.size), master, update,
-                                  stageParameters(m_grads, s), m_config.learningRate, stateFormat);
+        if (m_optimizerSettings.kind == OptimizerKind::Sgd && stateFormat.isIdentity() &&
+            masterFormat.isIdentity()) {
+            // Nothing to round: one pass instead of four (same result), then the counting.
+            TensorOps::Float32Sgd casts{stateFormat, masterFormat};
+            if (collect) {
+                casts.stateStats = &st.role(TensorRole::OptimizerState);
+                casts.masterStats = &st.role(TensorRole::MasterWeights);
+                casts.stateOptions = options(s, TensorRole::OptimizerState);
+                casts.masterOptions = options(s, TensorRole::MasterWeights);
+                casts.count = true;
+            }
+            const TensorOps::UpdateCounts counts = m_ops->sgdStepFloat32(
+                m_optimizerSettings, state.first, m_grads.slice(offset, master.size), master,
+                update, stageParameters(m_grads, s), m_config.learningRate, casts);
+            st.updates += counts.updates;
+            st.lostUpdates += counts.lost;
             continue;
         }
         m_ops->optimizerUpdate(m_optimizerSettings, state, m_step + 1,

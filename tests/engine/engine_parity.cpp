@@ -400,43 +400,75 @@ void optimisers(const OpsFactory& candidate, Report& report) {
         }
 
     // SGD with float32 momentum and master: sgdStepFloat32 (CpuOps fuses the passes) gives the
-    // two passes' momentum and master bit for bit, with weight decay and a few specials.
+    // two passes' momentum and master bit for bit, with weight decay and a few specials; with
+    // statistics, the same counts, histograms and (lost) updates.
     const Quantizer float32(QuantConfig::forFormat(parseFormat("fp32")));
     const OptimizerSettings sgd{OptimizerKind::Sgd, 0.9, 1e-4, 0.9, 0.999, 1e-8};
     std::vector<float> specialGrad = grad;
     specialGrad[7] = std::numeric_limits<float>::infinity();
     specialGrad[8] = std::numeric_limits<float>::quiet_NaN();
     specialGrad[9] = -0.0f;
-    auto sgdSteps = [&](TensorOps& o, bool fused) {
+    struct SgdResult {
+        std::vector<float> values; // master, then momentum
+        QuantStats state, master;
+        TensorOps::UpdateCounts counts;
+    };
+    auto sgdSteps = [&](TensorOps& o, bool fused, bool counting) {
         Mirror g(o, specialGrad), m(o, master), v(o, randomValues(n, 12, 1e-2f)),
             u(o, std::vector<float>(n)), s(o, std::vector<float>(n));
+        SgdResult r;
         for (int step = 1; step <= 3; ++step) {
             o.upload(g.t, specialGrad.data()); // the two passes spend the gradient as scratch
+            QuantizeOptions opts;
+            opts.stream = static_cast<std::uint64_t>(step);
+            QuantStats* stateStats = counting ? &r.state : nullptr;
+            QuantStats* masterStats = counting ? &r.master : nullptr;
+            TensorOps::UpdateCounts c;
             if (fused) {
-                o.sgdStepFloat32(sgd, v.t, g.t, m.t, u.t, s.t, 0.05, float32);
+                c = o.sgdStepFloat32(
+                    sgd, v.t, g.t, m.t, u.t, s.t, 0.05,
+                    {float32, float32, stateStats, masterStats, opts, opts, counting});
             } else {
-                o.optimizerUpdate(sgd, {v.t, {}}, step, g.t, m.t, u.t, 0.05, float32, nullptr, {});
-                o.applyMasterUpdate(m.t, u.t, g.t, float32, nullptr, {}, false);
+                o.optimizerUpdate(sgd, {v.t, {}}, step, g.t, m.t, u.t, 0.05, float32, stateStats,
+                                  opts);
+                c = o.applyMasterUpdate(m.t, u.t, g.t, float32, masterStats, opts, counting);
             }
+            r.counts.updates += c.updates;
+            r.counts.lost += c.lost;
         }
-        std::vector<float> both = m.read();
+        o.finishStatistics(); // a GPU's counts arrive after its work
+        r.values = m.read();
         const std::vector<float> momentum = v.read();
-        both.insert(both.end(), momentum.begin(), momentum.end());
-        return both;
+        r.values.insert(r.values.end(), momentum.begin(), momentum.end());
+        return r;
     };
     CpuOps cpu;
     const std::unique_ptr<TensorOps> ops = candidate();
-    const std::vector<float> want = sgdSteps(cpu, false);
-    for (const auto& [engine, got] :
-         {std::pair{"cpu", sgdSteps(cpu, true)}, std::pair{"candidate", sgdSteps(*ops, true)}})
-        report.expect(std::equal(want.begin(), want.end(), got.begin(),
-                                 [](float a, float b) { // a GPU's NaN has its own payload
-                                     return std::bit_cast<std::uint32_t>(a) ==
-                                                std::bit_cast<std::uint32_t>(b) ||
-                                            (std::isnan(a) && std::isnan(b));
-                                 }),
-                      std::string("sgd with fp32 state, one pass (") + engine +
-                          "): master and momentum differ from the two passes' bit for bit");
+    for (const bool counting : {false, true}) {
+        const SgdResult want = sgdSteps(cpu, false, counting);
+        for (const auto& [engine, got] : {std::pair{"cpu", sgdSteps(cpu, true, counting)},
+                                          std::pair{"candidate", sgdSteps(*ops, true, counting)}}) {
+            const std::string what = std::string("sgd with fp32 state, one pass (") + engine +
+                                     (counting ? ", counted" : "") + "): ";
+            report.expect(std::equal(want.values.begin(), want.values.end(), got.values.begin(),
+                                     [](float a, float b) { // a GPU's NaN has its own payload
+                                         return std::bit_cast<std::uint32_t>(a) ==
+                                                    std::bit_cast<std::uint32_t>(b) ||
+                                                (std::isnan(a) && std::isnan(b));
+                                     }),
+                          what + "master and momentum differ from the two passes' bit for bit");
+            report.expect(got.state.counts == want.state.counts &&
+                              got.state.histogram == want.state.histogram &&
+                              got.master.counts == want.master.counts &&
+                              got.master.histogram == want.master.histogram,
+                          what + "the state's or master's counts differ from the two passes'");
+            report.expect(
+                got.counts.updates == want.counts.updates && got.counts.lost == want.counts.lost,
+                what + "update counts " + std::to_string(got.counts.lost) + "/" +
+                    std::to_string(got.counts.updates) + " lost vs " +
+                    std::to_string(want.counts.lost) + "/" + std::to_string(want.counts.updates));
+        }
+    }
 }
 
 void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& report) {

@@ -108,6 +108,32 @@ void TestKernelVsReference::allConfigs() {
         QVERIFY(stats.histogram == expectedStats.histogram);
         QCOMPARE(stats.amax, expectedStats.amax);
 
+        // The same values without counting, and counted in place (a float32 cast has paths of
+        // its own for both: a copy, and counting without a store).
+        for (const bool inPlace : {false, true}) {
+            std::vector<float> values = m_inputs;
+            std::fill(out.begin(), out.end(), 0.0f);
+            const std::span<float> target = inPlace ? std::span<float>(values) : out;
+            QuantStats inPlaceStats;
+            Quantizer(config, kernel)
+                .quantize(values, target, inPlace ? &inPlaceStats : nullptr, options);
+            for (std::size_t i = 0; i < m_inputs.size(); ++i)
+                if (std::bit_cast<std::uint32_t>(target[i]) != expected[i])
+                    QFAIL(qPrintable(
+                        QStringLiteral("%1 kernel, %2: input 0x%3 gave 0x%4, "
+                                       "reference 0x%5")
+                            .arg(QLatin1String(toString(kernel)))
+                            .arg(inPlace ? "counted in place" : "not counted")
+                            .arg(std::bit_cast<std::uint32_t>(m_inputs[i]), 8, 16, QLatin1Char('0'))
+                            .arg(std::bit_cast<std::uint32_t>(target[i]), 8, 16, QLatin1Char('0'))
+                            .arg(expected[i], 8, 16, QLatin1Char('0'))));
+            if (inPlace) {
+                QVERIFY(inPlaceStats.counts == expectedStats.counts);
+                QVERIFY(inPlaceStats.histogram == expectedStats.histogram);
+                QCOMPARE(inPlaceStats.amax, expectedStats.amax);
+            }
+        }
+
         // The clip flags (quantizePiece's optional output, with and without counting): 1 for
         // exactly the elements of class Overflow.
         for (const bool counting : {false, true}) {

@@ -514,16 +514,102 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
         sums.store(bc, kError == kSignalOnly);
 }
 
+// ---- float32 itself (params.identity, QuantConfig::isIdentity): nothing is rounded, so the cast
+// is a copy (nothing at all in place) and only the counting is left: about a third of the fast
+// path's vector work. A vector holding a float32 subnormal, an Inf or a NaN (rare) is counted
+// by the general kernel, whose own output (NaNs made canonical) goes to scratch; in every other
+// vector a lane is a zero or a normal, so one comparison and the amax are all the classes need.
+// The bins are left for the caller's loop: read back from memory a whole block later, not
+// straight after their vector store (on the reference CPU a load that must wait on a fresh
+// vector store made that loop the slower one).
+template <int kError>
+inline void countIdentityBlock(const QuantKernelParams& p, const float* in, float* out,
+                               std::size_t n, std::uint32_t* bins, std::uint8_t* clipped,
+                               BlockCounts& bc) {
+    const VI binBase = splat(1 - (plab::kHistMinExponent + 127) * plab::kHistBinsPerBinade);
+    const bool copy = in != out;
+    VI cZero{}, vAmax{};
+    ErrorSums sums;
+    if constexpr (kError != kNoError)
+        sums.load(bc);
+
+    auto step = [&](std::size_t i, std::size_t len, auto partialTag) {
+        constexpr bool kPartial = decltype(partialTag)::value;
+        VI x{}; // lanes past a partial vector's end stay +0
+        if (!kPartial)
+            std::memcpy(&x, in + i, sizeof x);
+        else
+            std::memcpy(&x, in + i, len * 4);
+        if (copy)
+            std::memcpy(out + i, &x, kPartial ? len * 4 : sizeof x);
+        const VU valid = kPartial ? toU(laneIndex() < static_cast<std::uint32_t>(len)) : ~VU{};
+        const VI a = x & 0x7FFFFFFF;
+        if (anyLane(toI(toU(a) - 1u < 0x7FFFFFu) | (a >= 0x7F800000))) [[unlikely]] {
+            alignas(PLAB_VECTOR_BYTES) float scratch[kLanes];
+            quantizeBlockGeneral<kNearestEven, true>(p, in + i, scratch, len, nullptr, bins + i,
+                                                     clipped != nullptr ? clipped + i : nullptr,
+                                                     bc);
+        } else {
+            const VI aZero = a == 0;
+            cZero -= aZero & toI(valid);
+            vAmax = a > vAmax ? a : vAmax;
+            const VI m = a & 0x7FFFFF;
+            const VI quarter = (m >= kQuarter1) + (m >= kQuarter2) + (m >= kQuarter3); // -0..-3
+            VI bin = ((a >> 23) << 2) + binBase - quarter;
+            bin = aZero ? splat(plab::kHistZeroBin) : bin;
+            std::memcpy(bins + i, &bin, sizeof bin); // bins has room for a whole vector
+            if (clipped != nullptr)
+                std::memset(clipped + i, 0, len);
+        }
+        if constexpr (kError != kNoError)
+            addError<kError>(sums, i, toU(x), toU(x), valid);
+    };
+    std::size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+        step(i, kLanes, std::false_type{});
+    if (i < n)
+        step(i, n - i, std::true_type{});
+    for (std::size_t l = 0; l < kLanes; ++l) {
+        bc.zero += static_cast<std::uint32_t>(cZero[l]);
+        const auto amax = static_cast<std::uint32_t>(vAmax[l]);
+        bc.amaxBits = amax > bc.amaxBits ? amax : bc.amaxBits;
+    }
+    if constexpr (kError != kNoError)
+        sums.store(bc, kError == kSignalOnly);
+}
+
+// Without counting: the input's bits, and clip flags for the Inf inputs (class Overflow).
+inline void copyIdentity(const float* in, float* out, std::size_t n, std::uint8_t* clipped) {
+    if (in != out)
+        std::memcpy(out, in, n * sizeof(float));
+    if (clipped == nullptr)
+        return;
+    const VU lanes = laneIndex();
+    for (std::size_t i = 0; i < n; i += kLanes) {
+        const std::size_t len = n - i < kLanes ? n - i : kLanes;
+        VU x{};
+        std::memcpy(&x, in + i, len * 4);
+        storeFlags(clipped + i,
+                   toU((x & 0x7FFFFFFFu) == 0x7F800000u) &
+                       toU(lanes < static_cast<std::uint32_t>(len)),
+                   len);
+    }
+}
+
 // Returns whether the block's histogram was counted (the fast path counts it as it goes; the
 // general path leaves its bins for the caller).
 template <int kRounding, bool kStats, int kError = kNoError>
 inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                           const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
                           std::uint8_t* clipped, BlockCounts& bc) {
-    if constexpr (kError == kSignalOnly) { // float32: the fast path, no range below its normals
-        quantizeBlockFast<kRounding, kStats, false, kSignalOnly>(p, in, out, n, rnd, hist, clipped,
-                                                                 bc);
-        return true;
+    if constexpr (kStats) {
+        if (p.identity != 0) {
+            countIdentityBlock<kError>(p, in, out, n, bins, clipped, bc);
+            return false;
+        }
+    }
+    if constexpr (kError == kSignalOnly) {
+        return false; // only float32 itself sums the signal alone: counted above
     } else {
         if (p.fastPath == 0) {
             quantizeBlockGeneral<kRounding, kStats, kError != kNoError>(p, in, out, n, rnd, bins,
@@ -676,6 +762,10 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         useOwn ? ownCopies
                : (counters != nullptr && counters->copies != nullptr ? *counters->copies : nullptr);
     const bool split = copies != nullptr;
+    if (p.identity != 0 && counters == nullptr) {
+        copyIdentity(in, out, n, clipped);
+        return;
+    }
     HistogramSink sink;
     if (split)
         sink.copies = copies;
@@ -772,6 +862,8 @@ void PLAB_KERNEL_ENTRY(const QuantKernelParams& p, int rounding, const float* in
         }
     } restore{savedCsr};
 #endif
+    if (p.identity != 0) // every rounding leaves float32's own values as they are
+        rounding = kNearestEven;
     switch (rounding) {
     case kNearestEven:
         quantizeRange<kNearestEven>(p, in, out, n, firstIndex, counters, clipped);
