@@ -203,6 +203,14 @@ void CpuOps::addColumnSums(float* db, const float* dy, int rows, int cols) {
     plab::addColumnSums(db, dy, rows, cols);
 }
 
+void CpuOps::addWeightGradientTransposed(float* dweights, const float* doutT, const float* inT,
+                                         int outputs, int inputs, int batch,
+                                         const Accumulation& acc) {
+    MatrixMap dw(dweights, outputs, inputs);
+    matmulNT(dw, ConstMatrixMap(doutT, outputs, batch), ConstMatrixMap(inT, inputs, batch), true,
+             acc);
+}
+
 LossResult CpuOps::softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                        int classes, float* dlogits, float gradScale) {
     return plab::softmaxCrossEntropy(logits, labels, batch, classes, dlogits, gradScale);

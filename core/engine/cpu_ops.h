@@ -50,6 +50,9 @@ public:
                   const float* out, const float* weights, int batch,
                   const Accumulation& acc) override;
     void addColumnSums(float* db, const float* dy, int rows, int cols) override;
+    void addWeightGradientTransposed(float* dweights, const float* doutT, const float* inT,
+                                     int outputs, int inputs, int batch,
+                                     const Accumulation& acc) override;
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override;
     TransformerOps& transformer() override { return m_transformer; }

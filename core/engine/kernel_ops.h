@@ -224,6 +224,12 @@ public:
                          kernels::ColumnSumInto{db, dy, static_cast<std::size_t>(rows),
                                                 static_cast<std::size_t>(cols)});
     }
+    void addWeightGradientTransposed(float* dweights, const float* doutT, const float* inT,
+                                     int outputs, int inputs, int batch,
+                                     const Accumulation& acc) override {
+        const auto b = static_cast<std::size_t>(batch);
+        gemm({dweights, doutT, inT, outputs, inputs, batch, b, 1, 1, b, true}, acc); // dyT xT^T
+    }
 
     LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels, int batch,
                                    int classes, float* dlogits, float gradScale) override {

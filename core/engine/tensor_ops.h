@@ -104,6 +104,12 @@ public:
     // db (cols) += the column sums of dy (rows, cols): a Linear layer's bias gradient alone, the
     // same bits as its backward's.
     virtual void addColumnSums(float* db, const float* dy, int rows, int cols) = 0;
+    // A Linear layer's weight gradient alone from operands kept transposed: dW (outputs, inputs)
+    // += dyT (outputs, batch) xT (inputs, batch)^T, the product its backward forms from dy and x
+    // (the Hadamard path casts its operands along the batch, in that layout).
+    virtual void addWeightGradientTransposed(float* dweights, const float* doutT, const float* inT,
+                                             int outputs, int inputs, int batch,
+                                             const Accumulation& acc) = 0;
     virtual LossResult softmaxCrossEntropy(const float* logits, const std::uint8_t* labels,
                                            int batch, int classes, float* dlogits,
                                            float gradScale) = 0;

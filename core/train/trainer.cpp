@@ -662,18 +662,17 @@ bool Trainer::hadamardFor(std::size_t layer) const {
 
 Tensor Trainer::castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
                                const Quantizer& q, QuantizeOptions options) {
-    const Tensor transposed = ensure(m_rhtTransposed, batch * width, *m_ops);
-    m_ops->hadamard16(into, raw, batch, width, m_hadamardSigns);
-    m_ops->transpose(transposed, into, batch, width); // (width, batch): blocks along the batch
+    const Tensor transformed = ensure(m_rhtTransformed, batch * width, *m_ops);
+    m_ops->hadamard16(transformed, raw, batch, width, m_hadamardSigns);
+    m_ops->transpose(into, transformed, batch, width); // (width, batch): blocks along the batch
     if (q.config().format.exponentBits < 8) {
         BlockScheme alongBatch = m_blockScheme;
-        m_ops->quantizeBlocks(q, alongBatch, transposed, transposed, {width, batch, false}, nullptr,
-                              nullptr, options);
+        m_ops->quantizeBlocks(q, alongBatch, into, into, {width, batch, false}, nullptr, nullptr,
+                              options);
     } else {
-        m_ops->quantize(q, transposed, transposed, nullptr, options);
+        m_ops->quantize(q, into, into, nullptr, options);
     }
-    m_ops->transpose(into, transposed, width, batch);
-    return into;
+    return into; // kept transposed: the weight-gradient product takes it so
 }
 
 void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
@@ -697,12 +696,14 @@ void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
     const Tensor x =
         castAlongBatch(rawInput, b, in, ensure(m_rhtOperandB, b * in, *m_ops),
                        quantizer(inputStage, TensorRole::Activations), activationWords);
-    // dW = dy^T x from the transformed operands, straight into the (zeroed) gradients; the
-    // bias gradient is a sum over the batch, which the transform changes: replaced by the sum
-    // of the untransformed gradient, as the layer's own backward gives it.
+    // dW = dy^T x from the transformed operands (both transposed: (width, batch)), straight into
+    // the (zeroed) gradients; the bias gradient is a sum over the batch, which the transform
+    // changes: replaced by the sum of the untransformed gradient, as the layer's own backward
+    // gives it.
     const std::size_t offset = m_model.parameterOffset(layer);
-    m_ops->backward(*m_model.layers()[layer], nullptr, m_grads.data + offset, dy.data, x.data,
-                    m_out[layer].data, m_forwardWeights + offset, batch, m_accumulation);
+    m_ops->addWeightGradientTransposed(m_grads.data + offset, dy.data, x.data,
+                                       static_cast<int>(out), static_cast<int>(in), batch,
+                                       m_accumulation);
     const Tensor bias = m_grads.slice(offset + l.weightCount(), out);
     m_ops->fill(bias, 0.0f);
     m_ops->addColumnSums(bias.data, m_dout[layer].data, batch, static_cast<int>(out));

@@ -101,6 +101,8 @@ private:
     // batch in groups of 16 and cast in blocks along it, as NVIDIA's NVFP4 recipe does.
     bool hadamardFor(std::size_t layer) const;
     void hadamardWeightGradient(std::size_t layer, int batch);
+    // raw (batch, width) transformed, then cast in blocks along the batch into `into`, which
+    // keeps it transposed: (width, batch).
     Tensor castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
                           const Quantizer& q, QuantizeOptions options);
     static Tensor ensure(Tensor& t, std::size_t n, TensorOps& ops);
@@ -153,7 +155,7 @@ private:
     // Per layer, for the transform: a stage end's output and gradient before their casts (and
     // the gradients below it within its stage), the data before its cast; work space.
     std::vector<Tensor> m_rawOut, m_rawGrad;
-    Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransposed;
+    Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransformed;
     std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
 
     std::vector<std::uint32_t> m_order;
