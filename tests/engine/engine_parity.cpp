@@ -129,6 +129,41 @@ void layers(const OpsFactory& candidate, Report& report) {
                                        : ": gradient of parameter " + std::to_string(i)),
                         got.grads[i], want.grads[i], a.bound);
         }
+
+    // A linear layer's weight gradient from operands kept transposed (the Hadamard path's):
+    // the layer's own backward product, on both engines, under every accumulation (a batch of
+    // 24: a partial chunk for the accumulators every 16).
+    constexpr int kBatch = 24, kIn = 19, kOut = 7;
+    const std::vector<float> dy = randomValues(kBatch * kOut, 21),
+                             x = randomValues(kBatch * kIn, 22);
+    auto transposed = [](const std::vector<float>& m, int rows, int cols) {
+        std::vector<float> t(m.size());
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                t[static_cast<std::size_t>(c * rows + r)] =
+                    m[static_cast<std::size_t>(r * cols + c)];
+        return t;
+    };
+    const std::vector<float> dyT = transposed(dy, kBatch, kOut), xT = transposed(x, kBatch, kIn);
+    Linear linear(kIn, kOut);
+    for (const AccCase& a : accumulations) {
+        CpuOps cpu;
+        Mirror dyc(cpu, dy), xc(cpu, x), dw(cpu, std::vector<float>(kOut * kIn + kOut));
+        cpu.backward(linear, nullptr, dw.t.data, dyc.t.data, xc.t.data, nullptr, nullptr, kBatch,
+                     a.acc);
+        std::vector<float> want = dw.read();
+        want.resize(kOut * kIn); // the weights' part
+        const std::unique_ptr<TensorOps> candidateOps = candidate();
+        for (TensorOps* o : {static_cast<TensorOps*>(&cpu), candidateOps.get()}) {
+            Mirror dyt(*o, dyT), xt(*o, xT), got(*o, std::vector<float>(kOut * kIn));
+            o->addWeightGradientTransposed(got.t.data, dyt.t.data, xt.t.data, kOut, kIn, kBatch,
+                                           a.acc);
+            compare(report,
+                    "linear weight gradient from transposed operands (" +
+                        std::string(o == &cpu ? "cpu" : "candidate") + "), " + a.name,
+                    got.read(), want, a.bound);
+        }
+    }
 }
 
 void gptModel(const OpsFactory& candidate, Report& report) {
