@@ -14,6 +14,7 @@
 #include <cfloat>
 #include <cstring>
 #include <exception>
+#include <type_traits>
 
 namespace plab::blocks {
 namespace {
@@ -25,15 +26,22 @@ bool groupable(const Geometry& g) {
     return !g.tiles && g.side % 16 == 0;
 }
 
-// kCounts false (ScaleBlocks::scalesOnly): the amaxes alone, the records' counts 0.
-template <bool kCounts>
+// kCounts false (ScaleBlocks::scalesOnly): the amaxes alone, the records' counts 0. kTiles: 16
+// whole 16 x 16 tiles side by side (tileGroups), begin their row group's first element, block
+// k the 16 rows' spans at column k * 16 from there.
+template <bool kCounts, bool kTiles = false>
 PLAB_INLINE_BODY void findFacts16(const ScaleBlocks& body, std::size_t b, std::size_t begin) {
     using lanes::I16;
-    const std::size_t side = body.geometry.side;
+    const std::size_t side = body.geometry.side, cols = body.geometry.cols;
     I16 amax[16], finite[16], small[16], nonzero[16];
     for (std::size_t k = 0; k < 16; ++k) {
         lanes::LaneFacts lf;
-        lanes::scanLanes<kCounts>(body.in + begin + k * side, side, lf);
+        if constexpr (kTiles) {
+            for (std::size_t r = 0; r < 16; ++r)
+                lanes::scanLanes<kCounts>(body.in + begin + r * cols + k * 16, 16, lf);
+        } else {
+            lanes::scanLanes<kCounts>(body.in + begin + k * side, side, lf);
+        }
         amax[k] = lf.amax;
         finite[k] = lf.finite;
         small[k] = lf.small;
@@ -131,15 +139,26 @@ PLAB_INLINE_BODY void chooseScaleGroup(const ScaleBlocks& body, std::size_t b) {
     lanes::storeRecords(body.info + b, words);
 }
 
-template <bool kCounts>
+// kTiles: 16 x 16 tiles side by side (findFacts16's).
+template <bool kCounts, bool kTiles = false>
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::size_t first) {
-    const std::size_t side = body.geometry.side;
+    const std::size_t side = body.geometry.side, cols = body.geometry.cols;
+    const auto clip = static_cast<std::int32_t>(body.clipBits);
     lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
-        const std::size_t begin = first + k * side;
-        clipped[k] = lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, side,
-                                                body.info[b + k].scale.toElement,
-                                                static_cast<std::int32_t>(body.clipBits));
+        const float toElement = body.info[b + k].scale.toElement;
+        if constexpr (kTiles) {
+            clipped[k] = lanes::I16{};
+            for (std::size_t r = 0; r < 16; ++r) {
+                const std::size_t begin = first + r * cols + k * 16;
+                clipped[k] += lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, 16,
+                                                         toElement, clip);
+            }
+        } else {
+            const std::size_t begin = first + k * side;
+            clipped[k] = lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, side,
+                                                    toElement, clip);
+        }
     }
     if constexpr (kCounts) {
         const lanes::I16 candidates = lanes::foldEach(clipped, lanes::Plus{});
@@ -155,20 +174,30 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::
 // W blocks (16, or 8 for AVX2) dequantised at once, their nonzero counts folded together.
 // kSide and kUnitScale (tensorScale 1) as factsAndScaleGroup's kSide: known at compile time where
 // they are the common case, so that a 16-element group runs without loops or branches.
-template <int W, bool kCounts, std::size_t kSide, bool kUnitScale>
+// kTiles: 16 x 16 tiles side by side (findFacts16's).
+template <int W, bool kCounts, std::size_t kSide, bool kUnitScale, bool kTiles = false>
 PLAB_INLINE_BODY void dequantizeLanesGroup(const DequantizeBlocks& body, std::size_t b,
                                            std::size_t begin) {
     using I = typename lanes::Lanes<W>::I;
     // Locals: stores through values and info could otherwise alias body's fields.
-    const std::size_t side = kSide != 0 ? kSide : body.geometry.side;
+    const std::size_t side = kSide != 0 ? kSide : body.geometry.side, cols = body.geometry.cols;
     float* values = body.values + begin;
     BlockInfo* info = body.info + b;
     const float tensorScale = kUnitScale ? 1.0f : body.tensorScale;
     I nonzero[W];
+    if constexpr (kTiles) {
+        for (std::size_t k = 0; k < W; ++k) {
+            nonzero[k] = I{};
+            for (std::size_t r = 0; r < 16; ++r)
+                nonzero[k] += lanes::dequantizeLanes<kCounts, kUnitScale, W>(
+                    values + r * cols + k * 16, 16, info[k].scale.decoded, tensorScale);
+        }
+    } else {
 #pragma GCC unroll 16
-    for (std::size_t k = 0; k < W; ++k)
-        nonzero[k] = lanes::dequantizeLanes<kCounts, kUnitScale, W>(
-            values + k * side, side, info[k].scale.decoded, tensorScale);
+        for (std::size_t k = 0; k < W; ++k)
+            nonzero[k] = lanes::dequantizeLanes<kCounts, kUnitScale, W>(
+                values + k * side, side, info[k].scale.decoded, tensorScale);
+    }
     if constexpr (kCounts) {
         const I counts = lanes::foldEach(nonzero, lanes::Plus{});
 #pragma GCC unroll 16
@@ -177,11 +206,14 @@ PLAB_INLINE_BODY void dequantizeLanesGroup(const DequantizeBlocks& body, std::si
     }
 }
 
-template <int W, bool kCounts>
+template <int W, bool kCounts, bool kTiles = false>
 PLAB_INLINE_BODY void dequantizeGroup(const DequantizeBlocks& body, std::size_t b,
                                       std::size_t begin) {
     const bool unit = body.tensorScale == 1.0f; // MX and FP32 blocks: x / 1 is x, no division
-    if (body.geometry.side == 16)
+    if constexpr (kTiles)
+        unit ? dequantizeLanesGroup<W, kCounts, 16, true, true>(body, b, begin)
+             : dequantizeLanesGroup<W, kCounts, 16, false, true>(body, b, begin);
+    else if (body.geometry.side == 16)
         unit ? dequantizeLanesGroup<W, kCounts, 16, true>(body, b, begin)
              : dequantizeLanesGroup<W, kCounts, 16, false>(body, b, begin);
     else
@@ -353,17 +385,61 @@ PLAB_INLINE_BODY void overBlocks(const Geometry& g, std::size_t first, std::size
 // else block by block (the bodies of block_kernels.h alone), their spans in 8 lanes (AVX2) or
 // in plain loops (0).
 
+// 16 x 16 tiles (weights): 16 whole tiles side by side in a whole row group through
+// `group(b, begin)` (begin: the group's first row, first column), the others (a row's last
+// tiles, a partial row group) through `one(b, place)`, in block order.
+template <class Group, class One>
+PLAB_INLINE_BODY void tileGroups(const Geometry& g, std::size_t first, std::size_t last,
+                                 const Group& group, const One& one) {
+    Geometry::Place at = g.place(first);
+    for (std::size_t b = first; b < last;) {
+        const bool wholeGroup = (at.group + 1) * 16 <= g.rows;
+        if (wholeGroup && last - b >= 16 && at.column + 256 <= g.cols) {
+            group(b, at.group * 16 * g.cols + at.column);
+            b += 16;
+            at.column += 256 - 16; // advance() moves on the last 16 and wraps at the row's end
+            g.advance(at);
+            continue;
+        }
+        one(b, at);
+        ++b;
+        g.advance(at);
+    }
+}
+
+// A pass's 16-block groups: along rows (overBlocks), or 16 x 16 tiles side by side
+// (tileGroups); group(b, begin, tiles) gets std::true_type for tiles.
+template <int kLanes, class Group, class One>
+PLAB_INLINE_BODY void passGroups(const Geometry& g, std::size_t first, std::size_t last,
+                                 const Group& group, const One& one) {
+#if defined(PLAB_BLOCK_LANES)
+    if constexpr (kLanes == 16)
+        if (g.tiles && g.side == 16)
+            return tileGroups(
+                g, first, last,
+                [&](std::size_t b, std::size_t begin)
+                    PLAB_INLINE_LAMBDA { group(b, begin, std::true_type{}); },
+                one);
+#endif
+    overBlocks<kLanes == 16 ? 16 : 0>(
+        g, first, last,
+        [&](std::size_t b, std::size_t begin)
+            PLAB_INLINE_LAMBDA { group(b, begin, std::false_type{}); },
+        one);
+}
+
 template <int kLanes>
 PLAB_INLINE_BODY void findFactsPass(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-    overBlocks<kLanes == 16 ? 16 : 0>(
+    passGroups<kLanes>(
         body.geometry, first, last,
-        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+        [&](std::size_t b, std::size_t begin, auto tiles) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
+            constexpr bool kTiles = decltype(tiles)::value;
             if constexpr (kLanes == 16)
-                body.scalesOnly ? findFacts16<false>(body, b, begin)
-                                : findFacts16<true>(body, b, begin);
+                body.scalesOnly ? findFacts16<false, kTiles>(body, b, begin)
+                                : findFacts16<true, kTiles>(body, b, begin);
 #endif
-            (void)b, (void)begin;
+            (void)b, (void)begin, (void)tiles;
         },
         [&](std::size_t b, const Geometry::Place& at)
             PLAB_INLINE_LAMBDA { body.findFacts<kLanes>(b, at); });
@@ -383,15 +459,16 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
     Geometry::Place at = body.geometry.place(block);
     for (; block < last; ++block, body.geometry.advance(at))
         body.chooseScale(block, at);
-    overBlocks<kLanes == 16 ? 16 : 0>(
+    passGroups<kLanes>(
         body.geometry, first, last,
-        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+        [&](std::size_t b, std::size_t begin, auto tiles) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
+            constexpr bool kTiles = decltype(tiles)::value;
             if constexpr (kLanes == 16)
-                body.scalesOnly ? applyScale16<false>(body, b, begin)
-                                : applyScale16<true>(body, b, begin);
+                body.scalesOnly ? applyScale16<false, kTiles>(body, b, begin)
+                                : applyScale16<true, kTiles>(body, b, begin);
 #endif
-            (void)b, (void)begin;
+            (void)b, (void)begin, (void)tiles;
         },
         [&](std::size_t b, const Geometry::Place& place)
             PLAB_INLINE_LAMBDA { body.applyScale<kLanes>(b, place); });
@@ -400,15 +477,16 @@ PLAB_INLINE_BODY void scalePass(const ScaleBlocks& body, std::size_t first, std:
 template <int kLanes>
 PLAB_INLINE_BODY void dequantizePass(const DequantizeBlocks& body, std::size_t first,
                                      std::size_t last) {
-    overBlocks<kLanes == 16 ? 16 : 0>(
+    passGroups<kLanes>(
         body.geometry, first, last,
-        [&](std::size_t b, std::size_t begin) PLAB_INLINE_LAMBDA {
+        [&](std::size_t b, std::size_t begin, auto tiles) PLAB_INLINE_LAMBDA {
 #if defined(PLAB_BLOCK_LANES)
+            constexpr bool kTiles = decltype(tiles)::value;
             if constexpr (kLanes == 16)
-                body.scalesOnly ? dequantizeGroup<16, false>(body, b, begin)
-                                : dequantizeGroup<16, true>(body, b, begin);
+                body.scalesOnly ? dequantizeGroup<16, false, kTiles>(body, b, begin)
+                                : dequantizeGroup<16, true, kTiles>(body, b, begin);
 #endif
-            (void)b, (void)begin;
+            (void)b, (void)begin, (void)tiles;
         },
         [&](std::size_t b, const Geometry::Place& at)
             PLAB_INLINE_LAMBDA { body.dequantizeBlock<kLanes>(b, at); });

@@ -345,6 +345,12 @@ void TestBlockFormats::matchesReference_data() {
         << "fp4-e2m1" << nv << 16 << false << false << false << false << 3 << 40000 << false;
     QTest::newRow("mxfp4 ceil tiles")
         << "fp4-e2m1" << mx << 32 << true << false << false << false << 45 << 70 << true;
+    // 16 x 16 tiles 16 side by side (the CPU's tile groups): rows of whole groups ending at the
+    // row's end, and rows with single tiles, a partial tile and a partial row group after them.
+    QTest::newRow("nvfp4 16-tile groups")
+        << "fp4-e2m1" << nv << 16 << false << false << false << false << 48 << 512 << true;
+    QTest::newRow("nvfp4 16-tile groups, partial tiles, stochastic")
+        << "fp4-e2m1" << nv << 16 << false << false << false << true << 40 << 600 << true;
 }
 
 void TestBlockFormats::matchesReference() {
