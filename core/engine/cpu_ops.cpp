@@ -229,7 +229,7 @@ TensorOps::UpdateCounts CpuOps::sgdStepFloat32(const OptimizerSettings& settings
                                                Tensor grad, Tensor master, Tensor /*update*/,
                                                Tensor /*scratch*/, double lr,
                                                const Float32Sgd& casts) {
-    MasterUpdateCounts counts;
+    UpdateCounts counts;
     plab::sgdStepFloat32(settings, span(grad), span(master), span(momentum), lr,
                          casts.count ? &counts : nullptr);
     // The float32 casts change nothing: only their counting is left, on the results.
@@ -239,7 +239,7 @@ TensorOps::UpdateCounts CpuOps::sgdStepFloat32(const OptimizerSettings& settings
     if (casts.masterStats != nullptr)
         casts.masterFormat.quantize(span(master), span(master), casts.masterStats,
                                     casts.masterOptions);
-    return {counts.updates, counts.lost};
+    return counts;
 }
 
 TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,

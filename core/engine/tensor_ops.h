@@ -123,9 +123,7 @@ public:
                                  const QuantizeOptions& options) = 0;
     // master <- Q(master - update), with scratch (same size) as the work space. When counting,
     // *updates gets the nonzero updates and *lost those that left the master unchanged.
-    struct UpdateCounts {
-        std::uint64_t updates = 0, lost = 0;
-    };
+    using UpdateCounts = MasterUpdateCounts; // train/optimizer.h
     virtual UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                            const Quantizer& masterFormat, QuantStats* stats,
                                            const QuantizeOptions& options, bool count) = 0;

@@ -30,7 +30,8 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
 // above and then master -= update, in one pass over memory instead of four (the float32 casts
 // in between change nothing), with the same operations in the same order, so the momentum and
 // master come out the same bit for bit. The update is not kept. With `counts`, it gets the
-// nonzero updates and those that left the master unchanged (as applyMasterUpdate counts them).
+// nonzero updates and those that left the master unchanged (as TensorOps::applyMasterUpdate
+// counts them; its UpdateCounts is this).
 struct MasterUpdateCounts {
     std::uint64_t updates = 0, lost = 0;
 };

@@ -515,13 +515,13 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
 }
 
 // ---- float32 itself (params.identity, QuantConfig::isIdentity): nothing is rounded, so the cast
-// is a copy (nothing at all in place) and only the counting is left: about a third of the fast
-// path's vector work. A vector holding a float32 subnormal, an Inf or a NaN (rare) is counted
-// by the general kernel, whose own output (NaNs made canonical) goes to scratch; in every other
-// vector a lane is a zero or a normal, so one comparison and the amax are all the classes need.
-// The bins are left for the caller's loop: read back from memory a whole block later, not
-// straight after their vector store (on the reference CPU a load that must wait on a fresh
-// vector store made that loop the slower one).
+// is a copy (nothing at all in place) and only the counting is left (`bench quantize --formats
+// fp32`: 1.76-1.80 G elem/s through the fast path, 2.31-2.38 here). A vector holding a float32
+// subnormal, an Inf or a NaN (rare) is counted by the general kernel, whose own output (NaNs
+// made canonical) goes to scratch; in every other vector a lane is a zero or a normal, so one
+// comparison and the amax are all the classes need. The bins are left for the caller's loop
+// after the block (read back a whole block after their vector store, not straight after it:
+// 5% faster for float32 when measured on the fast path).
 template <int kError>
 inline void countIdentityBlock(const QuantKernelParams& p, const float* in, float* out,
                                std::size_t n, std::uint32_t* bins, std::uint8_t* clipped,
@@ -597,7 +597,7 @@ inline void copyIdentity(const float* in, float* out, std::size_t n, std::uint8_
 }
 
 // Returns whether the block's histogram was counted (the fast path counts it as it goes; the
-// general path leaves its bins for the caller).
+// general path and float32's leave their bins for the caller).
 template <int kRounding, bool kStats, int kError = kNoError>
 inline bool quantizeBlock(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                           const std::uint32_t* rnd, std::uint32_t* bins, const HistogramSink& hist,
