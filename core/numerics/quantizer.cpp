@@ -60,6 +60,7 @@ kernels::QuantKernelParams makeParams(const QuantConfig& c) {
     p.subAddend = std::ldexp(1.0f, p.subQuantumExponent + 23);
     p.subQuantum = std::ldexp(1.0f, p.subQuantumExponent);
     p.subHalfQuantum = std::ldexp(1.0f, p.subQuantumExponent - 1);
+    p.identity = c.isIdentity() ? 1u : 0u;
     return p;
 }
 
@@ -160,9 +161,7 @@ Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(con
     }
     m_kernel = kernel;
     m_identity = config.isIdentity();
-    kernels::QuantKernelParams params = makeParams(config);
-    params.identity = m_identity ? 1u : 0u;
-    m_impl = std::make_shared<const Impl>(Impl{params, kernelFunction(kernel)});
+    m_impl = std::make_shared<const Impl>(Impl{makeParams(config), kernelFunction(kernel)});
 }
 
 void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,

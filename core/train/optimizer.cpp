@@ -46,36 +46,44 @@ void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step
         update[i] = rate * first[i] / (std::sqrt(second[i]) + eps) + decay * master[i];
 }
 
-void sgdStepFloat32(const OptimizerSettings& settings, std::span<const float> grad,
-                    std::span<float> master, std::span<float> momentum, double lr,
-                    MasterUpdateCounts* counts) {
-    const std::size_t n = grad.size();
-    const auto wd = static_cast<float>(settings.weightDecay);
-    const auto mu = static_cast<float>(settings.momentum);
-    const auto rate = static_cast<float>(lr);
-    if (counts == nullptr) {
-        for (std::size_t i = 0; i < n; ++i) {
-            const float v = mu * momentum[i] + (grad[i] + wd * master[i]);
-            momentum[i] = v;
-            master[i] = master[i] - rate * v;
-        }
-        return;
-    }
-    // Branch-free counts, as applyMasterUpdate's: updates are nonzero almost everywhere, lost
-    // ones are random.
+namespace {
+
+// kCount: also the nonzero updates and those that left the master unchanged, branch-free (as
+// applyMasterUpdate counts them: updates are nonzero almost everywhere, lost ones random).
+template <bool kCount>
+void sgdPass(std::span<const float> grad, std::span<float> master, std::span<float> momentum,
+             float mu, float wd, float rate, MasterUpdateCounts* counts) {
     std::uint64_t updates = 0, lost = 0;
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < grad.size(); ++i) {
         const float v = mu * momentum[i] + (grad[i] + wd * master[i]);
         momentum[i] = v;
         const float update = rate * v;
         const float next = master[i] - update;
-        const std::uint64_t moved = update != 0.0f ? 1u : 0u;
-        updates += moved;
-        lost += moved & (next == master[i] ? 1u : 0u);
+        if constexpr (kCount) {
+            const std::uint64_t moved = update != 0.0f ? 1u : 0u;
+            updates += moved;
+            lost += moved & (next == master[i] ? 1u : 0u);
+        }
         master[i] = next;
     }
-    counts->updates += updates;
-    counts->lost += lost;
+    if constexpr (kCount) {
+        counts->updates += updates;
+        counts->lost += lost;
+    }
+}
+
+} // namespace
+
+void sgdStepFloat32(const OptimizerSettings& settings, std::span<const float> grad,
+                    std::span<float> master, std::span<float> momentum, double lr,
+                    MasterUpdateCounts* counts) {
+    const auto wd = static_cast<float>(settings.weightDecay);
+    const auto mu = static_cast<float>(settings.momentum);
+    const auto rate = static_cast<float>(lr);
+    if (counts != nullptr)
+        sgdPass<true>(grad, master, momentum, mu, wd, rate, counts);
+    else
+        sgdPass<false>(grad, master, momentum, mu, wd, rate, nullptr);
 }
 
 } // namespace plab

@@ -697,16 +697,15 @@ void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
         castAlongBatch(rawInput, b, in, ensure(m_rhtOperandB, b * in, *m_ops),
                        quantizer(inputStage, TensorRole::Activations), activationWords);
     // dW = dy^T x from the transformed operands (both transposed: (width, batch)), straight into
-    // the (zeroed) gradients; the bias gradient is a sum over the batch, which the transform
-    // changes: replaced by the sum of the untransformed gradient, as the layer's own backward
-    // gives it.
+    // the gradients (zeroed before the backward, which left this layer's alone); the bias
+    // gradient is a sum over the batch, which the transform changes: the sum of the
+    // untransformed gradient, as the layer's own backward gives it.
     const std::size_t offset = m_model.parameterOffset(layer);
     m_ops->addWeightGradientTransposed(m_grads.data + offset, dy.data, x.data,
                                        static_cast<int>(out), static_cast<int>(in), batch,
                                        m_accumulation);
-    const Tensor bias = m_grads.slice(offset + l.weightCount(), out);
-    m_ops->fill(bias, 0.0f);
-    m_ops->addColumnSums(bias.data, m_dout[layer].data, batch, static_cast<int>(out));
+    m_ops->addColumnSums(m_grads.data + offset + l.weightCount(), m_dout[layer].data, batch,
+                         static_cast<int>(out));
 }
 
 BlockLayout Trainer::weightLayout(int stage) const {

@@ -43,8 +43,9 @@ struct QuantKernelParams {
     float subAddend;           // 2^(subQuantumExponent + 23)
     float subQuantum;          // 2^subQuantumExponent
     float subHalfQuantum;      // 2^(subQuantumExponent - 1)
-    // 1 for float32 itself: every finite value comes out unchanged, so a cast's error sums are
-    // known from its signal sum alone (error 0, output = signal, the same bits).
+    // 1 for QuantConfig::isIdentity(): every value comes out as its own bits, so the cast is a
+    // copy with counting (countIdentityBlock) and its error sums are its signal sum alone (error
+    // 0, output = signal, the same bits).
     std::uint32_t identity;
     std::uint64_t seed;
     std::uint64_t stream;
