@@ -3,6 +3,7 @@
 #include "nn/matmul.h"
 
 #include "numerics/quantizer.h"
+#include "util/thread_pool.h"
 #include "util/vector_clones.h"
 
 #if defined(PLAB_HAVE_OPENBLAS)
@@ -20,7 +21,9 @@ namespace {
 
 void roundInPlace(MatrixMap m, const Accumulation& acc) {
     std::span<float> values(m.data(), static_cast<std::size_t>(m.size()));
-    acc.quantizer->quantize(values, values, nullptr);
+    QuantizeOptions options;
+    options.pool = acc.pool; // the quantiser's fixed ranges: the same bits on any thread count
+    acc.quantizer->quantize(values, values, nullptr, options);
 }
 
 } // namespace
@@ -87,13 +90,15 @@ void addRoundedTile8(float* chunk, std::size_t width, const float* a, std::size_
 #define PLAB_HAVE_ROUNDED_TILE 1
 #endif
 
-// C (M, N) [+]= A (M, K) B (K, N) with promotion (see Accumulation): a tile of rows of C at a
-// time, each product row of B read once per tile (from L1) while the tile's chunk sums take it,
-// rounded after every product added.
-void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumulate,
-              const Accumulation& acc) {
-    constexpr Eigen::Index kTile = 8;
-    const Eigen::Index m = a.rows(), k = a.cols(), n = b.cols();
+constexpr Eigen::Index kPromotedTile = 8; // rows of C at a time (addRoundedTile8's)
+
+// Rows [firstRow, lastRow) of C (M, N) [+]= A (M, K) B (K, N) with promotion (see Accumulation):
+// a tile of rows of C at a time, each product row of B read once per tile (from L1) while the
+// tile's chunk sums take it, rounded after every product added.
+void promotedRows(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumulate,
+                  const Accumulation& acc, Eigen::Index firstRow, Eigen::Index lastRow) {
+    constexpr Eigen::Index kTile = kPromotedTile;
+    const Eigen::Index k = a.cols(), n = b.cols();
     const auto width = static_cast<std::size_t>(n);
     const QuantConfig& config = acc.quantizer->config();
     const bool fast = hasFp32Range(config);
@@ -101,8 +106,8 @@ void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumula
     const std::uint32_t half = drop > 0 ? (1u << (drop - 1)) - 1u : 0u;
     const std::uint32_t keep = ~((1u << drop) - 1u);
     std::vector<float> total(kTile * width), chunk(kTile * width);
-    for (Eigen::Index first = 0; first < m; first += kTile) {
-        const Eigen::Index rows = std::min(kTile, m - first);
+    for (Eigen::Index first = firstRow; first < lastRow; first += kTile) {
+        const Eigen::Index rows = std::min(kTile, lastRow - first);
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index j = 0; j < n; ++j)
                 total[static_cast<std::size_t>(r) * width + static_cast<std::size_t>(j)] =
@@ -149,6 +154,26 @@ void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumula
                 c(first + r, j) =
                     total[static_cast<std::size_t>(r) * width + static_cast<std::size_t>(j)];
     }
+}
+
+// The whole product: a tile's rows of C depend on nothing else, so the tiles are spread over
+// acc.pool in ranges, and every element gets the same operations in the same order on any
+// number of threads.
+void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumulate,
+              const Accumulation& acc) {
+    const Eigen::Index m = a.rows(), tiles = (m + kPromotedTile - 1) / kPromotedTile;
+    const std::size_t threads = acc.pool != nullptr ? acc.pool->threadCount() : 1;
+    if (threads < 2 || tiles < 2)
+        return promotedRows(c, a, b, accumulate, acc, 0, m);
+    // A few ranges per thread, so that one slow range does not leave the others idle.
+    const auto ranges = static_cast<Eigen::Index>(
+        std::min<std::size_t>(static_cast<std::size_t>(tiles), 4 * threads));
+    acc.pool->parallelFor(static_cast<std::size_t>(ranges), [&](std::size_t range) {
+        const auto r = static_cast<Eigen::Index>(range);
+        const Eigen::Index firstTile = tiles * r / ranges, lastTile = tiles * (r + 1) / ranges;
+        promotedRows(c, a, b, accumulate, acc, firstTile * kPromotedTile,
+                     std::min(m, lastTile * kPromotedTile));
+    });
 }
 
 template <typename Product>

@@ -8,6 +8,7 @@
 namespace plab {
 
 class Quantizer;
+class ThreadPool;
 struct QuantConfig;
 
 using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -20,10 +21,14 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 //   promoteEvery: chunks of that many products are summed in the format, rounded after every
 //                 addition, and each chunk's sum is added to an FP32 total (DeepSeek-V3's
 //                 promotion of a narrow Tensor Core accumulator). Takes precedence over every.
+//   pool:         the threads the emulation may spread over (null: the calling thread); the
+//                 results do not depend on how many there are. Plain products thread through
+//                 OpenBLAS instead.
 struct Accumulation {
     const Quantizer* quantizer = nullptr;
     int every = 0;
     int promoteEvery = 0;
+    ThreadPool* pool = nullptr;
 };
 
 // True for nearest-even rounding to a format with FP32's exponent field (8 bits, bias 127,

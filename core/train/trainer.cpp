@@ -228,7 +228,7 @@ void Trainer::buildQuantizers() {
     if (m_config.recipe.accumulation) {
         m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
         m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery,
-                          m_config.recipe.promoteEvery};
+                          m_config.recipe.promoteEvery, &m_pool};
     }
 }
 

@@ -1,14 +1,16 @@
 // Matrix products with DeepSeek-V3's promotion (Accumulation::promoteEvery) against a scalar
 // reference written from the rule: per output, chunks of N products summed in the accumulation
 // format with a rounding after every addition, each chunk's sum added to an FP32 total. Checked
-// bit for bit through all three product shapes, for the vectorised path (e8m13, nearest-even)
-// and the general one (fp16, and stochastic rounding with its per-product random words).
+// bit for bit through all three product shapes, for the vectorised path (e8m13, nearest-even:
+// 8-row tiles, 16 columns at a time and the last columns) and the general one (fp16, and
+// stochastic rounding with its per-product random words), on one thread and spread over a pool.
 #include <QTest>
 
 #include "nn/matmul.h"
 #include "numerics/philox.h"
 #include "numerics/quantizer.h"
 #include "numerics/reference_quantize.h"
+#include "util/thread_pool.h"
 
 #include <cstring>
 #include <random>
@@ -72,22 +74,36 @@ void TestPromotedAccumulation::matchesReference_data() {
     QTest::addColumn<QString>("format");
     QTest::addColumn<bool>("stochastic");
     QTest::addColumn<int>("every");
-    QTest::newRow("e8m13 every 128 (vectorised)") << "e8m13" << false << 128;
-    QTest::newRow("e8m13 every 7") << "e8m13" << false << 7;
-    QTest::newRow("fp16 every 32") << "fp16" << false << 32;
-    QTest::newRow("e8m13 stochastic every 64") << "e8m13" << true << 64;
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("threads");
+    QTest::newRow("e8m13 every 128") << "e8m13" << false << 128 << 4 << 9 << 1;
+    QTest::newRow("e8m13 every 7") << "e8m13" << false << 7 << 4 << 9 << 1;
+    QTest::newRow("fp16 every 32") << "fp16" << false << 32 << 4 << 9 << 1;
+    QTest::newRow("e8m13 stochastic every 64") << "e8m13" << true << 64 << 4 << 9 << 1;
+    // 37 rows: four whole 8-row tiles (the vectorised tile) and a partial one; 40 columns: two
+    // vectors of 16 and 8 left over. Over 3 threads the tiles go in ranges, each thread its own.
+    QTest::newRow("e8m13 every 128, tiles (vectorised)")
+        << "e8m13" << false << 128 << 37 << 40 << 1;
+    QTest::newRow("e8m13 every 128, tiles, 3 threads") << "e8m13" << false << 128 << 37 << 40 << 3;
+    QTest::newRow("fp16 every 32, tiles, 3 threads") << "fp16" << false << 32 << 37 << 40 << 3;
+    QTest::newRow("e8m13 stochastic every 64, 3 threads") << "e8m13" << true << 64 << 37 << 40 << 3;
 }
 
 void TestPromotedAccumulation::matchesReference() {
     QFETCH(QString, format);
     QFETCH(bool, stochastic);
     QFETCH(int, every);
+    QFETCH(int, rows);
+    QFETCH(int, cols);
+    QFETCH(int, threads);
     const QuantConfig config =
         QuantConfig::forFormat(parseFormat(format.toStdString()),
                                stochastic ? Rounding::Stochastic : Rounding::NearestEven);
     const Quantizer q(config);
-    const Accumulation acc{&q, 0, every};
-    const Eigen::Index m = 4, k = 300, n = 9;
+    ThreadPool pool(static_cast<unsigned>(threads));
+    const Accumulation acc{&q, 0, every, &pool};
+    const Eigen::Index m = rows, k = 300, n = cols;
     const RowMatrix a = randomMatrix(m, k, 1), b = randomMatrix(k, n, 2),
                     c0 = randomMatrix(m, n, 3);
     const RowMatrix want = reference(a, b, config, every, nullptr);
