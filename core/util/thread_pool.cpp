@@ -3,8 +3,42 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace plab {
+namespace {
+
+// A thread that runs out of work spins this long for more before it sleeps: a training step
+// calls parallelFor many times in quick succession, and each sleep costs a system call on both
+// sides and a wake-up that can take longer than the task (on a VM, tens of microseconds).
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+inline void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done().
+template <class Done>
+bool spinUntil(const Done& done) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done())
+                return true;
+            pause();
+        }
+        if (std::chrono::steady_clock::now() >= until)
+            return done();
+    }
+}
+
+} // namespace
 
 ThreadPool::ThreadPool(unsigned threads) {
     if (threads == 0)
@@ -30,16 +64,21 @@ void ThreadPool::parallelFor(std::size_t tasks, const std::function<void(std::si
             task(i);
         return;
     }
+    bool sleeping;
     {
         std::lock_guard lock(m_mutex);
         m_task = &task;
         m_taskCount = tasks;
         m_nextTask = 0;
         m_finishedTasks = 0;
-        ++m_generation;
+        m_allFinished.store(false, std::memory_order_relaxed);
+        m_generation.fetch_add(1, std::memory_order_release);
+        sleeping = m_sleeping != 0;
     }
-    m_wake.notify_all();
+    if (sleeping) // the spinning ones see the generation change by themselves
+        m_wake.notify_all();
     runTasks();
+    spinUntil([this] { return m_allFinished.load(std::memory_order_acquire); });
     std::unique_lock lock(m_mutex);
     m_done.wait(lock, [this] { return m_finishedTasks == m_taskCount; });
     m_task = nullptr;
@@ -61,6 +100,8 @@ void ThreadPool::runTasks() {
         {
             std::lock_guard lock(m_mutex);
             last = ++m_finishedTasks == m_taskCount;
+            if (last)
+                m_allFinished.store(true, std::memory_order_release);
         }
         if (last)
             m_done.notify_all();
@@ -70,12 +111,17 @@ void ThreadPool::runTasks() {
 void ThreadPool::workerLoop() {
     std::size_t seenGeneration = 0;
     for (;;) {
+        spinUntil([&] { return m_generation.load(std::memory_order_acquire) != seenGeneration; });
         {
             std::unique_lock lock(m_mutex);
-            m_wake.wait(lock, [&] { return m_stopping || m_generation != seenGeneration; });
+            ++m_sleeping;
+            m_wake.wait(lock, [&] {
+                return m_stopping || m_generation.load(std::memory_order_relaxed) != seenGeneration;
+            });
+            --m_sleeping;
             if (m_stopping)
                 return;
-            seenGeneration = m_generation;
+            seenGeneration = m_generation.load(std::memory_order_relaxed);
         }
         runTasks();
     }

@@ -2,6 +2,7 @@
 // number of contiguous chunks decided by the caller, so results never depend on scheduling.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -38,7 +39,10 @@ private:
     std::size_t m_taskCount = 0;
     std::size_t m_nextTask = 0;
     std::size_t m_finishedTasks = 0;
-    std::size_t m_generation = 0;
+    // Written under m_mutex; read without it by the threads spinning for a change.
+    std::atomic<std::size_t> m_generation{0};
+    std::atomic<bool> m_allFinished{true};
+    unsigned m_sleeping = 0; // workers waiting on m_wake
     bool m_stopping = false;
 };
 
