@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 // GCC only: Clang refuses (as an error) a call that passes a 64-byte vector from a function
@@ -126,43 +127,84 @@ PLAB_LANE_INLINE std::uint32_t sumAcross(I v) {
     return foldAcross(v, Plus{});
 }
 
-// Sixteen vectors folded to one whose lane k is the fold of v[k]'s lanes (v is overwritten):
-// pairs of vectors halve their partials level by level, 15 operations where 16 separate folds
-// take 64, and the result lands in lanes ready for the next step.
-template <class Op>
-PLAB_LANE_INLINE I16 foldEach(I16 (&v)[16], Op op = {}) {
-    for (int k = 0; k < 8; ++k) // [k: 8 partials | k+1: 8 partials]
-        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17,
-                                          18, 19, 20, 21, 22, 23),
-                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24,
-                                          25, 26, 27, 28, 29, 30, 31));
-    for (int k = 0; k < 4; ++k) // 4 partials each of 4 blocks
-        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17,
-                                          18, 19, 24, 25, 26, 27),
-                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20,
-                                          21, 22, 23, 28, 29, 30, 31));
-    for (int k = 0; k < 2; ++k) // 2 partials each of 8 blocks
-        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17,
-                                          20, 21, 24, 25, 28, 29),
-                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18,
-                                          19, 22, 23, 26, 27, 30, 31));
-    return op(__builtin_shufflevector(v[0], v[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
-                                      28, 30),
-              __builtin_shufflevector(v[0], v[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
-                                      29, 31));
+// foldEach's level kLevel on one pair of partials: a and b each hold the partial folds of
+// 2^(kLevel - 1) consecutive vectors (block b's partials ahead of block b + 1's), the result
+// those of all 2^kLevel, halved. Level 1 pairs two vectors as they come.
+template <int kLevel, class Op>
+PLAB_LANE_INLINE I16 foldPair(I16 a, I16 b, Op op) {
+    static_assert(kLevel >= 1 && kLevel <= 4, "sixteen lanes fold in four levels");
+    if constexpr (kLevel == 1) // [a: 8 partials | b: 8 partials]
+        return op(
+            __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+            __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30,
+                                    31));
+    else if constexpr (kLevel == 2) // 4 partials each of 4 blocks
+        return op(
+            __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
+            __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30,
+                                    31));
+    else if constexpr (kLevel == 3) // 2 partials each of 8 blocks
+        return op(
+            __builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29),
+            __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30,
+                                    31));
+    else // one each
+        return op(__builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                          28, 30),
+                  __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                          29, 31));
+}
+// The same for eight lanes, in three levels.
+template <int kLevel, class Op>
+PLAB_LANE_INLINE I8 foldPair(I8 a, I8 b, Op op) {
+    static_assert(kLevel >= 1 && kLevel <= 3, "eight lanes fold in three levels");
+    if constexpr (kLevel == 1) // [a: 4 partials | b: 4 partials]
+        return op(__builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11),
+                  __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15));
+    else if constexpr (kLevel == 2) // 2 partials each of 4 blocks
+        return op(__builtin_shufflevector(a, b, 0, 1, 4, 5, 8, 9, 12, 13),
+                  __builtin_shufflevector(a, b, 2, 3, 6, 7, 10, 11, 14, 15));
+    else // one each
+        return op(__builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14),
+                  __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15));
 }
 
-// Eight vectors of eight lanes folded the same way (7 operations; lane k: the fold of v[k]).
-template <class Op>
-PLAB_LANE_INLINE I8 foldEach(I8 (&v)[8], Op op = {}) {
-    for (int k = 0; k < 4; ++k) // [k: 4 partials | k+1: 4 partials]
-        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11),
-                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15));
-    for (int k = 0; k < 2; ++k) // 2 partials each of 4 blocks
-        v[k] = op(__builtin_shufflevector(v[2 * k], v[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13),
-                  __builtin_shufflevector(v[2 * k], v[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15));
-    return op(__builtin_shufflevector(v[0], v[1], 0, 2, 4, 6, 8, 10, 12, 14),
-              __builtin_shufflevector(v[0], v[1], 1, 3, 5, 7, 9, 11, 13, 15));
+// W vectors (16 or 8) folded to one whose lane k is the fold of v[k]'s lanes (v is
+// overwritten): pairs of vectors halve their partials level by level, 15 operations where 16
+// separate folds take 64 (7 and 24 for eight), and the result lands in lanes ready for the next
+// step.
+template <class I, std::size_t W, class Op>
+PLAB_LANE_INLINE I foldEach(I (&v)[W], Op op = {}) {
+    static_assert(W == 16 || W == 8, "sixteen or eight lanes");
+    for (std::size_t k = 0; k < W / 2; ++k)
+        v[k] = foldPair<1>(v[2 * k], v[2 * k + 1], op);
+    for (std::size_t k = 0; k < W / 4; ++k)
+        v[k] = foldPair<2>(v[2 * k], v[2 * k + 1], op);
+    if constexpr (W == 8) {
+        return foldPair<3>(v[0], v[1], op);
+    } else {
+        for (std::size_t k = 0; k < 2; ++k)
+            v[k] = foldPair<3>(v[2 * k], v[2 * k + 1], op);
+        return foldPair<4>(v[0], v[1], op);
+    }
+}
+
+// foldEach's result for vectors made one at a time by leaf(k), k = first .. first + kCount - 1,
+// folded as they come (depth first: the same pairs at the same levels, so the same lanes):
+// one partial per level waits at a time, where foldEach needs all of them at once (for sixteen
+// vectors of three kinds, more than the registers hold). combine(level, a, b) folds two partials
+// of a level (std::integral_constant level 1 ..), field by field where leaf gives several.
+template <std::size_t kCount, class Leaf, class Combine>
+PLAB_LANE_INLINE auto foldAsMade(const Leaf& leaf, const Combine& combine, std::size_t first = 0) {
+    if constexpr (kCount == 1) {
+        return leaf(first);
+    } else {
+        constexpr int kLevel = kCount == 2 ? 1 : kCount == 4 ? 2 : kCount == 8 ? 3 : 4;
+        static_assert(kCount == std::size_t{1} << kLevel, "a power of two up to 16");
+        const auto a = foldAsMade<kCount / 2>(leaf, combine, first);
+        const auto b = foldAsMade<kCount / 2>(leaf, combine, first + kCount / 2);
+        return combine(std::integral_constant<int, kLevel>{}, a, b);
+    }
 }
 
 // Sixteen records of 8 words (v[j]: records 2j and 2j+1, as loaded from memory) to one vector

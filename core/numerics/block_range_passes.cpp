@@ -242,13 +242,6 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
     float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
     const std::size_t count = kPartial ? blocks : W;
-    I amax[W], shiftedMin[W], nonzero[W];
-    if constexpr (kPartial) { // the folds' identities in the lanes without a block
-        for (std::size_t k = count; k < W; ++k) {
-            amax[k] = nonzero[k] = I{};
-            shiftedMin[k] = I{} + 0x7FFFFFFF;
-        }
-    }
     // The group eight groups ahead (its W x side / 16 lines of 16 floats, in and out) on its way
     // into cache: with a tensor larger than the caches the loads and the stores' line fills
     // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
@@ -262,20 +255,37 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
             __builtin_prefetch(out + ahead + j * 16, 1);
         }
     }
-    for (std::size_t k = 0; k < count; ++k) {
+    // Each block's lanes folded with its neighbours' as soon as they are scanned (foldAsMade):
+    // kept for one fold at the end, the 3 x W vectors did not fit the registers. The lanes
+    // without a block (kPartial) hold the folds' identities.
+    struct Live {
+        I amax, shiftedMin, nonzero;
+    };
+    const auto scanned = [&](std::size_t k) __attribute__((always_inline)) {
+        Live f{I{}, I{} + 0x7FFFFFFF, I{}};
+        if (kPartial && k >= count)
+            return f;
         if constexpr (kCounts) {
             lanes::LiveFactsOf<W> lf;
             lanes::scanLive(in + k * side, side, lf);
-            amax[k] = lf.amax;
-            shiftedMin[k] = lf.shiftedMin;
-            nonzero[k] = lf.nonzero;
+            f = {lf.amax, lf.shiftedMin, lf.nonzero};
         } else {
             lanes::LaneFactsOf<W> lf;
             lanes::scanLanes<false>(in + k * side, side, lf);
-            amax[k] = lf.amax;
+            f.amax = lf.amax;
         }
-    }
-    const I amaxOf = lanes::foldEach(amax, lanes::Max{}); // lane k: block b + k
+        return f;
+    };
+    const auto fold = [](auto level, const Live& x, const Live& y) __attribute__((always_inline)) {
+        constexpr int kLevel = decltype(level)::value;
+        return Live{lanes::foldPair<kLevel>(x.amax, y.amax, lanes::Max{}),
+                    kCounts ? lanes::foldPair<kLevel>(x.shiftedMin, y.shiftedMin, lanes::Min{})
+                            : x.shiftedMin,
+                    kCounts ? lanes::foldPair<kLevel>(x.nonzero, y.nonzero, lanes::Plus{})
+                            : x.nonzero};
+    };
+    const Live facts = lanes::foldAsMade<W>(scanned, fold);
+    const I amaxOf = facts.amax; // lane k: block b + k
     I finiteOf = amaxOf;
     if (lanes::anyLane(amaxOf == lanes::kInfBits)) { // rare: an Inf input
         I finite[W];
@@ -306,9 +316,8 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
             lanes::scaleLanes<false, W>(in + k * side, out + k * side, side, toElement[k], clip);
     }
     if constexpr (kCounts) {
-        words[kWordMinNonzero] = lanes::inRecordLaneOrder(
-            lanes::liveMinNonzero(lanes::foldEach(shiftedMin, lanes::Min{})));
-        words[kWordNonzero] = lanes::inRecordLaneOrder(lanes::foldEach(nonzero, lanes::Plus{}));
+        words[kWordMinNonzero] = lanes::inRecordLaneOrder(lanes::liveMinNonzero(facts.shiftedMin));
+        words[kWordNonzero] = lanes::inRecordLaneOrder(facts.nonzero);
     }
     words[kWordAmax] = lanes::inRecordLaneOrder(amaxOf);
     words[kWordFiniteAmax] = lanes::inRecordLaneOrder(finiteOf);
