@@ -1,5 +1,6 @@
-// ThreadPool: workers sleep on a condition variable and claim task indices under one mutex;
-// tasks here are coarse (thousands of elements or more), so the lock is never the bottleneck.
+// ThreadPool: workers claim task indices under one mutex (tasks here are coarse, thousands of
+// elements or more, so the lock is never the bottleneck); between calls they spin briefly for the
+// next one, then sleep on a condition variable.
 #include "util/thread_pool.h"
 
 #include <algorithm>
