@@ -4,6 +4,7 @@
 
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
+#include "util/transpose.h"
 #include "util/vector_clones.h"
 
 #if defined(PLAB_HAVE_OPENBLAS)
@@ -95,7 +96,7 @@ constexpr Eigen::Index kPromotedTile = 8; // rows of C at a time (addRoundedTile
 // Rows [firstRow, lastRow) of C (M, N) [+]= A (M, K) B (K, N) with promotion (see Accumulation):
 // a tile of rows of C at a time, each product row of B read once per tile (from L1) while the
 // tile's chunk sums take it, rounded after every product added.
-void promotedRows(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumulate,
+void promotedRows(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
                   const Accumulation& acc, Eigen::Index firstRow, Eigen::Index lastRow) {
     constexpr Eigen::Index kTile = kPromotedTile;
     const Eigen::Index k = a.cols(), n = b.cols();
@@ -159,7 +160,7 @@ void promotedRows(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accu
 // The whole product: a tile's rows of C depend on nothing else, so the tiles are spread over
 // acc.pool in ranges, and every element gets the same operations in the same order on any
 // number of threads.
-void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumulate,
+void promoted(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
     const Eigen::Index m = a.rows(), tiles = (m + kPromotedTile - 1) / kPromotedTile;
     const std::size_t threads = acc.pool != nullptr ? acc.pool->threadCount() : 1;
@@ -174,6 +175,15 @@ void promoted(MatrixMap c, const RowMatrix& a, const RowMatrix& b, bool accumula
         promotedRows(c, a, b, accumulate, acc, firstTile * kPromotedTile,
                      std::min(m, lastTile * kPromotedTile));
     });
+}
+
+// m transposed into a matrix of its own, by util/transpose.h's blocked copy: the promoted products
+// read their operands in place, as rows, and only a transposed one needs laying out anew.
+RowMatrix transposed(ConstMatrixMap m) {
+    RowMatrix t(m.cols(), m.rows());
+    transposeMatrix(t.data(), m.data(), static_cast<std::size_t>(m.rows()),
+                    static_cast<std::size_t>(m.cols()));
+    return t;
 }
 
 template <typename Product>
@@ -196,8 +206,10 @@ void chunked(MatrixMap c, bool accumulate, const Accumulation& acc, Eigen::Index
 
 void matmulNT(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
-    if (acc.quantizer != nullptr && acc.promoteEvery > 0)
-        return promoted(c, a, b.transpose(), accumulate, acc);
+    if (acc.quantizer != nullptr && acc.promoteEvery > 0) {
+        const RowMatrix bt = transposed(b);
+        return promoted(c, a, ConstMatrixMap(bt.data(), bt.rows(), bt.cols()), accumulate, acc);
+    }
     chunked(c, accumulate, acc, a.cols(),
             [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
                 if (add)
@@ -222,8 +234,10 @@ void matmulNN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
 
 void matmulTN(MatrixMap c, ConstMatrixMap a, ConstMatrixMap b, bool accumulate,
               const Accumulation& acc) {
-    if (acc.quantizer != nullptr && acc.promoteEvery > 0)
-        return promoted(c, a.transpose(), b, accumulate, acc);
+    if (acc.quantizer != nullptr && acc.promoteEvery > 0) {
+        const RowMatrix at = transposed(a);
+        return promoted(c, ConstMatrixMap(at.data(), at.rows(), at.cols()), b, accumulate, acc);
+    }
     chunked(c, accumulate, acc, a.rows(),
             [&](MatrixMap out, Eigen::Index s, Eigen::Index n, bool add) {
                 if (add)
