@@ -71,15 +71,14 @@ void ThreadPool::parallelFor(std::size_t tasks, const std::function<void(std::si
         m_task = &task;
         m_taskCount = tasks;
         m_nextTask = 0;
-        m_finishedTasks = 0;
-        m_allFinished.store(false, std::memory_order_relaxed);
+        m_finishedTasks.store(0, std::memory_order_relaxed);
         m_generation.fetch_add(1, std::memory_order_release);
         sleeping = m_sleeping != 0;
     }
     if (sleeping) // the spinning ones see the generation change by themselves
         m_wake.notify_all();
     runTasks();
-    spinUntil([this] { return m_allFinished.load(std::memory_order_acquire); });
+    spinUntil([&] { return m_finishedTasks.load(std::memory_order_acquire) == tasks; });
     std::unique_lock lock(m_mutex);
     m_done.wait(lock, [this] { return m_finishedTasks == m_taskCount; });
     m_task = nullptr;
@@ -100,9 +99,7 @@ void ThreadPool::runTasks() {
         bool last;
         {
             std::lock_guard lock(m_mutex);
-            last = ++m_finishedTasks == m_taskCount;
-            if (last)
-                m_allFinished.store(true, std::memory_order_release);
+            last = m_finishedTasks.fetch_add(1, std::memory_order_release) + 1 == m_taskCount;
         }
         if (last)
             m_done.notify_all();

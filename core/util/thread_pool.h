@@ -38,10 +38,9 @@ private:
     const std::function<void(std::size_t)>* m_task = nullptr;
     std::size_t m_taskCount = 0;
     std::size_t m_nextTask = 0;
-    std::size_t m_finishedTasks = 0;
     // Written under m_mutex; read without it by the threads spinning for a change.
+    std::atomic<std::size_t> m_finishedTasks{0};
     std::atomic<std::size_t> m_generation{0};
-    std::atomic<bool> m_allFinished{true};
     unsigned m_sleeping = 0; // workers waiting on m_wake
     bool m_stopping = false;
 };
