@@ -43,17 +43,26 @@ void shade(QCustomPlot* plot, double x0, double x1, const QColor& color) {
     rect->setLayer(QStringLiteral("background"));
 }
 
-void marker(QCustomPlot* plot, double x, const QColor& color, const QString& text, double y) {
+// A dashed line at x, named on a light box in the plot's top right corner, under the label
+// `above` if given (labels at their lines, a binade apart, hid each other and sat under bars).
+QCPItemText* marker(QCustomPlot* plot, double x, const QColor& color, const QString& text,
+                    QCPItemText* above = nullptr) {
     auto* line = new QCPItemStraightLine(plot);
     line->point1->setCoords(x, 0);
     line->point2->setCoords(x, 1);
     line->setPen(QPen(color, 1, Qt::DashLine));
     auto* label = new QCPItemText(plot);
-    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-    label->position->setCoords(x, y);
-    label->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    label->position->setType(QCPItemPosition::ptAxisRectRatio);
+    label->position->setCoords(0.98, 0.03);
+    if (above != nullptr) {
+        label->position->setParentAnchorY(above->bottom);
+        label->position->setCoords(0.98, 0.0); // y: pixels below that label
+    }
+    label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
     label->setText(text);
     label->setColor(color);
+    label->setBrush(QColor(255, 255, 255, 210)); // readable over bars and bands
+    return label;
 }
 
 // log2 of the smallest and largest scale the scheme's scale format stores.
@@ -163,9 +172,12 @@ void BlocksView::show(const TrainingSnapshot& snapshot, const TrainConfig& confi
     const double span = std::log2(element.maxFinite() / element.minPositive());
     const double normalSpan = std::log2(element.maxFinite() / element.minNormal());
     shade(m_rangePlot, 0, span, QColor(60, 170, 90, 45));
-    marker(m_rangePlot, normalSpan, QColor(200, 120, 20),
-           tr("%1 normals").arg(QString::fromStdString(element.name)), 0.02);
-    marker(m_rangePlot, span, QColor(200, 40, 40), tr("flushes past here"), 0.12);
+    QCPItemText* normals = marker(m_rangePlot, normalSpan, QColor(200, 120, 20),
+                                  tr("- - %1 normals: %2 binades")
+                                      .arg(QString::fromStdString(element.name))
+                                      .arg(normalSpan, 0, 'f', 1));
+    marker(m_rangePlot, span, QColor(200, 40, 40),
+           tr("- - values flush past %1 binades").arg(span, 0, 'f', 1), normals);
     m_rangeBars->setData(keys, values, true);
     m_rangePlot->xAxis->setRange(0, std::max(right, span + 2));
     m_rangePlot->yAxis->setRange(0, top * 1.15);

@@ -32,7 +32,7 @@ const char* roleTitle(TensorRole r) {
     return "?";
 }
 
-bool isScaledRole(TensorRole r) {
+bool isGradient(TensorRole r) {
     return r == TensorRole::ActivationGradients || r == TensorRole::WeightGradients;
 }
 
@@ -72,7 +72,7 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
 
     m_plot = new QCustomPlot(this);
     m_plot->setMinimumHeight(260);
-    m_plot->xAxis->setLabel(tr("log2 |x|  (after the loss scale for gradients)"));
+    m_plot->xAxis->setLabel(tr("log2 |x|"));
     m_plot->yAxis->setLabel(tr("share of values"));
     m_plot->setNotAntialiasedElements(QCP::aeAll); // fast repaints while dragging
     m_bars = new QCPBars(m_plot->xAxis, m_plot->yAxis);
@@ -196,7 +196,16 @@ void GradientView::refresh() {
     const TensorRole r = role();
     const QuantStats& stats = m_snapshot.stages[static_cast<std::size_t>(stage)].role(r);
     const FormatSpec& format = m_config.recipe.stageConfig(stage, m_snapshot.stageNames, r).format;
-    const double factor = isScaledRole(r) ? m_whatIfScale / m_snapshot.scalars.scale : 1.0;
+    // The slider's preview shifts only what the loss scale reaches: not weights or activations,
+    // nor a gradient the policy rescales to its own amax (amax and block policies).
+    const bool moves = lossScaleMovesCast(m_config.scalingPolicy, r, format.exponentBits);
+    const double factor = moves ? m_whatIfScale / m_snapshot.scalars.scale : 1.0;
+    m_plot->xAxis->setLabel(moves ? tr("log2 |x|  (after the loss scale)")
+                            : isGradient(r)
+                                ? tr("log2 |x|  (as scaled by the %1 policy: the loss scale "
+                                     "does not move it)")
+                                      .arg(QString::fromLatin1(toString(m_config.scalingPolicy)))
+                                : tr("log2 |x|"));
 
     drawBands(format);
     drawOverlays();
@@ -233,12 +242,17 @@ void GradientView::refresh() {
                              : QString::number(stats.error.sqnrDb(), 'f', 1))
                     .arg(stats.error.normRelativeError() >= 0 ? QStringLiteral("+") : QString())
                     .arg(100.0 * stats.error.normRelativeError(), 0, 'f', 2);
+    // Where the values stand: at the loss scale the slider shows, or scaled by the policy.
+    const QString where = moves ? tr(" at loss scale 2^%1").arg(std::log2(m_whatIfScale))
+                          : isGradient(r)
+                              ? tr(" scaled by the %1 policy")
+                                    .arg(QString::fromLatin1(toString(m_config.scalingPolicy)))
+                              : QString();
     m_counters->setText(
-        tr("<b>%1</b> in <b>%2</b> at scale 2^%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
+        tr("<b>%1</b> in <b>%2</b>%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
            "<span style='color:#c03030'>flushed %5</span> &nbsp;·&nbsp; subnormal %6 &nbsp;·&nbsp; "
            "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9%10 &nbsp; (step %11)")
-            .arg(tr(roleTitle(r)), QString::fromStdString(format.name))
-            .arg(std::log2(isScaledRole(r) ? m_whatIfScale : 1.0))
+            .arg(tr(roleTitle(r)), QString::fromStdString(format.name), where)
             .arg(pct(m_fractions.zero), pct(m_fractions.flushed), pct(m_fractions.subnormal),
                  pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan), error)
             .arg(m_snapshot.statsStep));

@@ -20,10 +20,6 @@ TensorRole roleOf(transformer::GptOperand operand) {
     return TensorRole::WeightGradients;
 }
 
-bool isBlockPolicy(ScalingPolicy p) {
-    return p == ScalingPolicy::Mx || p == ScalingPolicy::Nvfp4 || p == ScalingPolicy::Blockwise;
-}
-
 } // namespace
 
 GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model)
@@ -31,7 +27,7 @@ GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::Gpt
     // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or tensor
     // scale fills the range, and a stale (delayed) amax or a block's largest element past the
     // element max must clip, not become Inf.
-    const bool scaled = isBlockPolicy(config.scalingPolicy) ||
+    const bool scaled = isBlockScaling(config.scalingPolicy) ||
                         config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
                         config.scalingPolicy == ScalingPolicy::AmaxDelayed;
     m_counted.resize(static_cast<std::size_t>(m_stageCount) * 4);
@@ -117,7 +113,8 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
     QuantStats* stats = counting ? &c.stats : nullptr;
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
-    if (!gradient && isBlockPolicy(m_config.scalingPolicy) && q->config().format.exponentBits < 8) {
+    if (!gradient && isBlockScaling(m_config.scalingPolicy) &&
+        q->config().format.exponentBits < 8) {
         const BlockQuantizeResult r = m_ops.quantizeBlocks(
             *q, *m_config.blockScheme(), v, v, {}, stats, counting ? &c.blocks : nullptr, options);
         c.tensorScale = r.tensorScale;

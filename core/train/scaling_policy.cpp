@@ -1,7 +1,31 @@
 // Lookups in kScalingPolicies.
 #include "train/scaling_policy.h"
 
+#include "train/precision_recipe.h"
+
 namespace plab {
+
+bool lossScaleMovesCast(ScalingPolicy policy, TensorRole role, int exponentBits) {
+    if (role != TensorRole::ActivationGradients && role != TensorRole::WeightGradients)
+        return false;
+    switch (policy) {
+    case ScalingPolicy::AmaxCurrent:
+    case ScalingPolicy::AmaxDelayed:
+    case ScalingPolicy::Mx:
+    case ScalingPolicy::Nvfp4:
+    case ScalingPolicy::Blockwise:
+        // A format with FP32's exponent range is not rescaled (an amax scale of 1, a plain cast
+        // under blocks).
+        return role == TensorRole::WeightGradients || exponentBits >= 8;
+    case ScalingPolicy::None:     // the slider still sets the scale a `none` run multiplies by
+    case ScalingPolicy::PerLayer: // its factors (>= 1, capped) absorb part of the loss scale
+    case ScalingPolicy::Static:
+    case ScalingPolicy::Dynamic:
+    case ScalingPolicy::Enhanced:
+        break;
+    }
+    return true;
+}
 
 const ScalingPolicyInfo& info(ScalingPolicy policy) {
     for (const ScalingPolicyInfo& p : kScalingPolicies)

@@ -9,6 +9,8 @@
 
 namespace plab {
 
+enum class TensorRole; // train/precision_recipe.h
+
 enum class ScalingPolicy {
     None,
     Static,
@@ -59,6 +61,16 @@ inline constexpr ScalingPolicyInfo kScalingPolicies[] = {
 inline bool isBlockScaling(ScalingPolicy p) {
     return p == ScalingPolicy::Mx || p == ScalingPolicy::Nvfp4 || p == ScalingPolicy::Blockwise;
 }
+
+// Whether changing the loss scale moves the values a role's cast sees (and counts), for a role
+// cast in a format of `exponentBits` exponent bits. Only gradients carry the loss scale, and not
+// where the policy rescales the tensor to its own amax after it: the amax and block policies do
+// so for activation gradients in formats narrower than FP32's range (weight gradients they leave
+// alone), so there a loss scale changes nothing the cast sees. (Per-layer scaling multiplies the
+// loss scale by factors of its own, at least 1 and capped, so it does reach the casts.) The GUI's
+// slider preview shifts a histogram only where this holds; test_scalers checks it against
+// training.
+bool lossScaleMovesCast(ScalingPolicy policy, TensorRole role, int exponentBits);
 
 const ScalingPolicyInfo& info(ScalingPolicy policy);
 std::string_view toString(ScalingPolicy policy);

@@ -34,6 +34,8 @@ private slots:
     void mxBlocks();
     void policiesTrain_data();
     void policiesTrain();
+    void lossScaleReachMatchesTraining_data();
+    void lossScaleReachMatchesTraining();
     void stochasticMasterUpdateKeepsLearning();
     void fp16WithoutScalingLearnsWorse();
 };
@@ -383,6 +385,62 @@ void TestScalers::policiesTrain() {
     if (preset.startsWith(QLatin1String("fp8-hybrid")))
         QVERIFY(t.stageStats()[1].tensorScale[static_cast<std::size_t>(TensorRole::Weights)] !=
                 1.0);
+}
+
+void TestScalers::lossScaleReachMatchesTraining_data() {
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QString>("weightGradients"); // a format for them, or the preset's
+    for (const char* p :
+         {"fp16-noscale", "fp16-static", "fp16-amp", "fp16-zhao", "fp8-hybrid-current",
+          "fp8-hybrid-delayed", "mxfp8-e4m3", "nvfp4", "fp8-blockwise"})
+        QTest::newRow(p) << QString::fromLatin1(p) << QString();
+    // The tensor-scaling policies leave weight gradients alone, in a narrow format too.
+    QTest::newRow("fp8-hybrid-current, e5m2 weight gradients")
+        << QStringLiteral("fp8-hybrid-current") << QStringLiteral("fp8-e5m2");
+    QTest::newRow("nvfp4, e5m2 weight gradients")
+        << QStringLiteral("nvfp4") << QStringLiteral("fp8-e5m2");
+}
+
+// lossScaleMovesCast, which the GUI's slider preview follows, against training itself: one step
+// at loss scale 1 and one at 2^10 (set as the slider sets it), every stage's histogram of each
+// role the same where the loss scale does not reach the cast and different where it does
+// (per-layer scaling: different in some stage, its factors absorbing part of the scale
+// elsewhere). nvfp4 keeps its last stage in BF16, whose activation gradients it does not rescale.
+void TestScalers::lossScaleReachMatchesTraining() {
+    QFETCH(QString, preset);
+    QFETCH(QString, weightGradients);
+    nlohmann::json j = findPreset(preset.toStdString()).json;
+    if (!weightGradients.isEmpty())
+        j["recipe"]["weight_gradients"] = weightGradients.toStdString();
+    j["data"] = {{"train_size", 512}, {"test_size", 64}};
+    j["model"] = {{"hidden", {32, 32}}};
+    j["train"] = {{"steps", 1}, {"batch_size", 64}, {"stats_every", 1}};
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 512, 64));
+    const TrainConfig config = configFromJson(j);
+    Trainer at1(config, data), at1024(config, data);
+    at1.setLossScale(1.0);
+    at1024.setLossScale(1024.0);
+    at1.step();
+    at1024.step();
+    const std::vector<std::string> names = at1.stageNames();
+    int same = 0, differ = 0;
+    for (int s = 0; s < static_cast<int>(names.size()); ++s)
+        for (TensorRole r : {TensorRole::Weights, TensorRole::Activations,
+                             TensorRole::ActivationGradients, TensorRole::WeightGradients}) {
+            const int exponentBits = config.recipe.stageConfig(s, names, r).format.exponentBits;
+            const bool moves = lossScaleMovesCast(config.scalingPolicy, r, exponentBits);
+            const auto& a = at1.stageStats()[static_cast<std::size_t>(s)].role(r).histogram;
+            const auto& b = at1024.stageStats()[static_cast<std::size_t>(s)].role(r).histogram;
+            const bool perLayer = config.scalingPolicy == ScalingPolicy::PerLayer;
+            QVERIFY2(moves == (a != b) || (perLayer && moves),
+                     qPrintable(QStringLiteral("stage %1 %2: %3")
+                                    .arg(s)
+                                    .arg(QString::fromLatin1(toString(r)))
+                                    .arg(moves ? "should move" : "should not")));
+            (a == b ? same : differ) += 1;
+        }
+    QVERIFY(same > 0);   // weights and activations at least
+    QVERIFY(differ > 0); // every policy lets the loss scale reach some gradient
 }
 
 void TestScalers::stochasticMasterUpdateKeepsLearning() {

@@ -672,6 +672,18 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     // The shares line carries the measured error of the cast.
     const QString shares = view->findChildren<QLabel*>().back()->text();
     QVERIFY2(shares.contains(QLatin1String("SQNR")), qPrintable(shares));
+    // NVFP4 scales activation gradients to their own amax: the slider's preview leaves them where
+    // they are (a loss scale would not move them) and the shares line says what scaled them.
+    view->roleBox()->setCurrentIndex(
+        view->roleBox()->findData(static_cast<int>(TensorRole::ActivationGradients)));
+    const WhatIfFractions before = view->currentFractions();
+    QVERIFY(before.flushed > 0.0);
+    m_window->scaleSlider()->setLog2Scale(10.0);
+    QCOMPARE(view->currentFractions().flushed, before.flushed);
+    QCOMPARE(view->currentFractions().overflow, before.overflow);
+    const QString scaled = view->findChildren<QLabel*>().back()->text();
+    QVERIFY2(scaled.contains(QLatin1String("scaled by the nvfp4 policy")), qPrintable(scaled));
+    m_window->scaleSlider()->setLog2Scale(0.0);
 
     m_window->detailTabs()->setCurrentWidget(m_window->formatWhatIf());
     QTableWidget* table = m_window->formatWhatIf()->table();
