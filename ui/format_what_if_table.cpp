@@ -37,14 +37,17 @@ FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
     m_table->setHorizontalHeaderLabels(
         {tr("format"), tr("flushed"), tr("subnormal"), tr("overflow"), tr("SQNR (dB)")});
     m_table->verticalHeader()->hide();
-    // Compact rows: the 14 formats fit the tab without scrolling.
+    // Compact rows: fewer scroll bars for the 19 rows.
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setToolTip(tr("Flushed: nonzero values that would become zero, of the nonzero "
                            "values. SQNR: signal over quantisation noise, 10 log10(sum x^2 / "
-                           "sum (q - x)^2). Block formats saturate; element formats keep "
-                           "their default overflow (Inf where they have it)."));
+                           "sum (q - x)^2). \"tensor amax\": the values first scaled by "
+                           "(format max / amax) / 2^margin with the sample's amax and the run's "
+                           "margin (Transformer Engine's current scaling). Scaled and block "
+                           "formats saturate; element formats keep their default overflow (Inf "
+                           "where they have it)."));
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_caption);
     layout->addWidget(m_table, 1);
@@ -64,14 +67,23 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
         snapshot.stages[static_cast<std::size_t>(stage)].samples[static_cast<std::size_t>(role)];
     const FormatSpec& inUse = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
     std::string current = inUse.name;
+    // The amax policies scale the three inputs of the products (as the trainer does); a delayed
+    // scale comes from past amaxes, so its row here is the current-scaling estimate.
+    const bool amaxPolicy = config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
+                            config.scalingPolicy == ScalingPolicy::AmaxDelayed;
+    const bool productInput = role == TensorRole::Weights || role == TensorRole::Activations ||
+                              role == TensorRole::ActivationGradients;
+    if (amaxPolicy && productInput && 1 + inUse.exponentBits + inUse.mantissaBits <= 8)
+        current = tensorScaledName(inUse.name);
     if (const std::optional<BlockScheme> scheme = config.blockScheme())
         for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to
             if (f.element.sameParameters(inUse) && f.scheme.kind == scheme->kind &&
                 f.scheme.blockSize == scheme->blockSize && inUse.exponentBits < 8)
                 current = f.name;
     if (snapshot.statsStep == m_step && stage == m_stage && static_cast<int>(role) == m_role &&
-        current == m_current)
+        current == m_current && config.amaxMargin == m_margin)
         return; // the same sample: nothing to recompute
+    m_margin = config.amaxMargin;
     m_step = snapshot.statsStep;
     m_stage = stage;
     m_role = static_cast<int>(role);
@@ -83,7 +95,8 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
                               "optimiser state)."));
         return;
     }
-    const std::vector<FormatOutcome> outcomes = compareFormats(sample.values, sample.runLength);
+    const std::vector<FormatOutcome> outcomes =
+        compareFormats(sample.values, sample.runLength, config.amaxMargin);
     m_caption->setText(
         tr("%1 values of %2 at step %3 (%4), blocks along rows of %5. In use: %6.")
             .arg(sample.values.size())

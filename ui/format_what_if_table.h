@@ -32,6 +32,7 @@ private:
     int m_stage = -1;
     int m_role = -1;
     std::string m_current;
+    int m_margin = 0; // the run's amax margin the rows were computed with
 };
 
 } // namespace plab

@@ -3,6 +3,7 @@
 
 #include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
+#include "train/tensor_scaling.h"
 
 #include <algorithm>
 
@@ -23,14 +24,30 @@ FormatOutcome outcome(std::string name, bool block, const QuantStats& stats,
 
 } // namespace
 
-std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength) {
+std::string tensorScaledName(const std::string& format) {
+    return format + ", tensor amax";
+}
+
+std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
+                                          int amaxMargin) {
     std::vector<FormatOutcome> out;
     std::vector<float> cast(sample.size());
+    const double amax = amaxOf(sample);
     for (const char* name :
          {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"}) {
+        const FormatSpec format = parseFormat(name);
         QuantStats stats;
-        Quantizer(QuantConfig::forFormat(parseFormat(name))).quantize(sample, cast, &stats);
+        Quantizer(QuantConfig::forFormat(format)).quantize(sample, cast, &stats);
         out.push_back(outcome(name, false, stats, sample, cast));
+        if (1 + format.exponentBits + format.mantissaBits > 8) // FP16, BF16: not amax-scaled
+            continue;
+        QuantConfig scaled = QuantConfig::forFormat(format);
+        scaled.overflow = Overflow::Saturate; // as the amax policies cast
+        QuantStats scaledStats;
+        quantizeScaled(Quantizer(scaled), sample, cast, amaxScale(amax, format, amaxMargin),
+                       &scaledStats, {});
+        out.push_back(outcome(tensorScaledName(name), false, scaledStats, sample, cast));
+        out.back().tensorScaled = true;
     }
     // Whole rows for the block layout; the rest (a partial row) as one more tensor.
     const std::size_t length = std::max<std::size_t>(1, runLength);

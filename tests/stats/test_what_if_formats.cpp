@@ -51,7 +51,7 @@ void TestWhatIfFormats::formatsOnSmallValues() {
     std::map<std::string, FormatOutcome> by;
     for (const FormatOutcome& o : compareFormats(sample, 128))
         by[o.name] = o;
-    QCOMPARE(by.size(), std::size_t{7 + blockFormats().size()});
+    QCOMPARE(by.size(), std::size_t{7 + 5 + blockFormats().size()});
     // 2^-20 is below FP16's normal range (2^-14): subnormal, some flushed below 2^-25.
     QVERIFY(by["fp16"].subnormal > 0.9);
     QVERIFY(by["fp16"].flushed > 0.0 && by["fp16"].flushed < 0.05);
@@ -59,6 +59,23 @@ void TestWhatIfFormats::formatsOnSmallValues() {
     // E4M3's smallest value is 2^-9: every value flushes, SQNR 0 dB (the error is the signal).
     QCOMPARE(by["fp8-e4m3"].flushed, 1.0);
     QVERIFY(std::fabs(by["fp8-e4m3"].sqnrDb) < 1e-9);
+    // A tensor scale brings them into range too: E4M3's max 448 at the amax, its 2^-9 subnormal
+    // floor then about 2^17.8 below it, where a normal sample of 4,096 values hardly reaches.
+    const FormatOutcome& e4m3Amax = by[tensorScaledName("fp8-e4m3")];
+    QVERIFY(e4m3Amax.tensorScaled && !by["fp8-e4m3"].tensorScaled);
+    QVERIFY2(e4m3Amax.flushed < 0.001, qPrintable(QString::number(e4m3Amax.flushed)));
+    QCOMPARE(e4m3Amax.overflow, 0.0); // the amax lands exactly on the max
+    // E4M3's 3 mantissa bits: about 6 dB a bit plus the spread's share, 25-35 dB.
+    QVERIFY2(e4m3Amax.sqnrDb > 25.0 && e4m3Amax.sqnrDb < 35.0,
+             qPrintable(QString::number(e4m3Amax.sqnrDb)));
+    // FP4's one mantissa bit and narrow range: per-tensor scaling flushes what blocks keep.
+    QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed > by["nvfp4"].flushed);
+    QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed < by["fp4-e2m1"].flushed);
+    QVERIFY(by.count(tensorScaledName("fp16")) == 0); // FP16 is loss scaling's business
+    // A margin of 2 leaves two binades of headroom: fewer at the top, more flushed at the bottom.
+    for (const FormatOutcome& o : compareFormats(sample, 128, 2))
+        if (o.name == tensorScaledName("fp4-e2m1"))
+            QVERIFY(o.flushed > by[tensorScaledName("fp4-e2m1")].flushed);
     // A block scale brings the values into range: nothing flushes wholesale.
     QVERIFY(by["mxfp8-e4m3"].flushed < 0.02);
     QVERIFY(by["nvfp4"].flushed < by["fp4-e2m1"].flushed);

@@ -687,7 +687,7 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
 
     m_window->detailTabs()->setCurrentWidget(m_window->formatWhatIf());
     QTableWidget* table = m_window->formatWhatIf()->table();
-    QCOMPARE(table->rowCount(), 7 + static_cast<int>(blockFormats().size()));
+    QCOMPARE(table->rowCount(), 7 + 5 + static_cast<int>(blockFormats().size()));
     int boldRow = -1;
     for (int row = 0; row < table->rowCount(); ++row)
         if (table->item(row, 0)->font().bold())
@@ -696,6 +696,20 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     QCOMPARE(table->item(boldRow, 0)->text(), QStringLiteral("nvfp4"));
     QVERIFY2(m_window->formatWhatIf()->caption().contains(QLatin1String("In use: nvfp4")),
              qPrintable(m_window->formatWhatIf()->caption()));
+
+    // Under an amax policy the row in use is the format under its tensor scale.
+    preset->setCurrentText(QStringLiteral("fp8-hybrid-current"));
+    QCOMPARE(m_window->applySettings(), QString());
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
+    view->roleBox()->setCurrentIndex(
+        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
+    boldRow = -1;
+    for (int row = 0; row < table->rowCount(); ++row)
+        if (table->item(row, 0)->font().bold())
+            boldRow = row;
+    QVERIFY(boldRow >= 0);
+    QCOMPARE(table->item(boldRow, 0)->text(), QStringLiteral("fp8-e4m3, tensor amax"));
 
     preset->setCurrentText(QStringLiteral("fp32"));
     QCOMPARE(m_window->applySettings(), QString());
