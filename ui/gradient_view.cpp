@@ -182,6 +182,34 @@ void GradientView::drawOverlays() {
     }
 }
 
+GradientView::ScaleNote GradientView::scaleNote(int stage, TensorRole r,
+                                                const FormatSpec& format) const {
+    const QString policy = QString::fromLatin1(toString(m_config.scalingPolicy));
+    const double stepScale = m_snapshot.scalars.scale;
+    if (!lossScaleMovesCast(m_config.scalingPolicy, r, format.exponentBits)) {
+        if (!isGradient(r)) // weights, activations, the update's tensors: no loss scale
+            return {1.0, tr("log2 |x|"), QString()};
+        return {1.0,
+                tr("log2 |x|  (as scaled by the %1 policy: the loss scale does not move it)")
+                    .arg(policy),
+                tr(" scaled by the %1 policy").arg(policy)};
+    }
+    if (m_config.scalingPolicy == ScalingPolicy::PerLayer) {
+        // Each step picks the layers' factors from its own gradients (at least 1, capped), so
+        // at another loss scale they would differ: no preview, the next step shows it.
+        const double carried = m_snapshot.stages[static_cast<std::size_t>(stage)].gradientScale;
+        QString line = tr(" at scale 2^%1 (loss scale 2^%2, per-layer factors 2^%3)")
+                           .arg(std::log2(carried))
+                           .arg(std::log2(stepScale))
+                           .arg(std::log2(carried / stepScale));
+        if (m_whatIfScale != stepScale)
+            line += tr(", the slider's 2^%1 from the next step").arg(std::log2(m_whatIfScale));
+        return {1.0, tr("log2 |x|  (after the loss scale and the per-layer factors)"), line};
+    }
+    return {m_whatIfScale / stepScale, tr("log2 |x|  (after the loss scale)"),
+            tr(" at loss scale 2^%1").arg(std::log2(m_whatIfScale))};
+}
+
 void GradientView::refresh() {
     m_plot->clearItems();
     const int stage = m_stage->currentIndex();
@@ -196,16 +224,9 @@ void GradientView::refresh() {
     const TensorRole r = role();
     const QuantStats& stats = m_snapshot.stages[static_cast<std::size_t>(stage)].role(r);
     const FormatSpec& format = m_config.recipe.stageConfig(stage, m_snapshot.stageNames, r).format;
-    // The slider's preview shifts only what the loss scale reaches: not weights or activations,
-    // nor a gradient the policy rescales to its own amax (amax and block policies).
-    const bool moves = lossScaleMovesCast(m_config.scalingPolicy, r, format.exponentBits);
-    const double factor = moves ? m_whatIfScale / m_snapshot.scalars.scale : 1.0;
-    m_plot->xAxis->setLabel(moves ? tr("log2 |x|  (after the loss scale)")
-                            : isGradient(r)
-                                ? tr("log2 |x|  (as scaled by the %1 policy: the loss scale "
-                                     "does not move it)")
-                                      .arg(QString::fromLatin1(toString(m_config.scalingPolicy)))
-                                : tr("log2 |x|"));
+    const ScaleNote note = scaleNote(stage, r, format);
+    const double factor = note.previewShift;
+    m_plot->xAxis->setLabel(note.axisLabel);
 
     drawBands(format);
     drawOverlays();
@@ -242,17 +263,11 @@ void GradientView::refresh() {
                              : QString::number(stats.error.sqnrDb(), 'f', 1))
                     .arg(stats.error.normRelativeError() >= 0 ? QStringLiteral("+") : QString())
                     .arg(100.0 * stats.error.normRelativeError(), 0, 'f', 2);
-    // Where the values stand: at the loss scale the slider shows, or scaled by the policy.
-    const QString where = moves ? tr(" at loss scale 2^%1").arg(std::log2(m_whatIfScale))
-                          : isGradient(r)
-                              ? tr(" scaled by the %1 policy")
-                                    .arg(QString::fromLatin1(toString(m_config.scalingPolicy)))
-                              : QString();
     m_counters->setText(
         tr("<b>%1</b> in <b>%2</b>%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
            "<span style='color:#c03030'>flushed %5</span> &nbsp;·&nbsp; subnormal %6 &nbsp;·&nbsp; "
            "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9%10 &nbsp; (step %11)")
-            .arg(tr(roleTitle(r)), QString::fromStdString(format.name), where)
+            .arg(tr(roleTitle(r)), QString::fromStdString(format.name), note.sharesLine)
             .arg(pct(m_fractions.zero), pct(m_fractions.flushed), pct(m_fractions.subnormal),
                  pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan), error)
             .arg(m_snapshot.statsStep));

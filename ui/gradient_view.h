@@ -45,6 +45,13 @@ signals:
     void shown();
 
 private:
+    // What scaled a role's values before their cast, and how the slider's preview moves them.
+    struct ScaleNote {
+        double previewShift = 1.0; // applied to the last step's histogram
+        QString axisLabel;
+        QString sharesLine; // after the role and format in the shares line
+    };
+    ScaleNote scaleNote(int stage, TensorRole role, const FormatSpec& format) const;
     void refresh();
     void drawBands(const FormatSpec& format);
     void drawOverlays();

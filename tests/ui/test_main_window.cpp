@@ -63,6 +63,7 @@ private slots:
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
     void blocksAndFormatWhatIfFollowTheView();
+    void perLayerSliderWaitsForTheNextStep();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -720,6 +721,37 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
              qPrintable(m_window->blocksView()->countsText()));
     preset->setCurrentText(QStringLiteral("fp16-noscale"));
     m_window->detailTabs()->setCurrentIndex(0);
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Per-layer scaling picks each layer's factors from its own gradients at every step: the slider
+// cannot preview them, so the shares stay the measured ones and the line says what scaled the
+// values and that the slider applies from the next step.
+void TestMainWindow::perLayerSliderWaitsForTheNextStep() {
+    TrainingController* c = m_window->controller();
+    QComboBox* preset = nullptr;
+    for (QComboBox* box : m_window->findChildren<QComboBox*>())
+        if (box->findText(QStringLiteral("fp16-zhao")) >= 0)
+            preset = box;
+    QVERIFY(preset != nullptr);
+    preset->setCurrentText(QStringLiteral("fp16-zhao"));
+    QCOMPARE(m_window->applySettings(), QString());
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
+    GradientView* view = m_window->gradientView();
+    view->stageBox()->setCurrentIndex(0);
+    view->roleBox()->setCurrentIndex(
+        view->roleBox()->findData(static_cast<int>(TensorRole::ActivationGradients)));
+    const WhatIfFractions before = view->currentFractions();
+    m_window->scaleSlider()->setLog2Scale(12.0);
+    QCOMPARE(view->currentFractions().flushed, before.flushed);
+    QCOMPARE(view->currentFractions().normal, before.normal);
+    const QString line = view->findChildren<QLabel*>().back()->text();
+    QVERIFY2(line.contains(QLatin1String("per-layer factors 2^")) &&
+                 line.contains(QLatin1String("the slider's 2^12 from the next step")),
+             qPrintable(line));
+    m_window->scaleSlider()->setLog2Scale(0.0);
+    preset->setCurrentText(QStringLiteral("fp16-noscale"));
     QCOMPARE(m_window->applySettings(), QString());
 }
 
