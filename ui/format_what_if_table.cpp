@@ -69,11 +69,7 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
     std::string current = inUse.name;
     // The amax policies scale the three inputs of the products (as the trainer does); a delayed
     // scale comes from past amaxes, so its row here is the current-scaling estimate.
-    const bool amaxPolicy = config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
-                            config.scalingPolicy == ScalingPolicy::AmaxDelayed;
-    const bool productInput = role == TensorRole::Weights || role == TensorRole::Activations ||
-                              role == TensorRole::ActivationGradients;
-    if (amaxPolicy && productInput && 1 + inUse.exponentBits + inUse.mantissaBits <= 8)
+    if (isAmaxScaling(config.scalingPolicy) && isProductInput(role) && hasTensorScaledRow(inUse))
         current = tensorScaledName(inUse.name);
     if (const std::optional<BlockScheme> scheme = config.blockScheme())
         for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to

@@ -24,6 +24,10 @@ FormatOutcome outcome(std::string name, bool block, const QuantStats& stats,
 
 } // namespace
 
+bool hasTensorScaledRow(const FormatSpec& format) {
+    return 1 + format.exponentBits + format.mantissaBits <= 8; // FP16 is loss scaling's business
+}
+
 std::string tensorScaledName(const std::string& format) {
     return format + ", tensor amax";
 }
@@ -39,7 +43,7 @@ std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::si
         QuantStats stats;
         Quantizer(QuantConfig::forFormat(format)).quantize(sample, cast, &stats);
         out.push_back(outcome(name, false, stats, sample, cast));
-        if (1 + format.exponentBits + format.mantissaBits > 8) // FP16, BF16: not amax-scaled
+        if (!hasTensorScaledRow(format))
             continue;
         QuantConfig scaled = QuantConfig::forFormat(format);
         scaled.overflow = Overflow::Saturate; // as the amax policies cast

@@ -5,6 +5,8 @@
 // granularity would suit the tensor without retraining. Milliseconds for a 4,096-value sample.
 #pragma once
 
+#include "numerics/format_spec.h"
+
 #include <span>
 #include <string>
 #include <vector>
@@ -30,7 +32,8 @@ struct FormatOutcome {
 std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
                                           int amaxMargin = 0);
 
-// The name of a tensor-scaled row of `format`.
+// Whether `format` gets a tensor-scaled row (at most 8 bits: FP8, FP6, FP4), and that row's name.
+bool hasTensorScaledRow(const FormatSpec& format);
 std::string tensorScaledName(const std::string& format);
 
 } // namespace plab

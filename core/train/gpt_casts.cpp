@@ -27,9 +27,7 @@ GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::Gpt
     // Scaled tensors saturate, as in the trainer (and MX, Transformer Engine): a block or tensor
     // scale fills the range, and a stale (delayed) amax or a block's largest element past the
     // element max must clip, not become Inf.
-    const bool scaled = isBlockScaling(config.scalingPolicy) ||
-                        config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
-                        config.scalingPolicy == ScalingPolicy::AmaxDelayed;
+    const bool scaled = isBlockScaling(config.scalingPolicy) || isAmaxScaling(config.scalingPolicy);
     m_counted.resize(static_cast<std::size_t>(m_stageCount) * 4);
     m_quantizers.resize(static_cast<std::size_t>(m_stageCount) * transformer::kGptSiteCount * 4);
     for (int stage = 0; stage < m_stageCount; ++stage) {
@@ -120,8 +118,7 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
         c.tensorScale = r.tensorScale;
         return;
     }
-    if (!gradient && (m_config.scalingPolicy == ScalingPolicy::AmaxCurrent ||
-                      m_config.scalingPolicy == ScalingPolicy::AmaxDelayed)) {
+    if (!gradient && isAmaxScaling(m_config.scalingPolicy)) {
         const double amax = m_ops.amax(v);
         double scaleAmax = amax;
         if (m_config.scalingPolicy == ScalingPolicy::AmaxDelayed) {

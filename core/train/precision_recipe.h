@@ -27,6 +27,12 @@ inline constexpr std::array kAllRoles = {
     TensorRole::Weights,         TensorRole::Activations,   TensorRole::ActivationGradients,
     TensorRole::WeightGradients, TensorRole::MasterWeights, TensorRole::OptimizerState};
 std::string_view toString(TensorRole role); // "weights", "activation_gradients", ...
+// The tensors a matrix product reads (weights, activations, activation gradients): those the
+// amax and block policies scale, as Transformer Engine scales an FP8 GEMM's inputs.
+inline bool isProductInput(TensorRole r) {
+    return r == TensorRole::Weights || r == TensorRole::Activations ||
+           r == TensorRole::ActivationGradients;
+}
 std::optional<TensorRole> parseRole(std::string_view text);
 
 // Overrides by kind (transformers): a stage kind (every stage of that kind, all roles) or a

@@ -8,23 +8,12 @@ namespace plab {
 bool lossScaleMovesCast(ScalingPolicy policy, TensorRole role, int exponentBits) {
     if (role != TensorRole::ActivationGradients && role != TensorRole::WeightGradients)
         return false;
-    switch (policy) {
-    case ScalingPolicy::AmaxCurrent:
-    case ScalingPolicy::AmaxDelayed:
-    case ScalingPolicy::Mx:
-    case ScalingPolicy::Nvfp4:
-    case ScalingPolicy::Blockwise:
-        // A format with FP32's exponent range is not rescaled (an amax scale of 1, a plain cast
-        // under blocks).
-        return role == TensorRole::WeightGradients || exponentBits >= 8;
-    case ScalingPolicy::None:     // the slider still sets the scale a `none` run multiplies by
-    case ScalingPolicy::PerLayer: // its factors (>= 1, capped) absorb part of the loss scale
-    case ScalingPolicy::Static:
-    case ScalingPolicy::Dynamic:
-    case ScalingPolicy::Enhanced:
-        break;
-    }
-    return true;
+    // The tensor-scaling policies rescale the products' inputs, except in a format with FP32's
+    // exponent range (an amax scale of 1, a plain cast under blocks). `none` still multiplies by
+    // the scale the slider sets; per-layer factors (>= 1, capped) absorb only part of it.
+    const bool rescaled = (isAmaxScaling(policy) || isBlockScaling(policy)) &&
+                          isProductInput(role) && exponentBits < 8;
+    return !rescaled;
 }
 
 const ScalingPolicyInfo& info(ScalingPolicy policy) {

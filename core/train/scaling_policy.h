@@ -61,6 +61,10 @@ inline constexpr ScalingPolicyInfo kScalingPolicies[] = {
 inline bool isBlockScaling(ScalingPolicy p) {
     return p == ScalingPolicy::Mx || p == ScalingPolicy::Nvfp4 || p == ScalingPolicy::Blockwise;
 }
+// Whether it scales them by one amax-derived scale per tensor (Transformer Engine).
+inline bool isAmaxScaling(ScalingPolicy p) {
+    return p == ScalingPolicy::AmaxCurrent || p == ScalingPolicy::AmaxDelayed;
+}
 
 // Whether changing the loss scale moves the values a role's cast sees (and counts), for a role
 // cast in a format of `exponentBits` exponent bits. Only gradients carry the loss scale, and not

@@ -215,9 +215,7 @@ void Trainer::buildQuantizers() {
             // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
             // block or tensor scale is chosen to fill the range, and a stale (delayed) amax or
             // a block's largest element past the element max must clip, not become Inf.
-            const bool scaledRole = r == TensorRole::Weights || r == TensorRole::Activations ||
-                                    r == TensorRole::ActivationGradients;
-            if (scaledRole && m_tensorScaling != TensorScalingKind::None)
+            if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
                 c.overflow = Overflow::Saturate;
             q.roles.emplace_back(c);
         }
@@ -553,12 +551,10 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
     QuantStats* stats = collect ? &st.roles[r] : nullptr;
     const Quantizer& q = quantizer(stage, role);
     QuantizeOptions opts = options(stage, role);
-    const bool scaledRole = role == TensorRole::Weights || role == TensorRole::Activations ||
-                            role == TensorRole::ActivationGradients;
     // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
     // in BF16 under a block-scaled recipe is cast plainly.
     const bool wide = q.config().format.exponentBits >= 8;
-    const bool plain = m_tensorScaling == TensorScalingKind::None || !scaledRole ||
+    const bool plain = m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
                        (m_tensorScaling == TensorScalingKind::Blocks && wide);
     // A plain cast measures its own error; the scaled ones are measured after, from a copy of
     // the input when they overwrite it.
