@@ -238,9 +238,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_controller, &TrainingController::configChanged, this,
             [this] { showRunSettings(m_controller->config()); });
     connect(m_controller, &TrainingController::errorOccurred, this, [this](const QString& msg) {
+        // The advice fits the cause: an overflow the policy cannot recover from, or a failure
+        // (the run record's disk, an error) that no loss scale would have avoided.
+        const bool diverged = m_controller->state() == SessionState::Diverged;
         showError(tr("Training stopped"),
-                  msg + tr("\n\nLower the loss scale, choose a saturating overflow mode, or "
-                           "press Reset to start again."));
+                  msg + (diverged ? tr("\n\nLower the loss scale, choose a saturating overflow "
+                                       "mode or a dynamic policy, or press Reset to start again.")
+                                  : tr("\n\nPress Reset to start again.")));
     });
 
     QSettings settings;

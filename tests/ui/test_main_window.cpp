@@ -64,6 +64,7 @@ private slots:
     void readmeFirstSessionHoldsAsWritten();
     void blocksAndFormatWhatIfFollowTheView();
     void perLayerSliderWaitsForTheNextStep();
+    void divergenceAdvisesOnTheScale();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -752,6 +753,21 @@ void TestMainWindow::perLayerSliderWaitsForTheNextStep() {
              qPrintable(line));
     m_window->scaleSlider()->setLog2Scale(0.0);
     preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// An overflow that a static scale cannot recover from ends the run with advice on the scale.
+void TestMainWindow::divergenceAdvisesOnTheScale() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString()); // a fresh fp16-noscale run (static policy)
+    QVERIFY(c->config().scalingPolicy == ScalingPolicy::Static);
+    m_error.clear();
+    m_window->scaleSlider()->setLog2Scale(32.0); // FP16's max is about 2^16
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Diverged, kWorkerWaitMs);
+    c->poll();
+    QVERIFY2(m_error.contains(QLatin1String("Lower the loss scale")), qPrintable(m_error));
+    m_window->scaleSlider()->setLog2Scale(0.0);
     QCOMPARE(m_window->applySettings(), QString());
 }
 
