@@ -44,8 +44,8 @@ FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
     m_table->setToolTip(tr("Flushed: nonzero values that would become zero, of the nonzero "
                            "values. SQNR: signal over quantisation noise, 10 log10(sum x^2 / "
                            "sum (q - x)^2). \"tensor amax\": the values first scaled by "
-                           "(format max / amax) / 2^margin with the sample's amax and the run's "
-                           "margin (Transformer Engine's current scaling). Scaled and block "
+                           "(format max / amax) / 2^margin with the whole tensor's amax and the "
+                           "run's margin (Transformer Engine's current scaling). Scaled and block "
                            "formats saturate; element formats keep their default overflow (Inf "
                            "where they have it)."));
     auto* layout = new QVBoxLayout(this);
@@ -92,7 +92,7 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
         return;
     }
     const std::vector<FormatOutcome> outcomes =
-        compareFormats(sample.values, sample.runLength, config.amaxMargin);
+        compareFormats(sample.values, sample.runLength, config.amaxMargin, sample.tensorAmax);
     m_caption->setText(
         tr("%1 values of %2 at step %3 (%4), blocks along rows of %5. In use: %6.")
             .arg(sample.values.size())

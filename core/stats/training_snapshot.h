@@ -42,6 +42,10 @@ struct StageStats {
     struct Sample {
         std::vector<float> values;
         std::size_t runLength = 0;
+        // The whole tensor's largest finite |x| (what current amax scaling takes), for the
+        // what-if's tensor-scaled rows; 0 when not known (a plain cast of a tensor holding an
+        // Inf): the sample's own then.
+        double tensorAmax = 0.0;
     };
     std::array<Sample, kRoleCount> samples{};
     // Transformer stages: per channel of the stage's input (the LayerNorm output its first

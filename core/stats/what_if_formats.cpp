@@ -33,10 +33,10 @@ std::string tensorScaledName(const std::string& format) {
 }
 
 std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
-                                          int amaxMargin) {
+                                          int amaxMargin, double tensorAmax) {
     std::vector<FormatOutcome> out;
     std::vector<float> cast(sample.size());
-    const double amax = amaxOf(sample);
+    const double amax = tensorAmax > 0.0 ? tensorAmax : amaxOf(sample);
     for (const char* name :
          {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1"}) {
         const FormatSpec format = parseFormat(name);

@@ -28,9 +28,10 @@ struct FormatOutcome {
 // (Inf where they have it); the scaled ones saturate. A tensor-scaled row (named like
 // "fp8-e4m3, tensor amax") follows its format's row: the sample times (format max / amax) /
 // 2^amaxMargin, cast, and scaled back (Transformer Engine's current scaling, as the amax
-// policies cast; the amax is the sample's own).
+// policies cast), with the amax of the tensor the sample came from (tensorAmax) where known
+// (> 0), else the sample's own (lower, where the tensor's largest values fell outside it).
 std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
-                                          int amaxMargin = 0);
+                                          int amaxMargin = 0, double tensorAmax = 0.0);
 
 // Whether `format` gets a tensor-scaled row (at most 8 bits: FP8, FP6, FP4), and that row's name.
 bool hasTensorScaledRow(const FormatSpec& format);

@@ -404,6 +404,10 @@ void Trainer::backward(int batch, bool collect) {
         QuantizeOptions opts = options(s, TensorRole::WeightGradients);
         opts.measureError = collect;
         m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted, opts);
+        if (collect)
+            keepSampleAmax(stats()[static_cast<std::size_t>(s)]
+                               .samples[static_cast<std::size_t>(TensorRole::WeightGradients)],
+                           *counted);
     }
 }
 
@@ -564,7 +568,11 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
     if (plain) {
         opts.measureError = collect;
         m_ops->quantize(q, in, values, stats, opts);
+        if (collect)
+            keepSampleAmax(st.samples[r], *stats);
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
+        if (collect) // a pass of its own: the block casts do not return it
+            st.samples[r].tensorAmax = m_ops->amax(in);
         quantizeBlocks(stage, role, in, values, layout, collect);
     } else {
         AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
@@ -585,8 +593,10 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
             st.tensorScale[r] = scale;
         double current = amax;
         m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
-        if (history != nullptr && training) // evaluation must not change what training sees
-            history->push(current);         // this tensor's amax serves the steps after it
+        if (collect)
+            st.samples[r].tensorAmax = current; // this tensor's, also where the scale was not
+        if (history != nullptr && training)     // evaluation must not change what training sees
+            history->push(current);             // this tensor's amax serves the steps after it
     }
     if (collect && !plain)
         measureError(*stats, kept, values);
@@ -638,6 +648,11 @@ void Trainer::keepSample(StageStats::Sample& sample, Tensor input, const BlockLa
     // Kept whole, the tensor's own rows; else the runs.
     const bool whole = runs.size() == 1 && runs[0].length == input.size;
     sample.runLength = whole ? (layout.cols == 0 ? input.size : layout.cols) : kSampleRunLength;
+}
+
+void Trainer::keepSampleAmax(StageStats::Sample& sample, const QuantStats& cast) {
+    // A plain cast's amax is its input's, Inf included: an Inf leaves the finite amax unknown.
+    sample.tensorAmax = std::isfinite(cast.amax) ? cast.amax : 0.0;
 }
 
 Tensor Trainer::ensure(Tensor& t, std::size_t n, TensorOps& ops) {

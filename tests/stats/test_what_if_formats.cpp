@@ -7,6 +7,7 @@
 
 #include "stats/tensor_sample.h"
 #include "stats/what_if_formats.h"
+#include "train/tensor_scaling.h"
 #include "train/trainer.h"
 
 #include <cmath>
@@ -72,6 +73,11 @@ void TestWhatIfFormats::formatsOnSmallValues() {
     QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed > by["nvfp4"].flushed);
     QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed < by["fp4-e2m1"].flushed);
     QVERIFY(by.count(tensorScaledName("fp16")) == 0); // FP16 is loss scaling's business
+    // The tensor's amax where known: the sample of a tensor whose largest value fell outside it
+    // scales down further, and flushes more.
+    for (const FormatOutcome& o : compareFormats(sample, 128, 0, 64.0 * amaxOf(sample)))
+        if (o.name == tensorScaledName("fp4-e2m1"))
+            QVERIFY(o.flushed > by[tensorScaledName("fp4-e2m1")].flushed);
     // A margin of 2 leaves two binades of headroom: fewer at the top, more flushed at the bottom.
     for (const FormatOutcome& o : compareFormats(sample, 128, 2))
         if (o.name == tensorScaledName("fp4-e2m1"))
@@ -103,6 +109,27 @@ void TestWhatIfFormats::trainerKeepsSamples() {
     // no negative values).
     for (float v : acts.values)
         QVERIFY(v >= 0.0f);
+    // Each sample carries its whole tensor's amax: a plain cast's, from its statistics.
+    for (TensorRole r : {TensorRole::Weights, TensorRole::Activations,
+                         TensorRole::ActivationGradients, TensorRole::WeightGradients}) {
+        const auto& s = first.samples[static_cast<std::size_t>(r)];
+        QCOMPARE(s.tensorAmax, static_cast<double>(first.role(r).amax));
+        QVERIFY(s.tensorAmax >= amaxOf(s.values) && s.tensorAmax > 0.0);
+    }
+    // The weights of 784 -> 32 are larger than a sample: the whole tensor's amax is at least the
+    // sample's, and under amax scaling it is the one the cast's scale came from.
+    config = configFromJson({{"model", {{"hidden", {32}}}},
+                             {"train", {{"steps", 2}, {"batch_size", 16}}},
+                             {"recipe", {{"weights", "fp8-e4m3"}}},
+                             {"scaling", {{"policy", "amax-current"}}}});
+    Trainer scaled(config, std::make_shared<const DataSplit>(makeSyntheticData(1, 200, 50)));
+    scaled.step();
+    const StageStats& st = scaled.stageStats()[0];
+    const auto& w = st.samples[static_cast<std::size_t>(TensorRole::Weights)];
+    QVERIFY(w.values.size() < 784 * 32);
+    const double fromScale = 448.0 / st.tensorScale[static_cast<std::size_t>(TensorRole::Weights)];
+    QVERIFY2(std::fabs(w.tensorAmax / fromScale - 1.0) < 1e-12,
+             qPrintable(QStringLiteral("%1 vs %2").arg(w.tensorAmax).arg(fromScale)));
 }
 
 QTEST_APPLESS_MAIN(TestWhatIfFormats)
