@@ -166,10 +166,12 @@ public:
             m_blockInfo = static_cast<BlockInfo*>(m_policy.allocate(count * sizeof(BlockInfo)));
             m_blockInfoCapacity = count;
         }
-        if (scheme.kind == BlockScaleKind::Nvfp4)
+        if (scheme.kind == BlockScaleKind::Nvfp4) {
+            result.inputAmax =
+                element::floatOf(m_policy.reduce(n, kernels::NonNanAmax{in.data}).maxBits);
             result.tensorScale = blocks::nvfp4TensorScale(
-                element::floatOf(m_policy.reduce(n, kernels::NonNanAmax{in.data}).maxBits),
-                static_cast<float>(element.config().format.maxFinite()));
+                result.inputAmax, static_cast<float>(element.config().format.maxFinite()));
+        }
         const blocks::ScaleBlocks body = scaleBlocksBody(
             element, scheme, in.data, out.data, m_blockInfo, g, result.tensorScale, options);
         m_policy.forEach(count, body);

@@ -191,8 +191,9 @@ BlockQuantizeResult quantizeBlocks(const Quantizer& element, const BlockScheme& 
         });
         const std::uint32_t amax =
             taskAmax.empty() ? 0u : *std::max_element(taskAmax.begin(), taskAmax.end());
+        result.inputAmax = element::floatOf(amax);
         result.tensorScale = blocks::nvfp4TensorScale(
-            element::floatOf(amax), static_cast<float>(element.config().format.maxFinite()));
+            result.inputAmax, static_cast<float>(element.config().format.maxFinite()));
         scale.tensorScale = result.tensorScale;
     }
     const blocks::DequantizeBlocks dequantize{out.data(), blocksOut.data(), g, result.tensorScale,

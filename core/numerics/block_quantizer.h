@@ -31,6 +31,9 @@ std::size_t blockCount(const BlockLayout& layout, std::size_t n, int blockSize);
 
 struct BlockQuantizeResult {
     float tensorScale = 1.0f; // NVFP4's s_enc; 1 for the others
+    // NVFP4: the input's largest non-NaN |x| (Inf included) that s_enc came from; -1 for the
+    // others, which take no tensor amax.
+    float inputAmax = -1.0f;
 };
 
 // What quantizeBlocks leaves in blocksOut.

@@ -571,9 +571,11 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         if (collect)
             keepSampleAmax(st.samples[r], *stats);
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
-        if (collect) // a pass of its own: the block casts do not return it
-            st.samples[r].tensorAmax = m_ops->amax(in);
-        quantizeBlocks(stage, role, in, values, layout, collect);
+        const float amax = quantizeBlocks(stage, role, in, values, layout, collect);
+        if (collect) // NVFP4's cast took it (an Inf leaves the finite one unknown); else a pass
+            st.samples[r].tensorAmax = amax < 0.0f           ? m_ops->amax(kept)
+                                       : std::isfinite(amax) ? amax
+                                                             : 0.0;
     } else {
         AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
                                    ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
@@ -602,8 +604,8 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         measureError(*stats, kept, values);
 }
 
-void Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
-                             const BlockLayout& layout, bool collect) {
+float Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                              const BlockLayout& layout, bool collect) {
     StageStats& st = stats()[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
     const Quantizer& q = quantizer(stage, role);
@@ -616,11 +618,14 @@ void Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor value
     if (collect)
         st.tensorScale[r] = result.tensorScale;
     if (body == in.size)
-        return;
+        return result.inputAmax;
     opts.firstIndex = body; // the biases: one row of blocks, their own random words
-    m_ops->quantizeBlocks(q, m_blockScheme, in.slice(body, in.size - body),
-                          values.slice(body, in.size - body), {}, collect ? &st.roles[r] : nullptr,
-                          collect ? &st.blocks[r] : nullptr, opts);
+    const BlockQuantizeResult biases = m_ops->quantizeBlocks(
+        q, m_blockScheme, in.slice(body, in.size - body), values.slice(body, in.size - body), {},
+        collect ? &st.roles[r] : nullptr, collect ? &st.blocks[r] : nullptr, opts);
+    return std::min(result.inputAmax, biases.inputAmax) < 0.0f
+               ? -1.0f
+               : std::max(result.inputAmax, biases.inputAmax);
 }
 
 Tensor Trainer::keepForError(Tensor in, Tensor out) {

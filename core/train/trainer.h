@@ -87,8 +87,10 @@ private:
     // biases, form one more row).
     void quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
                       const BlockLayout& layout, bool collect, bool training);
-    void quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
-                        const BlockLayout& layout, bool collect);
+    // Returns the input amax the cast took (NVFP4's, the larger of the body's and the biases'),
+    // or -1 where it took none.
+    float quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                         const BlockLayout& layout, bool collect);
     // On statistics steps: where the cast's input can still be read after the cast (a copy when
     // it is cast in place), and the error metrics from it.
     Tensor keepForError(Tensor in, Tensor out);

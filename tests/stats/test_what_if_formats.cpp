@@ -130,6 +130,24 @@ void TestWhatIfFormats::trainerKeepsSamples() {
     const double fromScale = 448.0 / st.tensorScale[static_cast<std::size_t>(TensorRole::Weights)];
     QVERIFY2(std::fabs(w.tensorAmax / fromScale - 1.0) < 1e-12,
              qPrintable(QStringLiteral("%1 vs %2").arg(w.tensorAmax).arg(fromScale)));
+    // Block casts: NVFP4's s_enc = 448 * 6 / amax (in float) came from it; MX takes none, and a
+    // pass finds it.
+    for (const char* policy : {"nvfp4", "mx"}) {
+        config = configFromJson({{"model", {{"hidden", {32}}}},
+                                 {"train", {{"steps", 2}, {"batch_size", 16}}},
+                                 {"recipe", {{"weights", "fp4-e2m1"}}},
+                                 {"scaling", {{"policy", policy}}}});
+        Trainer blocks(config, std::make_shared<const DataSplit>(makeSyntheticData(1, 200, 50)));
+        blocks.step();
+        const StageStats& b = blocks.stageStats()[0];
+        const auto& bw = b.samples[static_cast<std::size_t>(TensorRole::Weights)];
+        QVERIFY(bw.tensorAmax >= amaxOf(bw.values) && bw.tensorAmax > 0.0);
+        if (std::string(policy) == "nvfp4") {
+            const double sEnc = b.tensorScale[static_cast<std::size_t>(TensorRole::Weights)];
+            QVERIFY2(std::fabs(bw.tensorAmax * sEnc / 2688.0 - 1.0) < 1e-6,
+                     qPrintable(QString::number(bw.tensorAmax * sEnc / 2688.0)));
+        }
+    }
 }
 
 QTEST_APPLESS_MAIN(TestWhatIfFormats)
