@@ -33,6 +33,7 @@
 #include <QTableWidget>
 #include <qcustomplot.h>
 
+#include <filesystem>
 #include <optional>
 
 using namespace plab;
@@ -768,6 +769,17 @@ void TestMainWindow::divergenceAdvisesOnTheScale() {
     c->poll();
     QVERIFY2(m_error.contains(QLatin1String("Lower the loss scale")), qPrintable(m_error));
     m_window->scaleSlider()->setLog2Scale(0.0);
+    // A run whose record cannot be written (its folder removed) fails without that advice.
+    QCOMPARE(m_window->applySettings(), QString());
+    QVERIFY(!c->runDir().isEmpty());
+    std::filesystem::remove_all(c->runDir().toStdString());
+    m_error.clear();
+    c->train();
+    QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Failed, 30000);
+    c->poll();
+    QVERIFY2(m_error.contains(QLatin1String("could not be written")) &&
+                 !m_error.contains(QLatin1String("loss scale")),
+             qPrintable(m_error));
     QCOMPARE(m_window->applySettings(), QString());
 }
 
