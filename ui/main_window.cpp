@@ -206,7 +206,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
         m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
-        m_controller->setLossScale(scale);     // training takes it at the next step
+        // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run
+        // static (recorded as a policy change), so the policy shown stays the one training uses.
+        if (m_controller->config().scalingPolicy == ScalingPolicy::None) {
+            m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(ScalingPolicy::Static)));
+            m_controller->setScalingPolicy(ScalingPolicy::Static, scale);
+            return;
+        }
+        m_controller->setLossScale(scale); // training takes it at the next step
     });
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
         if (const TrainingSnapshot* s = m_controller->latest()) {

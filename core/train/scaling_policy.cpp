@@ -9,8 +9,9 @@ bool lossScaleMovesCast(ScalingPolicy policy, TensorRole role, int exponentBits)
     if (role != TensorRole::ActivationGradients && role != TensorRole::WeightGradients)
         return false;
     // The tensor-scaling policies rescale the products' inputs, except in a format with FP32's
-    // exponent range (an amax scale of 1, a plain cast under blocks). `none` still multiplies by
-    // the scale the slider sets; per-layer factors (>= 1, capped) absorb only part of it.
+    // exponent range (an amax scale of 1, a plain cast under blocks). `none` multiplies by a
+    // scale a timeline edit sets (the GUI's slider makes such a run static); per-layer factors
+    // (>= 1, capped) absorb only part of it.
     const bool rescaled = (isAmaxScaling(policy) || isBlockScaling(policy)) &&
                           isProductInput(role) && exponentBits < 8;
     return !rescaled;

@@ -66,6 +66,7 @@ private slots:
     void blocksAndFormatWhatIfFollowTheView();
     void perLayerSliderWaitsForTheNextStep();
     void divergenceAdvisesOnTheScale();
+    void sliderUnderPolicyNoneMakesTheRunStatic();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -780,6 +781,28 @@ void TestMainWindow::divergenceAdvisesOnTheScale() {
     QVERIFY2(m_error.contains(QLatin1String("could not be written")) &&
                  !m_error.contains(QLatin1String("loss scale")),
              qPrintable(m_error));
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Policy `none` trains at a loss scale of 1; choosing a scale on the slider makes the run static
+// (the policy box, the controller's config and the next step's scale agree).
+void TestMainWindow::sliderUnderPolicyNoneMakesTheRunStatic() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString());
+    c->setScalingPolicy(ScalingPolicy::None, 1.0);
+    m_window->scaleSlider()->setLog2Scale(6.0);
+    QVERIFY(c->config().scalingPolicy == ScalingPolicy::Static);
+    QCOMPARE(c->config().lossScale, 64.0);
+    QComboBox* policy = nullptr;
+    for (QComboBox* box : m_window->findChildren<QComboBox*>())
+        if (box->findText(QStringLiteral("none")) >= 0 && box->findText(QStringLiteral("mx")) >= 0)
+            policy = box;
+    QVERIFY(policy != nullptr);
+    QCOMPARE(policy->currentText(), QStringLiteral("static"));
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
+    QCOMPARE(c->latest()->scalars.scale, 64.0);
+    m_window->scaleSlider()->setLog2Scale(0.0);
     QCOMPARE(m_window->applySettings(), QString());
 }
 
