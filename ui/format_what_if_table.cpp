@@ -37,7 +37,7 @@ FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
     m_table->setHorizontalHeaderLabels(
         {tr("format"), tr("flushed"), tr("subnormal"), tr("overflow"), tr("SQNR (dB)")});
     m_table->verticalHeader()->hide();
-    // Compact rows: fewer scroll bars for the 19 rows.
+    // Compact rows: a row per format and scaling (twenty), little scrolling.
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);

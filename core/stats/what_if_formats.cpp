@@ -25,7 +25,7 @@ FormatOutcome outcome(std::string name, bool block, const QuantStats& stats,
 } // namespace
 
 bool hasTensorScaledRow(const FormatSpec& format) {
-    return 1 + format.exponentBits + format.mantissaBits <= 8; // FP16 is loss scaling's business
+    return format.exponentBits < 8; // amaxScale is 1 for FP32's range (BF16)
 }
 
 std::string tensorScaledName(const std::string& format) {

@@ -1,5 +1,5 @@
 // The format what-if of the GUI: a sample of a live tensor (tensor_sample.h) cast to every
-// element format as it is, to the FP8, FP6 and FP4 formats under a per-tensor amax scale, and to
+// element format as it is, to those narrower than FP32's range under a per-tensor amax scale, to
 // every block format, with the shares a researcher compares (flushed, subnormal, overflow) and
 // the signal-to-quantisation-noise ratio, so that one sees which format and which scaling
 // granularity would suit the tensor without retraining. Milliseconds for a 4,096-value sample.
@@ -33,7 +33,8 @@ struct FormatOutcome {
 std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
                                           int amaxMargin = 0, double tensorAmax = 0.0);
 
-// Whether `format` gets a tensor-scaled row (at most 8 bits: FP8, FP6, FP4), and that row's name.
+// Whether `format` gets a tensor-scaled row (narrower than FP32's range, as the amax policies
+// scale: FP16, FP8, FP6, FP4), and that row's name.
 bool hasTensorScaledRow(const FormatSpec& format);
 std::string tensorScaledName(const std::string& format);
 

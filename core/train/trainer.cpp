@@ -596,7 +596,7 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         double current = amax;
         m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
         if (collect)
-            st.samples[r].tensorAmax = current; // this tensor's, also where the scale was not
+            st.samples[r].tensorAmax = current; // its own (a delayed scale took earlier ones)
         if (history != nullptr && training)     // evaluation must not change what training sees
             history->push(current);             // this tensor's amax serves the steps after it
     }

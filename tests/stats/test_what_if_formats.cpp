@@ -52,7 +52,7 @@ void TestWhatIfFormats::formatsOnSmallValues() {
     std::map<std::string, FormatOutcome> by;
     for (const FormatOutcome& o : compareFormats(sample, 128))
         by[o.name] = o;
-    QCOMPARE(by.size(), std::size_t{7 + 5 + blockFormats().size()});
+    QCOMPARE(by.size(), std::size_t{7 + 6 + blockFormats().size()});
     // 2^-20 is below FP16's normal range (2^-14): subnormal, some flushed below 2^-25.
     QVERIFY(by["fp16"].subnormal > 0.9);
     QVERIFY(by["fp16"].flushed > 0.0 && by["fp16"].flushed < 0.05);
@@ -72,7 +72,9 @@ void TestWhatIfFormats::formatsOnSmallValues() {
     // FP4's one mantissa bit and narrow range: per-tensor scaling flushes what blocks keep.
     QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed > by["nvfp4"].flushed);
     QVERIFY(by[tensorScaledName("fp4-e2m1")].flushed < by["fp4-e2m1"].flushed);
-    QVERIFY(by.count(tensorScaledName("fp16")) == 0); // FP16 is loss scaling's business
+    // FP16 too (the amax policies scale it), not BF16 (FP32's range: a scale of 1).
+    QVERIFY(by.count(tensorScaledName("fp16")) == 1 && by.count(tensorScaledName("bf16")) == 0);
+    QVERIFY(by[tensorScaledName("fp16")].subnormal < by["fp16"].subnormal);
     // The tensor's amax where known: the sample of a tensor whose largest value fell outside it
     // scales down further, and flushes more.
     for (const FormatOutcome& o : compareFormats(sample, 128, 0, 64.0 * amaxOf(sample)))

@@ -691,7 +691,7 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
 
     m_window->detailTabs()->setCurrentWidget(m_window->formatWhatIf());
     QTableWidget* table = m_window->formatWhatIf()->table();
-    QCOMPARE(table->rowCount(), 7 + 5 + static_cast<int>(blockFormats().size()));
+    QCOMPARE(table->rowCount(), 7 + 6 + static_cast<int>(blockFormats().size()));
     int boldRow = -1;
     for (int row = 0; row < table->rowCount(); ++row)
         if (table->item(row, 0)->font().bold())
