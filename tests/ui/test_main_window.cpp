@@ -43,6 +43,31 @@ using namespace plab;
 // their condition holds, so a long limit costs nothing when all is well.
 constexpr int kWorkerWaitMs = 30000;
 
+namespace {
+
+// The window's combo box that offers `item` (a preset, a policy).
+QComboBox* boxOffering(QWidget* window, const QString& item) {
+    for (QComboBox* box : window->findChildren<QComboBox*>())
+        if (box->findText(item) >= 0)
+            return box;
+    return nullptr;
+}
+
+void showRole(GradientView* view, TensorRole role) {
+    view->roleBox()->setCurrentIndex(view->roleBox()->findData(static_cast<int>(role)));
+}
+
+// The what-if table's row in bold (the format in use), or -1.
+int boldRow(const QTableWidget* table) {
+    int bold = -1;
+    for (int row = 0; row < table->rowCount(); ++row)
+        if (table->item(row, 0)->font().bold())
+            bold = row;
+    return bold;
+}
+
+} // namespace
+
 class TestMainWindow : public QObject {
     Q_OBJECT
 private slots:
@@ -648,12 +673,8 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
 // with FP32 the Blocks tab says why there are no blocks.
 void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     TrainingController* c = m_window->controller();
-    QComboBox* preset = nullptr;
-    for (QComboBox* box : m_window->findChildren<QComboBox*>())
-        if (box->findText(QStringLiteral("nvfp4")) >= 0 &&
-            box->findText(QStringLiteral("fp8-blockwise")) >= 0)
-            preset = box;
-    QVERIFY(preset != nullptr);
+    QComboBox* preset = boxOffering(m_window.get(), QStringLiteral("fp8-blockwise"));
+    QVERIFY(preset != nullptr && preset->findText(QStringLiteral("nvfp4")) >= 0);
     preset->setCurrentText(QStringLiteral("nvfp4"));
     QCOMPARE(m_window->applySettings(), QString());
     QVERIFY(c->config().scalingPolicy == ScalingPolicy::Nvfp4);
@@ -662,8 +683,7 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 2, kWorkerWaitMs);
     GradientView* view = m_window->gradientView();
     view->stageBox()->setCurrentIndex(0);
-    view->roleBox()->setCurrentIndex(
-        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
+    showRole(view, TensorRole::Activations);
     m_window->detailTabs()->setCurrentWidget(m_window->blocksView());
     const QString counts = m_window->blocksView()->countsText();
     QVERIFY2(counts.contains(QLatin1String("fp4-e2m1 in blocks of 16 (scale e4m3")),
@@ -678,8 +698,7 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     QVERIFY2(shares.contains(QLatin1String("SQNR")), qPrintable(shares));
     // NVFP4 scales activation gradients to their own amax: the slider's preview leaves them where
     // they are (a loss scale would not move them) and the shares line says what scaled them.
-    view->roleBox()->setCurrentIndex(
-        view->roleBox()->findData(static_cast<int>(TensorRole::ActivationGradients)));
+    showRole(view, TensorRole::ActivationGradients);
     const WhatIfFractions before = view->currentFractions();
     QVERIFY(before.flushed > 0.0);
     m_window->scaleSlider()->setLog2Scale(10.0);
@@ -692,12 +711,9 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     m_window->detailTabs()->setCurrentWidget(m_window->formatWhatIf());
     QTableWidget* table = m_window->formatWhatIf()->table();
     QCOMPARE(table->rowCount(), 7 + 6 + static_cast<int>(blockFormats().size()));
-    int boldRow = -1;
-    for (int row = 0; row < table->rowCount(); ++row)
-        if (table->item(row, 0)->font().bold())
-            boldRow = row;
-    QVERIFY(boldRow >= 0);
-    QCOMPARE(table->item(boldRow, 0)->text(), QStringLiteral("nvfp4"));
+    int bold = boldRow(table);
+    QVERIFY(bold >= 0);
+    QCOMPARE(table->item(bold, 0)->text(), QStringLiteral("nvfp4"));
     QVERIFY2(m_window->formatWhatIf()->caption().contains(QLatin1String("In use: nvfp4")),
              qPrintable(m_window->formatWhatIf()->caption()));
 
@@ -706,14 +722,10 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     QCOMPARE(m_window->applySettings(), QString());
     c->step();
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
-    view->roleBox()->setCurrentIndex(
-        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
-    boldRow = -1;
-    for (int row = 0; row < table->rowCount(); ++row)
-        if (table->item(row, 0)->font().bold())
-            boldRow = row;
-    QVERIFY(boldRow >= 0);
-    QCOMPARE(table->item(boldRow, 0)->text(), QStringLiteral("fp8-e4m3, tensor amax"));
+    showRole(view, TensorRole::Activations);
+    bold = boldRow(table);
+    QVERIFY(bold >= 0);
+    QCOMPARE(table->item(bold, 0)->text(), QStringLiteral("fp8-e4m3, tensor amax"));
 
     preset->setCurrentText(QStringLiteral("fp32"));
     QCOMPARE(m_window->applySettings(), QString());
@@ -732,10 +744,7 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
 // values and that the slider applies from the next step.
 void TestMainWindow::perLayerSliderWaitsForTheNextStep() {
     TrainingController* c = m_window->controller();
-    QComboBox* preset = nullptr;
-    for (QComboBox* box : m_window->findChildren<QComboBox*>())
-        if (box->findText(QStringLiteral("fp16-zhao")) >= 0)
-            preset = box;
+    QComboBox* preset = boxOffering(m_window.get(), QStringLiteral("fp16-zhao"));
     QVERIFY(preset != nullptr);
     preset->setCurrentText(QStringLiteral("fp16-zhao"));
     QCOMPARE(m_window->applySettings(), QString());
@@ -743,8 +752,7 @@ void TestMainWindow::perLayerSliderWaitsForTheNextStep() {
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
     GradientView* view = m_window->gradientView();
     view->stageBox()->setCurrentIndex(0);
-    view->roleBox()->setCurrentIndex(
-        view->roleBox()->findData(static_cast<int>(TensorRole::ActivationGradients)));
+    showRole(view, TensorRole::ActivationGradients);
     const WhatIfFractions before = view->currentFractions();
     m_window->scaleSlider()->setLog2Scale(12.0);
     QCOMPARE(view->currentFractions().flushed, before.flushed);
@@ -793,11 +801,8 @@ void TestMainWindow::sliderUnderPolicyNoneMakesTheRunStatic() {
     m_window->scaleSlider()->setLog2Scale(6.0);
     QVERIFY(c->config().scalingPolicy == ScalingPolicy::Static);
     QCOMPARE(c->config().lossScale, 64.0);
-    QComboBox* policy = nullptr;
-    for (QComboBox* box : m_window->findChildren<QComboBox*>())
-        if (box->findText(QStringLiteral("none")) >= 0 && box->findText(QStringLiteral("mx")) >= 0)
-            policy = box;
-    QVERIFY(policy != nullptr);
+    QComboBox* policy = boxOffering(m_window.get(), QStringLiteral("amax-delayed"));
+    QVERIFY(policy != nullptr && policy->findText(QStringLiteral("none")) >= 0);
     QCOMPARE(policy->currentText(), QStringLiteral("static"));
     c->step();
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
@@ -843,8 +848,7 @@ void TestMainWindow::gptTrainsWithAllLayersOverviewAndSample() {
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 2, 60000);
     GradientView* view = m_window->gradientView();
     QTRY_COMPARE_WITH_TIMEOUT(view->stageBox()->count(), 3, kWorkerWaitMs); // attention, MLP, head
-    view->roleBox()->setCurrentIndex(
-        view->roleBox()->findData(static_cast<int>(TensorRole::Activations)));
+    showRole(view, TensorRole::Activations);
     m_window->detailTabs()->setCurrentIndex(m_window->detailTabs()->indexOf(
         m_window->stagesOverview()->parentWidget()->parentWidget()));
     const auto& rows = m_window->stagesOverview()->rows();
