@@ -15,7 +15,7 @@ packages=(
 if [[ "${1:-}" == --test ]]; then
   # Fuzzing (clang's libFuzzer and sanitizer runtimes), the package test's validators,
   # a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh), and lld, which
-  # links the three builds' ~140 executables faster than binutils' linkers (CMakeLists.txt).
+  # links the three builds' ~90 executables faster than binutils' linkers (CMakeLists.txt).
   packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file slurm-wlm munge
     lld)
 fi
