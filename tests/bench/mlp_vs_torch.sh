@@ -11,10 +11,16 @@
 # CPUS (e.g. CPUS=0, or CPUS=0,1 with two threads) pins both sides to those CPUs with taskset:
 # on a VM whose virtual CPUs differ (the reference VM's second one runs our cast 30% slower than
 # its first), an unpinned run lands either side on either CPU and the ratio is noise.
+# ROUNDS (default 3) alternates the steady-state timings, PyTorch then ours, that many times and
+# reports each round and the median of the ratios: on a VM whose speed drifts (the reference
+# VM's by up to a quarter over minutes, both sides alike), one reading of each side taken a
+# minute apart gave 1.08x and 1.23x of the same two builds within half an hour.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pin=()
 if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
+rounds=${ROUNDS:-3}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "mlp_vs_torch: ROUNDS=$rounds: expected a whole number >= 1" >&2; exit 2; }
 # Without PyTorch the peer fails and its grep finds nothing: say so instead of exiting silently.
 python3 -c "import torch" 2>/dev/null ||
   { echo "mlp_vs_torch: python3 cannot import torch (install Debian's python3-torch; on a machine with another python3 first, PATH=/usr/bin:\$PATH)" >&2; exit 1; }
@@ -24,9 +30,11 @@ threads=${THREADS:-1}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-torch_line=$(MLP_THREADS=$threads MLP_MODES=fp32 "${pin[@]}" python3 "$peer" 2>&1 | grep "fp32 train")
-torch_sps=$(sed -E 's/.*train +([0-9]+) samples.*/\1/' <<<"$torch_line")
-torch_acc=$(sed -E 's/.*test acc ([0-9.]+)%.*/\1/' <<<"$torch_line")
+torch_run() { # prints: steady samples/s, test accuracy
+  local line
+  line=$(MLP_THREADS=$threads MLP_MODES=fp32 "${pin[@]}" python3 "$peer" 2>&1 | grep "fp32 train")
+  sed -E 's/.*train +([0-9]+) samples.*test acc ([0-9.]+)%.*/\1 \2/' <<<"$line"
+}
 
 ours() { # args: name, extra CLI args...
   local name=$1; shift
@@ -46,14 +54,31 @@ fp8_args=(--preset fp8-e5m2 --set model.init=uniform --set recipe.optimizer_stat
   --set train.stats_every=1)
 read -r fp32_sps fp32_acc < <(ours fp32 "${fp32_args[@]}")
 read -r fp8_sps fp8_acc < <(ours fp8 "${fp8_args[@]}")
-fp32_steady=$(steady "${fp32_args[@]}")
-fp8_steady=$(steady "${fp8_args[@]}")
 
-printf '%-50s %10s %10s %9s\n' "run ($threads thread(s), 2 epochs)" "steady/s" "end-to-end" "test acc"
-printf '%-50s %10.0f %10s %8.2f%%\n' "PyTorch fp32 (peer)" "$torch_sps" "-" "$torch_acc"
-printf '%-50s %10.0f %10.0f %8.2f%%\n' "precision-lab fp32" "$fp32_steady" "$fp32_sps" "$fp32_acc"
-printf '%-50s %10.0f %10.0f %8.2f%%\n' "precision-lab full FP8 (E5M2), stats every step" \
-  "$fp8_steady" "$fp8_sps" "$fp8_acc"
-python3 -c "print(f'fp32 speed vs PyTorch (steady, as the peer measures): {$fp32_steady/$torch_sps:.2f}x'
-      f' (end-to-end {$fp32_sps/$torch_sps:.2f}x);  FP8+stats step time vs our fp32:'
-      f' {$fp32_steady/$fp8_steady:.2f}x (end-to-end {$fp32_sps/$fp8_sps:.2f}x)')"
+printf '%-7s %12s %12s %12s %14s %14s\n' "round" "PyTorch/s" "ours fp32/s" "ours FP8/s" "fp32 vs torch" "FP8 step/fp32"
+torch_rates=() fp32_rates=() fp8_rates=()
+for ((r = 1; r <= rounds; r++)); do
+  read -r torch_sps torch_acc < <(torch_run)
+  fp32_steady=$(steady "${fp32_args[@]}")
+  fp8_steady=$(steady "${fp8_args[@]}")
+  torch_rates+=("$torch_sps") fp32_rates+=("$fp32_steady") fp8_rates+=("$fp8_steady")
+  python3 -c "print(f'{$r:<7} {$torch_sps:12.0f} {$fp32_steady:12.0f} {$fp8_steady:12.0f} {$fp32_steady/$torch_sps:13.2f}x {$fp32_steady/$fp8_steady:13.2f}x')"
+done
+
+python3 - "$threads" "$rounds" "$torch_acc" "$fp32_sps" "$fp32_acc" "$fp8_sps" "$fp8_acc" \
+  "${torch_rates[*]}" "${fp32_rates[*]}" "${fp8_rates[*]}" <<'PY'
+import statistics as st, sys
+threads, rounds, torch_acc, fp32_e2e, fp32_acc, fp8_e2e, fp8_acc = sys.argv[1:8]
+torch, fp32, fp8 = ([float(v) for v in a.split()] for a in sys.argv[8:11])
+vs_torch = st.median(f / t for f, t in zip(fp32, torch))
+fp8_cost = st.median(f / e for f, e in zip(fp32, fp8))
+print(f"\nrun ({threads} thread(s), 2 epochs; steady: median of {rounds} round(s))  "
+      f"steady/s  end-to-end  test acc")
+print(f"{'PyTorch fp32 (peer)':52} {st.median(torch):8.0f} {'-':>11} {float(torch_acc):8.2f}%")
+print(f"{'precision-lab fp32':52} {st.median(fp32):8.0f} {float(fp32_e2e):11.0f} {float(fp32_acc):8.2f}%")
+print(f"{'precision-lab full FP8 (E5M2), stats every step':52} {st.median(fp8):8.0f} "
+      f"{float(fp8_e2e):11.0f} {float(fp8_acc):8.2f}%")
+print(f"fp32 speed vs PyTorch (steady, as the peer measures; median of the rounds' ratios): "
+      f"{vs_torch:.2f}x (end-to-end {float(fp32_e2e) / st.median(torch):.2f}x);  FP8+stats step "
+      f"time vs our fp32: {fp8_cost:.2f}x (end-to-end {float(fp32_e2e) / float(fp8_e2e):.2f}x)")
+PY
