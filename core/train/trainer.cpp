@@ -405,9 +405,9 @@ void Trainer::backward(int batch, bool collect) {
         opts.measureError = collect;
         m_ops->quantize(quantizer(s, TensorRole::WeightGradients), g, g, counted, opts);
         if (collect)
-            keepSampleAmax(stats()[static_cast<std::size_t>(s)]
-                               .samples[static_cast<std::size_t>(TensorRole::WeightGradients)],
-                           *counted);
+            stats()[static_cast<std::size_t>(s)]
+                .samples[static_cast<std::size_t>(TensorRole::WeightGradients)]
+                .tensorAmax = finiteAmax(counted->amax);
     }
 }
 
@@ -569,13 +569,11 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         opts.measureError = collect;
         m_ops->quantize(q, in, values, stats, opts);
         if (collect)
-            keepSampleAmax(st.samples[r], *stats);
+            st.samples[r].tensorAmax = finiteAmax(stats->amax);
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
         const float amax = quantizeBlocks(stage, role, in, values, layout, collect);
-        if (collect) // NVFP4's cast took it (an Inf leaves the finite one unknown); else a pass
-            st.samples[r].tensorAmax = amax < 0.0f           ? m_ops->amax(kept)
-                                       : std::isfinite(amax) ? amax
-                                                             : 0.0;
+        if (collect) // NVFP4's cast took the tensor amax; the other block casts a pass
+            st.samples[r].tensorAmax = amax < 0.0f ? m_ops->amax(kept) : finiteAmax(amax);
     } else {
         AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
                                    ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
@@ -623,9 +621,7 @@ float Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor valu
     const BlockQuantizeResult biases = m_ops->quantizeBlocks(
         q, m_blockScheme, in.slice(body, in.size - body), values.slice(body, in.size - body), {},
         collect ? &st.roles[r] : nullptr, collect ? &st.blocks[r] : nullptr, opts);
-    return std::min(result.inputAmax, biases.inputAmax) < 0.0f
-               ? -1.0f
-               : std::max(result.inputAmax, biases.inputAmax);
+    return std::max(result.inputAmax, biases.inputAmax); // one scheme: both -1, or both amaxes
 }
 
 Tensor Trainer::keepForError(Tensor in, Tensor out) {
@@ -655,9 +651,9 @@ void Trainer::keepSample(StageStats::Sample& sample, Tensor input, const BlockLa
     sample.runLength = whole ? (layout.cols == 0 ? input.size : layout.cols) : kSampleRunLength;
 }
 
-void Trainer::keepSampleAmax(StageStats::Sample& sample, const QuantStats& cast) {
-    // A plain cast's amax is its input's, Inf included: an Inf leaves the finite amax unknown.
-    sample.tensorAmax = std::isfinite(cast.amax) ? cast.amax : 0.0;
+double Trainer::finiteAmax(double castAmax) {
+    // A cast's amax is its input's, Inf included: an Inf leaves the finite amax unknown.
+    return std::isfinite(castAmax) ? castAmax : 0.0;
 }
 
 Tensor Trainer::ensure(Tensor& t, std::size_t n, TensorOps& ops) {

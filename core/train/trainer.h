@@ -97,8 +97,8 @@ private:
     void measureError(QuantStats& stats, Tensor input, Tensor output);
     // On statistics steps: a sample of a cast's input for the format what-if.
     void keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout);
-    // The sample's tensorAmax from a plain cast's statistics of the whole tensor.
-    static void keepSampleAmax(StageStats::Sample& sample, const QuantStats& cast);
+    // A sample's tensorAmax from the amax a cast found over the whole tensor (0: unknown).
+    static double finiteAmax(double castAmax);
     BlockLayout weightLayout(int stage) const;
     // The random Hadamard transform (scaling.hadamard): a linear layer's weight gradient from
     // its operands as they were before the casts (kept in m_raw*), each transformed along the
