@@ -9,9 +9,10 @@
 #include "train/run_data.h"
 #include "train/training_session.h"
 
+#include "run_folders.h"
+
 #include <qcustomplot.h>
 
-#include <QDateTime>
 #include <QDir>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -203,9 +204,7 @@ void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
     base["train"].erase("epochs");
     for (const char* key : {"model", "data", "train"})
         sweep.sets.push_back(std::string(key) + "=" + base[key].dump());
-    const QString folder =
-        m_runsRoot + QStringLiteral("/compare-") +
-        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
+    const QString folder = newTimestampedFolder(m_runsRoot, QStringLiteral("compare-"));
     startWorker(sweep, folder, true);
 }
 

@@ -15,6 +15,7 @@
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "recipe_editor.h"
+#include "run_folders.h"
 #include "stages_overview.h"
 #include "time_view.h"
 #include "training_controller.h"
@@ -24,7 +25,6 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
-#include <QDateTime>
 #include <QDesktopServices>
 #include <QDir>
 #include <QDockWidget>
@@ -538,10 +538,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
             15000);
     m_diskCheck.invalidate();
     // Every GUI run logs like a CLI run, under the user's data folder.
-    const QString runDir =
-        QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
-        QStringLiteral("/runs/") +
-        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-hhmmss-zzz"));
+    const QString runDir = newTimestampedFolder(runsFolder, QString());
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
     showDeviceChoice(config);

@@ -17,6 +17,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "run_folders.h"
 #include "stages_overview.h"
 #include "test_shard.h"
 #include "time_view.h"
@@ -92,6 +93,7 @@ private slots:
     void perLayerSliderWaitsForTheNextStep();
     void divergenceAdvisesOnTheScale();
     void sliderUnderPolicyNoneMakesTheRunStatic();
+    void runFoldersAreNeverShared();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -809,6 +811,29 @@ void TestMainWindow::sliderUnderPolicyNoneMakesTheRunStatic() {
     QCOMPARE(c->latest()->scalars.scale, 64.0);
     m_window->scaleSlider()->setLog2Scale(0.0);
     QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Two starts in one millisecond (the test's own two shards did it) get two folders: the second
+// run was refused by the first one's lock.
+void TestMainWindow::runFoldersAreNeverShared() {
+    QTemporaryDir root;
+    QVERIFY(root.isValid());
+    const QString parent = root.path() + QStringLiteral("/runs"); // made by the first call
+    const QDateTime now(QDate(2026, 12, 3), QTime(10, 54, 27, 976));
+    const QString first = newTimestampedFolder(parent, QStringLiteral("compare-"), now);
+    QCOMPARE(first, parent + QStringLiteral("/compare-20261203-105427-976"));
+    QCOMPARE(newTimestampedFolder(parent, QStringLiteral("compare-"), now),
+             first + QStringLiteral("-2"));
+    QCOMPARE(newTimestampedFolder(parent, QStringLiteral("compare-"), now),
+             first + QStringLiteral("-3"));
+    for (const QString& suffix : {QString(), QStringLiteral("-2"), QStringLiteral("-3")})
+        QVERIFY(QFileInfo(first + suffix).isDir());
+    // A parent that is a file: no folder can be made, and the first name comes back at once.
+    QFile blocker(root.path() + QStringLiteral("/file"));
+    QVERIFY(blocker.open(QIODevice::WriteOnly));
+    blocker.close();
+    QCOMPARE(newTimestampedFolder(blocker.fileName(), QString(), now),
+             blocker.fileName() + QStringLiteral("/20261203-105427-976"));
 }
 
 // The model box offers the GPT with its text sources, and Apply starts it. A small GPT (one
