@@ -54,13 +54,34 @@ Tensor CpuOps::residentRows(const float* host, std::size_t count, std::size_t ro
 
 void CpuOps::gatherRows(Tensor dst, Tensor rows, std::size_t rowSize,
                         std::span<const std::uint32_t> indices) {
-    for (std::size_t i = 0; i < indices.size(); ++i)
+    // The rows are scattered over a data set larger than the caches, so each copy would start
+    // with a wait on memory that the hardware prefetcher cannot foresee. Asking for the rows a
+    // few copies ahead, one cache line at a time, overlaps those waits (a batch of 128
+    // Fashion-MNIST rows in isolation: 44-51 -> 29-34 us; the gather is 3-5% of an FP32 step).
+    constexpr std::size_t kRowsAhead = 4;
+    constexpr std::size_t kLineFloats = 64 / sizeof(float);
+    const auto prefetchRow = [&](std::size_t i) {
+        const float* row = rows.data + static_cast<std::size_t>(indices[i]) * rowSize;
+        for (std::size_t f = 0; f < rowSize; f += kLineFloats)
+            __builtin_prefetch(row + f, 0, 3);
+    };
+    for (std::size_t i = 0; i < std::min(kRowsAhead, indices.size()); ++i)
+        prefetchRow(i);
+    for (std::size_t i = 0; i < indices.size(); ++i) {
+        if (i + kRowsAhead < indices.size())
+            prefetchRow(i + kRowsAhead);
         std::copy_n(rows.data + static_cast<std::size_t>(indices[i]) * rowSize, rowSize,
                     dst.data + i * rowSize);
+    }
 }
 
 void CpuOps::fill(Tensor t, float value) {
-    std::fill_n(t.data, t.size, value);
+    // +0 is all zero bits: memset stores a whole vector register at a time where the loop below
+    // is built for SSE2 (the gradients' zeroing before every backward, 1% of an FP32 step).
+    if (std::bit_cast<std::uint32_t>(value) == 0u)
+        std::memset(t.data, 0, t.size * sizeof(float));
+    else
+        std::fill_n(t.data, t.size, value);
 }
 
 void CpuOps::scale(Tensor t, float factor) {

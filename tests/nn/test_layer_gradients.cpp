@@ -6,10 +6,12 @@
 
 #include "engine/cpu_ops.h"
 #include "layer_cases.h"
+#include "nn/linear.h"
 #include "nn/softmax_cross_entropy.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -21,6 +23,7 @@ private slots:
     void layers_data();
     void layers();
     void softmaxCrossEntropy();
+    void biasGradientSumOrder();
 };
 
 namespace {
@@ -99,6 +102,43 @@ void TestLayerGradients::softmaxCrossEntropy() {
             qPrintable(
                 QStringLiteral("logit %1: %2 vs %3").arg(i).arg(numeric * scale).arg(grad[i])));
     }
+}
+
+// The bias gradient's column sums (addColumnSums, vectorised across columns) keep their stated
+// order bit for bit: row 0, rows four at a time as (r + r) + (r + r), the rest one by one, then
+// added to what the gradient held. Widths past a vector and past the 64-column tile, batches
+// with and without a remainder, and values spread over many binades so that another order
+// would round differently.
+void TestLayerGradients::biasGradientSumOrder() {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_int_distribution<int> exponent(-12, 12);
+    int compared = 0;
+    for (int rows : {1, 2, 4, 5, 6, 128, 131})
+        for (int cols : {1, 3, 10, 16, 64, 70, 256}) {
+            std::vector<float> dy(static_cast<std::size_t>(rows) * cols);
+            for (float& v : dy)
+                v = std::ldexp(normal(rng), exponent(rng));
+            std::vector<float> db(static_cast<std::size_t>(cols));
+            for (float& v : db)
+                v = normal(rng);
+            std::vector<float> expected = db;
+            for (int c = 0; c < cols; ++c) {
+                const auto at = [&](int r) { return dy[static_cast<std::size_t>(r) * cols + c]; };
+                float sum = at(0);
+                int r = 1;
+                for (; r < ((rows - 1) & ~3); r += 4)
+                    sum = sum + ((at(r) + at(r + 1)) + (at(r + 2) + at(r + 3)));
+                for (; r < rows; ++r)
+                    sum = sum + at(r);
+                expected[static_cast<std::size_t>(c)] += sum;
+            }
+            addColumnSums(db.data(), dy.data(), rows, cols);
+            QVERIFY2(std::memcmp(db.data(), expected.data(), db.size() * sizeof(float)) == 0,
+                     qPrintable(QStringLiteral("%1 x %2").arg(rows).arg(cols)));
+            ++compared;
+        }
+    QCOMPARE(compared, 49);
 }
 
 QTEST_APPLESS_MAIN(TestLayerGradients)
