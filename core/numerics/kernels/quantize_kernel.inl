@@ -148,14 +148,32 @@ inline VFPart errorPart(VF v, std::index_sequence<I...>) {
     return __builtin_shufflevector(v, v, (kFirst + I)...);
 }
 
+// Lanes [kHalf * kErrorPart, (kHalf + 1) * kErrorPart) of v as doubles (exact). Returned through
+// a reference: a vector wider than the baseline's registers passed by value changes the ABI.
+template <std::size_t kHalf>
+inline void errorPartAsDouble(VF v, VDPart& d) {
+#if defined(__AVX512F__) && PLAB_VECTOR_BYTES == 64
+    // One conversion of eight floats to eight doubles: GCC lowers the generic form below to four
+    // conversions of four and two inserts per half (the sums were a third of the fused kernel's
+    // instructions in a full-FP8 step with statistics).
+    // (The zero-masked form with every lane kept: GCC 12's plain _mm512_cvtps_pd passes an
+    // undefined vector that -Wuninitialized reports.)
+    d = (VDPart)_mm512_maskz_cvtps_pd(
+        0xFF, (__m256)errorPart<kHalf * kErrorPart>(v, std::make_index_sequence<kErrorPart>{}));
+#else
+    d = __builtin_convertvector(
+        errorPart<kHalf * kErrorPart>(v, std::make_index_sequence<kErrorPart>{}), VDPart);
+#endif
+}
+
 template <std::size_t kHalf, bool kSignal>
 inline void addErrorPart(ErrorSums& sums, std::size_t part, VF x, VF q) {
-    const VDPart xd = __builtin_convertvector(
-        errorPart<kHalf * kErrorPart>(x, std::make_index_sequence<kErrorPart>{}), VDPart);
+    VDPart xd;
+    errorPartAsDouble<kHalf>(x, xd);
     sums.signal[part] += xd * xd;
     if constexpr (!kSignal) {
-        const VDPart qd = __builtin_convertvector(
-            errorPart<kHalf * kErrorPart>(q, std::make_index_sequence<kErrorPart>{}), VDPart);
+        VDPart qd;
+        errorPartAsDouble<kHalf>(q, qd);
         sums.error[part] += (qd - xd) * (qd - xd);
         sums.output[part] += qd * qd;
     }
