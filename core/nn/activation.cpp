@@ -39,14 +39,34 @@ std::string_view toString(ActivationKind kind) {
     return "?";
 }
 
+namespace {
+
+// The ReLU pair, cloned for AVX2 / AVX-512 (the SSE2 loops were 2% of an FP32 MLP step).
+PLAB_VECTOR_CLONES
+void reluForward(float* out, const float* in, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+}
+
+// dout where in > 0, else +0: as a mask on the bits, so that the loop has no branch (half of a
+// ReLU layer's inputs are negative, at random: a branch mispredicts) and vectorises.
+PLAB_VECTOR_CLONES
+void reluBackward(float* din, const float* dout, const float* in, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t keep = in[i] > 0.0f ? 0xFFFFFFFFu : 0u;
+        din[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(dout[i]) & keep);
+    }
+}
+
+} // namespace
+
 void Activation::forward(float* out, const float* in, const float*, int batch,
                          const Accumulation&) {
     const std::size_t n =
         static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
     switch (m_kind) {
     case ActivationKind::ReLU:
-        for (std::size_t i = 0; i < n; ++i)
-            out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+        reluForward(out, in, n);
         break;
     case ActivationKind::GELU:
         for (std::size_t i = 0; i < n; ++i)
@@ -70,12 +90,7 @@ void Activation::backward(float* din, float*, const float* dout, const float* in
         static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_shape.size());
     switch (m_kind) {
     case ActivationKind::ReLU: // out = max(in, 0)
-        // dout where in > 0, else +0: as a mask on the bits, so that the loop has no branch (half
-        // of a ReLU layer's inputs are negative, at random: a branch mispredicts) and vectorises.
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint32_t keep = in[i] > 0.0f ? 0xFFFFFFFFu : 0u;
-            din[i] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(dout[i]) & keep);
-        }
+        reluBackward(din, dout, in, n);
         break;
     case ActivationKind::GELU: { // out = in * Phi(in): d/din = Phi(in) + in * phi(in)
         const float invSqrt2Pi =
