@@ -33,5 +33,7 @@ private:
 // db (cols) += the column sums of dy (rows, cols): a Linear layer's bias gradient, in the order
 // Linear::backward sums it.
 void addColumnSums(float* db, const float* dy, int rows, int cols);
+// Every row of y (rows, cols) += b (cols): a Linear layer's bias in forward.
+void addRowBias(float* y, const float* b, int rows, int cols);
 
 } // namespace plab
