@@ -36,11 +36,12 @@ void Linear::initParameters(float* params, std::mt19937_64& rng, InitKind init, 
 
 void Linear::forward(float* out, const float* in, const float* weights, int batch,
                      const Accumulation& acc) {
-    ConstMatrixMap x(in, batch, m_in);                                               // (B, I)
-    ConstMatrixMap w(weights, m_out, m_in);                                          // (O, I)
-    MatrixMap y(out, batch, m_out);                                                  // (B, O)
-    matmulNT(y, x, w, false, acc);                                                   // y = x w^T
-    addRowBias(out, weights + static_cast<std::size_t>(m_out) * m_in, batch, m_out); // y += b
+    ConstMatrixMap x(in, batch, m_in);      // (B, I)
+    ConstMatrixMap w(weights, m_out, m_in); // (O, I)
+    const float* bias = weights + static_cast<std::size_t>(m_out) * m_in;
+    MatrixMap y(out, batch, m_out);      // (B, O)
+    matmulNT(y, x, w, false, acc);       // y = x w^T
+    addRowBias(out, bias, batch, m_out); // y += b
 }
 
 // One add per element, as Eigen's rowwise add did, in loops built for AVX2 / AVX-512 too (Eigen's
@@ -72,10 +73,10 @@ void Linear::backward(float* din, float* dweights, const float* dout, const floa
     }
 }
 
-// From y += b: db += sum_B dy. Each column is summed as Eigen's vectorised column sums sum
-// theirs (row 0, then rows four at a time as (r + r) + (r + r), then the rest one by one), the
-// columns side by side in vector lanes: Eigen's own call ran on SSE2, strided, and left any
-// columns past a multiple of four to a scalar loop (1.2% of an FP32 MLP step; the last
+// From y += b: db += sum_B dy. Every column in the order of Eigen's vectorised column sums (row
+// 0, then rows four at a time as (r + r) + (r + r), then the rest one by one), the columns side
+// by side in vector lanes. Eigen's own call ran on SSE2, strided, and summed the columns past a
+// multiple of four in a scalar loop, one row after another (1.2% of an FP32 MLP step; the last
 // layer's two columns past eight now take the same order as the others).
 PLAB_VECTOR_CLONES
 void addColumnSums(float* db, const float* dy, int rows, int cols) {
