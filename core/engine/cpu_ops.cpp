@@ -263,28 +263,44 @@ TensorOps::UpdateCounts CpuOps::sgdStepFloat32(const OptimizerSettings& settings
     return counts;
 }
 
+namespace {
+
+// applyMasterUpdate's passes, cloned for AVX2 / AVX-512 (a subtraction, comparisons and integer
+// sums: the same results on every copy).
+PLAB_VECTOR_CLONES
+void subtractInto(float* next, const float* master, const float* update, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        next[i] = master[i] - update[i];
+}
+
+// The nonzero updates and those that left the master unchanged (branch-free: updates are nonzero
+// almost everywhere, lost ones random), with the new master stored in the same pass.
+PLAB_VECTOR_CLONES
+TensorOps::UpdateCounts countUpdatesAndStore(float* master, const float* update, const float* next,
+                                             std::size_t n) {
+    std::uint64_t updates = 0, lost = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t moved = update[i] != 0.0f ? 1u : 0u;
+        updates += moved;
+        lost += moved & (next[i] == master[i] ? 1u : 0u);
+        master[i] = next[i];
+    }
+    return {updates, lost};
+}
+
+} // namespace
+
 TensorOps::UpdateCounts CpuOps::applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                                   const Quantizer& masterFormat, QuantStats* stats,
                                                   const QuantizeOptions& options, bool count) {
     const std::size_t n = master.size;
-    const float* m = master.data;
-    const float* u = update.data;
-    float* next = scratch.data;
-    for (std::size_t i = 0; i < n; ++i)
-        next[i] = m[i] - u[i];
+    subtractInto(scratch.data, master.data, update.data, n);
     masterFormat.quantize(span(scratch), span(scratch), stats, options);
     UpdateCounts c;
-    if (count) {
-        // Branch-free counts: updates are nonzero almost everywhere, lost ones are random.
-        std::uint64_t updates = 0, lost = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::uint64_t moved = u[i] != 0.0f ? 1u : 0u;
-            updates += moved;
-            lost += moved & (next[i] == m[i] ? 1u : 0u);
-        }
-        c = {updates, lost};
-    }
-    std::copy_n(next, n, master.data);
+    if (count)
+        c = countUpdatesAndStore(master.data, update.data, scratch.data, n);
+    else
+        std::copy_n(scratch.data, n, master.data);
     return c;
 }
 

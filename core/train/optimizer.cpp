@@ -3,11 +3,15 @@
 #include "train/optimizer.h"
 
 #include "train/train_config.h"
+#include "util/vector_clones.h"
 
 #include <cmath>
 
 namespace plab {
 
+// Cloned for AVX2 / AVX-512 (the file is built without fused multiply-adds: the same bits on
+// every copy).
+PLAB_VECTOR_CLONES
 void computeOptimizerUpdate(const OptimizerSettings& settings, std::int64_t step,
                             std::span<const float> grad, std::span<const float> master,
                             std::span<float> update, std::span<float> first,
