@@ -65,12 +65,16 @@ void scaleInto(const float* in, float* out, std::size_t n, float s) {
 }
 
 PLAB_VECTOR_CLONES
-void scaleInPlace(float* values, std::size_t n, float s) {
+void scaleValuesInPlace(float* values, std::size_t n, float s) {
     for (std::size_t i = 0; i < n; ++i)
         values[i] *= s;
 }
 
 } // namespace
+
+void scaleInPlace(std::span<float> values, float factor) {
+    scaleValuesInPlace(values.data(), values.size(), factor);
+}
 
 double amaxOf(std::span<const float> values) {
     return std::bit_cast<float>(finiteAmaxBits(values.data(), values.size()));
@@ -105,7 +109,7 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
         if (inputAmax != nullptr)
             *inputAmax = std::bit_cast<float>(finiteAmaxBits(in.data(), n));
         if (inPlace && s != 1.0f)
-            scaleInPlace(out.data(), n, s);
+            scaleValuesInPlace(out.data(), n, s);
         else if (!inPlace && s != 1.0f)
             scaleInto(in.data(), out.data(), n, s);
         else if (!inPlace)
@@ -113,7 +117,7 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
     }
     q.quantize(out, out, stats, options);
     if (s != 1.0f)
-        scaleInPlace(out.data(), n, inverse);
+        scaleValuesInPlace(out.data(), n, inverse);
 }
 
 } // namespace plab

@@ -29,7 +29,8 @@ private:
     std::deque<double> m_values;
 };
 
-double amaxOf(std::span<const float> values); // largest finite |x|
+double amaxOf(std::span<const float> values);             // largest finite |x|
+void scaleInPlace(std::span<float> values, float factor); // x *= factor, vectorised
 
 // (format max / amax) / 2^margin, at most 2^126; 1 when amax is 0 or not finite, or the format
 // has FP32's exponent range (BF16, FP32: nothing to scale into).
