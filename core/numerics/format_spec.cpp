@@ -110,9 +110,14 @@ void validate(const FormatSpec& f, std::string_view text) {
     if (f.maxFinite() > std::numeric_limits<float>::max())
         fail(text, "bias " + std::to_string(f.bias) +
                        " too small: its largest value exceeds float32's range (~3.4e38)");
-    if (f.minPositive() < std::ldexp(1.0, -149))
-        fail(text, "bias " + std::to_string(f.bias) +
-                       " too large: its smallest value is below float32's 2^-149");
+    // Every value of the format must be a float32, or the kernels' float32 arithmetic cannot
+    // hold it: the finest step (the subnormal quantum, or without subnormals the lowest normal
+    // binade's) must be at least float32's 2^-149. Found by fuzz_format: e5m7:bias=144:nosub has
+    // its smallest value in float32's range but steps of 2^-150 above it.
+    const int finestStepExponent = f.minNormalExponent() - f.mantissaBits;
+    if (finestStepExponent < -149)
+        fail(text, "bias " + std::to_string(f.bias) + " too large: its finest step, 2^" +
+                       std::to_string(finestStepExponent) + ", is below float32's 2^-149");
 }
 
 FormatSpec parseCustom(std::string_view original, const std::string& text) {

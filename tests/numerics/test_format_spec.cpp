@@ -143,6 +143,10 @@ void TestFormatSpec::parseErrors_data() {
                                     << "too small";
     QTest::newRow("bias too large") << "e8m3:bias=200"
                                     << "too large";
+    // Found by fuzz_format: the smallest value (2^-143) is a float32, the steps above it (2^-150)
+    // are not, and the fused kernel's power of two for them wrapped around.
+    QTest::newRow("steps finer than float32") << "e5m7:bias=144:nosub"
+                                              << "finest step, 2^-150";
     QTest::newRow("unsigned fnuz") << "e4m3:fnuz:unsigned"
                                    << "needs a signed format";
     QTest::newRow("nozero with sub") << "e4m3:nozero:sub"
