@@ -1,12 +1,17 @@
 // Fuzz target: the format-string parser, then the fused quantiser against the double-precision
 // reference on whatever format the parser accepted (a differential check, so a custom eXmY that
-// parses but rounds wrongly is caught too).
+// parses but rounds wrongly is caught too): every CPU kernel this machine runs, with and without
+// statistics (separate code paths), every rounding (stochastic with the reference given the same
+// random words), the values' bits, class counts, histogram and amax.
 //
-// Input layout: format text up to the first '\n'; one byte choosing rounding and overflow mode;
-// the rest read as float32 values.
+// Input layout: format text up to the first '\n'; one byte choosing the rounding (bits 0-1),
+// the overflow mode (bit 2) and the random seed (the whole byte); the rest read as float32 values.
 #include "numerics/format_spec.h"
+#include "numerics/philox.h"
 #include "numerics/quantizer.h"
 #include "numerics/reference_quantize.h"
+
+#include <algorithm>
 
 #include <cmath>
 #include <cstdint>
@@ -67,23 +72,41 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     plab::QuantConfig config;
     config.format = spec;
-    constexpr plab::Rounding kDeterministic[] = {
-        plab::Rounding::NearestEven, plab::Rounding::NearestAway, plab::Rounding::TowardZero};
-    config.rounding = kDeterministic[mode % 3];
+    config.rounding = plab::kAllRoundings[mode & 3];
     config.overflow = (mode & 4) ? plab::Overflow::Saturate : plab::Overflow::Inf;
+    const plab::QuantizeOptions options{.seed = mode, .stream = 7, .firstIndex = 0, .pool = nullptr};
 
-    std::vector<float> out(in.size());
-    plab::QuantStats stats;
-    plab::Quantizer(config).quantize(in, out, &stats);
-    plab::QuantStats expectedCounts;
+    std::vector<float> expected(in.size());
+    plab::QuantStats expectedStats;
     for (std::size_t i = 0; i < in.size(); ++i) {
         plab::QuantClass cls{};
-        const float expected = plab::quantizeReference(config, in[i], 0, &cls);
-        if (!sameBits(out[i], expected))
-            failCheck("fused kernel disagrees with the reference");
-        ++expectedCounts.counts[static_cast<std::size_t>(cls)];
+        expected[i] = plab::quantizeReference(
+            config, in[i], plab::philox::elementWord(i, options.stream, options.seed), &cls);
+        ++expectedStats.counts[static_cast<std::size_t>(cls)];
+        ++expectedStats.histogram[static_cast<std::size_t>(plab::histogramBin(in[i]))];
+        if (!std::isnan(in[i]))
+            expectedStats.amax = std::max(expectedStats.amax, std::fabs(in[i]));
     }
-    if (stats.counts != expectedCounts.counts)
-        failCheck("fused kernel's class counts disagree with the reference");
+
+    std::vector<float> out(in.size());
+    for (const plab::CpuKernel kernel : plab::supportedCpuKernels()) {
+        const plab::Quantizer quantizer(config, kernel);
+        plab::QuantStats stats;
+        quantizer.quantize(in, out, &stats, options);
+        for (std::size_t i = 0; i < in.size(); ++i)
+            if (!sameBits(out[i], expected[i]))
+                failCheck("fused kernel disagrees with the reference");
+        if (stats.counts != expectedStats.counts)
+            failCheck("fused kernel's class counts disagree with the reference");
+        if (stats.histogram != expectedStats.histogram)
+            failCheck("fused kernel's histogram disagrees with the reference");
+        if (!sameBits(stats.amax, expectedStats.amax))
+            failCheck("fused kernel's amax disagrees with the reference");
+
+        quantizer.quantize(in, out, nullptr, options); // the kernels without counting
+        for (std::size_t i = 0; i < in.size(); ++i)
+            if (!sameBits(out[i], expected[i]))
+                failCheck("fused kernel without statistics disagrees with the reference");
+    }
     return 0;
 }
