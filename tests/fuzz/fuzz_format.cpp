@@ -74,7 +74,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     config.format = spec;
     config.rounding = plab::kAllRoundings[mode & 3];
     config.overflow = (mode & 4) ? plab::Overflow::Saturate : plab::Overflow::Inf;
-    const plab::QuantizeOptions options{.seed = mode, .stream = 7, .firstIndex = 0, .pool = nullptr};
+    const plab::QuantizeOptions options{
+        .seed = mode, .stream = 7, .firstIndex = 0, .pool = nullptr};
 
     std::vector<float> expected(in.size());
     plab::QuantStats expectedStats;
