@@ -2,10 +2,12 @@
 // reference on whatever format the parser accepted (a differential check, so a custom eXmY that
 // parses but rounds wrongly is caught too): every CPU kernel this machine runs, with and without
 // statistics (separate code paths), every rounding (stochastic with the reference given the same
-// random words), the values' bits, class counts, histogram and amax.
+// random words), the values' bits, class counts, histogram and amax; and the codec's code for
+// each result decodes back to it.
 //
 // Input layout: format text up to the first '\n'; one byte choosing the rounding (bits 0-1),
 // the overflow mode (bit 2) and the random seed (the whole byte); the rest read as float32 values.
+#include "numerics/codec.h"
 #include "numerics/format_spec.h"
 #include "numerics/philox.h"
 #include "numerics/quantizer.h"
@@ -81,8 +83,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     plab::QuantStats expectedStats;
     for (std::size_t i = 0; i < in.size(); ++i) {
         plab::QuantClass cls{};
-        expected[i] = plab::quantizeReference(
-            config, in[i], plab::philox::elementWord(i, options.stream, options.seed), &cls);
+        const std::uint32_t word = plab::philox::elementWord(i, options.stream, options.seed);
+        expected[i] = plab::quantizeReference(config, in[i], word, &cls);
+        // The codec names the same value: its code decodes back to the reference's result
+        // (NaN aside: formats without a NaN code encode it as +max, as NVIDIA's do).
+        if (!std::isnan(expected[i]) &&
+            !sameBits(plab::decode(spec, plab::encode(config, in[i], word)), expected[i]))
+            failCheck("code of the reference's result decodes to another value");
         ++expectedStats.counts[static_cast<std::size_t>(cls)];
         ++expectedStats.histogram[static_cast<std::size_t>(plab::histogramBin(in[i]))];
         if (!std::isnan(in[i]))
