@@ -145,11 +145,12 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scanSpan(const float* in, std::size_t len
         scanElement(absBitsOf(in[i]), f);
 }
 
-// out = in * toElement over a span, counting the scaled values with clipBits <= |x| <= Inf.
+// out = in * toElement over a span, counting the scaled values with clipBits <= |x| <= Inf,
+// |x| being the bits under magnitudeMask (ScaleBlocks::magnitudeMask).
 template <int kLanes = 0>
 PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, std::size_t length,
                                                  float toElement, std::uint32_t clipBits,
-                                                 SpanFacts& f) {
+                                                 std::uint32_t magnitudeMask, SpanFacts& f) {
     std::size_t i = 0;
     std::uint32_t clipped = 0;
 #if defined(PLAB_BLOCK_LANES)
@@ -157,13 +158,14 @@ PLAB_INLINE_BODY PLAB_HOST_DEVICE void scaleSpan(const float* in, float* out, st
         if (length >= std::size_t{kLanes}) {
             i = length & ~static_cast<std::size_t>(kLanes - 1);
             clipped += lanes::sumAcross(lanes::scaleLanes<true, kLanes>(
-                in, out, i, toElement, static_cast<std::int32_t>(clipBits)));
+                in, out, i, toElement, static_cast<std::int32_t>(clipBits),
+                static_cast<std::int32_t>(magnitudeMask)));
         }
 #endif
     for (; i < length; ++i) {
         const float scaled = in[i] * toElement;
         out[i] = scaled;
-        const std::uint32_t a = absBitsOf(scaled);
+        const std::uint32_t a = element::bitsOf(scaled) & magnitudeMask;
         clipped += (a >= clipBits && a <= 0x7F800000u) ? 1u : 0u;
     }
     f.atLeastClip += clipped;
@@ -238,6 +240,10 @@ struct ScaleBlocks {
     ElementRule elementRule;
     bool stochastic = false;
     std::uint32_t clipBits = 0x7F800001u; // clipThresholdBits of the element rule
+    // The bits compared with clipBits: |x| for a signed element format; for an unsigned one the
+    // sign is kept, so that its negative values (out of range below: its Overflow class, but
+    // cast to its smallest value) are not counted as clipped to the max.
+    std::uint32_t magnitudeMask = 0x7FFFFFFFu;
     std::uint64_t seed = 0, stream = 0, firstIndex = 0;
     // With stochastic rounding, leave the candidates in `saturated` for the caller to count
     // from the cast's own clip flags (the CPU: a random word per candidate costs more than the
@@ -309,7 +315,8 @@ struct ScaleBlocks {
         const float toElement = info[b].scale.toElement;
         SpanFacts span;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
-            scaleSpan<kLanes>(in + begin, out + begin, length, toElement, clipBits, span);
+            scaleSpan<kLanes>(in + begin, out + begin, length, toElement, clipBits, magnitudeMask,
+                              span);
         });
         info[b].saturated = saturatedOf(at, span.atLeastClip);
     }
@@ -323,7 +330,7 @@ struct ScaleBlocks {
         std::uint32_t saturated = 0;
         geometry.forEachSpan(at, [&](std::size_t begin, std::size_t length) PLAB_INLINE_LAMBDA {
             for (std::size_t i = begin; i < begin + length; ++i) {
-                const std::uint32_t a = absBitsOf(out[i]);
+                const std::uint32_t a = element::bitsOf(out[i]) & magnitudeMask;
                 if (a < clipBits || a > 0x7F800000u)
                     continue;
                 QuantClass cls; // clipped: the cast's Overflow class

@@ -330,10 +330,13 @@ PLAB_LANE_INLINE bool anyLane(I v) {
     return maxAcross(-(v != 0)) != 0; // 1 where set (a comparison's lanes are -1)
 }
 
-// out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0).
+// out = in * toElement; per lane, how many scaled values have clip <= |x| <= Inf (clip > 0),
+// |x| being the bits under magnitudeMask (ScaleBlocks::magnitudeMask: with the sign kept, an
+// unsigned format's negative values never count).
 template <bool kCounts = true, int W = 16>
 PLAB_LANE_INLINE typename Lanes<W>::I scaleLanes(const float* in, float* out, std::size_t n,
-                                                 float toElement, std::int32_t clip) {
+                                                 float toElement, std::int32_t clip,
+                                                 std::int32_t magnitudeMask) {
     using I = typename Lanes<W>::I;
     using F = typename Lanes<W>::F;
     I count{};
@@ -343,8 +346,8 @@ PLAB_LANE_INLINE typename Lanes<W>::I scaleLanes(const float* in, float* out, st
         const F scaled = x * toElement;
         __builtin_memcpy(out + i, &scaled, sizeof scaled);
         if constexpr (kCounts) {
-            const I a = (I)scaled & 0x7FFFFFFF;
-            const I kept = a <= kInfBits ? a : 0; // NaN out
+            const I a = (I)scaled & magnitudeMask;
+            const I kept = a <= kInfBits ? a : 0; // NaN out (a kept sign reads as negative)
             count -= kept >= clip;
         }
     }

@@ -53,6 +53,7 @@ blocks::ScaleBlocks scaleBlocksBody(const Quantizer& element, const BlockScheme&
     body.firstIndex = options.firstIndex;
     body.clipBits =
         blocks::clipThresholdBits(body.elementRule, body.rule.maxElement, body.stochastic);
+    body.magnitudeMask = element.config().format.isSigned ? 0x7FFFFFFFu : 0xFFFFFFFFu;
     return body;
 }
 

@@ -144,6 +144,7 @@ template <bool kCounts, bool kTiles = false>
 PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::size_t first) {
     const std::size_t side = body.geometry.side, cols = body.geometry.cols;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
+    const auto mask = static_cast<std::int32_t>(body.magnitudeMask);
     lanes::I16 clipped[16];
     for (std::size_t k = 0; k < 16; ++k) {
         const float toElement = body.info[b + k].scale.toElement;
@@ -152,12 +153,12 @@ PLAB_INLINE_BODY void applyScale16(const ScaleBlocks& body, std::size_t b, std::
             for (std::size_t r = 0; r < 16; ++r) {
                 const std::size_t begin = first + r * cols + k * 16;
                 clipped[k] += lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, 16,
-                                                         toElement, clip);
+                                                         toElement, clip, mask);
             }
         } else {
             const std::size_t begin = first + k * side;
             clipped[k] = lanes::scaleLanes<kCounts>(body.in + begin, body.out + begin, side,
-                                                    toElement, clip);
+                                                    toElement, clip, mask);
         }
     }
     if constexpr (kCounts) {
@@ -241,6 +242,7 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
     const float* in = body.in + begin;
     float* out = body.out + begin;
     const auto clip = static_cast<std::int32_t>(body.clipBits);
+    const auto mask = static_cast<std::int32_t>(body.magnitudeMask);
     const std::size_t count = kPartial ? blocks : W;
     // The group eight groups ahead (its W x side / 16 lines of 16 floats, in and out) on its way
     // into cache: with a tensor larger than the caches the loads and the stores' line fills
@@ -307,13 +309,14 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
             clipped[k] = I{};
 #pragma GCC unroll 16
         for (std::size_t k = 0; k < count; ++k)
-            clipped[k] =
-                lanes::scaleLanes<true, W>(in + k * side, out + k * side, side, toElement[k], clip);
+            clipped[k] = lanes::scaleLanes<true, W>(in + k * side, out + k * side, side,
+                                                    toElement[k], clip, mask);
         words[kWordSaturated] = lanes::inRecordLaneOrder(lanes::foldEach(clipped, lanes::Plus{}));
     } else {
 #pragma GCC unroll 16
         for (std::size_t k = 0; k < count; ++k)
-            lanes::scaleLanes<false, W>(in + k * side, out + k * side, side, toElement[k], clip);
+            lanes::scaleLanes<false, W>(in + k * side, out + k * side, side, toElement[k], clip,
+                                        mask);
     }
     if constexpr (kCounts) {
         words[kWordMinNonzero] = lanes::inRecordLaneOrder(lanes::liveMinNonzero(facts.shiftedMin));
@@ -563,7 +566,7 @@ void scaleBlockByBlock8(const ScaleBlocks& body, std::size_t first, std::size_t 
         const std::size_t begin = b * g.side;
         SpanFacts span;
         scaleSpan<8>(body.in + begin, body.out + begin, g.side, body.info[b].scale.toElement,
-                     body.clipBits, span);
+                     body.clipBits, body.magnitudeMask, span);
         const std::uint32_t c = span.atLeastClip;
         body.info[b].saturated = (c == 0 || !body.stochastic || body.deferStochasticClips)
                                      ? c

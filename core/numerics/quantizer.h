@@ -83,7 +83,8 @@ public:
     // One piece of a larger tensor, on the calling thread (options.pool is ignored); the
     // piece's first element has random word options.firstIndex. tally may be null. clipped, when
     // not null, gets one byte per element: 1 where the cast rounded it past the max (its class
-    // is Overflow), else 0 (the block cast's saturated elements under stochastic rounding).
+    // is Overflow; an unsigned format's negative inputs, Overflow too, are not), else 0 (the
+    // block cast's saturated elements under stochastic rounding).
     void quantizePiece(std::span<const float> in, std::span<float> out, QuantTally* tally,
                        const QuantizeOptions& options, std::uint8_t* clipped = nullptr) const;
 

@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets (clang, ASan + UBSan; CMake preset `fuzz`) and runs each for a
 # bounded time, starting from the committed seed corpus, as many at once as there are cores
 # (FUZZ_JOBS to change it), each on a core of its own for its whole time; with more targets than
-# cores, all at once for seconds x targets / cores, the same CPU time each (3 targets on 2 cores:
+# cores, all at once for seconds x targets / cores, the same CPU time each (e.g. 3 targets on 2 cores:
 # 90 s side by side, not 60 s two at a time and then 60 s of one core idle). A crash fails the run
 # with a non-zero exit; the input is left in build/fuzz/artifacts/ — copy it into
 # tests/fuzz/corpus/<target>/ as crash-<what> so the replay tests keep it as a regression test
@@ -15,11 +15,11 @@ seconds=${1:-60}
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
-declare -A corpus=([format]=format [config]=config [idx_reader]=idx)
+declare -A corpus=([format]=format [config]=config [idx_reader]=idx [block_cast]=block)
 work=build/fuzz/work
 mkdir -p build/fuzz/artifacts
 at_once=${FUZZ_JOBS:-$(nproc)}
-targets=(format config idx_reader)
+targets=(format config idx_reader block_cast)
 wall=$seconds # each target's -max_total_time
 if (( ${#targets[@]} > at_once )); then
   wall=$(( (seconds * ${#targets[@]} + at_once - 1) / at_once ))

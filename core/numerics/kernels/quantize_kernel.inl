@@ -289,8 +289,10 @@ inline void quantizeBlockGeneral(const QuantKernelParams& p, const float* in, fl
             std::memcpy(out + i, &result, sizeof result);
         else
             std::memcpy(out + i, &result, len * 4);
-        if (clipped != nullptr) // the Overflow class, as counted below
-            storeFlags(clipped + i, finiteOvf | isInf | negative, len);
+        // Rounded past the max: the Overflow class, as counted below, but for an unsigned
+        // format's negative inputs (also Overflow, but out of range below).
+        if (clipped != nullptr)
+            storeFlags(clipped + i, (finiteOvf | isInf) & ~negative, len);
         if constexpr (kError)
             addError(sums, i, x, result, valid);
 

@@ -76,8 +76,9 @@ struct KernelCounters {
 
 // Quantises in[0..n) into out (which may alias in); element i uses random word `firstIndex + i`.
 // `rounding` is the integer value of plab::Rounding. counters may be null (no statistics).
-// clipped, when not null, gets one byte per element: 1 where the element's class is Overflow
-// (rounded past the max; NaN never), 0 elsewhere.
+// clipped, when not null, gets one byte per element: 1 where the element rounded past the max
+// (class Overflow; NaN never, nor an unsigned format's negative inputs, which are Overflow too but
+// out of range below), 0 elsewhere.
 using QuantizeRangeFn = void (*)(const QuantKernelParams& params, int rounding, const float* in,
                                  float* out, std::size_t n, std::uint64_t firstIndex,
                                  KernelCounters* counters, std::uint8_t* clipped);
