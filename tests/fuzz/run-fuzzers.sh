@@ -16,6 +16,8 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz
 
 declare -A corpus=([format]=format [config]=config [idx_reader]=idx [block_cast]=block)
+# The block cast's input starts with an element format's text: the format dictionary serves it.
+declare -A dictionary=([format]=format [config]=config [block_cast]=format)
 work=build/fuzz/work
 mkdir -p build/fuzz/artifacts
 at_once=${FUZZ_JOBS:-$(nproc)}
@@ -32,7 +34,7 @@ fuzz_one() {
   rm -rf "$work/$target" && mkdir -p "$work/$target"
   cp tests/fuzz/corpus/"${corpus[$target]}"/* "$work/$target/"
   local dict=()
-  [[ -f tests/fuzz/$target.dict ]] && dict=(-dict="tests/fuzz/$target.dict")
+  [[ -n ${dictionary[$target]:-} ]] && dict=(-dict="tests/fuzz/${dictionary[$target]}.dict")
   local rc=0
   build/fuzz/tests/fuzz/fuzz_$target "$work/$target" "${dict[@]}" \
     -max_total_time="$wall" -max_len=4096 -rss_limit_mb=2048 -timeout=10 \

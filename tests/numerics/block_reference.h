@@ -113,7 +113,10 @@ inline RefResult reference(const QuantConfig& element, const BlockScheme& s,
         for (float v : in)
             if (!std::isnan(v))
                 amaxT = std::max(amaxT, std::fabs(v));
-        tensorScale = std::min(448.0f * maxElem / amaxT, FLT_MAX); // s_enc
+        // s_enc, with fminf's NaN rule as Transformer Engine's: an element max near float32's
+        // and an Inf in the tensor give Inf / Inf, which becomes FLT_MAX. Found by
+        // fuzz_block_cast (e8m2 elements; std::min kept the NaN).
+        tensorScale = std::fmin(448.0f * maxElem / amaxT, FLT_MAX);
         if (amaxT == 0.0f || tensorScale == 0.0f)
             tensorScale = 1.0f;
     }
