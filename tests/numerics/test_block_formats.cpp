@@ -333,6 +333,14 @@ void TestBlockFormats::nvfp4FollowsTheFormulaOrder() {
     quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in, out,
                    {}, nullptr, nullptr, {}, info);
     QCOMPARE(bits(info[1].scale.decoded), bits(1.875f));
+
+    // s_enc = min(448 * max_elem / amax_t, FLT_MAX) with fminf's NaN rule (Transformer Engine's):
+    // an element max near float32's and an Inf input give Inf / Inf = NaN, which becomes FLT_MAX
+    // (found by fuzz_block_cast with E8M2 elements, where std::min kept the NaN).
+    QCOMPARE(bits(blocks::nvfp4TensorScale(kInf, 3.0e38f)), bits(FLT_MAX));
+    QCOMPARE(bits(blocks::nvfp4TensorScale(1.0f, 3.0e38f)), bits(FLT_MAX));
+    QCOMPARE(bits(blocks::nvfp4TensorScale(0.0f, 6.0f)), bits(1.0f));
+    QCOMPARE(bits(blocks::nvfp4TensorScale(12.0f, 6.0f)), bits(224.0f));
 }
 
 void TestBlockFormats::e4m3ScaleRoundingMatchesTheReference() {
