@@ -17,7 +17,8 @@
 //     "4/6" (optional): the block is also tried with max_elem 4 in q_b's formula, and the
 //     candidate whose dequantised block has the smaller squared error is kept (6 on a tie).
 //   FP32 blocks (DeepSeek-V3 / Transformer Engine's blockwise FP8): scale = max_elem / amax_b in
-//     FP32 (1 when amax_b is 0; FLT_MAX when the quotient overflows), optionally rounded down to
+//     FP32 (1 when amax_b is 0; FLT_MAX when the quotient overflows; at least 2^-127, whose
+//     inverse is still finite, when it underflows past that), optionally rounded down to
 //     a power of two (so the stored scale_inv = 1 / scale is amax_b / max_elem rounded up);
 //     elements x * scale, dequantised x_q * scale_inv. amax_b is the block's largest finite |x|.
 //
@@ -112,13 +113,22 @@ inline PLAB_HOST_DEVICE int mxExponent(const ScaleRule& rule, float finiteAmax) 
     return e < -127 ? -127 : (e > 127 ? 127 : e);
 }
 
+// The smallest FP32 block scale: its inverse 2^127 is still a finite float32. A block whose
+// max_elem / amax_b falls below it (an element format with a tiny max against values near
+// float32's max) is scaled by it and saturates, counted, instead of dequantising by Inf.
+inline constexpr float kMinFp32BlockScale = 0x1p-127f;
+
 inline PLAB_HOST_DEVICE BlockScale fp32BlockScale(const ScaleRule& rule, float finiteAmax) {
     float scale = 1.0f;
     if (finiteAmax > 0.0f) {
         scale = rule.maxElement / finiteAmax;
         scale = scale < FLT_MAX ? scale : FLT_MAX;
+        scale = scale > kMinFp32BlockScale ? scale : kMinFp32BlockScale;
+        // Rounded down to a power of two on the bits: clearing the significand of a normal
+        // scale; [2^-127, 2^-126) is subnormal, and its power of two below is 2^-127.
         if (rule.powerOfTwo)
-            scale = element::floatOf(element::bitsOf(scale) & 0xFF800000u);
+            scale = scale >= 0x1p-126f ? element::floatOf(element::bitsOf(scale) & 0xFF800000u)
+                                       : kMinFp32BlockScale;
     }
     return {scale, 1.0f / scale};
 }

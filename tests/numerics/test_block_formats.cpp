@@ -35,6 +35,7 @@ private slots:
     void scalesOfBlockGroupsMatchTheScalarRule();
     void zeroScaleBlockIsFlushed();
     void mxCeilNeverSaturates();
+    void fp32ScalesKeepAFiniteInverse();
     void fourOverSixNeverWorse();
     void blockCountersOnConstructedTensor();
     void stochasticBlocksIndependentOfThreads_data();
@@ -341,6 +342,52 @@ void TestBlockFormats::nvfp4FollowsTheFormulaOrder() {
     QCOMPARE(bits(blocks::nvfp4TensorScale(1.0f, 3.0e38f)), bits(FLT_MAX));
     QCOMPARE(bits(blocks::nvfp4TensorScale(0.0f, 6.0f)), bits(1.0f));
     QCOMPARE(bits(blocks::nvfp4TensorScale(12.0f, 6.0f)), bits(224.0f));
+}
+
+void TestBlockFormats::fp32ScalesKeepAFiniteInverse() {
+    // Found by fuzz_block_cast (e1m2:nozero elements, max 3.5, against values near float32's
+    // max): max_elem / amax_b below 2^-126 was rounded to a power of two by clearing the
+    // significand of a subnormal, giving 0 and a scale_inv of Inf (every output Inf). The scale
+    // is now at least 2^-127, whose inverse 2^127 is finite.
+    for (const bool pow2 : {false, true}) {
+        blocks::ScaleRule rule;
+        rule.kind = static_cast<int>(blocks::ScaleKind::Fp32);
+        rule.powerOfTwo = pow2;
+        for (const float maxElement : {3.5f, 1.0f, std::ldexp(1.0f, -100)}) {
+            rule.maxElement = maxElement;
+            for (const float amax : {FLT_MAX, 3.0e38f, 1.0e38f}) {
+                const blocks::BlockScale s = blocks::fp32BlockScale(rule, amax);
+                QVERIFY2(s.toElement >= std::ldexp(1.0f, -127) && std::isfinite(s.decoded),
+                         qPrintable(QString("pow2 %1, max %2, amax %3: scale %4, inverse %5")
+                                        .arg(pow2)
+                                        .arg(double(maxElement))
+                                        .arg(double(amax))
+                                        .arg(double(s.toElement))
+                                        .arg(double(s.decoded))));
+                int exponent = 0;
+                if (pow2) // a power of two (frexp's fraction of one is 0.5)
+                    QCOMPARE(std::frexp(s.toElement, &exponent), 0.5f);
+            }
+        }
+    }
+    // In range nothing changes: 448 / 3 = 149.33 (pow2: 128).
+    blocks::ScaleRule rule;
+    rule.kind = static_cast<int>(blocks::ScaleKind::Fp32);
+    rule.maxElement = 448.0f;
+    QCOMPARE(bits(blocks::fp32BlockScale(rule, 3.0f).toElement), bits(448.0f / 3.0f));
+    rule.powerOfTwo = true;
+    QCOMPARE(bits(blocks::fp32BlockScale(rule, 3.0f).toElement), bits(128.0f));
+    // The whole cast, both the one-block and the 16-block passes: outputs finite.
+    const QuantConfig tiny = saturating("e1m2:nozero");
+    for (const std::size_t n : {std::size_t{128}, std::size_t{128 * 16}}) {
+        std::vector<float> in(n, 3.0e38f), out(n);
+        std::vector<BlockInfo> info;
+        quantizeBlocks(Quantizer(tiny),
+                       scheme(BlockScaleKind::Fp32, 128, ScaleRounding::Floor, true), in, out, {},
+                       nullptr, nullptr, {}, info);
+        for (float v : out)
+            QVERIFY2(std::isfinite(v), qPrintable(QString("n %1: %2").arg(n).arg(double(v))));
+    }
 }
 
 void TestBlockFormats::e4m3ScaleRoundingMatchesTheReference() {
