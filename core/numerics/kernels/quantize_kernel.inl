@@ -455,6 +455,7 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
             } else if constexpr (kRounding == kTowardZero) {
                 rs = asInt((fa - z) < 0.0f ? z - quantum : z);
             } else {
+                // Normal inputs (zeros take rn, below): the implicit bit is set.
                 const VU sig = toU((a & 0x7FFFFF) | 0x800000);
                 const VI s = subShiftBase - (a >> 23); // bits below the quantum
                 const VI sClamped = s < 31 ? s : splat(31);
@@ -466,7 +467,14 @@ inline void quantizeBlockFast(const QuantKernelParams& p, const float* in, float
                 const VU up = toU((frac32 + rw) < frac32) & 1u;
                 rs = asInt(__builtin_convertvector(toI(kept + up), VF) * quantum);
             }
-            r = a < minNormalBits ? rs : rn;
+            if constexpr (kRounding == kStochastic)
+                // Zeros keep rn (0: the random bits added lie below `keep`): the stochastic rs
+                // gives a zero an implicit bit, and a format whose quantum lies a few binades
+                // below 2^-126 rounded zeros up (found by fuzz_format: e5m7:bias=122 gave 2^-127
+                // for 0). a - 1 wraps for a zero.
+                r = toU(a) - 1u < toU(minNormalBits) - 1u ? rs : rn;
+            else
+                r = a < minNormalBits ? rs : rn;
         }
 
         const VI isNan = a > 0x7F800000;
