@@ -3,8 +3,8 @@
 # bounded time, starting from the committed seed corpus, as many at once as there are cores
 # (FUZZ_JOBS to change it), each on a core of its own for its whole time; with more targets than
 # cores, all at once for seconds x targets / cores, the same CPU time each (e.g. 3 targets on 2
-# cores: 90 s side by side, not 60 s two at a time and then 60 s of one core idle). A crash fails the run
-# with a non-zero exit; the input is left in build/fuzz/artifacts/ — copy it into
+# cores: 90 s side by side, not 60 s two at a time and then 60 s of one core idle). A crash fails
+# the run with a non-zero exit; the input is left in build/fuzz/artifacts/ — copy it into
 # tests/fuzz/corpus/<target>/ as crash-<what> so the replay tests keep it as a regression test
 # once fixed.
 #   tests/fuzz/run-fuzzers.sh [seconds-per-target, default 60]
