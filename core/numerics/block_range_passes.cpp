@@ -96,9 +96,8 @@ PLAB_INLINE_BODY void scalesOfLanes(const ScaleBlocks& body, F16 amax, F16 finit
         scale = scale < FLT_MAX ? scale : F16{} + FLT_MAX;
         scale = scale > kMinFp32BlockScale ? scale : F16{} + kMinFp32BlockScale;
         if (rule.powerOfTwo)
-            scale = scale >= 0x1p-126f
-                        ? (F16)((I16)scale & static_cast<std::int32_t>(0xFF800000u))
-                        : F16{} + kMinFp32BlockScale;
+            scale = scale >= 0x1p-126f ? (F16)((I16)scale & static_cast<std::int32_t>(0xFF800000u))
+                                       : F16{} + kMinFp32BlockScale;
         scale = finite > 0.0f ? scale : F16{} + 1.0f;
         toElement = scale;
         decoded = 1.0f / scale;

@@ -10,35 +10,21 @@
 // pick one of kBlockSizes); byte 2 the columns (0: one row of everything); the rest float32
 // values, as many whole rows as there are.
 #include "../numerics/block_reference.h"
+#include "fuzz_checks.h"
 #include "numerics/block_quantizer.h"
 #include "numerics/format_spec.h"
 
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 namespace {
 
-[[noreturn]] void failCheck(const char* what) {
-    // A broken invariant is a bug: abort so the fuzzer records the input.
-    std::fputs(what, stderr);
-    std::fputc('\n', stderr);
-    std::abort();
-}
-
-bool sameBits(float a, float b) {
-    if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) && std::isnan(b);
-    std::uint32_t ua, ub;
-    std::memcpy(&ua, &a, 4);
-    std::memcpy(&ub, &b, 4);
-    return ua == ub;
-}
+using plab::fuzz::failCheck;
+using plab::fuzz::sameBits;
 
 bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
     for (std::size_t i = 0; i < a.size(); ++i)

@@ -7,6 +7,7 @@
 //
 // Input layout: format text up to the first '\n'; one byte choosing the rounding (bits 0-1),
 // the overflow mode (bit 2) and the random seed (the whole byte); the rest read as float32 values.
+#include "fuzz_checks.h"
 #include "numerics/codec.h"
 #include "numerics/format_spec.h"
 #include "numerics/philox.h"
@@ -14,7 +15,6 @@
 #include "numerics/reference_quantize.h"
 
 #include <algorithm>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -22,25 +22,8 @@
 #include <string_view>
 #include <vector>
 
-namespace {
-
-[[noreturn]] void failCheck(const char* what) {
-    // A broken invariant is a bug: abort so the fuzzer records the input.
-    std::fputs(what, stderr);
-    std::fputc('\n', stderr);
-    std::abort();
-}
-
-bool sameBits(float a, float b) {
-    if (std::isnan(a) || std::isnan(b))
-        return std::isnan(a) && std::isnan(b);
-    std::uint32_t ua, ub;
-    std::memcpy(&ua, &a, 4);
-    std::memcpy(&ub, &b, 4);
-    return ua == ub;
-}
-
-} // namespace
+using plab::fuzz::failCheck;
+using plab::fuzz::sameBits;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);
