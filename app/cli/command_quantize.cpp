@@ -8,6 +8,7 @@
 #include "numerics/philox.h"
 #include "numerics/quantizer.h"
 #include "numerics/reference_quantize.h"
+#include "numerics/tensor_cast.h"
 #include "quantize_blocks.h"
 
 #include <cerrno>
@@ -37,38 +38,20 @@ struct QuantizeArgs {
 };
 
 // The block format a --format names, with its options, or nullopt for an element format. Throws
-// std::invalid_argument for an option the format does not take.
+// FormatError for an option the format does not take (the core's TensorCast checks them, as for
+// the Python module).
 std::optional<BlockQuantizeArgs> blockArgs(const QuantizeArgs& args) {
-    const BlockFormat* format = findBlockFormat(args.format);
-    if (format == nullptr) {
-        if (!args.scaleRounding.empty() || args.fourOverSix || args.pow2Scales)
-            throw std::invalid_argument("quantize: --scale-rounding, --four-over-six and "
-                                        "--pow2-scales apply to block formats (nvfp4, "
-                                        "fp8-block128, mxfp8-e4m3, ...), not to \"" +
-                                        args.format + "\"");
+    TensorCastSpec spec{.format = args.format, .rounding = parseRounding(args.rounding)};
+    if (!args.overflow.empty())
+        spec.overflow = parseOverflow(args.overflow);
+    if (!args.scaleRounding.empty())
+        spec.scaleRounding = parseScaleRounding(args.scaleRounding);
+    spec.fourOverSix = args.fourOverSix;
+    spec.powerOfTwoScales = args.pow2Scales;
+    const TensorCast cast(spec);
+    if (!cast.isBlockFormat())
         return std::nullopt;
-    }
-    BlockQuantizeArgs b{*format, parseRounding(args.rounding), args.seed};
-    BlockScheme& s = b.format.scheme;
-    if (!args.overflow.empty() && parseOverflow(args.overflow) != Overflow::Saturate)
-        throw std::invalid_argument("quantize: --overflow " + args.overflow + ": block format " +
-                                    args.format + " saturates (its scale fills the range)");
-    if (!args.scaleRounding.empty()) {
-        if (s.kind != BlockScaleKind::Mx)
-            throw std::invalid_argument("quantize: --scale-rounding applies to MX formats, not "
-                                        "to " +
-                                        args.format);
-        s.scaleRounding = parseScaleRounding(args.scaleRounding);
-    }
-    if (args.fourOverSix && s.kind != BlockScaleKind::Nvfp4)
-        throw std::invalid_argument("quantize: --four-over-six applies to nvfp4, not to " +
-                                    args.format);
-    if (args.pow2Scales && s.kind != BlockScaleKind::Fp32)
-        throw std::invalid_argument("quantize: --pow2-scales applies to fp8-block128, not to " +
-                                    args.format);
-    s.fourOverSix = args.fourOverSix;
-    s.powerOfTwoScales = args.pow2Scales;
-    return b;
+    return BlockQuantizeArgs{*cast.blockFormat(), spec.rounding, args.seed};
 }
 
 QuantConfig makeConfig(const QuantizeArgs& args) {

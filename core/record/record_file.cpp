@@ -108,6 +108,17 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
     }
 }
 
+bool runDirectoryLocked(const std::string& dir) {
+    const std::string path = dir + "/.lock";
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    // A shared lock is refused while a writer holds its exclusive one.
+    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    return held;
+}
+
 RunDirectoryLock::RunDirectoryLock(const std::string& dir) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);

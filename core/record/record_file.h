@@ -56,6 +56,11 @@ private:
     int m_fd = -1;
 };
 
+// Whether a run holds dir's lock now (another process writes there), without creating or
+// writing anything: a reader's probe, which works on read-only storage too (false there when no
+// lock is held, as for a folder without a lock file).
+bool runDirectoryLocked(const std::string& dir);
+
 // "what failed: path: the system's reason" for the current errno.
 std::string systemError(const std::string& what, const std::string& path);
 

@@ -156,19 +156,21 @@ double quantileLog2(const Bins& bins, double q, std::size_t first, Edge binLog2)
     return binLog2(bins.size() - 1);
 }
 
-void exportBlocks(SqliteDb& db, const std::string& dir) {
+void exportBlocks(SqliteDb& db, const std::string& dir, int version) {
     const std::vector<std::string> names = stageNames(db);
     ExportFile out(dir, "blocks.csv");
-    out.add("step,stage,stage_name,role,blocks,zero_blocks,flushed_blocks,saturated_blocks,"
-            "flushed_in_live_blocks,live_elements,scale_log2_min,scale_log2_median,"
-            "scale_log2_max,range_log2_median,range_log2_max\n");
+    out.add("step,stage,stage_name,role,format,blocks,zero_blocks,flushed_blocks,"
+            "saturated_blocks,flushed_in_live_blocks,live_elements,scale_log2_min,"
+            "scale_log2_median,scale_log2_max,range_log2_median,range_log2_max\n");
     SqliteStatement s = db.prepare(
-        "SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, saturated_blocks, "
-        "flushed_in_live, live_elements, scale_bins, range_bins FROM blocks ORDER BY seq");
+        std::string("SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, "
+                    "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, ") +
+        (version >= 4 ? "format" : "NULL") + " FROM blocks ORDER BY seq");
     while (s.next()) {
         const std::int64_t stage = s.integer(1);
         std::string row = std::to_string(s.integer(0)) + ',' + std::to_string(stage) + ',' +
-                          stageName(names, stage) + ',' + s.text(2);
+                          stageName(names, stage) + ',' + s.text(2) + ',' +
+                          (s.isNull(11) ? std::string() : s.text(11));
         for (int c = 3; c <= 8; ++c)
             row += ',' + std::to_string(s.integer(c));
         if (s.isNull(9)) { // histograms on histogram steps only
@@ -285,7 +287,7 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
         exportMetrics(db, outDir);
         exportLayers(db, outDir, version);
         if (version >= 2)
-            exportBlocks(db, outDir);
+            exportBlocks(db, outDir, version);
         if (version >= 3)
             exportChannels(db, outDir);
         exportHistograms(db, outDir);

@@ -7,17 +7,39 @@
 #include "record/run_record_schema.h"
 
 #include <cmath>
+#include <unistd.h>
 #include <filesystem>
 #include <stdexcept>
 
 namespace plab {
 
+namespace {
+
+std::unique_ptr<SqliteDb> openReadOnly(const std::string& path) {
+    try {
+        auto db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadOnly);
+        db->queryInteger("SELECT count(*) FROM meta"); // opening is lazy: read once to know
+        return db;
+    } catch (const RecordError&) {
+        // A write-ahead log without its index on read-only storage: the checkpointed part.
+        return std::make_unique<SqliteDb>(path, SqliteDb::Mode::Immutable);
+    }
+}
+
+} // namespace
+
 RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
     const std::string path = runDir + "/" + kRunRecordFile;
     if (!std::filesystem::is_regular_file(path))
         throw RecordError(path + ": no run record here (a run folder holds run.sqlite)");
-    // Read-write (nothing is written): SQLite needs it to read a live or killed run's log.
-    m_db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
+    // Read-write (nothing is written): SQLite needs it to read a live or killed run's log. A
+    // record on read-only storage (a cluster's results) is opened read-only: SQLite reads a
+    // write-ahead log there when its index file (-shm) came along; without it, the database as
+    // it was last checkpointed (a cleanly ended run has no log: all of it).
+    if (::access(path.c_str(), W_OK) == 0 && ::access(runDir.c_str(), W_OK) == 0)
+        m_db = std::make_unique<SqliteDb>(path, SqliteDb::Mode::ReadWrite);
+    else
+        m_db = openReadOnly(path);
     m_version = checkRunRecord(*m_db);
     SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = 'stage_names'");
     if (s.next()) {
@@ -26,6 +48,28 @@ RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
             for (const auto& name : j)
                 m_stageNames.push_back(name.is_string() ? name.get<std::string>() : "?");
     }
+    const nlohmann::json watch = meta("watch");
+    if (watch.is_object() && watch.contains("formats") && watch["formats"].is_array())
+        for (const auto& f : watch["formats"])
+            if (f.is_string())
+                m_judgedFormats.push_back(f.get<std::string>());
+}
+
+nlohmann::json RunRecord::meta(const std::string& key) const {
+    SqliteStatement s = m_db->prepare("SELECT value FROM meta WHERE key = ?1");
+    s.bind(1, std::string_view(key));
+    if (!s.next())
+        return nullptr;
+    auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+    return j.is_discarded() ? nlohmann::json(s.text(0)) : j;
+}
+
+bool RunRecord::isBeingWritten() const { return runDirectoryLocked(m_dir); }
+
+std::optional<std::string> RunRecord::rowsOf(const std::string& format) const {
+    if (m_judgedFormats.empty())
+        return std::nullopt;
+    return format.empty() ? m_judgedFormats.front() : format;
 }
 
 nlohmann::json RunRecord::config() const {
@@ -72,19 +116,24 @@ namespace {
 
 // Rows of the stats table, grouped into statistics steps (rows of one step are consecutive).
 // With the block counters (and, when withHistograms, their histograms) from version 2 on.
+// format: only the rows of that format (a watched run's), else all.
 std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::int64_t attempt,
                                                std::size_t stageCount,
                                                std::optional<std::int64_t> onlyStep,
-                                               bool withHistograms) {
+                                               bool withHistograms,
+                                               const std::optional<std::string>& format) {
     SqliteStatement s = db.prepare(
         std::string("SELECT step, stage, role, zero, underflow, subnormal, normal, overflow, nan, "
                     "amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
                     "mx_saturated_blocks, ") +
         (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
-        " FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) ORDER BY seq");
+        ", format FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) AND (?3 IS NULL OR "
+        "format = ?3) ORDER BY seq");
     s.bind(1, attempt);
     if (onlyStep)
         s.bind(2, *onlyStep);
+    if (format)
+        s.bind(3, std::string_view(*format));
     std::vector<RecordedStatistics> out;
     while (s.next()) {
         const std::int64_t step = s.integer(0);
@@ -93,7 +142,10 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::i
         if (!role || stage < 0 || static_cast<std::size_t>(stage) >= stageCount)
             continue; // a row this version cannot place
         if (out.empty() || out.back().step != step)
-            out.push_back({step, std::vector<StageStats>(stageCount), false});
+            out.push_back({step, std::vector<StageStats>(stageCount), false,
+                           std::vector<std::array<std::string, kRoleCount>>(stageCount)});
+        out.back().formats[static_cast<std::size_t>(stage)][static_cast<std::size_t>(*role)] =
+            s.text(20);
         StageStats& st = out.back().stages[static_cast<std::size_t>(stage)];
         QuantStats& q = st.role(*role);
         for (std::size_t c = 0; c < kQuantClassCount; ++c)
@@ -115,12 +167,15 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::i
     if (version < 2 || out.empty())
         return out;
     SqliteStatement b = db.prepare(
-        "SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, saturated_blocks, "
-        "flushed_in_live, live_elements, scale_bins, range_bins FROM blocks WHERE attempt = ?1 "
-        "AND (?2 IS NULL OR step = ?2) ORDER BY seq");
+        std::string("SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, "
+                    "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins "
+                    "FROM blocks WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2)") +
+        (version >= 4 ? " AND (?3 IS NULL OR format = ?3)" : "") + " ORDER BY seq");
     b.bind(1, attempt);
     if (onlyStep)
         b.bind(2, *onlyStep);
+    if (format && version >= 4)
+        b.bind(3, std::string_view(*format));
     std::size_t at = 0; // both tables are in step order
     while (b.next()) {
         const std::int64_t step = b.integer(0), stage = b.integer(1);
@@ -155,9 +210,9 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::i
 
 } // namespace
 
-std::vector<RecordedStatistics> RunRecord::statistics() const {
+std::vector<RecordedStatistics> RunRecord::statistics(const std::string& format) const {
     return readStatistics(*m_db, m_version, lastAttempt(), m_stageNames.size(), std::nullopt,
-                          false);
+                          false, rowsOf(format));
 }
 
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
@@ -177,9 +232,11 @@ std::vector<std::int64_t> RunRecord::histogramSteps() const {
     return out;
 }
 
-std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step) const {
+std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step,
+                                                         const std::string& format) const {
     const std::int64_t attempt = lastAttempt();
-    auto stats = readStatistics(*m_db, m_version, attempt, m_stageNames.size(), step, true);
+    auto stats = readStatistics(*m_db, m_version, attempt, m_stageNames.size(), step, true,
+                                rowsOf(format));
     if (stats.empty())
         return std::nullopt;
     RecordedStatistics out = std::move(stats.back());
@@ -224,13 +281,9 @@ RunSummary RunRecord::summary() const {
     if (!j.is_object())
         return RunSummary{false, "summary unreadable", 0, 0, 0, 0, 0, 0, 0};
     RunSummary summary = runSummaryFromJson(j);
-    if (!summary.finished && summary.stopReason == "running") {
-        try { // "running" with no run holding the folder: it was killed or crashed
-            const RunDirectoryLock probe(m_dir);
-            summary.stopReason = "ended without writing its summary (killed or crashed)";
-        } catch (const RecordError&) {
-        }
-    }
+    // "running" with no run holding the folder: it was killed or crashed
+    if (!summary.finished && summary.stopReason == "running" && !isBeingWritten())
+        summary.stopReason = "ended without writing its summary (killed or crashed)";
     return summary;
 }
 

@@ -30,6 +30,8 @@ struct RecordedStatistics {
     std::int64_t step = 0;
     std::vector<StageStats> stages;
     bool hasHistograms = false;
+    // Per stage and role, the format the row names (empty where no row was recorded).
+    std::vector<std::array<std::string, kRoleCount>> formats;
 };
 
 class RunRecord {
@@ -40,6 +42,17 @@ public:
     const std::string& dir() const { return m_dir; }
     nlohmann::json config() const; // what replays the run (its config.json)
     const std::vector<std::string>& stageNames() const { return m_stageNames; }
+    // A meta row's JSON value (rows other writers add, e.g. a watched run's "source" and
+    // "watch"), or null when the record has none.
+    nlohmann::json meta(const std::string& key) const;
+    // Whether another process writes the record now (it holds the folder's lock).
+    bool isBeingWritten() const;
+    // Which formats the statistics name. A trained run casts each role in one format (all its
+    // rows are read together); a watched PyTorch run judges every tensor in each of `formats`,
+    // and its statistics are read one format at a time: pass the format to statistics() and
+    // histogramsAt() (empty: the first of formats()).
+    bool judgesSeveralFormats() const { return !m_judgedFormats.empty(); }
+    const std::vector<std::string>& judgedFormats() const { return m_judgedFormats; }
     // The steps since the run's last reset (a reset starts the step count again), in order.
     std::vector<StepScalars> steps() const;
     // The newest statistics step whose histograms were recorded, or none.
@@ -47,9 +60,10 @@ public:
     // The steps whose histograms were recorded (since the last reset), in order.
     std::vector<std::int64_t> histogramSteps() const;
     // That step's statistics with its histograms, or none when they were not recorded.
-    std::optional<RecordedStatistics> histogramsAt(std::int64_t step) const;
+    std::optional<RecordedStatistics> histogramsAt(std::int64_t step,
+                                                   const std::string& format = {}) const;
     // Every statistics step since the last reset, counters only (no histograms).
-    std::vector<RecordedStatistics> statistics() const;
+    std::vector<RecordedStatistics> statistics(const std::string& format = {}) const;
     std::vector<RecordedEvent> events() const;
     // The summary (refreshed every 2 s while the run goes; final once it has ended). A run that
     // says "running" while no process holds its folder says instead that it ended without its
@@ -58,6 +72,9 @@ public:
 
 private:
     std::int64_t lastAttempt() const; // the resets the run went through (schema: attempt)
+    // The format whose rows to read: none for a trained run, else `format` or the first.
+    std::optional<std::string> rowsOf(const std::string& format) const;
+    std::vector<std::string> m_judgedFormats;
     std::string m_dir;
     std::unique_ptr<SqliteDb> m_db;
     int m_version = 0; // the record's schema version

@@ -11,9 +11,10 @@
 namespace plab {
 
 inline constexpr const char* kRunRecordFile = "run.sqlite";
-// Version 2 added the error sums to stats and the blocks table, version 3 the channels table;
-// this build reads 1 to 3.
-inline constexpr int kRunRecordSchemaVersion = 3;
+// Version 2 added the error sums to stats and the blocks table, version 3 the channels table,
+// version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats);
+// this build reads 1 to 4.
+inline constexpr int kRunRecordSchemaVersion = 4;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
@@ -23,9 +24,10 @@ CREATE TABLE steps(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEG
   epoch INTEGER,
   loss REAL, accuracy REAL, scale REAL, skipped INTEGER, samples_per_s REAL, lr REAL,
   test_loss REAL, test_accuracy REAL);
--- One row per statistics step, stage and tensor role: the quantiser's class counts, and the
--- error sums of the cast (QuantError: err_count finite pairs, sums of x^2, (q-x)^2, q^2; NULL
--- where not measured: master weights and optimiser state).
+-- One row per statistics step, stage, tensor role and format (a trained run casts each role in
+-- one format; a watched PyTorch run judges each tensor in several): the quantiser's class
+-- counts, and the error sums of the cast (QuantError: err_count finite pairs, sums of x^2,
+-- (q-x)^2, q^2; NULL where not measured: master weights and optimiser state).
 CREATE TABLE stats(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
   stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
   subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
@@ -37,14 +39,14 @@ CREATE INDEX stats_by_step ON stats(step);
 CREATE TABLE histograms(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL,
   step INTEGER NOT NULL, stage INTEGER NOT NULL, role TEXT NOT NULL, bins BLOB NOT NULL);
 CREATE INDEX histograms_by_step ON histograms(step);
--- Block-scaled casts (numerics/block_stats.h), one row per statistics step, stage and role that
--- was cast in blocks. The histograms (histogram_blob.h: decoded block scales in the log2 bin
+-- Block-scaled casts (numerics/block_stats.h), one row per statistics step, stage, role and
+-- block format that the role was cast (or, in a watched run, judged) in. The histograms (histogram_blob.h: decoded block scales in the log2 bin
 -- layout; per-block dynamic range, 4 bins per binade) every histograms_every-th statistics
 -- step, else NULL.
 CREATE TABLE blocks(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
   stage INTEGER NOT NULL, role TEXT NOT NULL, blocks INTEGER, zero_blocks INTEGER,
   flushed_blocks INTEGER, saturated_blocks INTEGER, flushed_in_live INTEGER,
-  live_elements INTEGER, scale_bins BLOB, range_bins BLOB);
+  live_elements INTEGER, scale_bins BLOB, range_bins BLOB, format TEXT);
 CREATE INDEX blocks_by_step ON blocks(step);
 -- Transformer stages (the GPT): per statistics step and stage, the largest |x| of each channel of
 -- the stage's input (the LayerNorm output its first product reads): how many channels, the

@@ -175,10 +175,21 @@ std::string SqliteStatement::blob(int column) const {
 
 SqliteDb::SqliteDb(const std::string& path, Mode mode) : m_path(path) {
     const int flags = (mode == Mode::ReadOnly    ? SQLITE_OPEN_READONLY
+                       : mode == Mode::Immutable ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
                        : mode == Mode::ReadWrite ? SQLITE_OPEN_READWRITE
                                                  : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                       SQLITE_OPEN_NOMUTEX;
-    const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
+    std::string name = path;
+    if (mode == Mode::Immutable) { // a URI: '%', '?' and '#' in the path escaped
+        name = "file:";
+        for (char c : path)
+            name += c == '%' ? std::string("%25")
+                    : c == '?' ? std::string("%3f")
+                    : c == '#' ? std::string("%23")
+                               : std::string(1, c);
+        name += "?immutable=1";
+    }
+    const int rc = sqlite3_open_v2(name.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
         const std::string message = describe(m_db, rc, path);
         sqlite3_close(m_db);

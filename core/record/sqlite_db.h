@@ -55,7 +55,9 @@ private:
 
 class SqliteDb {
 public:
-    enum class Mode { ReadOnly, ReadWrite, ReadWriteCreate };
+    // Immutable: read-only storage whose write-ahead log cannot be read (SQLite's immutable=1;
+    // the database file as last checkpointed).
+    enum class Mode { ReadOnly, ReadWrite, ReadWriteCreate, Immutable };
     SqliteDb(const std::string& path, Mode mode);
     ~SqliteDb();
     SqliteDb(const SqliteDb&) = delete;

@@ -46,13 +46,33 @@ std::uint64_t fileBytes(const fs::path& p) {
 
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
-    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)) {
+    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
     if (!options.overwrite)
         refuseEarlierRun(dir);
     else // nothing of the earlier run may describe this one
         removeEarlierRun(dir);
-    writeFileAtomically(dir + "/config.json", config.toJson().dump(2) + "\n");
-    m_db = std::make_unique<SqliteDb>(dir + "/" + kRunRecordFile, SqliteDb::Mode::ReadWriteCreate);
+    m_stageCount = static_cast<int>(stageNames.size());
+    setRecipe(config);
+    open(config.toJson(), nlohmann::json::object(), config.histogramsEvery,
+         static_cast<std::uint64_t>(config.recordBudgetMb));
+}
+
+RunLog::RunLog(const std::string& dir, const ExternalRun& run,
+               const std::vector<std::string>& stageNames, const RunLogOptions& options)
+    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    if (!options.overwrite)
+        refuseEarlierRun(dir);
+    else
+        removeEarlierRun(dir);
+    m_stageCount = static_cast<int>(stageNames.size());
+    open(run.config, run.meta, run.histogramsEvery, run.recordBudgetMb);
+}
+
+void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
+                  int histogramsEvery, std::uint64_t recordBudgetMb) {
+    writeFileAtomically(m_dir + "/config.json", config.dump(2) + "\n");
+    m_db =
+        std::make_unique<SqliteDb>(m_dir + "/" + kRunRecordFile, SqliteDb::Mode::ReadWriteCreate);
     // WAL: a commit appends to the log, readers (export, the GUI) see whole transactions while
     // the run goes. synchronous=NORMAL: a crash or kill loses nothing committed; a power cut may
     // lose the last steps, never the database's consistency.
@@ -62,8 +82,12 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     meta.bind(1, std::string_view("schema_version"))
         .bind(2, std::to_string(kRunRecordSchemaVersion))
         .run();
-    meta.bind(1, std::string_view("config")).bind(2, config.toJson().dump()).run();
-    meta.bind(1, std::string_view("stage_names")).bind(2, nlohmann::json(stageNames).dump()).run();
+    meta.bind(1, std::string_view("config")).bind(2, config.dump()).run();
+    meta.bind(1, std::string_view("stage_names"))
+        .bind(2, nlohmann::json(m_stageNames).dump())
+        .run();
+    for (const auto& [key, value] : extraMeta.items())
+        meta.bind(1, std::string_view(key)).bind(2, value.dump()).run();
     m_db->exec("COMMIT;");
     m_insertStep = m_db->prepare(
         "INSERT INTO steps(step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, "
@@ -80,19 +104,16 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         "attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     m_insertBlocks = m_db->prepare(
         "INSERT INTO blocks(step, stage, role, blocks, zero_blocks, flushed_blocks, "
-        "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, attempt) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, attempt, "
+        "format) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     m_insertHistogram =
         m_db->prepare("INSERT INTO histograms(step, stage, role, bins, attempt) VALUES (?1, ?2, "
                       "?3, ?4, ?5)");
     m_insertEvent =
         m_db->prepare("INSERT INTO events(step, type, message, change) VALUES (?1, ?2, ?3, ?4)");
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
-    m_stageCount = static_cast<int>(stageNames.size());
-    m_stageNames = stageNames;
-    setRecipe(config);
-    m_histogramsEvery = config.histogramsEvery;
-    m_budgetBytes = static_cast<std::uint64_t>(config.recordBudgetMb) << 20;
+    m_histogramsEvery = std::max(1, histogramsEvery);
+    m_budgetBytes = recordBudgetMb << 20;
     writeSummary(RunSummary{false, "running", 0, 0, 0, 0, 0, 0, 0});
     commit();
 }
@@ -196,11 +217,26 @@ void RunLog::logStep(const StepScalars& s) {
     m_insertStep.bind(11, m_attempt).run();
 }
 
-void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
+bool RunLog::startStatistics(std::int64_t step) {
     begin();
     // The first statistics step's histograms, then every histograms_every-th.
     const bool histogramStep = m_statsSteps++ % m_histogramsEvery == 0;
-    const bool withHistograms = histogramStep && withinBudget(step);
+    return histogramStep && withinBudget(step);
+}
+
+void RunLog::logReportedStep(std::int64_t step, std::optional<double> loss,
+                             std::optional<double> learningRate, double scale) {
+    begin();
+    m_insertStep.bind(1, step).bind(5, scale).bind(6, std::int64_t{0}).bind(11, m_attempt);
+    if (loss)
+        m_insertStep.bind(3, *loss);
+    if (learningRate)
+        m_insertStep.bind(8, *learningRate);
+    m_insertStep.run();
+}
+
+void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
+    const bool withHistograms = startStatistics(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {
         if (const std::vector<float>& amax = stages[s].channelAmax; !amax.empty()) {
             std::vector<float> sorted = amax;
@@ -216,56 +252,74 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
         }
         for (TensorRole role : kAllRoles) {
             const auto r = static_cast<std::size_t>(role);
-            const QuantStats& q = stages[s].roles[r];
             const bool master = role == TensorRole::MasterWeights;
-            const std::string_view roleName = toString(role);
-            m_insertStats.bind(1, step)
-                .bind(2, static_cast<std::int64_t>(s))
-                .bind(3, roleName)
-                .bind(4, std::string_view(m_roleFormats[s * kRoleCount + r]))
-                .bind(5, static_cast<std::int64_t>(q.total()));
-            for (std::size_t c = 0; c < kQuantClassCount; ++c)
-                m_insertStats.bind(6 + static_cast<int>(c), static_cast<std::int64_t>(q.counts[c]));
-            m_insertStats.bind(12, static_cast<double>(q.amax))
-                .bind(13, static_cast<std::int64_t>(master ? stages[s].updates : 0))
-                .bind(14, static_cast<std::int64_t>(master ? stages[s].lostUpdates : 0))
-                .bind(15, stages[s].gradientScale)
-                .bind(16, stages[s].tensorScale[r])
-                .bind(17, static_cast<std::int64_t>(stages[s].blocks[r].blocks))
-                .bind(18, static_cast<std::int64_t>(stages[s].blocks[r].saturatedBlocks))
-                .bind(19, m_attempt);
-            if (q.error.measured()) // else NULL: not measured
-                m_insertStats.bind(20, static_cast<std::int64_t>(q.error.count))
-                    .bind(21, q.error.signalSq)
-                    .bind(22, q.error.errorSq)
-                    .bind(23, q.error.outputSq);
-            m_insertStats.run();
-            const BlockStats& b = stages[s].blocks[r];
-            if (!b.empty()) {
-                m_insertBlocks.bind(1, step)
-                    .bind(2, static_cast<std::int64_t>(s))
-                    .bind(3, roleName)
-                    .bind(4, static_cast<std::int64_t>(b.blocks))
-                    .bind(5, static_cast<std::int64_t>(b.zeroBlocks))
-                    .bind(6, static_cast<std::int64_t>(b.flushedBlocks))
-                    .bind(7, static_cast<std::int64_t>(b.saturatedBlocks))
-                    .bind(8, static_cast<std::int64_t>(b.flushedInLiveBlocks))
-                    .bind(9, static_cast<std::int64_t>(b.liveElements))
-                    .bind(12, m_attempt);
-                if (withHistograms)
-                    m_insertBlocks.bindBlob(10, encodeBins(b.scaleHistogram))
-                        .bindBlob(11, encodeBins(b.rangeHistogram));
-                m_insertBlocks.run();
-            }
+            logRoleStats(step, s, role,
+                         {m_roleFormats[s * kRoleCount + r], stages[s].roles[r],
+                          stages[s].blocks[r], stages[s].gradientScale,
+                          stages[s].tensorScale[r], master ? stages[s].updates : 0,
+                          master ? stages[s].lostUpdates : 0},
+                         withHistograms);
             if (withHistograms)
-                m_insertHistogram.bind(1, step)
-                    .bind(2, static_cast<std::int64_t>(s))
-                    .bind(3, roleName)
-                    .bindBlob(4, encodeHistogram(q.histogram))
-                    .bind(5, m_attempt)
-                    .run();
+                logHistogram(step, s, role, stages[s].roles[r].histogram);
         }
     }
+}
+
+void RunLog::logRoleStats(std::int64_t step, std::size_t stage, TensorRole role,
+                          const RoleRow& row, bool withHistograms) {
+    begin();
+    const QuantStats& q = row.stats;
+    const std::string_view roleName = toString(role);
+    m_insertStats.bind(1, step)
+        .bind(2, static_cast<std::int64_t>(stage))
+        .bind(3, roleName)
+        .bind(4, row.format)
+        .bind(5, static_cast<std::int64_t>(q.total()));
+    for (std::size_t c = 0; c < kQuantClassCount; ++c)
+        m_insertStats.bind(6 + static_cast<int>(c), static_cast<std::int64_t>(q.counts[c]));
+    m_insertStats.bind(12, static_cast<double>(q.amax))
+        .bind(13, static_cast<std::int64_t>(row.updates))
+        .bind(14, static_cast<std::int64_t>(row.lostUpdates))
+        .bind(15, row.gradientScale)
+        .bind(16, row.tensorScale)
+        .bind(17, static_cast<std::int64_t>(row.blocks.blocks))
+        .bind(18, static_cast<std::int64_t>(row.blocks.saturatedBlocks))
+        .bind(19, m_attempt);
+    if (q.error.measured()) // else NULL: not measured
+        m_insertStats.bind(20, static_cast<std::int64_t>(q.error.count))
+            .bind(21, q.error.signalSq)
+            .bind(22, q.error.errorSq)
+            .bind(23, q.error.outputSq);
+    m_insertStats.run();
+    const BlockStats& b = row.blocks;
+    if (b.empty())
+        return;
+    m_insertBlocks.bind(1, step)
+        .bind(2, static_cast<std::int64_t>(stage))
+        .bind(3, roleName)
+        .bind(4, static_cast<std::int64_t>(b.blocks))
+        .bind(5, static_cast<std::int64_t>(b.zeroBlocks))
+        .bind(6, static_cast<std::int64_t>(b.flushedBlocks))
+        .bind(7, static_cast<std::int64_t>(b.saturatedBlocks))
+        .bind(8, static_cast<std::int64_t>(b.flushedInLiveBlocks))
+        .bind(9, static_cast<std::int64_t>(b.liveElements))
+        .bind(12, m_attempt)
+        .bind(13, row.format);
+    if (withHistograms)
+        m_insertBlocks.bindBlob(10, encodeBins(b.scaleHistogram))
+            .bindBlob(11, encodeBins(b.rangeHistogram));
+    m_insertBlocks.run();
+}
+
+void RunLog::logHistogram(std::int64_t step, std::size_t stage, TensorRole role,
+                          const std::array<std::uint64_t, kHistBinCount>& histogram) {
+    begin();
+    m_insertHistogram.bind(1, step)
+        .bind(2, static_cast<std::int64_t>(stage))
+        .bind(3, toString(role))
+        .bindBlob(4, encodeHistogram(histogram))
+        .bind(5, m_attempt)
+        .run();
 }
 
 void RunLog::logEvent(std::int64_t step, const std::string& type, const std::string& message,

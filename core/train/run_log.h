@@ -16,6 +16,7 @@
 #include "train/train_config.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,18 +26,53 @@ struct RunLogOptions {
     bool overwrite = false; // replace an earlier run's record in the same folder
 };
 
+// A run the core did not train (a watched PyTorch run, precision_lab.torch.watch): what describes
+// it in config.json and the record's meta (it does not replay: the user's script is the run), and
+// how its record is kept.
+struct ExternalRun {
+    nlohmann::json config;          // config.json and meta 'config'
+    nlohmann::json meta;            // further meta rows, key -> JSON value (e.g. "source")
+    int histogramsEvery = 1;        // statistics steps between recorded histograms
+    std::uint64_t recordBudgetMb = 200; // histograms stop past it (0: no budget)
+};
+
 class RunLog {
 public:
     // Creates and locks the directory and its record. Throws RecordError naming the path when it
     // cannot be created, is locked by another run, or holds an earlier run and overwrite is off.
     RunLog(const std::string& dir, const TrainConfig& config,
            const std::vector<std::string>& stageNames, const RunLogOptions& options = {});
+    // The same for a run the core did not train: its rows name their formats (logRoleStats).
+    RunLog(const std::string& dir, const ExternalRun& run,
+           const std::vector<std::string>& stageNames, const RunLogOptions& options = {});
     ~RunLog();
 
     const std::string& dir() const { return m_dir; }
     // These add to the current transaction (one is opened as needed); commit() ends it.
     void logStep(const StepScalars& s);
+    // A step of a run the core did not train: what its script reported (the loss and learning
+    // rate when given, NULL when not: "not reported", never a NaN loss) and the loss scale.
+    void logReportedStep(std::int64_t step, std::optional<double> loss,
+                         std::optional<double> learningRate, double scale);
     void logStats(std::int64_t step, const std::vector<StageStats>& stages);
+    // logStats in parts, for rows that name their own format (a watched run judges one tensor in
+    // several): startStatistics once per statistics step says whether its histograms are to be
+    // recorded (the first statistics step's, then every histogramsEvery-th, within the budget);
+    // then a row per stage, role and format, its blocks row when blocks is not empty (with their
+    // histograms when withHistograms), and the histogram of each stage and role's inputs.
+    bool startStatistics(std::int64_t step);
+    struct RoleRow {
+        std::string_view format;
+        const QuantStats& stats;
+        const BlockStats& blocks;
+        double gradientScale = 1.0;
+        double tensorScale = 1.0;
+        std::uint64_t updates = 0, lostUpdates = 0; // master weights' rows only
+    };
+    void logRoleStats(std::int64_t step, std::size_t stage, TensorRole role, const RoleRow& row,
+                      bool withHistograms);
+    void logHistogram(std::int64_t step, std::size_t stage, TensorRole role,
+                      const std::array<std::uint64_t, kHistBinCount>& histogram);
     // change: the config patch an edit applied (JSON object), or null for other events.
     void logEvent(std::int64_t step, const std::string& type, const std::string& message,
                   const nlohmann::json& change = nullptr);
@@ -58,6 +94,8 @@ public:
     std::uint64_t recordBytes() const;
 
 private:
+    void open(const nlohmann::json& config, const nlohmann::json& meta, int histogramsEvery,
+              std::uint64_t recordBudgetMb);
     void begin();
     bool withinBudget(std::int64_t step);
     std::string m_dir;

@@ -279,7 +279,7 @@ void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
     QVERIFY(!first.role(TensorRole::MasterWeights).error.measured());
 
     const std::string blocks = readAll(run + "/blocks.csv");
-    QVERIFY(blocks.rfind("step,stage,stage_name,role,blocks,zero_blocks,flushed_blocks,"
+    QVERIFY(blocks.rfind("step,stage,stage_name,role,format,blocks,zero_blocks,flushed_blocks,"
                          "saturated_blocks,flushed_in_live_blocks,live_elements,scale_log2_min,",
                          0) == 0);
     QVERIFY(blocks.find("\n1,0,") != std::string::npos);
@@ -332,14 +332,14 @@ void TestRunRecord::versionOneRecordStillReads() {
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '4' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '5' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 4 (this build reads versions 1 to 3)") != std::string::npos,
+                     "schema version 5 (this build reads versions 1 to 4)") != std::string::npos,
                  e.what());
     }
 }

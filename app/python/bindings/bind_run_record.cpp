@@ -1,0 +1,186 @@
+// read_run() and read_histograms(): a run record through the core's RunRecord, as columns the
+// package turns into pandas DataFrames (precision_lab.open_run).
+#include "bindings.h"
+
+#include "record/run_record.h"
+
+#include <pybind11/stl.h>
+
+namespace plab::python {
+namespace {
+
+py::object fromJson(const nlohmann::json& j) {
+    if (j.is_null())
+        return py::none();
+    return py::module_::import("json").attr("loads")(j.dump());
+}
+
+// NaN as the record's "not measured" (a NULL column reads as NaN).
+py::dict stepColumns(const std::vector<StepScalars>& steps) {
+    std::vector<std::int64_t> step, epoch, skipped;
+    std::vector<double> loss, accuracy, scale, samples, lr, testLoss, testAccuracy;
+    for (const StepScalars& s : steps) {
+        step.push_back(s.step);
+        epoch.push_back(s.epoch);
+        loss.push_back(s.loss);
+        accuracy.push_back(s.accuracy);
+        scale.push_back(s.scale);
+        skipped.push_back(s.skipped ? 1 : 0);
+        samples.push_back(s.samplesPerSecond);
+        lr.push_back(s.learningRate);
+        testLoss.push_back(s.testLoss);
+        testAccuracy.push_back(s.testAccuracy);
+    }
+    py::dict d;
+    d["step"] = step;
+    d["epoch"] = epoch;
+    d["loss"] = loss;
+    d["accuracy"] = accuracy;
+    d["scale"] = scale;
+    d["skipped"] = skipped;
+    d["samples_per_s"] = samples;
+    d["lr"] = lr;
+    d["test_loss"] = testLoss;
+    d["test_accuracy"] = testAccuracy;
+    return d;
+}
+
+struct StatColumns {
+    std::vector<std::int64_t> step, stage;
+    std::vector<std::string> stageName, role, format;
+    std::vector<std::uint64_t> total, zero, flushed, subnormal, normal, overflow, nan, blocks,
+        saturatedBlocks;
+    std::vector<double> amax, flushedShare, gradScale, tensorScale, sqnrDb, mse;
+
+    void add(const RecordedStatistics& st, const std::vector<std::string>& names) {
+        for (std::size_t s = 0; s < st.stages.size(); ++s)
+            for (TensorRole r : kAllRoles) {
+                const auto ri = static_cast<std::size_t>(r);
+                if (st.formats[s][ri].empty())
+                    continue; // no row: the role was not captured
+                const StageStats& ss = st.stages[s];
+                const QuantStats& q = ss.role(r);
+                step.push_back(st.step);
+                stage.push_back(static_cast<std::int64_t>(s));
+                stageName.push_back(s < names.size() ? names[s] : "?");
+                role.emplace_back(toString(r));
+                format.push_back(st.formats[s][ri]);
+                total.push_back(q.total());
+                zero.push_back(q.count(QuantClass::Zero));
+                flushed.push_back(q.count(QuantClass::Underflow));
+                subnormal.push_back(q.count(QuantClass::Subnormal));
+                normal.push_back(q.count(QuantClass::Normal));
+                overflow.push_back(q.count(QuantClass::Overflow));
+                nan.push_back(q.count(QuantClass::NaN));
+                amax.push_back(q.amax);
+                flushedShare.push_back(q.flushedShare());
+                gradScale.push_back(ss.gradientScale);
+                tensorScale.push_back(ss.tensorScale[ri]);
+                blocks.push_back(ss.blocks[ri].blocks);
+                saturatedBlocks.push_back(ss.blocks[ri].saturatedBlocks);
+                const bool measured = q.error.measured();
+                sqnrDb.push_back(measured ? q.error.sqnrDb() : std::nan(""));
+                mse.push_back(measured ? q.error.mse() : std::nan(""));
+            }
+    }
+
+    py::dict columns() const {
+        py::dict d;
+        d["step"] = step;
+        d["stage"] = stage;
+        d["stage_name"] = stageName;
+        d["role"] = role;
+        d["format"] = format;
+        d["total"] = total;
+        d["zero"] = zero;
+        d["flushed"] = flushed;
+        d["subnormal"] = subnormal;
+        d["normal"] = normal;
+        d["overflow"] = overflow;
+        d["nan"] = nan;
+        d["amax"] = amax;
+        d["flushed_share"] = flushedShare;
+        d["grad_scale"] = gradScale;
+        d["tensor_scale"] = tensorScale;
+        d["blocks"] = blocks;
+        d["saturated_blocks"] = saturatedBlocks;
+        d["sqnr_db"] = sqnrDb;
+        d["mse"] = mse;
+        return d;
+    }
+};
+
+py::dict readRun(const std::string& dir) {
+    const RunRecord record(dir);
+    py::dict d;
+    d["dir"] = dir;
+    d["stage_names"] = record.stageNames();
+    d["config"] = fromJson(record.config());
+    d["source"] = fromJson(record.meta("source"));
+    d["watch"] = fromJson(record.meta("watch"));
+    d["formats"] = record.judgedFormats();
+    d["steps"] = stepColumns(record.steps());
+    StatColumns stats;
+    if (record.judgesSeveralFormats()) {
+        for (const std::string& f : record.judgedFormats())
+            for (const RecordedStatistics& st : record.statistics(f))
+                stats.add(st, record.stageNames());
+    } else {
+        for (const RecordedStatistics& st : record.statistics())
+            stats.add(st, record.stageNames());
+    }
+    d["stats"] = stats.columns();
+    py::list events;
+    for (const RecordedEvent& e : record.events()) {
+        py::dict row;
+        row["step"] = e.step;
+        row["type"] = e.type;
+        row["message"] = e.message;
+        row["change"] = fromJson(e.change);
+        events.append(row);
+    }
+    d["events"] = events;
+    d["summary"] = fromJson(toJson(record.summary()));
+    d["live"] = record.isBeingWritten();
+    return d;
+}
+
+py::list readHistograms(const std::string& dir, std::optional<std::int64_t> onlyStep) {
+    const RunRecord record(dir);
+    py::list rows;
+    const std::vector<std::int64_t> steps =
+        onlyStep ? std::vector<std::int64_t>{*onlyStep} : record.histogramSteps();
+    for (std::int64_t step : steps) {
+        const std::optional<RecordedStatistics> st = record.histogramsAt(step);
+        if (!st)
+            continue;
+        for (std::size_t s = 0; s < st->stages.size(); ++s)
+            for (TensorRole r : kAllRoles) {
+                const auto& h = st->stages[s].role(r).histogram;
+                std::uint64_t n = 0;
+                for (std::uint64_t c : h)
+                    n += c;
+                if (n == 0)
+                    continue; // not recorded
+                py::array_t<std::uint64_t> bins(static_cast<py::ssize_t>(h.size()));
+                std::copy(h.begin(), h.end(), bins.mutable_data());
+                py::dict row;
+                row["step"] = step;
+                row["stage"] = s;
+                row["stage_name"] = s < record.stageNames().size() ? record.stageNames()[s] : "?";
+                row["role"] = std::string(toString(r));
+                row["bins"] = bins;
+                rows.append(row);
+            }
+    }
+    return rows;
+}
+
+} // namespace
+
+void bindRunRecord(py::module_& m) {
+    m.def("read_run", &readRun, py::arg("dir"));
+    m.def("read_histograms", &readHistograms, py::arg("dir"), py::arg("step") = py::none());
+}
+
+} // namespace plab::python

@@ -1,0 +1,66 @@
+"""Precision Lab's core for Python: number formats with exact cast statistics, run records, and
+a live watcher for PyTorch training (precision_lab.torch.watch).
+
+Every function calls the same C++ code as the app and ``precision-lab-cli``: ``quantize`` gives
+the bits ``precision-lab-cli quantize --binary`` gives, and its counts are the ones the app draws.
+"""
+
+from . import _core
+from ._arrays import as_float32_array
+from ._runs import open_run
+
+__all__ = ["formats", "quantize", "open_run", "ROUNDINGS"]
+
+ROUNDINGS = ("nearest-even", "nearest-away", "toward-zero", "stochastic")
+
+
+def formats(spec=None):
+    """The format table ``precision-lab-cli formats`` prints, as a list of dicts (element
+    formats, then block formats); with ``spec`` (any name or custom ``eXmY[:options]`` the CLI
+    accepts), that one format's dict. Raises ValueError with the CLI's message for a bad spec."""
+    return _core.formats(spec)
+
+
+def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
+             scale_rounding=None, out=None, threads=1, overflow=None, four_over_six=False,
+             pow2_scales=False):
+    """Casts ``x`` (a float32 numpy array or CPU torch tensor of any shape, read without a copy)
+    to ``fmt`` and back to float32: ``(y, stats)``.
+
+    ``y`` is a new numpy array, or ``out`` (a writable float32 array of x's shape; it may be
+    ``x`` itself) filled in place. With ``scale`` the values are multiplied by it before the
+    cast and divided by it after (a loss scale: the counts say how the scaled values fare).
+    ``stats`` (a dict, or None with ``stats=False``) holds the class counts (total, zero,
+    flushed, subnormal, normal, overflow, nan), amax, flushed_share (flushed over nonzero
+    inputs), the error sums and sqnr_db, and the log2 histogram of the (scaled) inputs with its
+    bin edges; block formats add ``blocks`` (per-block statistics) and ``tensor_scale``.
+    Block formats form blocks along the last dimension (a 1-D array is one row).
+
+    Refused with TypeError / ValueError, before anything is written: other dtypes (no silent
+    conversion), non-contiguous views (pass ``numpy.ascontiguousarray(x)``), empty and 0-d
+    arrays, unknown or contradictory format options, scales that are not finite and positive.
+    The GIL is released while the core casts; ``threads`` > 1 uses the core's thread pool.
+    """
+    array = as_float32_array(x, "x")
+    target = None if out is None else as_float32_array(out, "out")
+    if out is not None and hasattr(out, "requires_grad") and out.requires_grad:
+        raise ValueError("out requires grad: pass a tensor without autograd history "
+                         "(out.detach())")
+    if not _is_int(seed) or not 0 <= seed < 2**64:
+        raise ValueError(f"seed {seed!r}: expected a whole number from 0 to 2^64-1")
+    if not _is_int(threads) or threads < 1:
+        raise ValueError(f"threads {threads!r}: expected a whole number, 1 or more")
+    try:
+        scale = float(scale)
+    except (TypeError, ValueError):
+        raise TypeError(f"scale {scale!r}: expected a finite positive number") from None
+    y, s = _core.quantize(array, fmt, rounding, seed, scale, bool(stats), scale_rounding,
+                          target, threads, overflow, bool(four_over_six), bool(pow2_scales))
+    if out is not None:
+        return out, s
+    return y, s
+
+
+def _is_int(value):
+    import numbers
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -1,0 +1,49 @@
+"""open_run: any run record (the app's, the CLI's, a sweep's, a watched PyTorch run's) as pandas
+DataFrames, read through the core's RunRecord."""
+
+from . import _core
+
+
+class Run:
+    """A run record read at one moment (a live run: call ``open_run`` again for newer steps).
+
+    ``steps``: one row per step (loss, scale, lr, ...; NaN where not reported).
+    ``stats``: one row per statistics step, stage (module), role and format: the class counts,
+    amax, flushed_share, grad_scale (the loss scale gradients were judged at), sqnr_db, blocks.
+    ``events``: what happened (start, dropped statistics, end, ...).
+    ``summary``: how the run ended (or that it is running). ``live``: a process writes it now.
+    ``histograms()``: the log2 histograms, decoded on request.
+    """
+
+    def __init__(self, raw):
+        import pandas
+        self.dir = raw["dir"]
+        self.stage_names = list(raw["stage_names"])
+        self.config = raw["config"]
+        self.source = raw["source"]
+        self.watch = raw["watch"]
+        self.formats = list(raw["formats"])
+        self.summary = raw["summary"]
+        self.live = raw["live"]
+        self.steps = pandas.DataFrame(raw["steps"])
+        self.stats = pandas.DataFrame(raw["stats"])
+        self.events = pandas.DataFrame(raw["events"], columns=["step", "type", "message",
+                                                                "change"])
+
+    def histograms(self, step=None):
+        """A DataFrame of (step, stage, stage_name, role, bins): each row's ``bins`` a numpy
+        array in the core's log2 layout (bin 0 zeros, then 4 bins a binade from 2^-149, Inf,
+        NaN; ``precision_lab.quantize``'s ``bin_edges_log2``). Every recorded step, or one."""
+        import pandas
+        return pandas.DataFrame(_core.read_histograms(self.dir, step),
+                                columns=["step", "stage", "stage_name", "role", "bins"])
+
+    def __repr__(self):
+        return (f"Run({self.dir!r}: {len(self.steps)} steps, {len(self.stage_names)} stages, "
+                f"{self.summary.get('stop_reason', '?') if self.summary else '?'})")
+
+
+def open_run(dir):
+    """Reads the run record in ``dir`` (it holds run.sqlite). Raises OSError naming the file
+    when there is none or it cannot be read."""
+    return Run(_core.read_run(str(dir)))

@@ -1,0 +1,293 @@
+"""precision_lab.torch.watch: a live, format-aware record of your own PyTorch training.
+
+    watcher = precision_lab.torch.watch(model, "runs/mine")
+    for x, y in data:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        watcher.step(loss=loss)        # after the optimiser step, before zero_grad()
+        optimizer.zero_grad()
+    watcher.close()
+
+Every ``every``-th step (the first one included) the watcher copies, for each module that holds
+parameters (Linear, Conv*, Embedding, LayerNorm, attention, ...), its input (activations), its
+weight as forward used it (weights), the gradient of its output (activation_gradients, in
+backward) and its weight's gradient (weight_gradients, at ``step()``). A counting thread in the
+core judges each copy in every format (exact class counts, amax, error, histogram, per-block
+statistics for block formats) and writes each step as one transaction of a run record that the
+app follows live (``precision-lab --open DIR``), ``precision-lab-cli export`` reads and
+``precision_lab.open_run`` loads.
+
+Loss scaling: ``loss_scale`` is None (no scaling), a number, a callable returning the scale, or
+a ``torch.cuda.amp.GradScaler``. Activation gradients carry the scale in backward and are judged
+as they are; weight gradients are read at ``step()``, after the optimiser step, where a
+GradScaler (and any correct mixed-precision loop) has divided the scale out again, so they are
+multiplied by the step's scale to be judged as backward produced them. The record's grad_scale
+says which scale that was.
+
+CUDA tensors are copied to the host at capture (the counting runs on the CPU).
+"""
+
+import atexit
+import functools
+import json
+import numbers
+import sys
+import weakref
+
+import torch
+
+from . import _core
+
+DEFAULT_FORMATS = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
+ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
+
+__all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES"]
+
+
+def watch(model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
+          queue_steps=4, threads=1, overwrite=False):
+    """Starts watching ``model``, recording into ``run_dir``; returns the Watcher (also a
+    context manager). See the module's documentation."""
+    return Watcher(model, run_dir, formats=formats, every=every, roles=roles,
+                   loss_scale=loss_scale, queue_steps=queue_steps, threads=threads,
+                   overwrite=overwrite)
+
+
+def _watched(module):
+    """A module with parameters of its own (Linear, Conv*, Embedding, LayerNorm, attention...)."""
+    return any(True for _ in module.parameters(recurse=False))
+
+
+def _host_float32(t):
+    """A float32, contiguous host copy or view of ``t`` that numpy can read."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.to("cpu")
+    if t.dtype != torch.float32:
+        t = t.float()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return t.numpy()
+
+
+def _first_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            if isinstance(v, torch.Tensor):
+                return v
+    return None
+
+
+def _weight_of(module):
+    w = getattr(module, "weight", None)
+    if isinstance(w, torch.Tensor):
+        return w
+    for p in module.parameters(recurse=False):
+        return p
+    return None
+
+
+def _describe_scale(loss_scale):
+    if loss_scale is None:
+        return None
+    if isinstance(loss_scale, numbers.Real):
+        return float(loss_scale)
+    return type(loss_scale).__name__
+
+
+class Watcher:
+    def __init__(self, model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
+                 loss_scale=None, queue_steps=4, threads=1, overwrite=False):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
+        if isinstance(formats, str):
+            formats = (formats,)
+        formats = list(formats)
+        if not formats:
+            raise ValueError("formats is empty: name at least one (e.g. 'fp8-e4m3')")
+        if not isinstance(every, numbers.Integral) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"every {every!r}: expected a whole number of steps, 1 or more")
+        if isinstance(roles, str):
+            roles = (roles,)
+        roles = tuple(roles)
+        unknown = [r for r in roles if r not in ROLES]
+        if unknown or not roles:
+            raise ValueError(f"roles {unknown or roles!r}: expected some of {', '.join(ROLES)}")
+        if loss_scale is not None and not (isinstance(loss_scale, numbers.Real)
+                                           or callable(loss_scale)
+                                           or hasattr(loss_scale, "get_scale")):
+            raise TypeError(f"loss_scale is a {type(loss_scale).__name__}: expected None, a "
+                            f"number, a callable or a GradScaler")
+        if isinstance(loss_scale, numbers.Real) and not (0 < float(loss_scale) < float("inf")):
+            raise ValueError(f"loss_scale {loss_scale!r}: expected a finite positive number")
+        self._modules = [(name or type(model).__name__, m) for name, m in model.named_modules()
+                         if _watched(m)]
+        if not self._modules:
+            raise ValueError(f"{type(model).__name__} has no module with parameters to watch")
+        self._model = model
+        self._every = int(every)
+        self._roles = frozenset(roles)
+        self._loss_scale = loss_scale
+        description = {
+            "model": type(model).__name__,
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "roles": list(roles),
+            "loss_scale": _describe_scale(loss_scale),
+            "modules": [{"name": n, "type": type(m).__name__} for n, m in self._modules],
+        }
+        # The core checks the formats (ValueError with the CLI's message) and the folder
+        # (OSError: locked by another run, or holding one and overwrite is off).
+        self._recorder = _core.Recorder(str(run_dir), formats, [n for n, _ in self._modules],
+                                        self._every, int(queue_steps), int(threads),
+                                        json.dumps(description), bool(overwrite))
+        self.run_dir = str(run_dir)
+        self.formats = tuple(self._recorder.formats)
+        self._step = 1
+        self._capturing = True
+        self._captured = set()
+        self._scale = None  # the scale of the step under way, read at its first forward
+        self._missing_grads = set()
+        self._closed = False
+        self._handles = [model.register_forward_pre_hook(self._on_model_forward)]
+        for stage, (_, module) in enumerate(self._modules):
+            self._handles.append(
+                module.register_forward_hook(functools.partial(self._on_forward, stage)))
+        # A script that ends without close() (an exception, Ctrl-C outside a with block) still
+        # leaves a summary saying so.
+        ref = weakref.ref(self)
+        self._atexit = lambda: (ref() is not None and
+                                ref()._close_quietly("the script ended without close()"))
+        atexit.register(self._atexit)
+
+    # -- what the user calls ------------------------------------------------------------
+    @property
+    def step_number(self):
+        """The step under way (1-based): the one the next ``step()`` records."""
+        return self._step
+
+    @property
+    def dropped_steps(self):
+        """Statistics steps dropped because the counting queue was full (each is an event)."""
+        return self._recorder.dropped_steps
+
+    def step(self, loss=None, lr=None):
+        """Ends a training step: call it after ``optimizer.step()`` and before ``zero_grad()``.
+        ``loss`` (a number or a 0-d tensor) and ``lr`` are recorded when given."""
+        if self._closed:
+            raise RuntimeError(f"the watcher of {self.run_dir} is closed")
+        scale = self._scale if self._scale is not None else self._current_scale()
+        if self._capturing and "weight_gradients" in self._roles:
+            for stage, (name, module) in enumerate(self._modules):
+                w = _weight_of(module)
+                if w is None or w.grad is None:
+                    if name not in self._missing_grads and w is not None and w.requires_grad:
+                        self._missing_grads.add(name)
+                        self._recorder.event(self._step, "note",
+                                             f"{name}: no weight gradient at step(): call "
+                                             f"step() before zero_grad()")
+                    continue
+                self._capture(stage, "weight_gradients", w.grad, self._rows_of_weight(w),
+                              multiplier=scale)
+        if isinstance(loss, torch.Tensor):
+            loss = loss.detach().float().item()
+        self._recorder.submit(self._step, None if loss is None else float(loss),
+                              None if lr is None else float(lr), float(scale), self._capturing)
+        self._step += 1
+        self._capturing = (self._step - 1) % self._every == 0
+        self._captured.clear()
+        self._scale = None
+
+    def flush(self):
+        """Waits until every step handed over is in the record."""
+        self._recorder.flush()
+
+    def close(self, reason="completed"):
+        """Removes every hook, waits for the counting, writes the summary and closes the record
+        (its CSV/JSONL exports written). Idempotent."""
+        self._finish(reason, finished=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self._finish("interrupted (Ctrl-C)", finished=False)
+        else:
+            self._finish(f"stopped by {exc_type.__name__}: {exc}", finished=False)
+        return False
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _current_scale(self):
+        s = self._loss_scale
+        if s is None:
+            return 1.0
+        if isinstance(s, numbers.Real):
+            return float(s)
+        if hasattr(s, "get_scale"):
+            enabled = getattr(s, "is_enabled", lambda: True)()
+            return float(s.get_scale()) if enabled else 1.0
+        return float(s())
+
+    def _on_model_forward(self, module, inputs):
+        if self._scale is None and torch.is_grad_enabled():
+            self._scale = self._current_scale()  # before a GradScaler's update() changes it
+
+    def _on_forward(self, stage, module, inputs, output):
+        if not self._capturing or stage in self._captured or not torch.is_grad_enabled():
+            return
+        self._captured.add(stage)
+        if "activations" in self._roles:
+            x = _first_tensor(inputs)
+            if x is not None and x.is_floating_point():
+                self._capture(stage, "activations", x, self._rows_of_values(x))
+        if "weights" in self._roles:
+            w = _weight_of(module)
+            if w is not None and w.is_floating_point():
+                self._capture(stage, "weights", w, self._rows_of_weight(w))
+        if "activation_gradients" in self._roles:
+            y = _first_tensor(output)
+            if y is not None and y.requires_grad:
+                y.register_hook(functools.partial(self._on_output_grad, stage))
+
+    def _on_output_grad(self, stage, grad):
+        if not self._closed:
+            self._capture(stage, "activation_gradients", grad, self._rows_of_values(grad))
+
+    def _capture(self, stage, role, tensor, rows, multiplier=1.0):
+        self._recorder.capture(stage, role, _host_float32(tensor), rows, float(multiplier))
+
+    @staticmethod
+    def _rows_of_values(t):
+        # Blocks along the last dimension, the one a following product reduces over.
+        return t.shape[-1] if t.dim() >= 2 else 0
+
+    @staticmethod
+    def _rows_of_weight(w):
+        # A weight (out, in, ...) is read by its product along everything but its outputs.
+        return w.numel() // w.shape[0] if w.dim() >= 2 else 0
+
+    # -- the end -------------------------------------------------------------------------
+    def _remove_hooks(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _finish(self, reason, finished):
+        if self._closed:
+            return
+        self._closed = True
+        self._remove_hooks()
+        atexit.unregister(self._atexit)
+        self._recorder.close(reason, finished)
+
+    def _close_quietly(self, reason):
+        try:
+            self._finish(reason, finished=False)
+        except Exception:  # at exit nothing can be reported; the record keeps its whole steps
+            pass

@@ -1,0 +1,251 @@
+// WatchRecorder: the hand-over queue, and the counting thread that judges and records.
+#include "watch/watch_recorder.h"
+
+#include "train/run_log.h"
+#include "util/thread_pool.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace plab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+nlohmann::json watchMeta(const WatchSettings& s) {
+    nlohmann::json watch = s.description.is_object() ? s.description : nlohmann::json::object();
+    watch["formats"] = s.formats;
+    watch["every"] = s.every;
+    return watch;
+}
+
+} // namespace
+
+WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settings)
+    : m_dir(dir), m_settings(settings) {
+    if (m_settings.formats.empty())
+        throw FormatError("watch: no formats to judge the tensors in (give at least one)");
+    if (m_settings.every < 1)
+        throw FormatError("watch: every " + std::to_string(m_settings.every) +
+                          ": expected a whole number of steps, 1 or more");
+    bool anyElementFormat = false;
+    for (const std::string& f : m_settings.formats) {
+        m_casts.emplace_back(TensorCastSpec{.format = f});
+        anyElementFormat = anyElementFormat || !m_casts.back().isBlockFormat();
+    }
+    if (!anyElementFormat)
+        m_histogramCast = std::make_unique<TensorCast>(TensorCastSpec{.format = "fp32"});
+    // The record names each format as the core spells it (e.g. "fp8-e4m3" for "e4m3").
+    for (std::size_t i = 0; i < m_casts.size(); ++i)
+        m_settings.formats[i] = m_casts[i].name();
+    ExternalRun run;
+    run.config = {{"watch", watchMeta(m_settings)}};
+    run.meta = {{"source", "pytorch-watch"}, {"watch", watchMeta(m_settings)}};
+    run.histogramsEvery = 1;
+    m_log = std::make_unique<RunLog>(dir, run, m_settings.stageNames,
+                                     RunLogOptions{m_settings.overwrite});
+    m_log->logEvent(0, "start",
+                    "watching " + std::to_string(m_settings.stageNames.size()) +
+                        " modules, statistics every " + std::to_string(m_settings.every) +
+                        " steps");
+    m_log->commit();
+    if (m_settings.threads > 1)
+        m_pool = std::make_unique<ThreadPool>(m_settings.threads);
+    m_thread = std::jthread([this](std::stop_token stop) { countingLoop(stop); });
+}
+
+WatchRecorder::~WatchRecorder() {
+    try {
+        close("stopped (the watcher was destroyed without close())", false);
+    } catch (...) { // a destructor reports nothing: the record keeps its whole steps
+    }
+}
+
+void WatchRecorder::throwIfFailed() const {
+    if (!m_failure.empty())
+        throw RecordError(m_failure);
+}
+
+bool WatchRecorder::submit(WatchedStep step) {
+    std::unique_lock lock(m_mutex);
+    throwIfFailed();
+    if (m_closed)
+        throw RecordError(m_dir + ": the watcher is closed; steps are no longer recorded");
+    bool kept = true;
+    if (step.statistics && m_waitingStatistics >= std::max<std::size_t>(1, m_settings.queueSteps)) {
+        kept = false;
+        ++m_dropped;
+        Item dropped;
+        dropped.eventStep = step.step;
+        dropped.eventType = "statistics_dropped";
+        dropped.eventMessage = "the statistics of step " + std::to_string(step.step) +
+                               " were dropped: " + std::to_string(m_waitingStatistics) +
+                               " statistics steps were still waiting to be counted";
+        step.statistics = false;
+        step.tensors.clear();
+        m_queue.push_back(std::move(dropped));
+    }
+    if (step.statistics)
+        ++m_waitingStatistics;
+    Item item;
+    item.step = std::move(step);
+    m_queue.push_back(std::move(item));
+    lock.unlock();
+    m_wake.notify_one();
+    return kept;
+}
+
+void WatchRecorder::event(std::int64_t step, const std::string& type,
+                          const std::string& message) {
+    std::unique_lock lock(m_mutex);
+    throwIfFailed();
+    if (m_closed)
+        return;
+    Item item;
+    item.eventStep = step;
+    item.eventType = type;
+    item.eventMessage = message;
+    m_queue.push_back(std::move(item));
+    lock.unlock();
+    m_wake.notify_one();
+}
+
+void WatchRecorder::flush() {
+    std::unique_lock lock(m_mutex);
+    m_idle.wait(lock, [this] { return (m_queue.empty() && !m_busy) || !m_failure.empty(); });
+    throwIfFailed();
+}
+
+void WatchRecorder::close(const std::string& stopReason, bool finished) {
+    {
+        std::unique_lock lock(m_mutex);
+        if (m_closed)
+            return;
+        m_closed = true;
+        m_idle.wait(lock, [this] { return (m_queue.empty() && !m_busy) || !m_failure.empty(); });
+    }
+    m_thread.request_stop();
+    m_wake.notify_all();
+    if (m_thread.joinable())
+        m_thread.join();
+    std::string failure;
+    {
+        const std::lock_guard lock(m_mutex);
+        failure = m_failure;
+    }
+    RunSummary summary;
+    summary.finished = finished && failure.empty();
+    summary.stopReason = failure.empty() ? stopReason : "failed: " + failure;
+    summary.steps = m_lastStep;
+    summary.finalTrainLoss = m_lastLoss;
+    summary.testLoss = summary.testAccuracy = std::nan("");
+    m_log->logEvent(m_lastStep, "end", summary.stopReason);
+    m_log->writeSummary(summary);
+    m_log->close();
+    if (!failure.empty())
+        throw RecordError(failure);
+}
+
+std::uint64_t WatchRecorder::droppedSteps() const {
+    const std::lock_guard lock(m_mutex);
+    return m_dropped;
+}
+
+std::uint64_t WatchRecorder::recordedSteps() const {
+    const std::lock_guard lock(m_mutex);
+    return m_recorded;
+}
+
+void WatchRecorder::countingLoop(std::stop_token stop) {
+    auto lastSummary = Clock::now();
+    for (;;) {
+        Item item;
+        {
+            std::unique_lock lock(m_mutex);
+            m_wake.wait(lock, [&] { return !m_queue.empty() || stop.stop_requested(); });
+            if (m_queue.empty())
+                return;
+            item = std::move(m_queue.front());
+            m_queue.pop_front();
+            m_busy = true;
+        }
+        std::string failure;
+        try {
+            if (item.step) {
+                record(*item.step);
+            } else {
+                m_log->logEvent(item.eventStep, item.eventType, item.eventMessage);
+                m_log->commit();
+            }
+            if (Clock::now() - lastSummary > std::chrono::seconds(2)) {
+                m_log->writeSummary(RunSummary{false, "running", m_lastStep, 0, m_lastLoss,
+                                               std::nan(""), std::nan(""), 0, 0});
+                m_log->commit();
+                lastSummary = Clock::now();
+            }
+        } catch (const std::exception& e) {
+            failure = e.what();
+        }
+        {
+            const std::lock_guard lock(m_mutex);
+            m_busy = false;
+            if (item.step && item.step->statistics)
+                --m_waitingStatistics;
+            if (!failure.empty() && m_failure.empty())
+                m_failure = failure;
+            if (failure.empty() && item.step)
+                ++m_recorded;
+        }
+        m_idle.notify_all();
+        if (!failure.empty())
+            return; // the record keeps its whole steps; submit() reports the failure
+    }
+}
+
+void WatchRecorder::record(const WatchedStep& step) {
+    m_log->logReportedStep(step.step, step.loss, step.learningRate, step.scale);
+    if (step.statistics) {
+        const bool withHistograms = m_log->startStatistics(step.step);
+        std::vector<float> out;
+        QuantizeOptions options;
+        options.pool = m_pool.get();
+        for (const CapturedTensor& t : step.tensors) {
+            if (t.stage >= m_settings.stageNames.size())
+                throw RecordError(m_dir + ": a captured tensor names stage " +
+                                  std::to_string(t.stage) + " of " +
+                                  std::to_string(m_settings.stageNames.size()));
+            out.resize(t.values.size());
+            const std::size_t rows =
+                t.rowLength != 0 && t.values.size() % t.rowLength == 0 ? t.rowLength : 0;
+            // Gradients are judged at the scale the step used, and their rows say which.
+            const bool gradient = t.role == TensorRole::ActivationGradients ||
+                                  t.role == TensorRole::WeightGradients;
+            const double gradientScale = gradient ? step.scale : 1.0;
+            bool histogramWritten = false;
+            for (const TensorCast& cast : m_casts) {
+                TensorCastResult result;
+                cast.cast(t.values, out, rows, t.multiplier, options, &result);
+                m_log->logRoleStats(step.step, t.stage, t.role,
+                                    {cast.name(), result.stats, result.blocks, gradientScale,
+                                     result.tensorScale},
+                                    withHistograms);
+                // The inputs' histogram: every element format counts the same one.
+                if (withHistograms && !histogramWritten && !cast.isBlockFormat()) {
+                    m_log->logHistogram(step.step, t.stage, t.role, result.stats.histogram);
+                    histogramWritten = true;
+                }
+            }
+            if (withHistograms && !histogramWritten) {
+                TensorCastResult result;
+                m_histogramCast->cast(t.values, out, rows, t.multiplier, options, &result);
+                m_log->logHistogram(step.step, t.stage, t.role, result.stats.histogram);
+            }
+        }
+    }
+    m_log->commit();
+    m_lastStep = step.step;
+    if (step.loss)
+        m_lastLoss = *step.loss;
+}
+
+} // namespace plab

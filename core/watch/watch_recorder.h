@@ -1,0 +1,116 @@
+// WatchRecorder: the run record of a training run that another program does (a PyTorch script
+// under precision_lab.torch.watch). The program hands over each step's scalars and, on
+// statistics steps, copies of its tensors per stage (module) and role; a counting thread judges
+// every tensor in each watched format (the core's casts: counts, histogram, amax, error sums,
+// per-block statistics) and writes the step as one transaction of the record, so that the app,
+// `export` and `compare` read it like any run while it is written.
+//
+// The hand-over never waits for the counting: at most `queueSteps` statistics steps wait, and a
+// further one is dropped, its scalars still recorded with an event that says so.
+#pragma once
+
+#include "numerics/tensor_cast.h"
+#include "train/precision_recipe.h"
+
+#include <nlohmann/json.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace plab {
+
+class RunLog;
+class ThreadPool;
+
+struct WatchSettings {
+    std::vector<std::string> formats;    // any spec TensorCast takes; the first is the default view
+    std::vector<std::string> stageNames; // the watched modules, in order
+    int every = 10;                      // a statistics step every `every` steps
+    std::size_t queueSteps = 4;          // statistics steps that may wait to be counted
+    unsigned threads = 1;                // counting threads (1: the counting thread alone)
+    nlohmann::json description;          // what the watcher was given: config.json and meta
+    bool overwrite = false;              // replace an earlier record in the folder
+};
+
+struct CapturedTensor {
+    std::size_t stage = 0;
+    TensorRole role = TensorRole::Weights;
+    std::vector<float> values;  // a copy, owned: the program goes on with its own
+    std::size_t rowLength = 0;  // block formats' rows (the tensor's last dimension); 0: 1-D
+    // What the values are multiplied by before they are judged: the loss scale for weight
+    // gradients read after the optimiser unscaled them; 1 for values that carry it already
+    // (activation gradients in backward) or that never do.
+    float multiplier = 1.0f;
+};
+
+struct WatchedStep {
+    std::int64_t step = 0;
+    std::optional<double> loss, learningRate;
+    double scale = 1.0; // the loss scale this step used (1 without one)
+    bool statistics = false;
+    std::vector<CapturedTensor> tensors;
+};
+
+class WatchRecorder {
+public:
+    // Creates and locks the record (RecordError when the folder holds another run or cannot be
+    // written; FormatError naming a format that does not parse) and starts the counting thread.
+    WatchRecorder(const std::string& dir, const WatchSettings& settings);
+    ~WatchRecorder(); // close("stopped", false) when close() was not called; never throws
+    WatchRecorder(const WatchRecorder&) = delete;
+    WatchRecorder& operator=(const WatchRecorder&) = delete;
+
+    const std::string& dir() const { return m_dir; }
+    const WatchSettings& settings() const { return m_settings; }
+
+    // Hands a step over. Returns false when it was a statistics step and the queue was full:
+    // its tensors are dropped (with an event), its scalars still recorded. Throws RecordError
+    // with the counting thread's failure (a full disk) once there was one.
+    bool submit(WatchedStep step);
+    void event(std::int64_t step, const std::string& type, const std::string& message);
+    // Waits until every step handed over is in the record.
+    void flush();
+    // Waits for the queue, writes the summary ("completed", or why it ended) and closes the
+    // record (its write-ahead log folded in, the CSV/JSONL exports written). Idempotent.
+    void close(const std::string& stopReason = "completed", bool finished = true);
+
+    std::uint64_t droppedSteps() const;
+    std::uint64_t recordedSteps() const;
+
+private:
+    struct Item {
+        std::optional<WatchedStep> step;
+        std::int64_t eventStep = 0;
+        std::string eventType, eventMessage;
+    };
+    void countingLoop(std::stop_token stop);
+    void record(const WatchedStep& step);
+    void throwIfFailed() const; // m_mutex held
+
+    std::string m_dir;
+    WatchSettings m_settings;
+    std::vector<TensorCast> m_casts; // one per format
+    std::unique_ptr<TensorCast> m_histogramCast; // FP32: the inputs' histogram when all formats are block formats
+    std::unique_ptr<RunLog> m_log;
+    std::unique_ptr<ThreadPool> m_pool;
+    mutable std::mutex m_mutex;
+    std::condition_variable m_wake, m_idle;
+    std::deque<Item> m_queue;
+    std::size_t m_waitingStatistics = 0;
+    bool m_busy = false;
+    std::string m_failure;
+    std::uint64_t m_dropped = 0, m_recorded = 0;
+    std::int64_t m_lastStep = 0;
+    double m_lastLoss = 0.0;
+    bool m_closed = false;
+    std::jthread m_thread; // last: started after everything it reads
+};
+
+} // namespace plab
