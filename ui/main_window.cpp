@@ -4,6 +4,8 @@
 #include "data/text_corpus.h"
 
 #include "device/compute_backend.h"
+#include "numerics/block_scheme.h"
+#include "numerics/format_spec.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
 
@@ -50,6 +52,7 @@
 #include <QSvgGenerator>
 #include <QTabWidget>
 #include <QThread>
+#include <QTimer>
 #include <QToolBar>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -60,6 +63,20 @@
 namespace plab {
 
 namespace {
+
+// What the views need to draw a watched PyTorch run judged in `format`: every role in that
+// format (a block format's elements), a static loss scale so that the slider's preview moves
+// the gradients' histograms. The run itself has no config that replays it.
+TrainConfig watchedRunDisplayConfig(const std::string& format, double scale) {
+    TrainConfig config;
+    const BlockFormat* block = findBlockFormat(format);
+    const QuantConfig q = QuantConfig::forFormat(block ? block->element : parseFormat(format));
+    for (QuantConfig& role : config.recipe.roles)
+        role = q;
+    config.scalingPolicy = ScalingPolicy::Static;
+    config.lossScale = scale > 0 && std::isfinite(scale) ? scale : 1.0;
+    return config;
+}
 
 std::uint64_t bytesUnder(const std::filesystem::path& dir) {
     std::uint64_t total = 0;
@@ -174,6 +191,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_scrub->hide();
     sliderRow->addWidget(m_scrubLabel);
     sliderRow->addWidget(m_scrub);
+    // Shown only for a watched PyTorch run: the format its counts are shown in.
+    m_watchedFormat = new QComboBox(this);
+    m_watchedFormat->setToolTip(tr("The watched run judged every tensor in each of these "
+                                   "formats: the one whose counts are shown"));
+    m_watchedFormat->hide();
+    connect(m_watchedFormat, &QComboBox::activated, this, [this] {
+        m_viewedConfig = watchedRunDisplayConfig(watchedFormat(), m_viewedConfig.lossScale);
+        m_viewedVersion = -1; // read it all again, in the chosen format
+        if (const QString err = refreshViewedRun(); !err.isEmpty())
+            showError(tr("Cannot read the run"), err);
+    });
+    sliderRow->addWidget(m_watchedFormat);
+    m_followTimer = new QTimer(this);
+    m_followTimer->setInterval(kFollowMs);
+    connect(m_followTimer, &QTimer::timeout, this, &MainWindow::pollViewedRun);
     layout->addLayout(sliderRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
@@ -206,6 +238,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
         m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
+        if (!m_controller->hasSession() && !m_viewedRun.isEmpty()) {
+            statusBar()->showMessage(
+                tr("Previewing a loss scale of 2^%1 on the recorded histograms: a recorded "
+                   "run's training (another process's, if it is live) cannot be changed from "
+                   "here")
+                    .arg(std::log2(scale), 0, 'f', 2),
+                8000);
+            return;
+        }
         // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run
         // static (recorded as a policy change), so the policy shown stays the one training uses.
         if (m_controller->config().scalingPolicy == ScalingPolicy::None) {
@@ -524,6 +565,10 @@ QString MainWindow::applySettings() {
 
 QString MainWindow::startRun(const TrainConfig& config) {
     m_viewedRun.clear();
+    m_followTimer->stop();
+    m_viewedRecord.reset();
+    m_viewedLive = false;
+    m_watchedFormat->hide();
     m_scrub->hide();
     m_scrubLabel->hide();
     // Every run keeps its record: say when they add up.
@@ -660,22 +705,80 @@ QString MainWindow::loadSession(const QString& path) {
 }
 
 QString MainWindow::openRun(const QString& dir) {
+    std::unique_ptr<RunRecord> record;
     TrainConfig config;
     try { // read what is needed to show it before the current run is ended for it
-        config = configFromJson(RunRecord(dir.toStdString()).config());
+        record = std::make_unique<RunRecord>(dir.toStdString());
+        if (record->judgesSeveralFormats()) {
+            const std::vector<StepScalars> steps = record->steps();
+            config = watchedRunDisplayConfig(record->judgedFormats().front(),
+                                             steps.empty() ? 1.0 : steps.back().scale);
+        } else {
+            config = configFromJson(record->config());
+        }
     } catch (const std::exception& e) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
     }
     m_controller->closeSession(); // also when dir is the current run's: its record is now whole
+    m_viewedRun = dir;
+    m_viewedNames = record->stageNames();
+    m_viewedConfig = config;
+    {
+        const QSignalBlocker block(m_watchedFormat);
+        m_watchedFormat->clear();
+        for (const std::string& f : record->judgedFormats())
+            m_watchedFormat->addItem(QString::fromStdString(f));
+        m_watchedFormat->setVisible(record->judgesSeveralFormats());
+    }
+    m_viewedRecord = std::move(record);
+    m_viewedVersion = -1;
+    m_scrubSteps.clear();
+    showRunSettings(config);
+    showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
+    if (const QString err = refreshViewedRun(); !err.isEmpty()) {
+        m_viewedRecord.reset();
+        return err;
+    }
+    m_followTimer->start();
+    return {};
+}
+
+std::string MainWindow::watchedFormat() const {
+    return m_watchedFormat->isVisible() || m_watchedFormat->count() > 0
+               ? m_watchedFormat->currentText().toStdString()
+               : std::string();
+}
+
+void MainWindow::pollViewedRun() {
+    if (!m_viewedRecord)
+        return;
+    try {
+        if (m_viewedRecord->dataVersion() == m_viewedVersion &&
+            m_viewedLive == m_viewedRecord->isBeingWritten())
+            return; // nothing committed since the last look
+    } catch (const std::exception&) {
+        // the folder went away or cannot be read now: the next refresh says so
+    }
+    if (const QString err = refreshViewedRun(); !err.isEmpty()) {
+        m_followTimer->stop();
+        showError(tr("Cannot follow the run"), err);
+    }
+}
+
+QString MainWindow::refreshViewedRun() {
+    const QString dir = m_viewedRun;
     std::vector<StepScalars> history;
     std::vector<TrainingController::FlushColumn> columns;
+    std::vector<std::int64_t> scrubSteps;
     RunSummary summary;
-    std::vector<std::string> names;
+    bool live = false;
     try {
-        const RunRecord record(dir.toStdString());
-        names = record.stageNames();
+        const RunRecord& record = *m_viewedRecord;
+        // The version first: a commit between it and the reads shows at the next poll.
+        m_viewedVersion = record.dataVersion();
+        live = record.isBeingWritten();
         history = record.steps();
-        for (const RecordedStatistics& st : record.statistics()) {
+        for (const RecordedStatistics& st : record.statistics(watchedFormat())) {
             TrainingController::FlushColumn column{st.step, {}};
             for (const StageStats& stage : st.stages)
                 column.flushed.push_back(
@@ -683,10 +786,11 @@ QString MainWindow::openRun(const QString& dir) {
             columns.push_back(std::move(column));
         }
         summary = record.summary();
+        scrubSteps = record.histogramSteps();
     } catch (const std::exception& e) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
     }
-    m_viewedRun = dir;
+    m_viewedLive = live;
     m_viewedHistory = history;
     // As the live views do: at most ~4k points, evaluations always kept.
     const std::size_t every = history.size() / TrainingController::kHistoryCapacity + 1;
@@ -695,50 +799,64 @@ QString MainWindow::openRun(const QString& dir) {
         if (i % every == 0 || history[i].evaluated || i + 1 == history.size())
             shown.push_back(history[i]);
     m_timeView->setHistory(shown);
-    m_heatmap->setColumns(columns, names);
-    showRunSettings(config);
-    m_viewedConfig = config;
-    m_viewedNames = names;
-    try {
-        m_scrubSteps = RunRecord(dir.toStdString()).histogramSteps();
-    } catch (const std::exception&) {
-        m_scrubSteps.clear();
-    }
+    m_heatmap->setColumns(columns, m_viewedNames);
+    // The gradient view follows the newest recorded step unless the user scrubbed back.
+    const bool following = m_scrubSteps.empty() || m_scrub->value() >= m_scrub->maximum();
+    const std::int64_t shownStep =
+        m_scrubSteps.empty() ? -1 : m_scrubSteps[static_cast<std::size_t>(m_scrub->value())];
+    m_scrubSteps = scrubSteps;
     {
         const QSignalBlocker block(m_scrub);
         m_scrub->setRange(0, std::max<int>(0, static_cast<int>(m_scrubSteps.size()) - 1));
-        m_scrub->setValue(m_scrub->maximum());
+        if (following) {
+            m_scrub->setValue(m_scrub->maximum());
+        } else { // stay on the step the user chose
+            const auto at = std::find(m_scrubSteps.begin(), m_scrubSteps.end(), shownStep);
+            if (at != m_scrubSteps.end())
+                m_scrub->setValue(static_cast<int>(at - m_scrubSteps.begin()));
+        }
     }
     m_scrub->setVisible(m_scrubSteps.size() > 1);
     m_scrubLabel->setVisible(!m_scrubSteps.empty());
     showViewedStep(m_scrub->value());
-    showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
     m_progress->setRange(0, 1);
     m_progress->setValue(summary.finished ? 1 : 0);
-    m_status->setText(
-        tr("Viewing run %1: %2, %3 steps. Apply starts a new run from its settings.")
-            .arg(QFileInfo(dir).fileName(), QString::fromStdString(summary.stopReason))
-            .arg(history.empty() ? 0 : history.back().step));
+    const QString name = QFileInfo(dir).fileName();
+    const std::int64_t steps = history.empty() ? 0 : history.back().step;
+    if (live)
+        m_status->setText(tr("Following run %1 (live: another process is writing it), %2 steps "
+                             "so far. Apply starts a new run of the app's own.")
+                              .arg(name)
+                              .arg(steps));
+    else
+        m_status->setText(tr("Viewing run %1 (ended: %2), %3 steps. Apply starts a new run from "
+                             "its settings.")
+                              .arg(name, QString::fromStdString(summary.stopReason))
+                              .arg(steps));
     m_status->setToolTip(dir);
     std::error_code ec;
-    const auto bytes =
-        std::filesystem::file_size((dir + QStringLiteral("/run.sqlite")).toStdString(), ec);
-    m_disk->setText(ec ? QString() : tr("record %1").arg(megabytes(bytes)));
+    std::uint64_t bytes = 0;
+    for (const char* file : {"/run.sqlite", "/run.sqlite-wal"})
+        if (const auto n =
+                std::filesystem::file_size((dir + QLatin1String(file)).toStdString(), ec);
+            !ec)
+            bytes += n;
+    m_disk->setText(tr("record %1").arg(megabytes(bytes)));
     m_disk->setToolTip(dir);
     return {};
 }
 
-// The past run's statistics step at `index` of the recorded histogram steps, in the gradient
-// view (an empty view when the run recorded none).
+// The run's statistics step at `index` of the recorded histogram steps, in the gradient view
+// (an empty view when the run recorded none).
 void MainWindow::showViewedStep(int index) {
     TrainingSnapshot snapshot;
     snapshot.stageNames = m_viewedNames;
     m_viewedStep = 0;
-    if (index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
+    if (m_viewedRecord && index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
         const std::int64_t step = m_scrubSteps[static_cast<std::size_t>(index)];
         std::optional<RecordedStatistics> stats;
         try {
-            stats = RunRecord(m_viewedRun.toStdString()).histogramsAt(step);
+            stats = m_viewedRecord->histogramsAt(step, watchedFormat());
         } catch (const std::exception& e) {
             showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
         }

@@ -8,6 +8,8 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 
+#include <memory>
+
 class QAction;
 class QMenu;
 class QComboBox;
@@ -18,6 +20,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QProgressBar;
 class QSpinBox;
+class QTimer;
 
 namespace plab {
 
@@ -29,6 +32,7 @@ class FormatInspector;
 class GradientView;
 class LossScaleSlider;
 class RecipeEditor;
+class RunRecord;
 class TimeView;
 class TrainingController;
 
@@ -63,11 +67,22 @@ public:
     // replays headless (`precision-lab-cli train --config`), edits included.
     QString saveSession(const QString& path);
     QString loadSession(const QString& path);
-    // Shows a past run from its record (DIR/run.sqlite): loss curves, the heat map, the last
+    // Shows a run from its record (DIR/run.sqlite): loss curves, the heat map, the last
     // recorded histograms, its settings in the controls (Apply starts a new run from them). The
-    // current run ends first. Returns the error (not a record, unreadable config), or empty.
+    // current run ends first. A run that another process still writes (a watched PyTorch run, a
+    // CLI train, a sweep's run) is followed: new steps appear as they are committed (polled
+    // every kFollowMs), the gradient view stays on the newest step unless scrubbed back, and the
+    // status bar says live or ended. Returns the error (not a record, unreadable config), or
+    // empty.
     QString openRun(const QString& dir);
     QString viewedRun() const { return m_viewedRun; }
+    static constexpr int kFollowMs = 200;
+    // The run on show is being written by another process.
+    bool viewedRunIsLive() const { return m_viewedLive; }
+    // The steps of the run on show, as read at the last poll.
+    const std::vector<StepScalars>& viewedHistory() const { return m_viewedHistory; }
+    // A watched PyTorch run judges every tensor in several formats: the one on show.
+    QComboBox* watchedFormatBox() const { return m_watchedFormat; }
     // While a past run is on show: the slider over the steps whose histograms it recorded, and
     // the step the gradient view shows.
     QSlider* scrubSlider() const { return m_scrub; }
@@ -91,6 +106,15 @@ private:
     static QString writeWholeFile(const QString& path, const std::string& text);
     QString m_viewedRun; // the past run on show (no session), or empty
     void showViewedStep(int index);
+    // Reads the run on show again (its steps, statistics and histogram steps) into the views.
+    QString refreshViewedRun();
+    void pollViewedRun();
+    std::unique_ptr<RunRecord> m_viewedRecord; // the open connection to the run on show
+    std::int64_t m_viewedVersion = -1;         // its data_version at the last refresh
+    bool m_viewedLive = false;
+    QTimer* m_followTimer = nullptr;
+    QComboBox* m_watchedFormat = nullptr;
+    std::string watchedFormat() const;
     QSlider* m_scrub = nullptr;
     QLabel* m_scrubLabel = nullptr;
     std::vector<std::int64_t> m_scrubSteps;   // of the run on show, with histograms

@@ -6,6 +6,8 @@
 #endif
 
 #include <QApplication>
+#include <QCommandLineParser>
+#include <QMessageBox>
 #include <QIcon>
 
 int main(int argc, char** argv) {
@@ -19,8 +21,22 @@ int main(int argc, char** argv) {
     // Matches the installed .desktop file, so Wayland compositors pair the window with its entry.
     QGuiApplication::setDesktopFileName(QStringLiteral("io.github.precisionlab.PrecisionLab"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/precision-lab.svg")));
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Low-precision training, live"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption open(
+        QStringLiteral("open"),
+        QStringLiteral("Show the run in DIR (it holds run.sqlite), following it while another "
+                       "process writes it (a watched PyTorch run, a CLI train)."),
+        QStringLiteral("DIR"));
+    parser.addOption(open);
+    parser.process(app);
     plab::MainWindow window;
     window.resize(1280, 820);
     window.show();
+    if (parser.isSet(open))
+        if (const QString error = window.openRun(parser.value(open)); !error.isEmpty())
+            QMessageBox::warning(&window, QObject::tr("Cannot open the run"), error);
     return QApplication::exec();
 }

@@ -66,6 +66,8 @@ nlohmann::json RunRecord::meta(const std::string& key) const {
 
 bool RunRecord::isBeingWritten() const { return runDirectoryLocked(m_dir); }
 
+std::int64_t RunRecord::dataVersion() const { return m_db->queryInteger("PRAGMA data_version"); }
+
 std::optional<std::string> RunRecord::rowsOf(const std::string& format) const {
     if (m_judgedFormats.empty())
         return std::nullopt;

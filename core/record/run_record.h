@@ -47,6 +47,9 @@ public:
     nlohmann::json meta(const std::string& key) const;
     // Whether another process writes the record now (it holds the folder's lock).
     bool isBeingWritten() const;
+    // Changes whenever another connection commits (SQLite's data_version): what a reader that
+    // follows a live run polls, for the price of one PRAGMA.
+    std::int64_t dataVersion() const;
     // Which formats the statistics name. A trained run casts each role in one format (all its
     // rows are read together); a watched PyTorch run judges every tensor in each of `formats`,
     // and its statistics are read one format at a time: pass the format to statistics() and
