@@ -11,13 +11,14 @@ packages=(
   libeigen3-dev libopenblas-pthread-dev nlohmann-json3-dev zlib1g-dev libsqlite3-dev pkg-config
   libcairo2-dev
   dataset-fashion-mnist
+  pybind11-dev python3-dev python3-numpy python3-pandas
 )
 if [[ "${1:-}" == --test ]]; then
-  # Fuzzing (clang's libFuzzer and sanitizer runtimes), the package test's validators,
-  # a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh), and lld, which
+  # Fuzzing (clang's libFuzzer and sanitizer runtimes), the package test's validators, the
+  # Python module's tests (pytest; PyTorch for the watcher), a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh), and lld, which
   # links the three builds' ~90 executables faster than binutils' linkers (CMakeLists.txt).
   packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file slurm-wlm munge
-    lld)
+    lld python3-pytest python3-torch)
 fi
 
 missing=()

@@ -142,6 +142,7 @@ void WatchRecorder::close(const std::string& stopReason, bool finished) {
     m_log->logEvent(m_lastStep, "end", summary.stopReason);
     m_log->writeSummary(summary);
     m_log->close();
+    m_log.reset(); // the folder's lock with it: another run may write there now
     if (!failure.empty())
         throw RecordError(failure);
 }

@@ -1,0 +1,231 @@
+"""precision_lab.torch.watch: the recorded counts equal quantize() on the same tensors taken by
+hooks of the test's own, the hooks are gone after close(), a script killed with SIGKILL leaves a
+record `export` reads with whole steps, dropped statistics steps are events, bad input errors."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import precision_lab as pl
+
+COUNTS = ("total", "zero", "flushed", "subnormal", "normal", "overflow", "nan")
+
+
+def small_model(torch):
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Linear(48, 32), torch.nn.ReLU(inplace=True),
+                               torch.nn.Linear(32, 5))
+
+
+def hooks_left(model):
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) + len(m._backward_hooks)
+               for m in model.modules())
+
+
+def test_recorded_counts_equal_quantize_of_the_same_tensors(torch, tmp_path):
+    import precision_lab.torch as plt
+    model = small_model(torch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scale = 2.0 ** 12  # an fp16-style loss scale that the script multiplies into the loss
+    fc2 = model[2]
+    # The test's own hooks: the weight gradient as backward makes it (scaled), and the
+    # gradient of fc2's output.
+    seen = {}
+    fc2.weight.register_hook(lambda g: seen.__setitem__("wgrad", g.detach().clone()))
+
+    def on_output(module, inputs, output):
+        output.register_hook(lambda g: seen.__setitem__("agrad", g.detach().clone()))
+
+    fc2.register_forward_hook(on_output)
+    formats = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
+    taken = {}
+    with plt.watch(model, tmp_path / "run", formats=formats, every=2,
+                   loss_scale=scale) as watcher:
+        for step in range(1, 6):
+            x = torch.randn(16, 48) * 1e-3  # small activations: small gradients to flush
+            loss = torch.nn.functional.cross_entropy(model(x), torch.randint(0, 5, (16,)))
+            (loss * scale).backward()
+            for p in model.parameters():  # unscaled before the update, as a GradScaler does
+                p.grad /= scale
+            optimizer.step()
+            watcher.step(loss=loss, lr=0.1)
+            optimizer.zero_grad()
+            taken[step] = dict(seen)
+    run = pl.open_run(tmp_path / "run")
+    assert list(run.steps["step"]) == [1, 2, 3, 4, 5]
+    assert set(run.stats["step"]) == {1, 3, 5}
+    assert (run.steps["scale"] == scale).all()
+    assert run.formats == list(formats)
+    assert run.source == "pytorch-watch" and run.watch["model"] == "Sequential"
+    checked = 0
+    for step in (1, 3, 5):
+        for role, key in (("weight_gradients", "wgrad"), ("activation_gradients", "agrad")):
+            tensor = taken[step][key].numpy()
+            for fmt in formats:
+                _, expected = pl.quantize(tensor, fmt)
+                row = run.stats[(run.stats.step == step) & (run.stats.stage_name == "2") &
+                                (run.stats.role == role) & (run.stats.format == fmt)]
+                assert len(row) == 1, (step, role, fmt)
+                row = row.iloc[0]
+                for c in COUNTS:
+                    assert row[c] == expected[c], (step, role, fmt, c)
+                assert row["amax"] == pytest.approx(expected["amax"], rel=0, abs=0)
+                assert row["grad_scale"] == scale
+                if fmt == "nvfp4":
+                    assert row["blocks"] == expected["blocks"]["blocks"]
+                checked += 1
+    assert checked == 30
+    # The scale matters: in fp8-e4m3 unscaled gradients would flush far more.
+    wgrad = taken[5]["wgrad"].numpy() / scale
+    _, unscaled = pl.quantize(wgrad, "fp8-e4m3")
+    scaled = run.stats[(run.stats.step == 5) & (run.stats.stage_name == "2") &
+                       (run.stats.role == "weight_gradients") &
+                       (run.stats.format == "fp8-e4m3")].iloc[0]
+    assert unscaled["flushed"] > scaled["flushed"]
+    assert len(run.histograms(step=5)) == 2 * 4  # two modules, four roles
+    assert run.summary["finished"] and run.summary["stop_reason"] == "completed"
+
+
+def test_close_removes_every_hook(torch, tmp_path):
+    import precision_lab.torch as plt
+    model = small_model(torch)
+    before = hooks_left(model)
+    watcher = plt.watch(model, tmp_path / "a")
+    assert hooks_left(model) > before
+    model(torch.randn(2, 48)).sum().backward()
+    watcher.step()
+    watcher.close()
+    watcher.close()  # idempotent
+    assert hooks_left(model) == before
+    # An exception inside a with block: hooks gone too, the summary says why.
+    with pytest.raises(RuntimeError, match="boom"):
+        with plt.watch(model, tmp_path / "b"):
+            model(torch.randn(2, 48))
+            raise RuntimeError("boom")
+    assert hooks_left(model) == before
+    run = pl.open_run(tmp_path / "b")
+    assert not run.summary["finished"]
+    assert "RuntimeError: boom" in run.summary["stop_reason"]
+
+
+def test_a_killed_script_leaves_whole_steps(torch, tmp_path, cli):
+    run_dir = tmp_path / "killed"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    script = os.path.join(os.path.dirname(__file__), "watched_script.py")
+    proc = subprocess.Popen([sys.executable, script, str(run_dir)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        for line in proc.stdout:
+            if line.startswith("step 20") or time.monotonic() > deadline:
+                break
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.2)  # mid-run: more steps are being captured and counted
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = tmp_path / "export"
+    result = subprocess.run([cli, "export", str(run_dir), "--out", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    with open(out / "metrics.csv") as f:
+        steps = [int(r["step"]) for r in csv.DictReader(f)]
+    assert len(steps) >= 20 and steps == list(range(1, len(steps) + 1))
+    rows = {}
+    with open(out / "layers.csv") as f:
+        for r in csv.DictReader(f):
+            rows[int(r["step"])] = rows.get(int(r["step"]), 0) + 1
+    # Every recorded statistics step is whole: 2 modules x 4 roles x 5 formats, none half
+    # written; the others were dropped with an event (the script outpaces the counting).
+    assert set(rows) <= set(steps) and len(rows) >= 10 and set(rows.values()) == {2 * 4 * 5}
+    with open(out / "events.jsonl") as f:
+        dropped = sum('"statistics_dropped"' in line for line in f)
+    assert len(rows) + dropped >= len(steps) - 1  # the step in flight at the kill may be lost
+    run = pl.open_run(run_dir)
+    assert "killed or crashed" in run.summary["stop_reason"]
+    assert not run.live
+
+
+def test_full_queue_drops_statistics_with_an_event(torch, tmp_path):
+    import precision_lab.torch as plt
+    torch.manual_seed(0)
+    model = torch.nn.Linear(2048, 2048)
+    formats = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4", "e3m2", "e2m3", "e2m1",
+               "mxfp8-e4m3", "mxfp4", "fp8-block128", "e4m3:fnuz")
+    with plt.watch(model, tmp_path / "q", formats=formats, every=1, queue_steps=1) as watcher:
+        for _ in range(12):  # far faster than counting 2 x 4M values in 12 formats a step
+            model(torch.randn(1, 2048)).sum().backward()
+            watcher.step()
+            model.zero_grad()
+        dropped = watcher.dropped_steps
+    run = pl.open_run(tmp_path / "q")
+    events = run.events[run.events.type == "statistics_dropped"]
+    assert dropped > 0 and len(events) == dropped
+    assert len(run.steps) == 12  # every step's scalars are kept
+    assert run.stats.step.nunique() == 12 - dropped
+
+
+def test_loss_scale_callable_and_grad_scaler(torch, tmp_path):
+    import precision_lab.torch as plt
+    model = small_model(torch)
+    scales = iter([8.0, 16.0, 32.0])
+    with plt.watch(model, tmp_path / "c", every=1, loss_scale=lambda: next(scales)) as w:
+        for _ in range(3):
+            model(torch.randn(2, 48)).sum().backward()
+            w.step()
+    assert list(pl.open_run(tmp_path / "c").steps["scale"]) == [8.0, 16.0, 32.0]
+    scaler = torch.cuda.amp.GradScaler(enabled=False)  # as on a CPU-only machine
+    with plt.watch(model, tmp_path / "g", loss_scale=scaler) as w:
+        model(torch.randn(2, 48)).sum().backward()
+        w.step()
+    assert list(pl.open_run(tmp_path / "g").steps["scale"]) == [1.0]
+
+
+def test_bad_watch_arguments(torch, tmp_path):
+    import precision_lab.torch as plt
+    model = small_model(torch)
+    cases = [
+        (dict(formats=("fp9",)), ValueError, '"fp9"'),
+        (dict(formats=()), ValueError, "formats is empty"),
+        (dict(every=0), ValueError, "every 0"),
+        (dict(roles=("gradients",)), ValueError, "gradients"),
+        (dict(loss_scale=-4.0), ValueError, "loss_scale -4.0"),
+        (dict(loss_scale="big"), TypeError, "loss_scale is a str"),
+    ]
+    for kwargs, error, text in cases:
+        with pytest.raises(error, match=text):
+            plt.watch(model, tmp_path / "bad", **kwargs)
+        assert hooks_left(model) == 0
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        plt.watch(object(), tmp_path / "bad")
+    with pytest.raises(ValueError, match="no module with parameters"):
+        plt.watch(torch.nn.ReLU(), tmp_path / "bad")
+    first = plt.watch(model, tmp_path / "locked")
+    with pytest.raises(OSError, match="another run is writing"):
+        plt.watch(small_model(torch), tmp_path / "locked")
+    first.close()
+    with pytest.raises(OSError, match="holds an earlier run"):
+        plt.watch(model, tmp_path / "locked")
+    plt.watch(model, tmp_path / "locked", overwrite=True).close()
+
+
+def test_open_run_reads_a_cli_run(tmp_path, cli):
+    result = subprocess.run([cli, "train", "--preset", "fp16-static", "--steps", "5", "--out",
+                             str(tmp_path / "cli")], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    run = pl.open_run(tmp_path / "cli")
+    assert list(run.steps["step"]) == [1, 2, 3, 4, 5]
+    assert run.formats == [] and run.source is None
+    assert set(run.stats["role"]) >= {"weights", "activation_gradients"}
+    assert (run.stats["format"] != "").all()
+    assert run.summary["finished"]
+    with pytest.raises(OSError, match="no run record here"):
+        pl.open_run(tmp_path)
