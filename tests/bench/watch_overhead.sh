@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Benchmark, not a test: what precision_lab.torch.watch costs the PyTorch MLP peer (every 10th
+# step and every step, interleaved rounds in one run), the hand-written peer watcher for scale,
+# and precision_lab.quantize against the CLI's bench, torch's casts and a numpy FP8 emulation.
+# Needs a built build/default (or $BUILD) with the Python module, Debian's python3-torch and
+# dataset-fashion-mnist. ROUNDS, EPOCHS, QUANT_N: see tests/bench/watch_overhead.py. CPUS
+# (e.g. CPUS=0,1) pins the run with taskset.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${BUILD:-build/default}
+[[ -d $build/python/precision_lab ]] ||
+  { echo "watch_overhead: $build/python/precision_lab is missing: build first (cmake --build --preset default)" >&2; exit 1; }
+/usr/bin/python3 -c "import torch" 2>/dev/null ||
+  { echo "watch_overhead: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
+pin=()
+if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
+PLAB_PYTHON_PATH=$build/python PLAB_CLI=$build/app/precision-lab-cli \
+  PEERS=${PEERS:-../shared/peers} "${pin[@]}" /usr/bin/python3 tests/bench/watch_overhead.py
