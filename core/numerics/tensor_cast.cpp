@@ -66,10 +66,11 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
         throw std::invalid_argument("cast: rows of " + std::to_string(rowLength) +
                                     " values do not divide " + std::to_string(in.size()));
     // The scaled input, when there is a scale, is the cast's input (and kept for the error sums
-    // of block casts, which are measured after the cast).
+    // of block casts, which are measured after the cast; options.measureError asks for them).
     std::vector<float> scaled;
     std::span<const float> source = in;
-    const bool keepInput = result != nullptr && isBlockFormat() && in.data() == out.data();
+    const bool measure = result != nullptr && options.measureError;
+    const bool keepInput = measure && isBlockFormat() && in.data() == out.data();
     if (scale != 1.0f || keepInput) {
         scaled.resize(in.size());
         for (std::size_t i = 0; i < in.size(); ++i)
@@ -78,9 +79,7 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
     }
     QuantStats* stats = result ? &result->stats : nullptr;
     if (!m_block) {
-        QuantizeOptions o = options;
-        o.measureError = result != nullptr;
-        m_element.quantize(source, out, stats, o);
+        m_element.quantize(source, out, stats, options);
     } else {
         std::vector<BlockInfo> scratch;
         BlockLayout layout;
@@ -93,10 +92,10 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
                            result ? &result->blocks : nullptr, options,
                            blocksOut ? *blocksOut : scratch,
                            blocksOut ? BlockRecords::All : BlockRecords::Scratch);
-        if (result) {
+        if (result)
             result->tensorScale = r.tensorScale;
+        if (measure) // the block passes measure no error of their own
             result->stats.error.merge(measureError(source, out));
-        }
     }
     if (scale != 1.0f)
         for (float& v : out)

@@ -210,6 +210,7 @@ void WatchRecorder::record(const WatchedStep& step) {
         std::vector<float> out;
         QuantizeOptions options;
         options.pool = m_pool.get();
+        options.measureError = true; // each format's SQNR
         for (const CapturedTensor& t : step.tensors) {
             if (t.stage >= m_settings.stageNames.size())
                 throw RecordError(m_dir + ": a captured tensor names stage " +

@@ -95,8 +95,13 @@ def test_block_statistics():
     x[0] = 0.0
     _, s = pl.quantize(x, "nvfp4")
     b = s["blocks"]
-    assert b["blocks"] == 8 * 64 // 16 and b["zero_blocks"] == 4
-    assert len(b["scales"]) == b["blocks"] and s["tensor_scale"] > 0
+    assert b["blocks"] == 8 * 64 // 16 and b["zero_blocks"] == 4 and "scales" not in b
+    assert b["scale_histogram"].sum() == b["blocks"] - b["zero_blocks"]
+    _, s2 = pl.quantize(x, "nvfp4", block_scales=True)
+    assert len(s2["blocks"]["scales"]) == b["blocks"] and s2["tensor_scale"] > 0
+    assert (s2["blocks"]["scales"][:4] == 0).all() and (s2["blocks"]["scales"][4:] > 0).all()
+    assert {k: v for k, v in s2["blocks"].items() if k not in ("scales", "amax")}.keys() == \
+        b.keys()
 
 
 def test_out_in_place_and_torch_zero_copy(torch):

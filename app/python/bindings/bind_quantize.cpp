@@ -81,11 +81,9 @@ SharedPool& sharedPool(unsigned threads) {
     return *p;
 }
 
-template <class Array>
-py::array_t<double> doubles(const Array& values) {
+py::array_t<double> doubles(const std::vector<double>& values) {
     py::array_t<double> a(static_cast<py::ssize_t>(values.size()));
-    for (std::size_t i = 0; i < values.size(); ++i)
-        a.mutable_at(static_cast<py::ssize_t>(i)) = static_cast<double>(values[i]);
+    std::copy(values.begin(), values.end(), a.mutable_data());
     return a;
 }
 
@@ -106,7 +104,7 @@ py::array_t<double> histogramEdges() {
 }
 
 py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
-                   const std::vector<BlockInfo>& blocks) {
+                   const std::vector<BlockInfo>& blocks, bool withError) {
     const QuantStats& q = r.stats;
     py::dict d;
     d["format"] = cast.name();
@@ -119,12 +117,14 @@ py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
     d["nan"] = q.count(QuantClass::NaN);
     d["amax"] = static_cast<double>(q.amax);
     d["flushed_share"] = q.flushedShare();
-    d["err_count"] = q.error.count;
-    d["signal_sq"] = q.error.signalSq;
+    if (withError) { // finite (input, output) pairs: err_count of them
+        d["err_count"] = q.error.count;
+        d["signal_sq"] = q.error.signalSq;
     d["error_sq"] = q.error.errorSq;
     d["output_sq"] = q.error.outputSq;
     d["mse"] = q.error.mse();
-    d["sqnr_db"] = q.error.sqnrDb();
+        d["sqnr_db"] = q.error.sqnrDb();
+    }
     // Bin 0: zeros; 1..N: log2|x| bins (edges in bin_edges_log2); N+1: Inf; N+2: NaN.
     d["histogram"] = counts(q.histogram);
     d["bin_edges_log2"] = histogramEdges();
@@ -141,13 +141,18 @@ py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
         bd["saturated_block_share"] = b.saturatedBlockShare();
         bd["scale_histogram"] = counts(b.scaleHistogram);
         bd["range_histogram"] = counts(b.rangeHistogram);
-        std::vector<float> scales, amax;
-        for (const BlockInfo& info : blocks) {
-            scales.push_back(info.scale.decoded);
-            amax.push_back(info.amax);
+        if (!blocks.empty()) { // block_scales=True: each block's decoded scale and amax
+        py::array_t<float> scales(static_cast<py::ssize_t>(blocks.size()));
+        py::array_t<float> amax(static_cast<py::ssize_t>(blocks.size()));
+        float* s = scales.mutable_data();
+        float* a = amax.mutable_data();
+        for (std::size_t i = 0; i < blocks.size(); ++i) {
+            s[i] = blocks[i].scale.decoded;
+            a[i] = blocks[i].amax;
         }
-        bd["scales"] = doubles(scales);
-        bd["amax"] = doubles(amax);
+        bd["scales"] = scales;
+        bd["amax"] = amax;
+        }
         d["blocks"] = bd;
         d["tensor_scale"] = static_cast<double>(r.tensorScale);
     }
@@ -158,7 +163,7 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
                    std::uint64_t seed, double scale, bool withStats,
                    const std::optional<std::string>& scaleRounding, const py::handle& outArg,
                    unsigned threads, const std::optional<std::string>& overflow,
-                   bool fourOverSix, bool pow2Scales) {
+                   bool fourOverSix, bool pow2Scales, bool blockScales, bool error) {
     // Every check before anything is written.
     const py::array in = checkedFloatArray(x, "x", false);
     if (!std::isfinite(scale) || scale <= 0.0 || !std::isfinite(static_cast<float>(scale)))
@@ -195,6 +200,7 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
         py::gil_scoped_release release;
         QuantizeOptions options;
         options.seed = seed;
+        options.measureError = error;
         std::unique_lock<std::mutex> poolLock;
         if (threads > 1) {
             SharedPool& shared = sharedPool(threads);
@@ -203,9 +209,9 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
         }
         cast.cast(inValues, outValues, rowLength, static_cast<float>(scale), options,
                   withStats ? &result : nullptr,
-                  withStats && cast.isBlockFormat() ? &blocks : nullptr);
+                  withStats && blockScales && cast.isBlockFormat() ? &blocks : nullptr);
     }
-    return py::make_tuple(out, withStats ? py::object(statsDict(result, cast, blocks))
+    return py::make_tuple(out, withStats ? py::object(statsDict(result, cast, blocks, error))
                                          : py::object(py::none()));
 }
 
@@ -216,7 +222,7 @@ void bindQuantize(py::module_& m) {
     m.def("quantize", &quantize, py::arg("x"), py::arg("fmt"), py::arg("rounding"),
           py::arg("seed"), py::arg("scale"), py::arg("stats"), py::arg("scale_rounding"),
           py::arg("out"), py::arg("threads"), py::arg("overflow"), py::arg("four_over_six"),
-          py::arg("pow2_scales"));
+          py::arg("pow2_scales"), py::arg("block_scales"), py::arg("error"));
     m.attr("HIST_BIN_COUNT") = kHistBinCount;
 }
 
