@@ -229,3 +229,32 @@ def test_open_run_reads_a_cli_run(tmp_path, cli):
     assert run.summary["finished"]
     with pytest.raises(OSError, match="no run record here"):
         pl.open_run(tmp_path)
+
+
+ENDINGS = """
+import os, signal, sys, time
+sys.path.insert(0, os.environ["PLAB_PYTHON_PATH"])
+import torch, precision_lab.torch as plt
+model = torch.nn.Linear(8, 2)
+how = sys.argv[2]
+if how == "no-close":
+    w = plt.watch(model, sys.argv[1])
+    model(torch.randn(2, 8)).sum().backward()
+    w.step()
+    sys.exit(0)  # without close()
+with plt.watch(model, sys.argv[1]) as w:
+    model(torch.randn(2, 8)).sum().backward()
+    w.step()
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+    time.sleep(5)
+"""
+
+
+@pytest.mark.parametrize("how,reason", [("no-close", "the script ended without close()"),
+                                        ("ctrl-c", "interrupted (Ctrl-C)")])
+def test_how_a_script_ended_is_in_the_summary(torch, tmp_path, how, reason):
+    subprocess.run([sys.executable, "-c", ENDINGS, str(tmp_path / how), how],
+                   capture_output=True, timeout=60)
+    run = pl.open_run(tmp_path / how)
+    assert run.summary["stop_reason"] == reason and not run.summary["finished"]
+    assert list(run.steps["step"]) == [1]
