@@ -11,6 +11,7 @@
 #include "train/training_session.h"
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -25,6 +26,7 @@ private slots:
     void damagedHistogramBlobIsRefused();
     void nanInfAndNotEvaluatedKeepTheirMeaning();
     void aStepIsRecordedWholeOrNotAtAll();
+    void aKilledRunReadsOnReadOnlyTerms();
     void resetStartsANewAttempt();
     void budgetStopsHistogramsAndSaysSo();
     void aReaderDuringTheRunDoesNotFailIt();
@@ -145,6 +147,44 @@ void TestRunRecord::aStepIsRecordedWholeOrNotAtAll() {
     QCOMPARE(readAll(run + "/layers.csv").find("\n2,"), std::string::npos);
     const RunAnalysis a = analyseRun(record);
     QCOMPARE(a.meanFlushed.at("activation_gradients"), 5.0 / 105.0);
+}
+
+// A killed run's record as a reader on read-only storage opens it: read-only with the write-ahead
+// log's index (the committed steps), or immutable (the checkpointed part); the writer's lock is
+// probed without creating anything.
+void TestRunRecord::aKilledRunReadsOnReadOnlyTerms() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    // A connection held open keeps the write-ahead log beside the database when the writer goes,
+    // as a kill does (the last connection to close folds it in).
+    std::unique_ptr<SqliteDb> keeper;
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"});
+        keeper = std::make_unique<SqliteDb>(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
+        keeper->queryInteger("SELECT count(*) FROM meta"); // opened for real (lazily otherwise)
+        StepScalars s;
+        s.step = 1;
+        log.logStep(s);
+        log.logStats(1, someStats(2));
+        log.commit();
+        QVERIFY(runDirectoryLocked(run));
+        QVERIFY(RunRecord(run).isBeingWritten());
+    }
+    QVERIFY(!runDirectoryLocked(run));
+    QVERIFY(std::filesystem::exists(run + "/run.sqlite-wal"));
+    {
+        SqliteDb readOnly(run + "/run.sqlite", SqliteDb::Mode::ReadOnly);
+        QCOMPARE(readOnly.queryInteger("SELECT count(*) FROM steps"), std::int64_t{1});
+        // Immutable reads the database file alone: nothing of the log until it is checkpointed.
+        QVERIFY(!SqliteDb(run + "/run.sqlite", SqliteDb::Mode::Immutable).hasTable("steps"));
+        keeper->exec("PRAGMA wal_checkpoint(PASSIVE);");
+        SqliteDb immutable(run + "/run.sqlite", SqliteDb::Mode::Immutable);
+        QCOMPARE(immutable.queryInteger("SELECT count(*) FROM steps"), std::int64_t{1});
+    }
+    const std::string bare = dir.path().toStdString() + "/no-lock";
+    std::filesystem::create_directories(bare);
+    QVERIFY(!runDirectoryLocked(bare));
+    QVERIFY(!std::filesystem::exists(bare + "/.lock")); // a reader's probe writes nothing
 }
 
 // After a Reset the steps start at 1 again: the reader shows the run since the reset, the exports
