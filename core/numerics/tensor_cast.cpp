@@ -22,9 +22,8 @@ std::optional<BlockFormat> blockFormatOf(const TensorCastSpec& spec) {
     BlockFormat b = *named;
     BlockScheme& s = b.scheme;
     if (spec.overflow && *spec.overflow != Overflow::Saturate)
-        throw FormatError("overflow " + std::string(toString(*spec.overflow)) +
-                          ": block format " + spec.format +
-                          " saturates (its scale fills the range)");
+        throw FormatError("overflow " + std::string(toString(*spec.overflow)) + ": block format " +
+                          spec.format + " saturates (its scale fills the range)");
     if (spec.scaleRounding) {
         if (s.kind != BlockScaleKind::Mx)
             throw FormatError("scale rounding applies to MX formats, not to " + spec.format);
@@ -50,8 +49,7 @@ QuantConfig elementConfigOf(const TensorCastSpec& spec, const std::optional<Bloc
 
 } // namespace
 
-TensorCast::TensorCast(const TensorCastSpec& spec)
-    : TensorCast(spec, blockFormatOf(spec)) {}
+TensorCast::TensorCast(const TensorCastSpec& spec) : TensorCast(spec, blockFormatOf(spec)) {}
 
 TensorCast::TensorCast(const TensorCastSpec& spec, std::optional<BlockFormat> block)
     : m_name(block ? block->name : parseFormat(spec.format).name),
@@ -87,11 +85,10 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
             layout.rows = in.size() / rowLength;
             layout.cols = rowLength;
         }
-        const BlockQuantizeResult r =
-            quantizeBlocks(m_element, m_block->scheme, source, out, layout, stats,
-                           result ? &result->blocks : nullptr, options,
-                           blocksOut ? *blocksOut : scratch,
-                           blocksOut ? BlockRecords::All : BlockRecords::Scratch);
+        const BlockQuantizeResult r = quantizeBlocks(
+            m_element, m_block->scheme, source, out, layout, stats,
+            result ? &result->blocks : nullptr, options, blocksOut ? *blocksOut : scratch,
+            blocksOut ? BlockRecords::All : BlockRecords::Scratch);
         if (result)
             result->tensorScale = r.tensorScale;
         if (measure) // the block passes measure no error of their own

@@ -20,16 +20,18 @@ namespace plab {
 struct TensorCastSpec {
     std::string format;
     Rounding rounding = Rounding::NearestEven;
-    std::optional<Overflow> overflow = std::nullopt; // none: the format's default (block formats saturate)
+    std::optional<Overflow> overflow =
+        std::nullopt; // none: the format's default (block formats saturate)
     // Block formats only (FormatError for any other format or block kind).
-    std::optional<ScaleRounding> scaleRounding = std::nullopt; // MX: floor (OCP) or ceil (Transformer Engine)
-    bool fourOverSix = false;                   // nvfp4
-    bool powerOfTwoScales = false;              // fp8-block128
+    std::optional<ScaleRounding> scaleRounding =
+        std::nullopt;              // MX: floor (OCP) or ceil (Transformer Engine)
+    bool fourOverSix = false;      // nvfp4
+    bool powerOfTwoScales = false; // fp8-block128
 };
 
 struct TensorCastResult {
-    QuantStats stats;   // as the element format saw the (scaled) values
-    BlockStats blocks;  // block formats: per-block statistics
+    QuantStats stats;         // as the element format saw the (scaled) values
+    BlockStats blocks;        // block formats: per-block statistics
     float tensorScale = 1.0f; // NVFP4's s_enc; 1 for the others
 };
 
@@ -51,8 +53,8 @@ public:
     // the cast) and, for block formats, the blocks' statistics. blocksOut, when given, gets
     // each block's facts. Throws std::invalid_argument when the sizes differ or rowLength does
     // not divide the input.
-    void cast(std::span<const float> in, std::span<float> out, std::size_t rowLength,
-              float scale, const QuantizeOptions& options, TensorCastResult* result,
+    void cast(std::span<const float> in, std::span<float> out, std::size_t rowLength, float scale,
+              const QuantizeOptions& options, TensorCastResult* result,
               std::vector<BlockInfo>* blocksOut = nullptr) const;
 
 private:

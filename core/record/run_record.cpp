@@ -7,9 +7,9 @@
 #include "record/run_record_schema.h"
 
 #include <cmath>
-#include <unistd.h>
 #include <filesystem>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace plab {
 
@@ -64,9 +64,13 @@ nlohmann::json RunRecord::meta(const std::string& key) const {
     return j.is_discarded() ? nlohmann::json(s.text(0)) : j;
 }
 
-bool RunRecord::isBeingWritten() const { return runDirectoryLocked(m_dir); }
+bool RunRecord::isBeingWritten() const {
+    return runDirectoryLocked(m_dir);
+}
 
-std::int64_t RunRecord::dataVersion() const { return m_db->queryInteger("PRAGMA data_version"); }
+std::int64_t RunRecord::dataVersion() const {
+    return m_db->queryInteger("PRAGMA data_version");
+}
 
 std::optional<std::string> RunRecord::rowsOf(const std::string& format) const {
     if (m_judgedFormats.empty())
@@ -213,8 +217,8 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::i
 } // namespace
 
 std::vector<RecordedStatistics> RunRecord::statistics(const std::string& format) const {
-    return readStatistics(*m_db, m_version, lastAttempt(), m_stageNames.size(), std::nullopt,
-                          false, rowsOf(format));
+    return readStatistics(*m_db, m_version, lastAttempt(), m_stageNames.size(), std::nullopt, false,
+                          rowsOf(format));
 }
 
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
@@ -235,10 +239,10 @@ std::vector<std::int64_t> RunRecord::histogramSteps() const {
 }
 
 std::optional<RecordedStatistics> RunRecord::histogramsAt(std::int64_t step,
-                                                         const std::string& format) const {
+                                                          const std::string& format) const {
     const std::int64_t attempt = lastAttempt();
-    auto stats = readStatistics(*m_db, m_version, attempt, m_stageNames.size(), step, true,
-                                rowsOf(format));
+    auto stats =
+        readStatistics(*m_db, m_version, attempt, m_stageNames.size(), step, true, rowsOf(format));
     if (stats.empty())
         return std::nullopt;
     RecordedStatistics out = std::move(stats.back());

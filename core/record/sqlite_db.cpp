@@ -183,7 +183,7 @@ SqliteDb::SqliteDb(const std::string& path, Mode mode) : m_path(path) {
     if (mode == Mode::Immutable) { // a URI: '%', '?' and '#' in the path escaped
         name = "file:";
         for (char c : path)
-            name += c == '%' ? std::string("%25")
+            name += c == '%'   ? std::string("%25")
                     : c == '?' ? std::string("%3f")
                     : c == '#' ? std::string("%23")
                                : std::string(1, c);

@@ -255,9 +255,8 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
             const bool master = role == TensorRole::MasterWeights;
             logRoleStats(step, s, role,
                          {m_roleFormats[s * kRoleCount + r], stages[s].roles[r],
-                          stages[s].blocks[r], stages[s].gradientScale,
-                          stages[s].tensorScale[r], master ? stages[s].updates : 0,
-                          master ? stages[s].lostUpdates : 0},
+                          stages[s].blocks[r], stages[s].gradientScale, stages[s].tensorScale[r],
+                          master ? stages[s].updates : 0, master ? stages[s].lostUpdates : 0},
                          withHistograms);
             if (withHistograms)
                 logHistogram(step, s, role, stages[s].roles[r].histogram);
@@ -265,8 +264,8 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
     }
 }
 
-void RunLog::logRoleStats(std::int64_t step, std::size_t stage, TensorRole role,
-                          const RoleRow& row, bool withHistograms) {
+void RunLog::logRoleStats(std::int64_t step, std::size_t stage, TensorRole role, const RoleRow& row,
+                          bool withHistograms) {
     begin();
     const QuantStats& q = row.stats;
     const std::string_view roleName = toString(role);

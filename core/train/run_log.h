@@ -30,9 +30,9 @@ struct RunLogOptions {
 // it in config.json and the record's meta (it does not replay: the user's script is the run), and
 // how its record is kept.
 struct ExternalRun {
-    nlohmann::json config;          // config.json and meta 'config'
-    nlohmann::json meta;            // further meta rows, key -> JSON value (e.g. "source")
-    int histogramsEvery = 1;        // statistics steps between recorded histograms
+    nlohmann::json config;              // config.json and meta 'config'
+    nlohmann::json meta;                // further meta rows, key -> JSON value (e.g. "source")
+    int histogramsEvery = 1;            // statistics steps between recorded histograms
     std::uint64_t recordBudgetMb = 200; // histograms stop past it (0: no budget)
 };
 

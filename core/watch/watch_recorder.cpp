@@ -35,7 +35,7 @@ WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settin
     }
     if (!anyElementFormat)
         m_histogramCast = std::make_unique<TensorCast>(TensorCastSpec{.format = "fp32"});
-    // The record names each format as the core spells it (e.g. "fp8-e4m3" for "e4m3").
+    // The record names each format in the core's canonical spelling of it.
     for (std::size_t i = 0; i < m_casts.size(); ++i)
         m_settings.formats[i] = m_casts[i].name();
     ExternalRun run;
@@ -95,8 +95,7 @@ bool WatchRecorder::submit(WatchedStep step) {
     return kept;
 }
 
-void WatchRecorder::event(std::int64_t step, const std::string& type,
-                          const std::string& message) {
+void WatchRecorder::event(std::int64_t step, const std::string& type, const std::string& message) {
     std::unique_lock lock(m_mutex);
     throwIfFailed();
     if (m_closed)
@@ -220,17 +219,17 @@ void WatchRecorder::record(const WatchedStep& step) {
             const std::size_t rows =
                 t.rowLength != 0 && t.values.size() % t.rowLength == 0 ? t.rowLength : 0;
             // Gradients are judged at the scale the step used, and their rows say which.
-            const bool gradient = t.role == TensorRole::ActivationGradients ||
-                                  t.role == TensorRole::WeightGradients;
+            const bool gradient =
+                t.role == TensorRole::ActivationGradients || t.role == TensorRole::WeightGradients;
             const double gradientScale = gradient ? step.scale : 1.0;
             bool histogramWritten = false;
             for (const TensorCast& cast : m_casts) {
                 TensorCastResult result;
                 cast.cast(t.values, out, rows, t.multiplier, options, &result);
-                m_log->logRoleStats(step.step, t.stage, t.role,
-                                    {cast.name(), result.stats, result.blocks, gradientScale,
-                                     result.tensorScale},
-                                    withHistograms);
+                m_log->logRoleStats(
+                    step.step, t.stage, t.role,
+                    {cast.name(), result.stats, result.blocks, gradientScale, result.tensorScale},
+                    withHistograms);
                 // The inputs' histogram: every element format counts the same one.
                 if (withHistograms && !histogramWritten && !cast.isBlockFormat()) {
                     m_log->logHistogram(step.step, t.stage, t.role, result.stats.histogram);

@@ -42,8 +42,8 @@ struct WatchSettings {
 struct CapturedTensor {
     std::size_t stage = 0;
     TensorRole role = TensorRole::Weights;
-    std::vector<float> values;  // a copy, owned: the program goes on with its own
-    std::size_t rowLength = 0;  // block formats' rows (the tensor's last dimension); 0: 1-D
+    std::vector<float> values; // a copy, owned: the program goes on with its own
+    std::size_t rowLength = 0; // block formats' rows (the tensor's last dimension); 0: 1-D
     // What the values are multiplied by before they are judged: the loss scale for weight
     // gradients read after the optimiser unscaled them; 1 for values that carry it already
     // (activation gradients in backward) or that never do.
@@ -97,7 +97,8 @@ private:
     std::string m_dir;
     WatchSettings m_settings;
     std::vector<TensorCast> m_casts; // one per format
-    std::unique_ptr<TensorCast> m_histogramCast; // FP32: the inputs' histogram when all formats are block formats
+    std::unique_ptr<TensorCast>
+        m_histogramCast; // FP32: the inputs' histogram when all formats are block formats
     std::unique_ptr<RunLog> m_log;
     std::unique_ptr<ThreadPool> m_pool;
     mutable std::mutex m_mutex;

@@ -11,9 +11,9 @@
 #include "train/training_session.h"
 
 #include <filesystem>
-#include <memory>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 

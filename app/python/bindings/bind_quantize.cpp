@@ -120,9 +120,9 @@ py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
     if (withError) { // finite (input, output) pairs: err_count of them
         d["err_count"] = q.error.count;
         d["signal_sq"] = q.error.signalSq;
-    d["error_sq"] = q.error.errorSq;
-    d["output_sq"] = q.error.outputSq;
-    d["mse"] = q.error.mse();
+        d["error_sq"] = q.error.errorSq;
+        d["output_sq"] = q.error.outputSq;
+        d["mse"] = q.error.mse();
         d["sqnr_db"] = q.error.sqnrDb();
     }
     // Bin 0: zeros; 1..N: log2|x| bins (edges in bin_edges_log2); N+1: Inf; N+2: NaN.
@@ -142,16 +142,16 @@ py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
         bd["scale_histogram"] = counts(b.scaleHistogram);
         bd["range_histogram"] = counts(b.rangeHistogram);
         if (!blocks.empty()) { // block_scales=True: each block's decoded scale and amax
-        py::array_t<float> scales(static_cast<py::ssize_t>(blocks.size()));
-        py::array_t<float> amax(static_cast<py::ssize_t>(blocks.size()));
-        float* s = scales.mutable_data();
-        float* a = amax.mutable_data();
-        for (std::size_t i = 0; i < blocks.size(); ++i) {
-            s[i] = blocks[i].scale.decoded;
-            a[i] = blocks[i].amax;
-        }
-        bd["scales"] = scales;
-        bd["amax"] = amax;
+            py::array_t<float> scales(static_cast<py::ssize_t>(blocks.size()));
+            py::array_t<float> amax(static_cast<py::ssize_t>(blocks.size()));
+            float* s = scales.mutable_data();
+            float* a = amax.mutable_data();
+            for (std::size_t i = 0; i < blocks.size(); ++i) {
+                s[i] = blocks[i].scale.decoded;
+                a[i] = blocks[i].amax;
+            }
+            bd["scales"] = scales;
+            bd["amax"] = amax;
         }
         d["blocks"] = bd;
         d["tensor_scale"] = static_cast<double>(r.tensorScale);
@@ -162,8 +162,8 @@ py::dict statsDict(const TensorCastResult& r, const TensorCast& cast,
 py::tuple quantize(const py::handle& x, const std::string& format, const std::string& rounding,
                    std::uint64_t seed, double scale, bool withStats,
                    const std::optional<std::string>& scaleRounding, const py::handle& outArg,
-                   unsigned threads, const std::optional<std::string>& overflow,
-                   bool fourOverSix, bool pow2Scales, bool blockScales, bool error) {
+                   unsigned threads, const std::optional<std::string>& overflow, bool fourOverSix,
+                   bool pow2Scales, bool blockScales, bool error) {
     // Every check before anything is written.
     const py::array in = checkedFloatArray(x, "x", false);
     if (!std::isfinite(scale) || scale <= 0.0 || !std::isfinite(static_cast<float>(scale)))
@@ -186,14 +186,14 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
         out = py::array_t<float>(shape);
     } else {
         out = checkedFloatArray(outArg, "out", true);
-        if (out.ndim() != in.ndim() ||
-            !std::equal(in.shape(), in.shape() + in.ndim(), out.shape()))
+        if (out.ndim() != in.ndim() || !std::equal(in.shape(), in.shape() + in.ndim(), out.shape()))
             throw py::value_error("out has another shape than x: expected the same shape");
     }
     const std::span<float> inValues = floatValues(in), outValues = floatValues(out);
     // Blocks run along the last dimension (the rows of a matrix); a 1-D array is one row, as
     // the CLI casts its stdin.
-    const std::size_t rowLength = in.ndim() >= 2 ? static_cast<std::size_t>(in.shape(in.ndim() - 1)) : 0;
+    const std::size_t rowLength =
+        in.ndim() >= 2 ? static_cast<std::size_t>(in.shape(in.ndim() - 1)) : 0;
     TensorCastResult result;
     std::vector<BlockInfo> blocks;
     {
@@ -219,10 +219,10 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
 
 void bindQuantize(py::module_& m) {
     m.def("formats", &formats, py::arg("spec") = py::none());
-    m.def("quantize", &quantize, py::arg("x"), py::arg("fmt"), py::arg("rounding"),
-          py::arg("seed"), py::arg("scale"), py::arg("stats"), py::arg("scale_rounding"),
-          py::arg("out"), py::arg("threads"), py::arg("overflow"), py::arg("four_over_six"),
-          py::arg("pow2_scales"), py::arg("block_scales"), py::arg("error"));
+    m.def("quantize", &quantize, py::arg("x"), py::arg("fmt"), py::arg("rounding"), py::arg("seed"),
+          py::arg("scale"), py::arg("stats"), py::arg("scale_rounding"), py::arg("out"),
+          py::arg("threads"), py::arg("overflow"), py::arg("four_over_six"), py::arg("pow2_scales"),
+          py::arg("block_scales"), py::arg("error"));
     m.attr("HIST_BIN_COUNT") = kHistBinCount;
 }
 

@@ -34,7 +34,8 @@ public:
                  std::size_t rowLength, float multiplier) {
         const std::optional<TensorRole> r = parseRole(role);
         if (!r)
-            throw py::value_error("role \"" + role + "\": expected one of weights, activations, "
+            throw py::value_error("role \"" + role +
+                                  "\": expected one of weights, activations, "
                                   "activation_gradients, weight_gradients");
         if (stage >= m_recorder->settings().stageNames.size())
             throw py::value_error("stage " + std::to_string(stage) + ": the watcher has " +
@@ -105,8 +106,7 @@ void bindWatch(py::module_& m) {
              py::arg("scale"), py::arg("statistics"))
         .def("event", &Recorder::event)
         .def("flush", &Recorder::flush)
-        .def("close", &Recorder::close, py::arg("reason") = "completed",
-             py::arg("finished") = true)
+        .def("close", &Recorder::close, py::arg("reason") = "completed", py::arg("finished") = true)
         .def_property_readonly("dropped_steps", &Recorder::dropped)
         .def_property_readonly("recorded_steps", &Recorder::recorded)
         .def_property_readonly("pending_tensors", &Recorder::pendingTensors);

@@ -10,7 +10,8 @@ namespace plab::python {
 
 py::array checkedFloatArray(const py::handle& value, const std::string& name, bool writable) {
     if (!py::isinstance<py::array>(value))
-        throw py::type_error(name + " is a " + std::string(py::str(value.get_type().attr("__name__"))) +
+        throw py::type_error(name + " is a " +
+                             std::string(py::str(value.get_type().attr("__name__"))) +
                              ": expected a float32 numpy array or CPU torch tensor");
     auto array = py::reinterpret_borrow<py::array>(value);
     const py::dtype dtype = array.dtype();

@@ -1,0 +1,172 @@
+// WatchRecorder, the record of a run another program trains: each captured tensor judged in
+// every format with the counts TensorCast gives, one histogram per stage and role, gradients at
+// the step's scale, statistics dropped with an event when the queue is full (never the steps),
+// the summary and the lock at close, formats checked at the start. Runs under ThreadSanitizer
+// (the hand-over and the counting thread).
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "numerics/tensor_cast.h"
+#include "record/record_file.h"
+#include "record/run_record.h"
+#include "watch/watch_recorder.h"
+
+#include <random>
+
+using namespace plab;
+
+class TestWatchRecorder : public QObject {
+    Q_OBJECT
+private slots:
+    void countsAreTheCastsOfEachFormat();
+    void aFullQueueDropsStatisticsNotSteps();
+    void badSettingsAreRefused();
+};
+
+namespace {
+
+std::vector<float> gradientLike(std::size_t n, unsigned seed) {
+    std::mt19937 random(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::uniform_real_distribution<float> binade(-30.0f, 2.0f);
+    std::vector<float> v(n);
+    for (float& x : v)
+        x = normal(random) * std::exp2(binade(random));
+    v[0] = 0.0f;
+    return v;
+}
+
+CapturedTensor captured(std::size_t stage, TensorRole role, std::vector<float> values,
+                        float multiplier = 1.0f) {
+    CapturedTensor t;
+    t.stage = stage;
+    t.role = role;
+    t.values = std::move(values);
+    t.rowLength = 64;
+    t.multiplier = multiplier;
+    return t;
+}
+
+} // namespace
+
+void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    WatchSettings settings;
+    settings.formats = {"fp16", "fp8-e4m3", "nvfp4"};
+    settings.stageNames = {"fc1", "fc2"};
+    settings.every = 2;
+    const std::vector<float> weights = gradientLike(64 * 32, 1);
+    const std::vector<float> grads = gradientLike(64 * 16, 2);
+    {
+        WatchRecorder recorder(run, settings);
+        QVERIFY(runDirectoryLocked(run));
+        for (int step = 1; step <= 3; ++step) {
+            WatchedStep s;
+            s.step = step;
+            s.loss = 1.0 / step;
+            s.scale = 256.0;
+            s.statistics = step != 2;
+            if (s.statistics) {
+                s.tensors.push_back(captured(0, TensorRole::Weights, weights));
+                s.tensors.push_back(captured(1, TensorRole::WeightGradients, grads, 256.0f));
+            }
+            QVERIFY(recorder.submit(std::move(s)));
+        }
+        recorder.close();
+        QVERIFY(!runDirectoryLocked(run)); // released at close, not at destruction
+    }
+    const RunRecord record(run);
+    QCOMPARE(record.judgedFormats(), (std::vector<std::string>{"fp16", "fp8-e4m3", "nvfp4"}));
+    QCOMPARE(record.steps().size(), std::size_t{3});
+    QCOMPARE(record.summary().stopReason, std::string("completed"));
+    QVERIFY(record.summary().finished);
+    QCOMPARE(record.histogramSteps(), (std::vector<std::int64_t>{1, 3}));
+    for (const std::string& format : record.judgedFormats()) {
+        const std::vector<RecordedStatistics> stats = record.statistics(format);
+        QCOMPARE(stats.size(), std::size_t{2});
+        const TensorCast cast(TensorCastSpec{.format = format});
+        std::vector<float> out(grads.size());
+        TensorCastResult expected;
+        cast.cast(grads, out, 64, 256.0f, {}, &expected);
+        const StageStats& fc2 = stats.back().stages[1];
+        QCOMPARE(fc2.role(TensorRole::WeightGradients).counts, expected.stats.counts);
+        QCOMPARE(fc2.role(TensorRole::WeightGradients).amax, expected.stats.amax);
+        QCOMPARE(fc2.gradientScale, 256.0); // the scale the gradients were judged at
+        QCOMPARE(fc2.blocks[static_cast<std::size_t>(TensorRole::WeightGradients)].blocks,
+                 expected.blocks.blocks);
+        QCOMPARE(stats.back().formats[1][static_cast<std::size_t>(TensorRole::WeightGradients)],
+                 format);
+        QCOMPARE(stats.back().formats[0][static_cast<std::size_t>(TensorRole::Activations)],
+                 std::string()); // not captured: no row
+        // The histogram is of the scaled inputs, as every element format counts it (a block
+        // format counts its block-scaled values), whichever format's rows are read.
+        const auto h = record.histogramsAt(3, format);
+        QVERIFY(h.has_value());
+        TensorCastResult fp16;
+        TensorCast(TensorCastSpec{.format = "fp16"}).cast(grads, out, 64, 256.0f, {}, &fp16);
+        QCOMPARE(h->stages[1].role(TensorRole::WeightGradients).histogram, fp16.stats.histogram);
+    }
+}
+
+void TestWatchRecorder::aFullQueueDropsStatisticsNotSteps() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    WatchSettings settings;
+    settings.formats = {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4", "mxfp8-e4m3"};
+    settings.stageNames = {"big"};
+    settings.every = 1;
+    settings.queueSteps = 1;
+    settings.threads = 2;
+    const std::vector<float> values = gradientLike(1 << 20, 3);
+    std::uint64_t refused = 0;
+    WatchRecorder recorder(run, settings);
+    for (int step = 1; step <= 20; ++step) {
+        WatchedStep s;
+        s.step = step;
+        s.statistics = true;
+        s.tensors.push_back(captured(0, TensorRole::Activations, values));
+        refused += recorder.submit(std::move(s)) ? 0 : 1;
+    }
+    recorder.flush();
+    QVERIFY(refused > 0); // 20 hand-overs of 4 MiB each outpace 6 casts of 1M values
+    QCOMPARE(recorder.droppedSteps(), refused);
+    QCOMPARE(recorder.recordedSteps(), std::uint64_t{20});
+    recorder.close("stopped", false);
+    const RunRecord record(run);
+    QCOMPARE(record.steps().size(), std::size_t{20});
+    QCOMPARE(record.statistics().size(), std::size_t{20 - refused});
+    std::uint64_t events = 0;
+    for (const RecordedEvent& e : record.events())
+        events += e.type == "statistics_dropped" ? 1 : 0;
+    QCOMPARE(events, refused);
+    QVERIFY(!record.summary().finished);
+    QCOMPARE(record.summary().stopReason, std::string("stopped"));
+}
+
+void TestWatchRecorder::badSettingsAreRefused() {
+    QTemporaryDir dir;
+    WatchSettings settings;
+    settings.stageNames = {"a"};
+    settings.formats = {"fp9"};
+    QVERIFY_THROWS_EXCEPTION(FormatError, WatchRecorder(dir.path().toStdString() + "/x", settings));
+    settings.formats = {};
+    QVERIFY_THROWS_EXCEPTION(FormatError, WatchRecorder(dir.path().toStdString() + "/y", settings));
+    settings.formats = {"fp16"};
+    settings.every = 0;
+    QVERIFY_THROWS_EXCEPTION(FormatError, WatchRecorder(dir.path().toStdString() + "/z", settings));
+    settings.every = 1;
+    WatchRecorder first(dir.path().toStdString() + "/held", settings);
+    QVERIFY_THROWS_EXCEPTION(RecordError,
+                             WatchRecorder(dir.path().toStdString() + "/held", settings));
+    WatchedStep s;
+    s.step = 1;
+    s.statistics = true;
+    s.tensors.push_back(captured(5, TensorRole::Weights, {1.0f})); // no stage 5
+    first.submit(std::move(s));
+    QVERIFY_THROWS_EXCEPTION(RecordError, first.flush());
+    QVERIFY_THROWS_EXCEPTION(RecordError, first.close());
+}
+
+QTEST_APPLESS_MAIN(TestWatchRecorder)
+#include "test_watch_recorder.moc"
