@@ -834,14 +834,7 @@ QString MainWindow::refreshViewedRun() {
                               .arg(name, QString::fromStdString(summary.stopReason))
                               .arg(steps));
     m_status->setToolTip(dir);
-    std::error_code ec;
-    std::uint64_t bytes = 0;
-    for (const char* file : {"/run.sqlite", "/run.sqlite-wal"})
-        if (const auto n =
-                std::filesystem::file_size((dir + QLatin1String(file)).toStdString(), ec);
-            !ec)
-            bytes += n;
-    m_disk->setText(tr("record %1").arg(megabytes(bytes)));
+    m_disk->setText(tr("record %1").arg(megabytes(runRecordBytes(dir.toStdString()))));
     m_disk->setToolTip(dir);
     return {};
 }
@@ -1024,13 +1017,7 @@ void MainWindow::updateDiskUse() {
     if (run.isEmpty() || (m_diskCheck.isValid() && m_diskCheck.elapsed() < 1000))
         return;
     m_diskCheck.start();
-    std::uint64_t record = 0;
-    std::error_code ec;
-    for (const char* name : {"/run.sqlite", "/run.sqlite-wal"})
-        if (const auto n =
-                std::filesystem::file_size((run + QLatin1String(name)).toStdString(), ec);
-            !ec)
-            record += n;
+    const std::uint64_t record = runRecordBytes(run.toStdString());
     m_disk->setText(tr("record %1").arg(megabytes(record)));
     m_disk->setToolTip(
         tr("This run's record: %1\nAll runs in %2: %3")

@@ -293,6 +293,16 @@ RunSummary RunRecord::summary() const {
     return summary;
 }
 
+std::uint64_t runRecordBytes(const std::string& runDir) {
+    std::uint64_t bytes = 0;
+    for (const char* file : {"/run.sqlite", "/run.sqlite-wal"}) {
+        std::error_code ec;
+        if (const auto n = std::filesystem::file_size(runDir + file, ec); !ec)
+            bytes += n;
+    }
+    return bytes;
+}
+
 RunAnalysis analyseRun(const RunRecord& record) {
     RunAnalysis a;
     for (const StepScalars& s : record.steps())

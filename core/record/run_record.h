@@ -84,6 +84,9 @@ private:
     std::vector<std::string> m_stageNames;
 };
 
+// Bytes a run's record takes on disk now: the database and its write-ahead log.
+std::uint64_t runRecordBytes(const std::string& runDir);
+
 struct RunAnalysis {
     std::vector<std::pair<double, double>> loss;            // (step, training loss), finite
     std::map<std::string, double> meanFlushed;              // role -> mean over steps, stages

@@ -5,6 +5,7 @@
 
 #include "record/histogram_blob.h"
 #include "record/run_export.h"
+#include "record/run_record.h"
 #include "record/run_record_schema.h"
 
 #include <algorithm>
@@ -34,12 +35,6 @@ void removeEarlierRun(const std::string& dir) {
         fs::remove(fs::path(dir) / name, ec);
     fs::remove(fs::path(dir) / "run.sqlite-shm", ec);
     fs::remove(fs::path(dir) / "run.sqlite-journal", ec);
-}
-
-std::uint64_t fileBytes(const fs::path& p) {
-    std::error_code ec;
-    const auto n = fs::file_size(p, ec);
-    return ec ? 0 : n;
 }
 
 } // namespace
@@ -169,10 +164,7 @@ void RunLog::close() {
     exportRunRecord(*m_db, m_dir);
 }
 
-std::uint64_t RunLog::recordBytes() const {
-    const fs::path db = fs::path(m_dir) / kRunRecordFile;
-    return fileBytes(db) + fileBytes(fs::path(m_dir) / "run.sqlite-wal");
-}
+std::uint64_t RunLog::recordBytes() const { return runRecordBytes(m_dir); }
 
 bool RunLog::withinBudget(std::int64_t step) {
     if (m_overBudget || m_budgetBytes == 0)
