@@ -314,6 +314,10 @@ std::vector<TimedEdit> readTimeline(const json& j, const TrainConfig& start) {
 }
 
 TrainConfig configFromJson(const json& j) {
+    if (j.is_object() && j.contains("watch"))
+        throw ConfigError("config.watch: this is a watched PyTorch run's description "
+                          "(precision_lab.torch.watch), not a training config: the run replays "
+                          "by running its script again");
     TrainConfig c;
     Reader top(j, "config");
     top.number("seed", c.seed, 0, kUint64Max);

@@ -258,3 +258,12 @@ def test_how_a_script_ended_is_in_the_summary(torch, tmp_path, how, reason):
     run = pl.open_run(tmp_path / how)
     assert run.summary["stop_reason"] == reason and not run.summary["finished"]
     assert list(run.steps["step"]) == [1]
+
+
+def test_a_watched_config_is_not_a_training_config(torch, tmp_path, cli):
+    import precision_lab.torch as plt
+    plt.watch(small_model(torch), tmp_path / "w").close()
+    result = subprocess.run([cli, "train", "--config", str(tmp_path / "w" / "config.json"),
+                             "--out", str(tmp_path / "t")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "watched PyTorch run's description" in result.stderr
