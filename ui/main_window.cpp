@@ -732,6 +732,7 @@ QString MainWindow::openRun(const QString& dir) {
     }
     m_viewedRecord = std::move(record);
     m_viewedVersion = -1;
+    m_viewedStep = 0;
     m_scrubSteps.clear();
     showRunSettings(config);
     showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
@@ -844,7 +845,7 @@ QString MainWindow::refreshViewedRun() {
 void MainWindow::showViewedStep(int index) {
     TrainingSnapshot snapshot;
     snapshot.stageNames = m_viewedNames;
-    m_viewedStep = 0;
+    std::int64_t shown = 0;
     if (m_viewedRecord && index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
         const std::int64_t step = m_scrubSteps[static_cast<std::size_t>(index)];
         std::optional<RecordedStatistics> stats;
@@ -859,10 +860,19 @@ void MainWindow::showViewedStep(int index) {
             for (const StepScalars& s : m_viewedHistory)
                 if (s.step == step)
                     snapshot.scalars = s;
-            m_viewedStep = step;
+            // A step newly on show is drawn at the loss scale it was recorded at (a dynamic
+            // policy's or a GradScaler's, not the run's first); the slider previews from there.
+            if (step != m_viewedStep && snapshot.scalars.scale > 0 &&
+                std::isfinite(snapshot.scalars.scale)) {
+                const QSignalBlocker block(m_slider);
+                m_slider->setLog2Scale(std::log2(snapshot.scalars.scale));
+                m_gradientView->setWhatIfScale(snapshot.scalars.scale);
+            }
+            shown = step;
         }
         m_scrubLabel->setText(tr("histograms of step %1").arg(step));
     }
+    m_viewedStep = shown;
     m_gradientView->setSnapshot(snapshot, m_viewedConfig);
 }
 
