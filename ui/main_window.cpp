@@ -65,12 +65,14 @@ namespace plab {
 namespace {
 
 // What the views need to draw a watched PyTorch run judged in `format`: every role in that
-// format (a block format's elements), a static loss scale so that the slider's preview moves
-// the gradients' histograms. The run itself has no config that replays it.
+// format, a static loss scale so that the slider's preview moves the gradients' histograms. The
+// run itself has no config that replays it. A block format's element bands would not fit the
+// recorded histogram (of the values before the block scales), so its view has FP32's bands and
+// the block cast's own counts in the shares line.
 TrainConfig watchedRunDisplayConfig(const std::string& format, double scale) {
     TrainConfig config;
-    const BlockFormat* block = findBlockFormat(format);
-    const QuantConfig q = QuantConfig::forFormat(block ? block->element : parseFormat(format));
+    const QuantConfig q = QuantConfig::forFormat(
+        parseFormat(findBlockFormat(format) != nullptr ? std::string("fp32") : format));
     for (QuantConfig& role : config.recipe.roles)
         role = q;
     config.scalingPolicy = ScalingPolicy::Static;
@@ -194,7 +196,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     // Shown only for a watched PyTorch run: the format its counts are shown in.
     m_watchedFormat = new QComboBox(this);
     m_watchedFormat->setToolTip(tr("The watched run judged every tensor in each of these "
-                                   "formats: the one whose counts are shown"));
+                                   "formats: the one whose counts are shown (for a block "
+                                   "format, over FP32's bands: the histogram is of the values "
+                                   "before the block scales)"));
     m_watchedFormat->hide();
     connect(m_watchedFormat, &QComboBox::activated, this, [this] {
         m_viewedConfig = watchedRunDisplayConfig(watchedFormat(), m_viewedConfig.lossScale);
