@@ -203,6 +203,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_watchedFormat, &QComboBox::activated, this, [this] {
         m_viewedConfig = watchedRunDisplayConfig(watchedFormat(), m_viewedConfig.lossScale);
         m_viewedVersion = -1; // read it all again, in the chosen format
+        m_viewedColumns.clear();
+        m_viewedStatsSeq = 0;
         if (const QString err = refreshViewedRun(); !err.isEmpty())
             showError(tr("Cannot read the run"), err);
     });
@@ -737,6 +739,8 @@ QString MainWindow::openRun(const QString& dir) {
     m_viewedRecord = std::move(record);
     m_viewedVersion = -1;
     m_viewedStep = 0;
+    m_viewedColumns.clear();
+    m_viewedStatsSeq = 0;
     m_scrubSteps.clear();
     showRunSettings(config);
     showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
@@ -773,7 +777,6 @@ void MainWindow::pollViewedRun() {
 QString MainWindow::refreshViewedRun() {
     const QString dir = m_viewedRun;
     std::vector<StepScalars> history;
-    std::vector<TrainingController::FlushColumn> columns;
     std::vector<std::int64_t> scrubSteps;
     RunSummary summary;
     bool live = false;
@@ -783,12 +786,13 @@ QString MainWindow::refreshViewedRun() {
         m_viewedVersion = record.dataVersion();
         live = record.isBeingWritten();
         history = record.steps();
-        for (const RecordedStatistics& st : record.statistics(watchedFormat())) {
-            TrainingController::FlushColumn column{st.step, {}};
-            for (const StageStats& stage : st.stages)
-                column.flushed.push_back(
-                    stage.role(TensorRole::ActivationGradients).flushedShare());
-            columns.push_back(std::move(column));
+        // The heat map: activation gradients' flushed shares, from the rows not read yet.
+        for (const StatsRow& row :
+             record.statsRows(watchedFormat(), TensorRole::ActivationGradients, m_viewedStatsSeq)) {
+            if (m_viewedColumns.empty() || m_viewedColumns.back().step != row.step)
+                m_viewedColumns.push_back({row.step, std::vector<double>(m_viewedNames.size())});
+            m_viewedColumns.back().flushed[row.stage] = row.flushedShare();
+            m_viewedStatsSeq = row.seq;
         }
         summary = record.summary();
         scrubSteps = record.histogramSteps();
@@ -804,7 +808,7 @@ QString MainWindow::refreshViewedRun() {
         if (i % every == 0 || history[i].evaluated || i + 1 == history.size())
             shown.push_back(history[i]);
     m_timeView->setHistory(shown);
-    m_heatmap->setColumns(columns, m_viewedNames);
+    m_heatmap->setColumns(m_viewedColumns, m_viewedNames);
     // The gradient view follows the newest recorded step unless the user scrubbed back.
     const bool following = m_scrubSteps.empty() || m_scrub->value() >= m_scrub->maximum();
     const std::int64_t shownStep =

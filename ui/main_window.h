@@ -4,6 +4,7 @@
 
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
+#include "training_controller.h"
 
 #include <QElapsedTimer>
 #include <QMainWindow>
@@ -34,7 +35,6 @@ class LossScaleSlider;
 class RecipeEditor;
 class RunRecord;
 class TimeView;
-class TrainingController;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -111,6 +111,10 @@ private:
     void pollViewedRun();
     std::unique_ptr<RunRecord> m_viewedRecord; // the open connection to the run on show
     std::int64_t m_viewedVersion = -1;         // its data_version at the last refresh
+    // The heat map's columns of the run on show, and the last stats row they were read up to:
+    // a poll reads only the rows committed since.
+    std::vector<TrainingController::FlushColumn> m_viewedColumns;
+    std::int64_t m_viewedStatsSeq = 0;
     bool m_viewedLive = false;
     QTimer* m_followTimer = nullptr;
     QComboBox* m_watchedFormat = nullptr;

@@ -59,11 +59,17 @@ double QuantStats::fraction(QuantClass c) const {
     return n == 0 ? 0.0 : static_cast<double>(count(c)) / static_cast<double>(n);
 }
 
+double flushedShare(const ClassCounts& counts) {
+    std::uint64_t total = 0;
+    for (std::uint64_t c : counts)
+        total += c;
+    const std::uint64_t nonzero = total - counts[static_cast<std::size_t>(QuantClass::Zero)];
+    const std::uint64_t flushed = counts[static_cast<std::size_t>(QuantClass::Underflow)];
+    return nonzero == 0 ? 0.0 : static_cast<double>(flushed) / static_cast<double>(nonzero);
+}
+
 double QuantStats::flushedShare() const {
-    const std::uint64_t nonzero = total() - count(QuantClass::Zero);
-    return nonzero == 0
-               ? 0.0
-               : static_cast<double>(count(QuantClass::Underflow)) / static_cast<double>(nonzero);
+    return plab::flushedShare(counts);
 }
 
 void QuantStats::merge(const QuantStats& other) {

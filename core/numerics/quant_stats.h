@@ -78,8 +78,12 @@ struct ErrorLanes {
     QuantError total() const;          // the lanes added up in lane order
 };
 
+using ClassCounts = std::array<std::uint64_t, kQuantClassCount>;
+// QuantStats::flushedShare of these counts (for readers that keep counts without histograms).
+double flushedShare(const ClassCounts& counts);
+
 struct QuantStats {
-    std::array<std::uint64_t, kQuantClassCount> counts{};
+    ClassCounts counts{};
     float amax = 0.0f; // largest |x| over non-NaN inputs (Inf if there was one)
     std::array<std::uint64_t, kHistBinCount> histogram{};
     QuantError error; // filled by the trainer on statistics steps (not by the fused pass)

@@ -221,6 +221,51 @@ std::vector<RecordedStatistics> RunRecord::statistics(const std::string& format)
                           rowsOf(format));
 }
 
+std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
+                                           std::optional<TensorRole> role,
+                                           std::int64_t afterSeq) const {
+    SqliteStatement s = m_db->prepare(
+        std::string("SELECT seq, step, stage, role, format, zero, underflow, subnormal, normal, "
+                    "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
+                    "mx_blocks, mx_saturated_blocks, ") +
+        (m_version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
+        " FROM stats WHERE attempt = ?1 AND seq > ?2 AND (?3 IS NULL OR format = ?3) AND (?4 IS "
+        "NULL OR role = ?4) ORDER BY seq");
+    s.bind(1, lastAttempt()).bind(2, afterSeq);
+    const std::optional<std::string> rows = rowsOf(format);
+    if (rows)
+        s.bind(3, std::string_view(*rows));
+    if (role)
+        s.bind(4, toString(*role));
+    std::vector<StatsRow> out;
+    while (s.next()) {
+        const std::optional<TensorRole> r = parseRole(s.text(3));
+        const std::int64_t stage = s.integer(2);
+        if (!r || stage < 0 || static_cast<std::size_t>(stage) >= m_stageNames.size())
+            continue; // a row this version cannot place
+        StatsRow row;
+        row.seq = s.integer(0);
+        row.step = s.integer(1);
+        row.stage = static_cast<std::size_t>(stage);
+        row.role = *r;
+        row.format = s.text(4);
+        for (std::size_t c = 0; c < kQuantClassCount; ++c)
+            row.counts[c] = static_cast<std::uint64_t>(s.integer(5 + static_cast<int>(c)));
+        row.amax = static_cast<float>(s.real(11));
+        row.updates = static_cast<std::uint64_t>(s.integer(12));
+        row.lostUpdates = static_cast<std::uint64_t>(s.integer(13));
+        row.gradientScale = s.real(14);
+        row.tensorScale = s.real(15);
+        row.blocks = static_cast<std::uint64_t>(s.integer(16));
+        row.saturatedBlocks = static_cast<std::uint64_t>(s.integer(17));
+        if (!s.isNull(18))
+            row.error = {static_cast<std::uint64_t>(s.integer(18)), s.real(19), s.real(20),
+                         s.real(21)};
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {
     const std::vector<std::int64_t> steps = histogramSteps();
     if (steps.empty())

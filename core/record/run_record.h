@@ -34,6 +34,23 @@ struct RecordedStatistics {
     std::vector<std::array<std::string, kRoleCount>> formats;
 };
 
+// One row of the stats table: a stage's role in one format at one statistics step, counters only
+// (a StageStats holds every role's histograms: reading a long run's statistics() that way takes
+// gigabytes).
+struct StatsRow {
+    std::int64_t seq = 0; // the row's place in the record: read later rows with afterSeq
+    std::int64_t step = 0;
+    std::size_t stage = 0;
+    TensorRole role = TensorRole::Weights;
+    std::string format;
+    ClassCounts counts{};
+    float amax = 0.0f;
+    double gradientScale = 1.0, tensorScale = 1.0;
+    std::uint64_t blocks = 0, saturatedBlocks = 0, updates = 0, lostUpdates = 0;
+    QuantError error; // not measured: count 0
+    double flushedShare() const { return plab::flushedShare(counts); }
+};
+
 class RunRecord {
 public:
     // Throws RecordError naming the file when DIR holds no readable run record.
@@ -67,6 +84,11 @@ public:
                                                    const std::string& format = {}) const;
     // Every statistics step since the last reset, counters only (no histograms).
     std::vector<RecordedStatistics> statistics(const std::string& format = {}) const;
+    // The same rows flat, since the last reset: of `format` as statistics() reads them, of one
+    // role when given, after the row afterSeq (0: all), in the order written.
+    std::vector<StatsRow> statsRows(const std::string& format = {},
+                                    std::optional<TensorRole> role = std::nullopt,
+                                    std::int64_t afterSeq = 0) const;
     std::vector<RecordedEvent> events() const;
     // The summary (refreshed every 2 s while the run goes; final once it has ended). A run that
     // says "running" while no process holds its folder says instead that it ended without its

@@ -84,6 +84,22 @@ void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
     QCOMPARE(record.histogramSteps(), (std::vector<std::int64_t>{1, 3}));
     for (const std::string& format : record.judgedFormats()) {
         const std::vector<RecordedStatistics> stats = record.statistics(format);
+        // The flat rows say what statistics() says, and read on from where a reader stopped.
+        const std::vector<StatsRow> rows = record.statsRows(format);
+        QCOMPARE(rows.size(), std::size_t{4}); // 2 statistics steps x 2 captured tensors
+        for (const StatsRow& row : rows) {
+            QCOMPARE(row.format, format);
+            const RecordedStatistics& st = row.step == 1 ? stats.front() : stats.back();
+            QCOMPARE(row.counts, st.stages[row.stage].role(row.role).counts);
+            QCOMPARE(row.flushedShare(), st.stages[row.stage].role(row.role).flushedShare());
+        }
+        const std::vector<StatsRow> later = record.statsRows(format, std::nullopt, rows[1].seq);
+        QCOMPARE(later.size(), std::size_t{2});
+        QCOMPARE(later.front().seq, rows[2].seq);
+        const std::vector<StatsRow> gradients =
+            record.statsRows(format, TensorRole::WeightGradients);
+        QCOMPARE(gradients.size(), std::size_t{2});
+        QCOMPARE(gradients.back().stage, std::size_t{1});
         QCOMPARE(stats.size(), std::size_t{2});
         const TensorCast cast(TensorCastSpec{.format = format});
         std::vector<float> out(grads.size());

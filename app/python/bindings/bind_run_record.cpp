@@ -52,36 +52,31 @@ struct StatColumns {
         saturatedBlocks;
     std::vector<double> amax, flushedShare, gradScale, tensorScale, sqnrDb, mse;
 
-    void add(const RecordedStatistics& st, const std::vector<std::string>& names) {
-        for (std::size_t s = 0; s < st.stages.size(); ++s)
-            for (TensorRole r : kAllRoles) {
-                const auto ri = static_cast<std::size_t>(r);
-                if (st.formats[s][ri].empty())
-                    continue; // no row: the role was not captured
-                const StageStats& ss = st.stages[s];
-                const QuantStats& q = ss.role(r);
-                step.push_back(st.step);
-                stage.push_back(static_cast<std::int64_t>(s));
-                stageName.push_back(s < names.size() ? names[s] : "?");
-                role.emplace_back(toString(r));
-                format.push_back(st.formats[s][ri]);
-                total.push_back(q.total());
-                zero.push_back(q.count(QuantClass::Zero));
-                flushed.push_back(q.count(QuantClass::Underflow));
-                subnormal.push_back(q.count(QuantClass::Subnormal));
-                normal.push_back(q.count(QuantClass::Normal));
-                overflow.push_back(q.count(QuantClass::Overflow));
-                nan.push_back(q.count(QuantClass::NaN));
-                amax.push_back(q.amax);
-                flushedShare.push_back(q.flushedShare());
-                gradScale.push_back(ss.gradientScale);
-                tensorScale.push_back(ss.tensorScale[ri]);
-                blocks.push_back(ss.blocks[ri].blocks);
-                saturatedBlocks.push_back(ss.blocks[ri].saturatedBlocks);
-                const bool measured = q.error.measured();
-                sqnrDb.push_back(measured ? q.error.sqnrDb() : std::nan(""));
-                mse.push_back(measured ? q.error.mse() : std::nan(""));
-            }
+    void add(const StatsRow& row, const std::vector<std::string>& names) {
+        step.push_back(row.step);
+        stage.push_back(static_cast<std::int64_t>(row.stage));
+        stageName.push_back(row.stage < names.size() ? names[row.stage] : "?");
+        role.emplace_back(toString(row.role));
+        format.push_back(row.format);
+        std::uint64_t n = 0;
+        for (std::uint64_t c : row.counts)
+            n += c;
+        total.push_back(n);
+        zero.push_back(row.counts[static_cast<std::size_t>(QuantClass::Zero)]);
+        flushed.push_back(row.counts[static_cast<std::size_t>(QuantClass::Underflow)]);
+        subnormal.push_back(row.counts[static_cast<std::size_t>(QuantClass::Subnormal)]);
+        normal.push_back(row.counts[static_cast<std::size_t>(QuantClass::Normal)]);
+        overflow.push_back(row.counts[static_cast<std::size_t>(QuantClass::Overflow)]);
+        nan.push_back(row.counts[static_cast<std::size_t>(QuantClass::NaN)]);
+        amax.push_back(row.amax);
+        flushedShare.push_back(row.flushedShare());
+        gradScale.push_back(row.gradientScale);
+        tensorScale.push_back(row.tensorScale);
+        blocks.push_back(row.blocks);
+        saturatedBlocks.push_back(row.saturatedBlocks);
+        const bool measured = row.error.measured();
+        sqnrDb.push_back(measured ? row.error.sqnrDb() : std::nan(""));
+        mse.push_back(measured ? row.error.mse() : std::nan(""));
     }
 
     py::dict columns() const {
@@ -121,14 +116,13 @@ py::dict readRun(const std::string& dir) {
     d["formats"] = record.judgedFormats();
     d["steps"] = stepColumns(record.steps());
     StatColumns stats;
-    if (record.judgesSeveralFormats()) {
-        for (const std::string& f : record.judgedFormats())
-            for (const RecordedStatistics& st : record.statistics(f))
-                stats.add(st, record.stageNames());
-    } else {
-        for (const RecordedStatistics& st : record.statistics())
-            stats.add(st, record.stageNames());
-    }
+    // A watched run's rows a format at a time (each format's rows in the order written).
+    std::vector<std::string> formats = record.judgedFormats();
+    if (formats.empty())
+        formats.emplace_back(); // a trained run: all its rows
+    for (const std::string& f : formats)
+        for (const StatsRow& row : record.statsRows(f))
+            stats.add(row, record.stageNames());
     d["stats"] = stats.columns();
     py::list events;
     for (const RecordedEvent& e : record.events()) {
