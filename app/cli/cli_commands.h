@@ -1,6 +1,8 @@
 // The CLI's subcommands. Each registers its options on a CLI11 app and runs when selected.
 #pragma once
 
+#include <stdexcept>
+
 #include <CLI/CLI.hpp>
 
 #include <functional>
@@ -16,6 +18,13 @@ namespace plab::cli {
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitTrainingFailed = 3;
 inline constexpr int kExitRecordFailed = 4;
+
+// Output that could not be written (a full disk, /dev/full, a closed pipe): exit status
+// kExitRecordFailed, with the system's reason in the message.
+class OutputError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
 
 // Option check: a whole number no smaller than least ("--steps: -1: expected a whole number >= 1").
 inline CLI::Validator wholeNumberAtLeast(long long least) {

@@ -61,13 +61,26 @@ void printRow(const FormatSpec& f) {
                 specials(f).c_str(), std::string(toString(defaultOverflow(f))).c_str());
 }
 
+void printBlockHeader() {
+    std::printf("%-14s %-10s %6s %-26s %s\n", "format", "element", "block", "scale", "description");
+}
+
+void printBlockRow(const BlockFormat& b) {
+    std::printf("%-14s %-10s %6d %-26s %s\n", b.name.c_str(), b.element.name.c_str(),
+                b.scheme.blockSize, scaleFormatName(b.scheme).c_str(), b.description.c_str());
+}
+
+void printBlockFormat(const BlockFormat& b) {
+    printBlockHeader();
+    printBlockRow(b);
+}
+
 void printBlockFormats() {
     std::printf("\nBlock formats (quantize --format NAME; scaling.policy mx, nvfp4, blockwise "
                 "in training):\n");
-    std::printf("%-14s %-10s %6s %-26s %s\n", "format", "element", "block", "scale", "description");
+    printBlockHeader();
     for (const BlockFormat& b : blockFormats())
-        std::printf("%-14s %-10s %6d %-26s %s\n", b.name.c_str(), b.element.name.c_str(),
-                    b.scheme.blockSize, scaleFormatName(b.scheme).c_str(), b.description.c_str());
+        printBlockRow(b);
 }
 
 } // namespace
@@ -79,11 +92,17 @@ Command addFormatsCommand(CLI::App& app) {
                     "Show one format: a name or a custom eXmY[:bias=B][:nosub][:fn|:fnuz|:finite]"
                     "[:unsigned][:nozero]");
     return {cmd, [format] {
-                printHeader();
                 if (!format->empty()) {
-                    printRow(parseFormat(*format));
+                    if (const BlockFormat* block = findBlockFormat(*format)) {
+                        printBlockFormat(*block); // a block format, as `formats` lists it
+                        return 0;
+                    }
+                    const FormatSpec spec = parseFormat(*format); // throws before the header
+                    printHeader();
+                    printRow(spec);
                     return 0;
                 }
+                printHeader();
                 for (const FormatSpec& f : namedFormats())
                     printRow(f);
                 printBlockFormats();

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -124,7 +125,8 @@ int runBinary(const QuantConfig& config, std::uint64_t seed) {
             options.firstIndex = index;
             quantizer.quantize(values, values, nullptr, options);
             if (std::fwrite(buffer.data(), 4, whole, stdout) != whole)
-                throw std::runtime_error("quantize --binary: writing stdout failed");
+                throw OutputError(std::string("quantize --binary: cannot write stdout (") +
+                                  std::strerror(errno) + ")");
             index += whole;
             const std::size_t rest = pending - whole * 4;
             std::copy(bytes + whole * 4, bytes + pending, bytes);
@@ -133,7 +135,9 @@ int runBinary(const QuantConfig& config, std::uint64_t seed) {
         if (got == 0)
             break;
     }
-    std::fflush(stdout);
+    if (std::fflush(stdout) != 0)
+        throw OutputError(std::string("quantize --binary: cannot write stdout (") +
+                          std::strerror(errno) + ")");
     if (std::ferror(stdin))
         throw std::runtime_error("quantize --binary: reading stdin failed");
     if (pending != 0)

@@ -116,19 +116,24 @@ int main(int argc, char** argv) {
         return plab::cli::kExitBadInput;
     }
     int status = 0;
+    bool outputFailed = false; // said already
     try {
         for (const plab::cli::Command& command : commands)
             if (command.app->parsed()) {
                 status = command.run();
                 break;
             }
+    } catch (const plab::cli::OutputError& e) {
+        std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
+        status = plab::cli::kExitRecordFailed;
+        outputFailed = true;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
         status = plab::cli::kExitBadInput;
     }
     // Whatever a command printed must have reached its destination (a full disk, /dev/full, a
     // closed pipe): a lost result is an error, not a success.
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    if (!outputFailed && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
         std::fprintf(stderr, "precision-lab-cli: cannot write the output (%s)\n",
                      std::strerror(errno));
         return status != 0 ? status : plab::cli::kExitRecordFailed;

@@ -2,6 +2,8 @@
 // value's class recomputed from its block's scale for the text table.
 #include "quantize_blocks.h"
 
+#include "cli_commands.h"
+
 #include "numerics/block_quantizer.h"
 #include "numerics/philox.h"
 #include "numerics/reference_quantize.h"
@@ -88,7 +90,8 @@ int quantizeBlocksBinary(const BlockQuantizeArgs& args) {
     float tensorScale = 1.0f;
     const std::vector<float> out = cast(args, values, blocks, tensorScale);
     if (std::fwrite(out.data(), 4, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
-        throw std::runtime_error("quantize --binary: writing stdout failed");
+        throw OutputError(std::string("quantize --binary: cannot write stdout (") +
+                          std::strerror(errno) + ")");
     return 0;
 }
 

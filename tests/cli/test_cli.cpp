@@ -128,6 +128,11 @@ void TestCli::formatsCustom() {
     QCOMPARE(r.exitCode, 0);
     QVERIFY(r.out.contains("e5m2:bias=16:nosub"));
     QVERIFY(r.out.contains(" 28672 ")); // max finite 1.75 * 2^(30 - 16)
+    // A block format that `formats` lists is shown by name too.
+    const Result b =
+        runCli({QStringLiteral("formats"), QStringLiteral("--format"), QStringLiteral("nvfp4")});
+    QCOMPARE(b.exitCode, 0);
+    QVERIFY2(b.out.contains("nvfp4") && b.out.contains(" 16 "), b.out.constData());
 }
 
 void TestCli::quantizeText() {
@@ -851,6 +856,23 @@ void TestCli::outputWriteErrorsAreErrors() {
     QVERIFY(p.waitForFinished(20000));
     QCOMPARE(p.exitCode(), 4);
     QVERIFY(p.readAllStandardError().contains("cannot write the output (No space left on device)"));
+
+    // --binary, element and block formats: exit 4 and one message with the reason.
+    for (const char* format : {"fp16", "nvfp4"}) {
+        QProcess b;
+        b.setStandardOutputFile(QStringLiteral("/dev/full"));
+        b.start(QStringLiteral(PLAB_CLI_PATH),
+                {QStringLiteral("quantize"), QStringLiteral("-f"), QString::fromLatin1(format),
+                 QStringLiteral("--binary")});
+        QVERIFY(b.waitForStarted());
+        b.write(QByteArray(4096, '\0'));
+        b.closeWriteChannel();
+        QVERIFY(b.waitForFinished(20000));
+        QCOMPARE(b.exitCode(), 4);
+        const QByteArray err = b.readAllStandardError();
+        QCOMPARE(err.count('\n'), 1);
+        QVERIFY2(err.contains("cannot write stdout (No space left on device)"), err.constData());
+    }
 }
 
 // `devices` always lists the CPU and a line for CUDA: usable devices, or the reason there are
