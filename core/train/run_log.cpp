@@ -164,7 +164,9 @@ void RunLog::close() {
     exportRunRecord(*m_db, m_dir);
 }
 
-std::uint64_t RunLog::recordBytes() const { return runRecordBytes(m_dir); }
+std::uint64_t RunLog::recordBytes() const {
+    return runRecordBytes(m_dir);
+}
 
 bool RunLog::withinBudget(std::int64_t step) {
     if (m_overBudget || m_budgetBytes == 0)
