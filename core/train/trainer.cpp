@@ -184,10 +184,19 @@ bool Trainer::flushStatistics() const {
     if (m_inFlightStep == 0)
         return false;
     m_ops->receiveStatistics(true);
+    statisticsArrived();
+    return true;
+}
+
+void Trainer::statisticsArrived() const {
     m_completeBank = m_inFlightBank;
     m_completeStep = m_inFlightStep;
     m_inFlightStep = 0;
-    return true;
+    // A plain cast's amax is one of its counters: on a GPU it lands only now, with the counts.
+    for (StageStats& st : m_statsBank[static_cast<std::size_t>(m_completeBank)])
+        for (std::size_t r = 0; r < st.samples.size(); ++r)
+            if (st.samples[r].tensorAmax == kAmaxFromCounts)
+                st.samples[r].tensorAmax = finiteAmax(st.roles[r].amax);
 }
 
 const std::vector<StageStats>& Trainer::stageStats() const {
@@ -407,7 +416,7 @@ void Trainer::backward(int batch, bool collect) {
         if (collect)
             stats()[static_cast<std::size_t>(s)]
                 .samples[static_cast<std::size_t>(TensorRole::WeightGradients)]
-                .tensorAmax = finiteAmax(counted->amax);
+                .tensorAmax = kAmaxFromCounts;
     }
 }
 
@@ -516,11 +525,8 @@ StepResult Trainer::step() {
         m_inFlightBank = m_collecting;
         m_inFlightStep = m_step;
     }
-    if (m_inFlightStep != 0 && m_ops->receiveStatistics(false)) {
-        m_completeBank = m_inFlightBank;
-        m_completeStep = m_inFlightStep;
-        m_inFlightStep = 0;
-    }
+    if (m_inFlightStep != 0 && m_ops->receiveStatistics(false))
+        statisticsArrived();
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -569,7 +575,7 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
         opts.measureError = collect;
         m_ops->quantize(q, in, values, stats, opts);
         if (collect)
-            st.samples[r].tensorAmax = finiteAmax(stats->amax);
+            st.samples[r].tensorAmax = kAmaxFromCounts;
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
         const float amax = quantizeBlocks(stage, role, in, values, layout, collect);
         if (collect) // NVFP4's cast took the tensor amax; the other block casts a pass

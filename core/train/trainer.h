@@ -99,6 +99,11 @@ private:
     void keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout);
     // A sample's tensorAmax from the amax a cast found over the whole tensor (0: unknown).
     static double finiteAmax(double castAmax);
+    // A sample's tensorAmax still to be read from its role's counted amax, which an engine with
+    // late statistics (a GPU) delivers only with the counts: statisticsArrived() fills it in.
+    static constexpr double kAmaxFromCounts = -1.0;
+    // The in-flight bank's statistics have landed: it becomes the complete one.
+    void statisticsArrived() const;
     BlockLayout weightLayout(int stage) const;
     // The random Hadamard transform (scaling.hadamard): a linear layer's weight gradient from
     // its operands as they were before the casts (kept in m_raw*), each transformed along the
@@ -142,7 +147,8 @@ private:
     std::vector<Tensor> m_out, m_dout; // per layer: (B, outSize)
     // Statistics in two banks: one collects the current step's while the other may still be
     // arriving from the device (see TensorOps::sendStatistics) or hold the latest complete ones.
-    std::array<std::vector<StageStats>, 2> m_statsBank;
+    // mutable: statistics land (and are completed) in const readers such as stageStats().
+    mutable std::array<std::vector<StageStats>, 2> m_statsBank;
     int m_collecting = 0;
     mutable int m_completeBank = -1, m_inFlightBank = -1;
     mutable std::int64_t m_completeStep = 0, m_inFlightStep = 0;

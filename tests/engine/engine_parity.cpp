@@ -611,7 +611,10 @@ bool sameCounts(const std::vector<StageStats>& a, const std::vector<StageStats>&
         return false;
     for (std::size_t s = 0; s < a.size(); ++s)
         for (std::size_t r = 0; r < a[s].roles.size(); ++r)
-            if (!sameStats(a[s].roles[r], b[s].roles[r]))
+            // The samples' tensor amax too: a plain cast's is one of the late counters, so it
+            // must be read once they have landed, not right after the cast.
+            if (!sameStats(a[s].roles[r], b[s].roles[r]) ||
+                a[s].samples[r].tensorAmax != b[s].samples[r].tensorAmax)
                 return false;
     return true;
 }
