@@ -51,18 +51,11 @@ __device__ void warpCombine(kernels::Reduction& r) {
     }
 }
 
-// Per thread, then per warp (shuffles), then per block (shared memory), then one atomic merge
-// per block into *out.
-template <class Body>
-__global__ void __launch_bounds__(kThreads)
-    reduceKernel(std::size_t n, Body body, kernels::Reduction* out) {
+// A block's reduction of its threads' values: per warp (shuffles), then across the warps
+// (shared memory), always in the same order. The result is valid in thread 0.
+__device__ kernels::Reduction blockCombine(kernels::Reduction local) {
     __shared__ double sums[kThreads / 32], squares[kThreads / 32];
     __shared__ unsigned maxima[kThreads / 32];
-    kernels::Reduction local;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-         i += stride)
-        kernels::combine(local, body(i));
     warpCombine(local);
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     if (lane == 0) {
@@ -71,20 +64,42 @@ __global__ void __launch_bounds__(kThreads)
         maxima[warp] = local.maxBits;
     }
     __syncthreads();
-    if (warp != 0)
-        return;
     kernels::Reduction block;
-    if (lane < blockDim.x / 32) {
-        block.sum = sums[lane];
-        block.sumSq = squares[lane];
-        block.maxBits = maxima[lane];
+    if (warp == 0) {
+        if (lane < blockDim.x / 32) {
+            block.sum = sums[lane];
+            block.sumSq = squares[lane];
+            block.maxBits = maxima[lane];
+        }
+        warpCombine(block);
     }
-    warpCombine(block);
-    if (lane == 0) {
-        atomicAdd(&out->sum, block.sum);
-        atomicAdd(&out->sumSq, block.sumSq);
-        atomicMax(reinterpret_cast<unsigned*>(&out->maxBits), block.maxBits);
-    }
+    return block;
+}
+
+// Reductions in two fixed-order passes, so that a run replays bit for bit on the same GPU (an
+// atomic merge of the blocks' doubles would sum in the order the blocks finish): each block
+// writes its partial, then one block combines the partials.
+template <class Body>
+__global__ void __launch_bounds__(kThreads)
+    reduceKernel(std::size_t n, Body body, kernels::Reduction* partials) {
+    kernels::Reduction local;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+         i += stride)
+        kernels::combine(local, body(i));
+    const kernels::Reduction block = blockCombine(local);
+    if (threadIdx.x == 0)
+        partials[blockIdx.x] = block;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    finishReduction(const kernels::Reduction* partials, unsigned count, kernels::Reduction* out) {
+    kernels::Reduction local;
+    for (unsigned i = threadIdx.x; i < count; i += blockDim.x)
+        kernels::combine(local, partials[i]);
+    const kernels::Reduction total = blockCombine(local);
+    if (threadIdx.x == 0)
+        *out = total;
 }
 
 // Plain FP32 products with FP32 accumulation where cuBLAS is missing: 16x16 tiles through shared
@@ -129,6 +144,8 @@ public:
         check(cudaEventCreateWithFlags(&m_copied, cudaEventDisableTiming), device,
               "cudaEventCreate");
         m_reduction = static_cast<kernels::Reduction*>(allocate(sizeof(kernels::Reduction)));
+        m_partials = static_cast<kernels::Reduction*>(
+            allocate(static_cast<std::size_t>(maxBlocks()) * sizeof(kernels::Reduction)));
         m_cublas = cuda::CublasLibrary::instance();
         if (m_cublas != nullptr)
             m_cublasHandle = m_cublas->createHandle(m_stream);
@@ -195,13 +212,14 @@ public:
     }
     template <class Body>
     kernels::Reduction reduce(std::size_t n, const Body& body) {
+        if (n == 0)
+            return {};
         select();
-        check(cudaMemsetAsync(m_reduction, 0, sizeof(kernels::Reduction), m_stream), m_device,
-              "cudaMemset");
-        if (n != 0) {
-            reduceKernel<<<blocksFor(n), kThreads, 0, m_stream>>>(n, body, m_reduction);
-            check(cudaGetLastError(), m_device, "kernel launch");
-        }
+        const unsigned blocks = blocksFor(n); // at most maxBlocks(): m_partials holds them all
+        reduceKernel<<<blocks, kThreads, 0, m_stream>>>(n, body, m_partials);
+        check(cudaGetLastError(), m_device, "kernel launch");
+        finishReduction<<<1, kThreads, 0, m_stream>>>(m_partials, blocks, m_reduction);
+        check(cudaGetLastError(), m_device, "kernel launch");
         check(cudaMemcpyAsync(m_reductionHost, m_reduction, sizeof(kernels::Reduction),
                               cudaMemcpyDeviceToHost, m_stream),
               m_device, "copy of a reduction");
@@ -293,10 +311,12 @@ public:
 
 private:
     void select() const { check(cudaSetDevice(m_device), m_device, "cudaSetDevice"); }
+    // A grid of at most 16 blocks per multiprocessor (grid-stride loops do the rest): fixed for
+    // a GPU, so a reduction's order of summation is too.
+    unsigned maxBlocks() const { return static_cast<unsigned>(m_multiprocessors) * 16u; }
     unsigned blocksFor(std::size_t n) const {
         const std::size_t needed = (n + kThreads - 1) / kThreads;
-        const std::size_t most = static_cast<std::size_t>(m_multiprocessors) * 16;
-        return static_cast<unsigned>(needed < most ? needed : most);
+        return static_cast<unsigned>(needed < maxBlocks() ? needed : maxBlocks());
     }
     // A zeroed device slot for one quantise call's statistics, merged into *stats later.
     cuda::DeviceCounters* counterSlot(QuantStats* stats) {
@@ -336,6 +356,7 @@ private:
     cudaStream_t m_stream = nullptr;
     std::vector<void*> m_allocations;
     kernels::Reduction* m_reduction = nullptr;
+    kernels::Reduction* m_partials = nullptr; // one per block of a reduction's grid
     kernels::Reduction* m_reductionHost = nullptr;
     // Statistics: two banks of device slots (one filling, one possibly on its way back), one
     // pinned host buffer, a side stream for the copies and the events that order them.

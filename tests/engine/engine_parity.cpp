@@ -621,6 +621,56 @@ bool sameCounts(const std::vector<StageStats>& a, const std::vector<StageStats>&
 
 } // namespace
 
+void replays(const OpsFactory& candidate, Report& report) {
+    const std::vector<float> values = randomValues(1 << 20, 11, 3.0f);
+    std::vector<std::uint64_t> first;
+    for (int engine = 0; engine < 2; ++engine) {
+        const std::unique_ptr<TensorOps> ops = candidate();
+        const Tensor t = ops->allocate(values.size());
+        ops->upload(t, values.data());
+        for (int repeat = 0; repeat < 3; ++repeat) {
+            const TensorMoments m = ops->moments(t);
+            const std::vector<std::uint64_t> bits = {
+                std::bit_cast<std::uint64_t>(m.mean), std::bit_cast<std::uint64_t>(m.stdDev),
+                std::bit_cast<std::uint64_t>(m.maxAbs),
+                std::bit_cast<std::uint64_t>(ops->sumOfSquares(t))};
+            if (first.empty())
+                first = bits;
+            report.expect(bits == first, "replay: the moments or the sum of squares of 2^20 "
+                                         "values differ between two evaluations");
+        }
+    }
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(42, 1024, 64));
+    nlohmann::json mlp = findPreset("fp16-zhao").json;
+    mlp.merge_patch({{"train", {{"steps", 12}, {"batch_size", 64}, {"clip_norm", 0.5}}},
+                     {"model", {{"hidden", {64, 64}}}}});
+    nlohmann::json gpt = findPreset("fp8-hybrid-delayed").json;
+    gpt.merge_patch(
+        {{"train", {{"steps", 6}, {"batch_size", 4}}},
+         {"model",
+          {{"type", "gpt"}, {"context", 16}, {"width", 32}, {"heads", 2}, {"blocks", 1}}}});
+    for (const auto& [name, json] : {std::pair{"mlp fp16-zhao", mlp}, std::pair{"gpt", gpt}}) {
+        const TrainConfig config = configFromJson(json);
+        const bool isGpt = config.model.type == "gpt";
+        const std::shared_ptr<const DataSplit> runData = isGpt ? loadRunData(config) : data;
+        std::vector<std::uint64_t> losses[2];
+        for (auto& run : losses) {
+            std::unique_ptr<TrainingRun> t;
+            if (isGpt)
+                t = std::make_unique<GptTrainer>(config, runData, candidate());
+            else
+                t = std::make_unique<Trainer>(config, runData, candidate());
+            for (std::int64_t s = 0; s < config.steps; ++s)
+                run.push_back(std::bit_cast<std::uint64_t>(t->step().scalars.loss));
+        }
+        const bool same = losses[0] == losses[1];
+        std::printf("replay %s: %lld steps twice, losses %s\n", name,
+                    static_cast<long long>(config.steps), same ? "bit-identical" : "DIFFER");
+        report.expect(same, std::string("replay ") + name +
+                                ": two runs of one config on fresh engines differ in their losses");
+    }
+}
+
 SampleSummary summarise(const std::vector<double>& values) {
     SampleSummary s;
     const auto n = static_cast<double>(values.size());

@@ -81,6 +81,12 @@ void training(const OpsFactory& candidate, const TrainingRuns& plan, Report& rep
 // for bit and at least one arrived late; empty: order and completeness only.
 void lateStatistics(const OpsFactory& candidate, const OpsFactory& sameArithmetic, Report& report);
 
+// The same config twice on fresh engines of the candidate gives the same bits: large reductions
+// (moments, sums of squares: many blocks on a GPU) repeated, and per-step losses of an MLP with
+// per-layer scaling and gradient clipping (both decided from reductions) and of a small GPT.
+// What config.json promises: a run replays exactly on the same machine.
+void replays(const OpsFactory& candidate, Report& report);
+
 // Prints the report; returns the process exit code (0 pass, 1 fail).
 int finish(const Report& report, const std::string& title);
 

@@ -11,10 +11,12 @@
 // the MLP, or on the GPT (CTest runs the parts in parallel). --sanitizer: the training runs as
 // the sanitizer builds run them, a few steps on one seed each (engine_parity.h: memoryCheckPlan);
 // in full they took 7 minutes of the ASan stage.
+#include "engine/cpu_ops.h"
 #include "engine/host_kernel_ops.h"
 #include "engine_parity.h"
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 int main(int argc, char** argv) {
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
         parity::optimisers(hostKernels, report);
         parity::lateStatistics([] { return makeHostKernelOps(HostStatistics::Late); }, hostKernels,
                                report);
+        parity::replays(hostKernels, report);
+        parity::replays([] { return std::make_unique<CpuOps>(); }, report); // the CPU's too
     }
     parity::training(hostKernels, plan, report);
     return parity::finish(report, "host emulation of the GPU engine vs the CPU engine");

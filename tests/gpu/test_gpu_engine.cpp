@@ -85,5 +85,6 @@ int main() {
     parity::optimisers(gpu, report);
     parity::training(gpu, {200, 128, {256, 256}, 200, 64, 200, 8}, report);
     parity::lateStatistics(gpu, {}, report); // cuBLAS sums in another order: no exact counts
+    parity::replays(gpu, report); // deterministic reductions: a GPU run replays bit for bit
     return parity::finish(report, "CUDA engine vs the CPU engine");
 }
