@@ -2,6 +2,7 @@
 
 #include "data/text_corpus.h"
 #include "device/compute_backend.h"
+#include "engine/cpu_ops.h"
 #include "train/trainer.h" // checkRecipeStages
 
 #include <algorithm>
@@ -48,9 +49,21 @@ GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSpli
         throw DataError("the gpt model reads text (data.source synthetic, fortunes or text:FILE); "
                         "the data loaded holds none");
     const GptRunSettings settings = settingsFor(config);
-    if (!ops)
+    const bool engineChosenHere = !ops;
+    if (engineChosenHere)
         std::tie(ops, m_deviceNotice) = opsFor(config);
-    m_run = std::make_unique<GptRun>(settings, *m_data->text, std::move(ops));
+    const bool onCpu = ops->name() == "cpu";
+    try {
+        m_run = std::make_unique<GptRun>(settings, *m_data->text, std::move(ops));
+    } catch (const std::exception& e) {
+        // As the MLP's Trainer: a GPU engine out of memory while the run is set up (parameters,
+        // optimiser state, the batch's activations) trains on the CPU with the reason. The
+        // failed run and its engine are gone by now.
+        if (!engineChosenHere || onCpu)
+            throw;
+        m_deviceNotice = std::string(e.what()) + "; training on the CPU";
+        m_run = std::make_unique<GptRun>(settings, *m_data->text, std::make_unique<CpuOps>());
+    }
     checkRecipeStages(config.recipe, m_run->model().stageCount(), true);
     if (!m_run->notice().empty())
         m_deviceNotice += (m_deviceNotice.empty() ? "" : "; ") + m_run->notice();

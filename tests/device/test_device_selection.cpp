@@ -9,6 +9,8 @@
 #include "device/compute_backend.h"
 #include "engine/host_kernel_ops.h"
 #include "engine/tensor_ops.h"
+#include "train/gpt_trainer.h"
+#include "train/run_data.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -23,6 +25,7 @@ private slots:
     void withFakeBackend();
     void configKeyIsChecked();
     void outOfDeviceMemoryFallsBackToCpu();
+    void gptOutOfDeviceMemoryFallsBackToCpu();
 };
 
 namespace {
@@ -151,6 +154,32 @@ void TestDeviceSelection::outOfDeviceMemoryFallsBackToCpu() {
     // Room for the parameters but not for the training set's 2000 x 784 floats.
     fakeDeviceMemory = 1u << 20;
     Trainer tight(config, data);
+    QCOMPARE(tight.deviceName(), std::string("cpu"));
+    QVERIFY2(tight.deviceNotice().find("out of memory") != std::string::npos &&
+                 tight.deviceNotice().find("; training on the CPU") != std::string::npos,
+             tight.deviceNotice().c_str());
+    const StepResult step = tight.step();
+    QVERIFY(std::isfinite(step.scalars.loss));
+    fakeDeviceMemory = SIZE_MAX;
+}
+
+// The GPT's rule is the MLP's: its parameters fit in 1 MiB, its batch's activations (the
+// logits alone are 64 x 16 x 256 floats) do not, so the run is set up on the CPU with the reason.
+void TestDeviceSelection::gptOutOfDeviceMemoryFallsBackToCpu() {
+    QVERIFY(findBackend("cuda") != nullptr);
+    const TrainConfig config = configFromJson(
+        {{"device", "cuda:1"},
+         {"model", {{"type", "gpt"}, {"context", 16}, {"width", 32}, {"heads", 2}, {"blocks", 1}}},
+         {"train", {{"batch_size", 64}, {"steps", 2}}}});
+    const std::shared_ptr<const DataSplit> data = loadRunData(config);
+
+    fakeDeviceMemory = SIZE_MAX;
+    {
+        GptTrainer roomy(config, data);
+        QCOMPARE(roomy.deviceName(), std::string("host emulation of the GPU kernels"));
+    }
+    fakeDeviceMemory = 1u << 20;
+    GptTrainer tight(config, data);
     QCOMPARE(tight.deviceName(), std::string("cpu"));
     QVERIFY2(tight.deviceNotice().find("out of memory") != std::string::npos &&
                  tight.deviceNotice().find("; training on the CPU") != std::string::npos,

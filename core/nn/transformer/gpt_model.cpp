@@ -216,6 +216,10 @@ void GptModel::reserve(int batch) {
     m_dfc = ops.allocate(rows * 4 * c);
     m_dscores = ops.allocate(att);
     m_gradCast = ops.allocate(rows * std::max(vocab, 4 * c)); // the widest arriving gradient
+    // The cast copy of the parameters too (used whenever casts are attached): every allocation
+    // of a run happens here, where an engine out of memory can still hand over to the CPU.
+    if (m_castParams.size < m_count)
+        m_castParams = ops.allocate(m_count);
     m_tokens = ops.allocateLabels(rows);
     m_targets = ops.allocateLabels(rows);
 }
