@@ -14,9 +14,12 @@ public:
     // The process-wide library, or null when it cannot be loaded or PLAB_NO_CUBLAS is set
     // (tests use that to check the engine's own kernel on a machine that has cuBLAS).
     static const CublasLibrary* instance();
+    // Why instance() is null (the loader's message, a missing entry point, or PLAB_NO_CUBLAS);
+    // empty when it is not. Shown in the engine's name, so a quiet fallback is visible.
+    static const std::string& unavailableReason();
 
-    // A handle bound to a stream (cudaStream_t); null on failure.
-    void* createHandle(void* stream) const;
+    // A handle bound to a stream (cudaStream_t); null on failure, with the reason in *why.
+    void* createHandle(void* stream, std::string* why) const;
     void destroyHandle(void* handle) const;
     // The row-major product in FP32 with FP32 accumulation (the default math mode: no TF32).
     // Returns cuBLAS's status (0 = success).

@@ -147,9 +147,11 @@ public:
         m_partials = static_cast<kernels::Reduction*>(
             allocate(static_cast<std::size_t>(maxBlocks()) * sizeof(kernels::Reduction)));
         m_cublas = cuda::CublasLibrary::instance();
+        std::string noCublas = cuda::CublasLibrary::unavailableReason();
         if (m_cublas != nullptr)
-            m_cublasHandle = m_cublas->createHandle(m_stream);
-        m_name += m_cublasHandle != nullptr ? ", cuBLAS" : ", own GEMM kernel";
+            m_cublasHandle = m_cublas->createHandle(m_stream, &noCublas);
+        // The reason stays in the name: a fallback to the own kernel is never silent.
+        m_name += m_cublasHandle != nullptr ? ", cuBLAS" : ", own GEMM kernel (" + noCublas + ")";
         check(
             cudaMallocHost(reinterpret_cast<void**>(&m_reductionHost), sizeof(kernels::Reduction)),
             device, "cudaMallocHost");

@@ -5,6 +5,7 @@
 // with a one-line reason when no usable GPU is present.
 #include "cuda/cuda_backend.h"
 #include "numerics/quantizer.h"
+#include "require_gpu.h"
 #include "util/thread_pool.h"
 
 #include <cmath>
@@ -84,10 +85,8 @@ int main(int argc, char** argv) {
     registerCudaBackend();
     const ComputeBackend* cuda = findBackend("cuda");
     const DeviceChoice device = resolveDevice(parseDeviceSpec("auto"));
-    if (!device.cuda) {
-        std::printf("SKIP: %s\n", device.notice.c_str());
-        return 77;
-    }
+    if (!device.cuda)
+        return gpu_test::noUsableGpu(device.notice);
     std::printf("device: %s\n", device.label.c_str());
     ThreadPool pool(0);
     const std::vector<float> in = makeInputs(elements);
