@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -140,8 +139,10 @@ int runTrain(const TrainArgs& args) {
             std::fprintf(stderr, "sample at step %lld:\n%s\n",
                          static_cast<long long>(final.sampleStep), final.sample.c_str());
     }
-    std::ifstream summary(out + "/summary.json");
-    std::printf("%s", std::string(std::istreambuf_iterator<char>(summary), {}).c_str());
+    // From the session, not the file: on a full disk the file may be the one written at the
+    // start ("steps": 0, "running"), while this says how many steps the record holds and why
+    // the run stopped.
+    std::printf("%s\n", toJson(session.finalSummary()).dump(2).c_str());
     std::fflush(stdout);
     const SessionState state = session.state();
     if (state == SessionState::Finished)

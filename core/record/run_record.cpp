@@ -327,10 +327,10 @@ std::vector<RecordedEvent> RunRecord::events() const {
 RunSummary RunRecord::summary() const {
     SqliteStatement s = m_db->prepare("SELECT json FROM summary WHERE id = 1");
     if (!s.next())
-        return RunSummary{false, "no summary recorded", 0, 0, 0, 0, 0, 0, 0};
+        return RunSummary{.stopReason = "no summary recorded"}; // numbers unknown: NaN
     const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
     if (!j.is_object())
-        return RunSummary{false, "summary unreadable", 0, 0, 0, 0, 0, 0, 0};
+        return RunSummary{.stopReason = "summary unreadable"};
     RunSummary summary = runSummaryFromJson(j);
     // "running" with no run holding the folder: it was killed or crashed
     if (!summary.finished && summary.stopReason == "running" && !isBeingWritten())

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace plab {
@@ -14,8 +15,10 @@ struct RunSummary {
     std::string stopReason; // "completed", "stopped", "diverged at step N: ...", ...
     std::int64_t steps = 0;
     std::int64_t skippedSteps = 0;
-    double finalTrainLoss = 0.0;
-    double testLoss = 0.0, testAccuracy = 0.0;
+    // NaN (null in JSON) until measured: a test loss of 0 would read as a perfect model.
+    double finalTrainLoss = std::numeric_limits<double>::quiet_NaN();
+    double testLoss = std::numeric_limits<double>::quiet_NaN(),
+           testAccuracy = std::numeric_limits<double>::quiet_NaN();
     double wallSeconds = 0.0;
     double samplesPerSecond = 0.0;
 };

@@ -109,7 +109,10 @@ void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     m_histogramsEvery = std::max(1, histogramsEvery);
     m_budgetBytes = recordBudgetMb << 20;
-    writeSummary(RunSummary{false, "running", 0, 0, 0, 0, 0, 0, 0});
+    RunSummary running; // no step yet: losses and test metrics unmeasured (null)
+    running.stopReason = "running";
+    running.wallSeconds = running.samplesPerSecond = 0.0;
+    writeSummary(running);
     commit();
 }
 

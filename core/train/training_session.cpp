@@ -220,6 +220,11 @@ std::string TrainingSession::describeChange(const nlohmann::json& before,
     return path + ": " + text(before) + " -> " + text(after);
 }
 
+RunSummary TrainingSession::finalSummary() const {
+    std::lock_guard lock(m_reasonMutex);
+    return m_finalSummary;
+}
+
 std::string TrainingSession::recordError() const {
     std::lock_guard lock(m_reasonMutex);
     return m_recordError;
@@ -256,11 +261,15 @@ RunSummary TrainingSession::summaryNow(bool finished, const std::string& reason)
     RunSummary summary;
     summary.finished = finished;
     summary.stopReason = reason;
-    summary.steps = m_trainer->stepsTaken();
+    // Once the record has failed, the steps it holds whole: those are the ones to cite.
+    summary.steps = recordError().empty() ? m_trainer->stepsTaken() : m_recordedSteps;
     summary.skippedSteps = m_skipped;
-    summary.finalTrainLoss = m_lastLoss;
-    summary.testLoss = m_lastEval.loss;
-    summary.testAccuracy = m_lastEval.accuracy;
+    if (summary.steps > 0)
+        summary.finalTrainLoss = m_lastLoss;
+    if (m_lastEvalStep > 0) { // else never measured: null, not 0
+        summary.testLoss = m_lastEval.loss;
+        summary.testAccuracy = m_lastEval.accuracy;
+    }
     summary.wallSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
     summary.samplesPerSecond =
@@ -430,6 +439,7 @@ void TrainingSession::doStep() {
     publish(s);
     if (!recorded)
         return; // run() ends the run
+    m_recordedSteps = s.step;
     if (r.diverged)
         finish(SessionState::Diverged,
                "diverged at step " + std::to_string(s.step) + ": " + r.event);
@@ -453,8 +463,8 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         state = SessionState::Failed;
         why += std::string("; then failed: ") + e.what();
     }
+    RunSummary summary = summaryNow(state == SessionState::Finished, why);
     const bool recorded = record([&](RunLog& log) {
-        const RunSummary summary = summaryNow(state == SessionState::Finished, why);
         log.logEvent(summary.steps, "end", why);
         log.writeSummary(summary);
         log.writeReplayConfig(replayConfig());
@@ -465,9 +475,12 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         state = SessionState::Failed;
         why += "; the run record could not be written: " + recordError();
     }
+    if (!recorded) // what the file could not take: the steps the record holds, and why
+        summary = summaryNow(false, why);
     {
         std::lock_guard lock(m_reasonMutex);
         m_stopReason = why;
+        m_finalSummary = summary;
     }
     {
         std::lock_guard lock(m_doneMutex);

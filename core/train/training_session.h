@@ -87,6 +87,10 @@ public:
     // Why the run record could not be written (a full disk, the folder removed); empty when it
     // could. Such a run ends Failed, keeping every whole row written before.
     std::string recordError() const;
+    // How the run ended, as its summary.json says, or as it would have said where the record
+    // could not be written (then: the steps the record holds whole, and why it stopped). Valid
+    // once the run has ended.
+    RunSummary finalSummary() const;
     // Blocks until the run is finished, stopped, diverged or failed.
     void waitUntilDone();
     // Blocks until the worker has taken every command posted before the call (at most one
@@ -148,6 +152,7 @@ private:
     std::condition_variable_any m_takenChanged;
     std::atomic<SessionState> m_state{SessionState::Idle};
     std::string m_stopReason, m_recordError;
+    RunSummary m_finalSummary; // under m_reasonMutex
     mutable std::mutex m_reasonMutex;
     std::condition_variable m_done;
     std::mutex m_doneMutex;
@@ -159,6 +164,7 @@ private:
     double m_lastLoss = 0.0;
     Evaluation m_lastEval;
     std::int64_t m_lastEvalStep = 0;
+    std::int64_t m_recordedSteps = 0; // the last step wholly in the run record
     std::chrono::steady_clock::time_point m_started, m_summaryWritten;
 
     TripleBuffer<TrainingSnapshot> m_snapshots;

@@ -52,6 +52,7 @@ private slots:
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
     void fullDiskIsAnErrorAndKeepsWholeRows();
+    void neverMeasuredTestMetricsAreNull();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -828,6 +829,41 @@ void TestCli::fullDiskIsAnErrorAndKeepsWholeRows() {
                  .toString()
                  .contains(QStringLiteral("could not be written")),
              qPrintable(s.value(QStringLiteral("stop_reason")).toString()));
+    // The summary printed on stdout comes from the run, not from a file the disk may have
+    // refused: the steps the record holds and why it stopped (issue 42 item 5), as the file.
+    const QJsonObject printed = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+    QCOMPARE(printed.value(QStringLiteral("steps")).toInteger(-1), steps);
+    QCOMPARE(s.value(QStringLiteral("steps")).toInteger(-1), steps);
+    QCOMPARE(printed.value(QStringLiteral("finished")).toBool(true), false);
+    QVERIFY2(printed.value(QStringLiteral("stop_reason"))
+                 .toString()
+                 .contains(QStringLiteral("the run record could not be written")),
+             qPrintable(printed.value(QStringLiteral("stop_reason")).toString()));
+}
+
+// Test metrics never measured are null, not 0 (a test loss of 0 reads as a perfect model): a run
+// killed before its first evaluation, recovered by `export` (issue 42 item 6).
+void TestCli::neverMeasuredTestMetricsAreNull() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH),
+            trainArgs(run, "1000000",
+                      {QStringLiteral("--set"), QStringLiteral("train.eval_every=100000000")}));
+    QVERIFY(p.waitForStarted());
+    for (int i = 0; i < 1500 && recordedSteps(run) < 3; ++i)
+        QTest::qWait(20);
+    p.kill();
+    QVERIFY(p.waitForFinished());
+    QVERIFY(recordedSteps(run) >= 3);
+    QCOMPARE(recordQuery(run, "SELECT count(*) FROM steps WHERE test_loss IS NOT NULL"), 0);
+    const Result exported = runCli({QStringLiteral("export"), run});
+    QVERIFY2(exported.exitCode == 0, exported.err.constData());
+    const QJsonObject s = readSummary(run);
+    QVERIFY2(s.value(QStringLiteral("test_loss")).isNull(),
+             QJsonDocument(s).toJson(QJsonDocument::Compact).constData());
+    QVERIFY(s.value(QStringLiteral("test_accuracy")).isNull());
+    QVERIFY(s.value(QStringLiteral("final_train_loss")).isDouble());
 }
 
 // The run folder removed while the run writes it: a clean error and exit status 4.

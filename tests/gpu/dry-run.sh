@@ -73,6 +73,19 @@ stand-in)
     pass "$out/$n" --stand-in-cpu "$@"
     figures "$out/$n"
   done
+  # What a GPU machine must not let pass: a GPU test without a GPU fails when one is required.
+  rc=0
+  PLAB_REQUIRE_GPU=1 "$copy/build/gpu/tests/gpu/test_gpu_quantize" 1024 >"$out/require.txt" || rc=$?
+  [[ $rc -eq 1 ]] && grep -q '^FAIL: no usable GPU' "$out/require.txt" ||
+    fail "test_gpu_quantize with PLAB_REQUIRE_GPU=1 and no GPU exited $rc, not 1"
+  # The deadline: a third pass given 15 s stops starting steps, fails, and still summarises.
+  rc=0
+  mkdir -p "$out/3"
+  OUT=$out/3 PLAB_DEVICE_CHECKS_DEADLINE=15 "$copy/tests/gpu/run-device-checks.sh" \
+    --stand-in-cpu "$@" >/dev/null 2>&1 || rc=$?
+  [[ $rc -ne 0 ]] && grep -q "^FAIL .*deadline of 15s is reached" "$out/3/summary.txt" ||
+    fail "a pass under a 15 s deadline exited $rc without a deadline failure in its summary"
+  echo "dry-run: a required GPU test without a GPU fails; a 15 s deadline stops the script"
   ;;
 esac
 echo "dry-run: passed"
