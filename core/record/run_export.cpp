@@ -301,14 +301,15 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
 
 bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
     RunSummary summary;
+    summary.stopReason = "running"; // no row: killed in its first milliseconds, before writing one
     {
         SqliteStatement s = db.prepare("SELECT json FROM summary WHERE id = 1");
-        if (!s.next())
-            return false;
-        const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
-        if (j.is_discarded() || !j.is_object())
-            return false;
-        summary = runSummaryFromJson(j);
+        if (s.next()) {
+            const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+            if (j.is_discarded() || !j.is_object())
+                return false;
+            summary = runSummaryFromJson(j);
+        }
     }
     if (summary.finished || summary.stopReason != "running")
         return false;
@@ -342,12 +343,18 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
         summary.testAccuracy = eval.real(1);
     }
     summary.skippedSteps = db.queryInteger("SELECT count(*) FROM steps WHERE skipped != 0");
-    summary.stopReason = "ended without writing its summary (killed or crashed) after step " +
-                         std::to_string(summary.steps) + "; summary recovered from run.sqlite";
+    summary.stopReason = "ended without writing its summary (killed or crashed) " +
+                         (summary.steps > 0 ? "after step " + std::to_string(summary.steps)
+                                            : "before its first step") +
+                         "; summary recovered from run.sqlite";
     const std::string text = toJson(summary).dump(2) + "\n";
     SqliteStatement write = db.prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     write.bind(1, std::string_view(text)).run();
     writeFileAtomically(runDir + "/summary.json", text);
+    // A file the kill caught half written (writeFileAtomically's temporary) is nobody's record.
+    std::error_code ec;
+    for (const char* name : {"summary.json.tmp", "config.json.tmp"})
+        std::filesystem::remove(std::filesystem::path(runDir) / name, ec);
     return true;
 }
 

@@ -38,7 +38,7 @@ double DynamicScaler::clamp(double scale) const {
     double s = std::max({scale, m_settings.minScale, floor()});
     if (m_settings.maxScale > 0.0)
         s = std::min(s, m_settings.maxScale);
-    return s;
+    return std::clamp(s, kLowestLossScale, kHighestLossScale);
 }
 
 void DynamicScaler::setScale(double scale) {
@@ -63,8 +63,9 @@ ScaleDecision DynamicScaler::update(bool overflow) {
         d.reason =
             "Inf/NaN in gradients: step skipped, scale " + pow2(before) + " -> " + pow2(m_scale);
         if (m_scale == before)
-            d.reason +=
-                m_settings.enhanced ? " (held at the enhanced floor)" : " (held at the minimum)";
+            d.reason += m_scale == kLowestLossScale ? " (held at the lowest scale a float holds)"
+                        : m_settings.enhanced       ? " (held at the enhanced floor)"
+                                                    : " (held at the minimum)";
         return d;
     }
     if (++m_cleanSteps >= m_settings.growthInterval) {

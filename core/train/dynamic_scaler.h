@@ -25,6 +25,10 @@ struct DynamicScalerSettings {
     bool operator==(const DynamicScalerSettings&) const = default;
 };
 
+// Whatever the settings, a loss scale stays a normal float (it multiplies float tensors):
+// never 0 after backing off without a minimum, never Inf after growing without a maximum.
+inline constexpr double kLowestLossScale = 0x1p-126, kHighestLossScale = 0x1p127;
+
 class DynamicScaler final : public LossScaler {
 public:
     explicit DynamicScaler(const DynamicScalerSettings& settings);

@@ -7,6 +7,7 @@
 #include "record/run_export.h"
 #include "record/run_record.h"
 #include "record/run_record_schema.h"
+#include "record/sqlite_db.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -22,7 +23,33 @@ constexpr const char* kRecordFiles[] = {kRunRecordFile, "config.json",   "summar
                                         "metrics.csv",  "layers.csv",    "histograms.csv",
                                         "events.jsonl", "run.sqlite-wal"};
 
+// An earlier run killed in its first milliseconds (config.json, a run.sqlite holding no step
+// and no event, perhaps a half-written summary.json.tmp, no exports) left nothing anyone can
+// cite: its folder is taken as an empty one. Anything unreadable counts as a record.
+bool recordedNothing(const std::string& dir) {
+    for (const char* name : {"metrics.csv", "layers.csv", "histograms.csv", "events.jsonl"})
+        if (fs::exists(fs::path(dir) / name))
+            return false;
+    const fs::path db = fs::path(dir) / kRunRecordFile;
+    std::error_code ec;
+    if (!fs::exists(db, ec) || fs::file_size(db, ec) == 0)
+        return !ec;
+    try {
+        SqliteDb record(db.string(), SqliteDb::Mode::ReadWrite); // reads a killed run's WAL
+        return record.queryInteger("SELECT count(*) FROM steps", 1) == 0 &&
+               record.queryInteger("SELECT count(*) FROM events", 1) == 0;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+void removeEarlierRun(const std::string& dir);
+
 void refuseEarlierRun(const std::string& dir) {
+    if (recordedNothing(dir)) {
+        removeEarlierRun(dir);
+        return;
+    }
     for (const char* name : kRecordFiles)
         if (fs::exists(fs::path(dir) / name))
             throw RecordError(dir + ": holds an earlier run (" + name +
@@ -33,8 +60,9 @@ void removeEarlierRun(const std::string& dir) {
     std::error_code ec;
     for (const char* name : kRecordFiles)
         fs::remove(fs::path(dir) / name, ec);
-    fs::remove(fs::path(dir) / "run.sqlite-shm", ec);
-    fs::remove(fs::path(dir) / "run.sqlite-journal", ec);
+    for (const char* name :
+         {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp"})
+        fs::remove(fs::path(dir) / name, ec);
 }
 
 } // namespace

@@ -53,6 +53,7 @@ private slots:
     void stopSignalsWriteTheSummary();
     void fullDiskIsAnErrorAndKeepsWholeRows();
     void neverMeasuredTestMetricsAreNull();
+    void killedBeforeItsFirstStep();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -96,6 +97,17 @@ qint64 recordQuery(const QString& run, const char* sql) {
     }
     sqlite3_close(db);
     return value;
+}
+
+// Runs SQL that changes the record (a test planting a state a kill could leave).
+bool recordExec(const QString& run, const char* sql) {
+    sqlite3* db = nullptr;
+    const QByteArray path = (run + QStringLiteral("/run.sqlite")).toUtf8();
+    const bool ok =
+        sqlite3_open_v2(path.constData(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK &&
+        sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+    sqlite3_close(db);
+    return ok;
 }
 
 qint64 recordedSteps(const QString& run) {
@@ -839,6 +851,43 @@ void TestCli::fullDiskIsAnErrorAndKeepsWholeRows() {
                  .toString()
                  .contains(QStringLiteral("the run record could not be written")),
              qPrintable(printed.value(QStringLiteral("stop_reason")).toString()));
+}
+
+// What a kill in a run's first milliseconds leaves (config.json, a record with no step, no event
+// and no summary row, an empty summary.json.tmp): `export` says so in a summary and removes the
+// half-written file, and `train` takes such a folder as an empty one (issue 42 item 8).
+void TestCli::killedBeforeItsFirstStep() {
+    QTemporaryDir dir;
+    const auto plant = [](const QString& run) {
+        if (runCli(trainArgs(run, "1")).exitCode != 0 ||
+            !recordExec(run, "DELETE FROM stats; DELETE FROM histograms; DELETE FROM steps; "
+                             "DELETE FROM events; DELETE FROM summary;"))
+            return false;
+        for (const char* name :
+             {"/summary.json", "/metrics.csv", "/layers.csv", "/histograms.csv", "/events.jsonl"})
+            QFile::remove(run + QLatin1String(name));
+        QFile tmp(run + QStringLiteral("/summary.json.tmp"));
+        return tmp.open(QIODevice::WriteOnly); // empty, as the kill left it
+    };
+    const QString exported = dir.filePath(QStringLiteral("exported"));
+    QVERIFY(plant(exported));
+    const Result e = runCli({QStringLiteral("export"), exported});
+    QVERIFY2(e.exitCode == 0, e.err.constData());
+    QVERIFY2(e.out.contains("the run ended without its summary"), e.out.constData());
+    const QJsonObject s = readSummary(exported);
+    QCOMPARE(s.value(QStringLiteral("steps")).toInteger(-1), 0);
+    QVERIFY2(s.value(QStringLiteral("stop_reason"))
+                 .toString()
+                 .contains(QStringLiteral("killed or crashed) before its first step")),
+             qPrintable(s.value(QStringLiteral("stop_reason")).toString()));
+    QVERIFY(!QFile::exists(exported + QStringLiteral("/summary.json.tmp")));
+
+    const QString reused = dir.filePath(QStringLiteral("reused"));
+    QVERIFY(plant(reused));
+    const Result again = runCli(trainArgs(reused, "2"));
+    QVERIFY2(again.exitCode == 0, again.err.constData());
+    QCOMPARE(recordedSteps(reused), 2);
+    QVERIFY(!QFile::exists(reused + QStringLiteral("/summary.json.tmp")));
 }
 
 // Test metrics never measured are null, not 0 (a test loss of 0 reads as a perfect model): a run

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 using namespace plab;
 
@@ -25,6 +26,7 @@ private slots:
     void megatronHysteresisAndMinimum();
     void enhancedFloorNeverUndercut();
     void userSetScaleIsClamped();
+    void scaleStaysAPositiveFiniteFloat();
     void dynamicPolicyRecoversInTraining();
     void perLayerScaleFormula();
     void perLayerWeightGradientsComeOutUnscaled();
@@ -122,6 +124,33 @@ void TestScalers::enhancedFloorNeverUndercut() {
     }
     QCOMPARE(d.floor(), 512.0);
     QCOMPARE(d.scale(), 512.0);
+}
+
+// Backing off without a minimum (GradScaler's rule) ended at exactly 0, reported as
+// "2^-2147483648"; growing without a maximum ends at Inf. The scale stays a normal float and the
+// events say so (issue 42 item 7).
+void TestScalers::scaleStaysAPositiveFiniteFloat() {
+    DynamicScalerSettings settings;
+    settings.backoffFactor = 1e-6;
+    DynamicScaler down(settings);
+    std::string last;
+    for (int i = 0; i < 200; ++i) {
+        last = down.update(true).reason;
+        QVERIFY2(last.find("2147483648") == std::string::npos, last.c_str());
+        QVERIFY(down.scale() > 0.0 && std::isnormal(static_cast<float>(down.scale())));
+    }
+    QCOMPARE(down.scale(), 0x1p-126);
+    QVERIFY2(last.find("2^-126 -> 2^-126 (held at the lowest scale a float holds)") !=
+                 std::string::npos,
+             last.c_str());
+    settings.growthFactor = 1e6;
+    settings.growthInterval = 1;
+    DynamicScaler up(settings);
+    for (int i = 0; i < 200; ++i) {
+        up.update(false);
+        QVERIFY(std::isfinite(static_cast<float>(up.scale())));
+    }
+    QCOMPARE(up.scale(), 0x1p127);
 }
 
 void TestScalers::userSetScaleIsClamped() {
