@@ -3,21 +3,29 @@
 
 #include "cli_commands.h"
 
-#include <fstream>
-#include <sstream>
+#include "util/bounded_read.h"
 
 namespace plab::cli {
 namespace {
 
+constexpr std::size_t kConfigMaxBytes = std::size_t{16} << 20;
+
 nlohmann::json readConfigFile(const std::string& path) {
-    std::ifstream f(path);
-    if (!f)
+    std::string text;
+    switch (readBounded(path, kConfigMaxBytes, text)) {
+    case BoundedRead::Ok:
+        return parseConfigText(text, path);
+    case BoundedRead::CannotOpen:
         throw ConfigError(path + ": cannot open the config file");
-    std::stringstream text;
-    text << f.rdbuf();
-    if (f.bad())
+    case BoundedRead::IsADirectory:
+        throw ConfigError(path + ": is a directory (expected a JSON config file)");
+    case BoundedRead::CannotRead:
         throw ConfigError(path + ": cannot read the config file");
-    return parseConfigText(text.str(), path);
+    case BoundedRead::TooLarge:
+        break;
+    }
+    throw ConfigError(path + ": larger than " + describeBytes(kConfigMaxBytes) +
+                      " (a config is a few KB of JSON)");
 }
 
 } // namespace

@@ -1,11 +1,11 @@
 #include "data/text_corpus.h"
 
+#include "util/bounded_read.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 namespace plab {
 
@@ -23,23 +23,23 @@ TextCorpus splitText(std::string name, std::vector<std::uint8_t> bytes, int cont
     return c;
 }
 
-namespace {
-
-bool readAll(const std::filesystem::path& path, std::vector<std::uint8_t>& out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return false;
-    out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return !in.bad();
-}
-
-} // namespace
-
 TextCorpus loadTextFile(const std::string& path, int context) {
-    std::vector<std::uint8_t> bytes;
-    if (!readAll(path, bytes))
+    // A text the tiny GPT trains on is megabytes (enwik8: 100 MB); /dev/zero never ends.
+    constexpr std::size_t kMaxBytes = std::size_t{256} << 20;
+    std::string text;
+    switch (readBounded(path, kMaxBytes, text)) {
+    case BoundedRead::Ok:
+        break;
+    case BoundedRead::IsADirectory:
+        throw DataError("text file " + path + ": is a directory (expected a text file)");
+    case BoundedRead::TooLarge:
+        throw DataError("text file " + path + ": larger than " + describeBytes(kMaxBytes) +
+                        " (the most this reader takes)");
+    case BoundedRead::CannotOpen:
+    case BoundedRead::CannotRead:
         throw DataError("text file " + path + ": cannot be read");
-    return splitText("text:" + path, std::move(bytes), context);
+    }
+    return splitText("text:" + path, std::vector<std::uint8_t>(text.begin(), text.end()), context);
 }
 
 TextCorpus loadFortunes(int context, const std::string& dir) {
@@ -58,10 +58,12 @@ TextCorpus loadFortunes(int context, const std::string& dir) {
     }
     std::sort(files.begin(), files.end(),
               [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
-    std::vector<std::uint8_t> joined, part;
+    std::vector<std::uint8_t> joined;
+    std::string part;
     for (std::size_t i = 0; i < files.size(); ++i) {
-        if (!readAll(files[i], part))
-            throw DataError("fortunes: " + files[i].string() + " cannot be read");
+        if (readBounded(files[i].string(), std::size_t{64} << 20, part) != BoundedRead::Ok)
+            throw DataError("fortunes: " + files[i].string() +
+                            " cannot be read (or is larger than 64 MiB)");
         if (i > 0)
             joined.push_back('\n');
         joined.insert(joined.end(), part.begin(), part.end());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_set>
 
 namespace plab {
 namespace {
@@ -229,7 +230,9 @@ double defaultLearningRate(const std::string& modelType) {
 nlohmann::json parseConfigText(const std::string& text, const std::string& source) {
     // The parser's callback sees every value as it is read: depth and duplicate keys are
     // refused there, before a deep document can reach any recursive code.
-    std::vector<std::vector<std::string>> keys; // per open object (arrays: an empty entry)
+    // Per open object (arrays: an empty entry); a hash set, so that a document of many keys is
+    // read in linear time (a vector's search made 200,000 keys take 25 s).
+    std::vector<std::unordered_set<std::string>> keys;
     const auto check = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& value) {
         using Event = nlohmann::json::parse_event_t;
         if (event == Event::object_start || event == Event::array_start) {
@@ -241,12 +244,10 @@ nlohmann::json parseConfigText(const std::string& text, const std::string& sourc
             if (!keys.empty())
                 keys.pop_back();
         } else if (event == Event::key && !keys.empty()) {
-            const std::string key = value.get<std::string>();
-            auto& seen = keys.back();
-            if (std::find(seen.begin(), seen.end(), key) != seen.end())
+            std::string key = value.get<std::string>();
+            if (!keys.back().insert(key).second)
                 throw ConfigError(source + ": key \"" + key.substr(0, 80) +
                                   "\" appears twice in one object");
-            seen.push_back(key);
         }
         return true;
     };

@@ -54,6 +54,7 @@ private slots:
     void fullDiskIsAnErrorAndKeepsWholeRows();
     void neverMeasuredTestMetricsAreNull();
     void killedBeforeItsFirstStep();
+    void inputReadersAreBounded();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -888,6 +889,45 @@ void TestCli::killedBeforeItsFirstStep() {
     QVERIFY2(again.exitCode == 0, again.err.constData());
     QCOMPARE(recordedSteps(reused), 2);
     QVERIFY(!QFile::exists(reused + QStringLiteral("/summary.json.tmp")));
+}
+
+// A config of 400,000 unknown keys is refused at once (the duplicate-key check was quadratic: 25 s
+// for 200,000); a config or a text that never ends (/dev/zero) is refused at a ceiling instead of
+// filling the memory; a directory is named as one (issue 42 items 9, 10).
+void TestCli::inputReadersAreBounded() {
+    QTemporaryDir dir;
+    const QString many = dir.filePath(QStringLiteral("many.json"));
+    {
+        QFile f(many);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QByteArray text = "{";
+        for (int i = 0; i < 400000; ++i)
+            text += (i ? ",\"k" : "\"k") + QByteArray::number(i) + "\":1";
+        QVERIFY(f.write(text + "}") > 0);
+    }
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH),
+            {QStringLiteral("train"), QStringLiteral("--config"), many});
+    QVERIFY(p.waitForStarted());
+    QVERIFY2(p.waitForFinished(20000), "400,000 keys took more than 20 s to refuse");
+    QCOMPARE(p.exitCode(), 2);
+    QVERIFY(p.readAllStandardError().contains("config.k0: unknown key"));
+
+    const Result zero =
+        runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("/dev/zero")});
+    QCOMPARE(zero.exitCode, 2);
+    QVERIFY2(zero.err.trimmed() ==
+                 "precision-lab-cli: /dev/zero: larger than 16 MiB (a config is a few KB of JSON)",
+             zero.err.constData());
+    const Result folder = runCli({QStringLiteral("train"), QStringLiteral("--config"), dir.path()});
+    QCOMPARE(folder.exitCode, 2);
+    QVERIFY2(folder.err.contains("is a directory (expected a JSON config file)"),
+             folder.err.constData());
+    const Result text =
+        runCli({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("model.type=gpt"),
+                QStringLiteral("--data"), QStringLiteral("text:") + dir.path()});
+    QCOMPARE(text.exitCode, 2);
+    QVERIFY2(text.err.contains("is a directory (expected a text file)"), text.err.constData());
 }
 
 // Test metrics never measured are null, not 0 (a test loss of 0 reads as a perfect model): a run
