@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -79,6 +80,10 @@ void refuseEmptyValues(const CLI::App& app) {
 } // namespace
 
 int main(int argc, char** argv) {
+    // A file-size limit (ulimit -f) kills a writer with SIGXFSZ, leaving no summary; ignored, the
+    // write fails with EFBIG instead and takes the full disk's path: exit 4, one message, a
+    // summary. Children (compare, sweep) inherit it.
+    std::signal(SIGXFSZ, SIG_IGN);
     CLI::App app{"Precision Lab: emulate low-precision number formats and training, headless",
                  "precision-lab-cli"};
     app.require_subcommand(1);

@@ -10,7 +10,11 @@
 #include <QIcon>
 #include <QMessageBox>
 
+#include <csignal>
+
 int main(int argc, char** argv) {
+    // As the CLI: a file-size limit fails the record's write (a dialog), not the whole app.
+    std::signal(SIGXFSZ, SIG_IGN);
     QApplication app(argc, argv);
 #if PLAB_HAVE_CUDA
     plab::registerCudaBackend();

@@ -55,6 +55,7 @@ private slots:
     void neverMeasuredTestMetricsAreNull();
     void killedBeforeItsFirstStep();
     void inputReadersAreBounded();
+    void fileSizeLimitIsAFullDisk();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -889,6 +890,47 @@ void TestCli::killedBeforeItsFirstStep() {
     QVERIFY2(again.exitCode == 0, again.err.constData());
     QCOMPARE(recordedSteps(reused), 2);
     QVERIFY(!QFile::exists(reused + QStringLiteral("/summary.json.tmp")));
+}
+
+// Under a file-size limit (ulimit -f) the CLI is not killed by SIGXFSZ (exit 153, no summary):
+// the write fails and takes the full disk's path, exit 4 with the reason (issue 42 item 11).
+void TestCli::fileSizeLimitIsAFullDisk() {
+    QTemporaryDir dir;
+    const auto limited = [](QProcess& p) {
+        p.setChildProcessModifier([] {
+            const rlimit limit{200000, 200000};
+            ::setrlimit(RLIMIT_FSIZE, &limit);
+            std::signal(SIGXFSZ, SIG_DFL); // as a shell leaves it
+        });
+    };
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess train;
+    limited(train);
+    train.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "100000"));
+    QVERIFY(train.waitForStarted());
+    QVERIFY(train.waitForFinished(60000));
+    QCOMPARE(train.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(train.exitCode(), 4);
+    QVERIFY(readSummary(run)
+                .value(QStringLiteral("stop_reason"))
+                .toString()
+                .contains(QStringLiteral("could not be written")));
+
+    QProcess quantize;
+    limited(quantize);
+    quantize.setStandardOutputFile(dir.filePath(QStringLiteral("values.txt")));
+    quantize.start(QStringLiteral(PLAB_CLI_PATH),
+                   {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("fp16")});
+    QVERIFY(quantize.waitForStarted());
+    QByteArray input;
+    for (int i = 1; i <= 100000; ++i)
+        input += QByteArray::number(i) + '\n';
+    quantize.write(input);
+    quantize.closeWriteChannel();
+    QVERIFY(quantize.waitForFinished(60000));
+    QCOMPARE(quantize.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(quantize.exitCode(), 4);
+    QVERIFY2(quantize.readAllStandardError().contains("File too large"), "no reason given");
 }
 
 // A config of 400,000 unknown keys is refused at once (the duplicate-key check was quadratic: 25 s
