@@ -5,9 +5,12 @@
 #include "train/optimizer.h"
 #include "train/train_config.h"
 #include "train/trainer.h" // makeLossScaler
+#include "util/system_memory.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #if defined(PLAB_HAVE_OPENBLAS)
@@ -46,6 +49,32 @@ private:
 
 } // namespace
 
+namespace {
+
+// A config whose parameters and activations the machine cannot hold is refused before anything
+// is allocated, naming the key that sets the size (the batch, 65536 windows of the context at
+// the most): on Linux the allocation itself succeeds and the OOM killer ends the process later.
+void refuseWhatMemoryCannotHold(const GptRunSettings& settings, std::size_t bytes) {
+    const std::optional<std::uint64_t> available = availableMemoryBytes();
+    if (!available || bytes <= *available)
+        return;
+    const auto gb = [](double b) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
+        return std::string(text);
+    };
+    throw ConfigError(
+        "config.train.batch_size: " + std::to_string(settings.batch) + " windows of " +
+        std::to_string(settings.spec.context) + " bytes need about " +
+        gb(static_cast<double>(bytes)) + " for the gpt's parameters and activations (model.width " +
+        std::to_string(settings.spec.width) + ", model.blocks " +
+        std::to_string(settings.spec.blocks) + "); " + gb(static_cast<double>(*available)) +
+        " of memory is available: lower train.batch_size (or model.context, "
+        "model.width, model.blocks)");
+}
+
+} // namespace
+
 GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
                std::unique_ptr<TensorOps> ops)
     : m_settings(settings), m_corpus(corpus),
@@ -55,6 +84,10 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
     openblas_set_num_threads(settings.threads);
 #endif
     const std::size_t n = m_model.parameterCount();
+    if (m_ops->name() ==
+        "cpu") // a GPU's engine says when it is out of memory; the OOM killer does not
+        refuseWhatMemoryCannotHold(settings,
+                                   6 * n * sizeof(float) + m_model.bytesToReserve(settings.batch));
     for (Tensor* t : {&m_params, &m_grads, &m_update, &m_first, &m_second, &m_scratch})
         *t = m_ops->allocate(n); // zeros
     std::vector<float> initial(n);

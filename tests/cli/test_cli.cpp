@@ -56,6 +56,7 @@ private slots:
     void killedBeforeItsFirstStep();
     void inputReadersAreBounded();
     void fileSizeLimitIsAFullDisk();
+    void configTooLargeForTheMachineIsRefused();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -931,6 +932,26 @@ void TestCli::fileSizeLimitIsAFullDisk() {
     QCOMPARE(quantize.exitStatus(), QProcess::NormalExit);
     QCOMPARE(quantize.exitCode(), 4);
     QVERIFY2(quantize.readAllStandardError().contains("File too large"), "no reason given");
+}
+
+// A GPT whose activations no machine holds (a terabyte here) is refused before anything is
+// allocated, naming the key and the estimate; it was killed by the OOM killer at 23 GB and left
+// a run folder behind (issue 42 item 12).
+void TestCli::configTooLargeForTheMachineIsRefused() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    const Result r =
+        runCli({QStringLiteral("train"), QStringLiteral("--device"), QStringLiteral("cpu"),
+                QStringLiteral("--set"), QStringLiteral("model.type=gpt"), QStringLiteral("--set"),
+                QStringLiteral("model.context=1024"), QStringLiteral("--set"),
+                QStringLiteral("train.batch_size=65536"), QStringLiteral("--out"), run});
+    QCOMPARE(r.exitCode, 2);
+    const QByteArray last = r.err.trimmed().split('\n').last();
+    QVERIFY2(last.startsWith("precision-lab-cli: config.train.batch_size: 65536 windows of 1024 "
+                             "bytes need about ") &&
+                 last.contains(" of memory is available: lower train.batch_size"),
+             r.err.constData());
+    QVERIFY(!QFileInfo::exists(run + QStringLiteral("/run.sqlite")));
 }
 
 // A config of 400,000 unknown keys is refused at once (the duplicate-key check was quadratic: 25 s

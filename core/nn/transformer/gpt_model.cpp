@@ -184,6 +184,19 @@ void GptModel::initParameters(float* params, std::uint64_t seed) const {
     }
 }
 
+std::size_t GptModel::bytesToReserve(int batch) const {
+    const auto rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(m_spec.context);
+    const auto c = static_cast<std::size_t>(m_spec.width);
+    const auto vocab = static_cast<std::size_t>(m_spec.vocab);
+    const auto att =
+        rows * static_cast<std::size_t>(m_spec.heads) * static_cast<std::size_t>(m_spec.context);
+    const std::size_t perBlock = 8 * rows * c + 4 * rows + 3 * rows * c + att + 3 * rows * 4 * c;
+    const std::size_t floats = static_cast<std::size_t>(m_spec.blocks) * perBlock + 8 * rows * c +
+                               2 * rows + 2 * rows * vocab + 3 * rows * c + 4 * rows * c + att +
+                               rows * std::max(vocab, 4 * c) + m_count;
+    return floats * sizeof(float) + 2 * rows; // and the tokens and targets, a byte each
+}
+
 void GptModel::reserve(int batch) {
     if (batch <= m_capacity)
         return;

@@ -96,6 +96,10 @@ public:
     // Buffers for batches of up to `batch` windows of the context, in the engine's memory
     // (forward grows them when a larger batch comes; the engine frees memory only at its end).
     void reserve(int batch);
+    // What reserve(batch) allocates on a model with nothing reserved yet, in bytes (the same
+    // sums; test_gpt_run holds the two together): what a config's batch costs before it is
+    // asked of an engine.
+    std::size_t bytesToReserve(int batch) const;
     // Casts for the following forward and backward passes (null: FP32). Not owned.
     void setCasts(GptCasts* casts) { m_casts = casts; }
 
