@@ -95,8 +95,12 @@ int runText(const QuantConfig& config, std::uint64_t seed) {
         const float x = values[i];
         const std::uint32_t word = philox::elementWord(i, 0, seed);
         QuantClass cls;
-        const float q = quantizeReference(config, x, word, &cls);
+        float q = quantizeReference(config, x, word, &cls);
         const std::uint32_t code = encode(config, x, word);
+        // A NaN is shown with its code's sign (FP32's canonical 0x7fffffff is "nan", not the
+        // "-nan" of a negative NaN passed through): the two columns describe one result.
+        if (std::isnan(q) && config.format.isSigned)
+            q = std::copysign(q, (code >> (config.format.totalBits() - 1)) & 1u ? -1.0f : 1.0f);
         char err[32] = "-";
         if (std::isfinite(x) && std::isfinite(q))
             std::snprintf(err, sizeof err, "%.3e",

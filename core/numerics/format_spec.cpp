@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace plab {
 namespace {
@@ -136,8 +137,26 @@ FormatSpec parseCustom(std::string_view original, const std::string& text) {
                            std::string(head.substr(1, mPos - 1)));
     f.bias = (1 << (f.exponentBits - 1)) - 1;
     bool subGiven = false;
+    // Options that set one property: a second, different one contradicts the first (e5m2:nosub:sub,
+    // e4m3:fn:fnuz) and is refused rather than silently winning.
+    std::map<std::string, std::string> given; // property -> the option that set it
+    const auto once = [&](const std::string& property, std::string_view opt) {
+        const auto [it, fresh] = given.emplace(property, std::string(opt));
+        if (!fresh && it->second != opt)
+            fail(original, "options \"" + it->second + "\" and \"" + std::string(opt) +
+                               "\" contradict each other (both set the " + property +
+                               "); give one");
+    };
     for (std::size_t i = 1; i < parts.size(); ++i) {
         const std::string_view opt = parts[i];
+        if (opt.starts_with("bias="))
+            once("bias", opt);
+        else if (opt == "sub" || opt == "nosub")
+            once("subnormals", opt);
+        else if (opt == "ieee" || opt == "fn" || opt == "fnuz" || opt == "finite" || opt == "none")
+            once("special values", opt);
+        else if (opt == "signed" || opt == "unsigned")
+            once("sign", opt);
         if (opt.starts_with("bias=")) {
             if (!parseInt(opt.substr(5), f.bias))
                 fail(original,

@@ -57,6 +57,7 @@ private slots:
     void inputReadersAreBounded();
     void fileSizeLimitIsAFullDisk();
     void configTooLargeForTheMachineIsRefused();
+    void nanShownWithItsCodesSign();
     void runFolderRemovedMidRunIsAnError();
     void outputWriteErrorsAreErrors();
     void devicesListsCpuAndSaysWhyNoGpu();
@@ -952,6 +953,21 @@ void TestCli::configTooLargeForTheMachineIsRefused() {
                  last.contains(" of memory is available: lower train.batch_size"),
              r.err.constData());
     QVERIFY(!QFileInfo::exists(run + QStringLiteral("/run.sqlite")));
+}
+
+// The text table's quantized column and bits column describe one result: FP32's canonical NaN
+// 0x7fffffff is "nan", also for a negative NaN read (issue 42 item 25).
+void TestCli::nanShownWithItsCodesSign() {
+    const Result r = runCli(
+        {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("fp32")}, "nan\n-nan\n");
+    QCOMPARE(r.exitCode, 0);
+    const QList<QByteArray> lines = r.out.split('\n');
+    QVERIFY(lines.size() >= 3);
+    for (int i : {1, 2}) {
+        const QList<QByteArray> cells = lines[i].simplified().split(' ');
+        QVERIFY2(cells.size() >= 3 && cells[1] == "nan" && cells[2] == "0x7fffffff",
+                 lines[i].constData());
+    }
 }
 
 // A config of 400,000 unknown keys is refused at once (the duplicate-key check was quadratic: 25 s

@@ -132,6 +132,15 @@ void TestFormatSpec::parseErrors_data() {
                               << "bias must be an integer";
     QTest::newRow("unknown option") << "e4m3:foo"
                                     << "unknown option \"foo\"";
+    // Contradictory options are refused, naming the pair (issue 42 item 29).
+    QTest::newRow("sub and nosub") << "e5m2:nosub:sub:fnuz:finite"
+                                   << "options \"nosub\" and \"sub\" contradict each other";
+    QTest::newRow("fn and fnuz") << "e4m3:fn:fnuz"
+                                 << "options \"fn\" and \"fnuz\" contradict each other";
+    QTest::newRow("two biases") << "e5m2:bias=3:bias=4"
+                                << "options \"bias=3\" and \"bias=4\" contradict";
+    QTest::newRow("signed and unsigned") << "e4m3:unsigned:signed"
+                                         << "(both set the sign); give one";
     QTest::newRow("ieee without mantissa") << "e5m0"
                                            << "ieee Inf/NaN needs";
     QTest::newRow("no finite values") << "e1m0:fn"
