@@ -1,6 +1,8 @@
 // GradientView drawing: QCustomPlot bars on a log2 axis, item rectangles for the format bands.
 #include "gradient_view.h"
 
+#include "format_bands.h"
+
 #include <qcustomplot.h>
 
 #include <QCheckBox>
@@ -132,9 +134,9 @@ void GradientView::setWhatIfScale(double scale) {
 
 void GradientView::drawBands(const FormatSpec& f) {
     const double lo = -200.0, hi = 200.0;
-    const double flushBelow = std::log2(f.minPositive()) - 1.0;
-    const double normalFrom = std::log2(f.minNormal());
-    const double overflowAbove = std::log2(f.maxFinite());
+    const FormatBands bands = formatBands(f);
+    const double flushBelow = bands.flushBelow, normalFrom = bands.normalFrom,
+                 overflowAbove = bands.overflowFrom;
     auto band = [&](double x0, double x1, const QColor& color, const QString& tip) {
         auto* rect = new QCPItemRect(m_plot);
         rect->topLeft->setTypeX(QCPItemPosition::ptPlotCoords);

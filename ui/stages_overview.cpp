@@ -1,5 +1,7 @@
 #include "stages_overview.h"
 
+#include "format_bands.h"
+
 #include "nn/transformer/gpt_model.h" // outlierChannelShare
 #include "numerics/quant_stats.h"
 #include "stats/what_if.h"
@@ -44,9 +46,10 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
         Row row;
         row.name = s < snapshot.stageNames.size() ? QString::fromStdString(snapshot.stageNames[s])
                                                   : QStringLiteral("stage %1").arg(s);
-        row.flushBelow = std::log2(format.minPositive()) - 1.0; // below half of it: flushed
-        row.normalFrom = std::log2(format.minNormal());
-        row.overflowFrom = std::log2(format.maxFinite());
+        const FormatBands bands = formatBands(format);
+        row.flushBelow = bands.flushBelow;
+        row.normalFrom = bands.normalFrom;
+        row.overflowFrom = bands.overflowFrom;
         if (format.exponentBits < 8) { // FP32-range formats would stretch the axis for nothing
             formatLow = std::min(formatLow, row.flushBelow);
             formatHigh = std::max(formatHigh, row.overflowFrom);
