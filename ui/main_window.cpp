@@ -440,7 +440,10 @@ void MainWindow::buildControls() {
     fillDataChoices();
     // Each network comes with the learning rate that suits it (the CNN does not learn at 0.05)
     // and the data it reads (images or text).
+    // Only the box: the learning rate of the run on show changes at Apply (a live edit of the
+    // box itself still goes to the run at once).
     connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
+        const QSignalBlocker toolbarOnly(m_lr);
         m_lr->setValue(defaultLearningRate(m_model->currentData().toString().toStdString()));
         fillDataChoices();
     });

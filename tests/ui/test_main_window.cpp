@@ -520,9 +520,19 @@ void TestMainWindow::applyShowsTheNewRunAtOnce() {
         if (box->findData(QStringLiteral("cnn")) >= 0)
             modelBox = box;
     QVERIFY(modelBox != nullptr);
+    // Picking another network changes nothing of the paused run until Apply: not its learning
+    // rate, which the box fills in with the network's own (issue 42 item 13).
+    const double lr = c->replayConfig().learningRate;
     modelBox->setCurrentIndex(modelBox->findData(QStringLiteral("cnn")));
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 2, kWorkerWaitMs);
+    const TrainConfig untouched = c->replayConfig();
+    QCOMPARE(untouched.learningRate, lr);
+    QVERIFY(untouched.timeline.empty());
+    QCOMPARE(c->latest()->scalars.learningRate, lr);
     QCOMPARE(m_window->applySettings(), QString());
     QCOMPARE(c->config().model.type, std::string("cnn"));
+    QCOMPARE(c->config().learningRate, defaultLearningRate("cnn")); // taken at Apply
     QComboBox* layers = m_window->gradientView()->stageBox();
     const std::vector<std::string> names = c->stageNames();
     QCOMPARE(layers->count(), static_cast<int>(names.size()));
