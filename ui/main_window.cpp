@@ -6,6 +6,7 @@
 #include "device/compute_backend.h"
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
+#include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
 
@@ -16,6 +17,7 @@
 #include "format_what_if_table.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
+#include "plot_export.h"
 #include "recipe_editor.h"
 #include "run_folders.h"
 #include "stages_overview.h"
@@ -41,7 +43,6 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
@@ -49,7 +50,6 @@
 #include <QSplitter>
 #include <QStandardPaths>
 #include <QStatusBar>
-#include <QSvgGenerator>
 #include <QTabWidget>
 #include <QThread>
 #include <QTimer>
@@ -666,16 +666,14 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
         m_device->setCurrentIndex(device);
 }
 
-// path replaced by text as a whole (QSaveFile: a temporary file renamed over it), or left as it
-// was; the error names the file and the system's reason.
+// path replaced by text as a whole (a temporary file renamed over it), or left as it was; the
+// error names the file and the system's reason.
 QString MainWindow::writeWholeFile(const QString& path, const std::string& text) {
-    QSaveFile f(path);
-    if (!f.open(QIODevice::WriteOnly))
-        return tr("%1: cannot write (%2)").arg(path, f.errorString());
-    if (f.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size()))
-        return tr("%1: cannot write (%2)").arg(path, f.errorString());
-    if (!f.commit())
-        return tr("%1: cannot write (%2)").arg(path, f.errorString());
+    try { // the record's writer: QSaveFile reports a full disk as "Unknown error"
+        writeFileAtomically(path.toStdString(), text);
+    } catch (const RecordError& e) {
+        return QString::fromStdString(e.what());
+    }
     return {};
 }
 
@@ -971,26 +969,12 @@ QString MainWindow::exportPlots(const QString& dir) {
         {m_gradientView->plot(), QStringLiteral("gradients")},
         {m_timeView->plot(), QStringLiteral("training")},
         {m_heatmap->plot(), QStringLiteral("flushed_per_layer")}};
-    for (const auto& [plot, name] : plots) {
-        const QString base = dir + QLatin1Char('/') + name;
-        // QCustomPlot's savers say only that they failed: find the system's reason first.
-        if (QSaveFile probe(base + QStringLiteral(".png")); !probe.open(QIODevice::WriteOnly))
-            return tr("%1.png: cannot write (%2)").arg(base, probe.errorString());
-        const int w = std::max(plot->width(), 800), h = std::max(plot->height(), 400);
-        if (!plot->savePng(base + QStringLiteral(".png"), w, h, 2.0))
-            return tr("%1.png: cannot write").arg(base);
-        if (!plot->savePdf(base + QStringLiteral(".pdf"), w, h))
-            return tr("%1.pdf: cannot write").arg(base);
-        QSvgGenerator svg;
-        svg.setFileName(base + QStringLiteral(".svg"));
-        svg.setSize(QSize(w, h));
-        svg.setViewBox(QRect(0, 0, w, h));
-        QCPPainter painter;
-        if (!painter.begin(&svg))
-            return tr("%1.svg: cannot write").arg(base);
-        plot->toPainter(&painter, w, h);
-        painter.end();
-    }
+    for (const auto& [plot, name] : plots)
+        if (const QString error =
+                exportPlot(plot, dir + QLatin1Char('/') + name, std::max(plot->width(), 800),
+                           std::max(plot->height(), 400));
+            !error.isEmpty())
+            return error;
     return {};
 }
 

@@ -7,6 +7,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include <csignal>
+#include <sys/resource.h>
+
 #include "blocks_view.h"
 #include "compare_dialog.h"
 #include "device/compute_backend.h"
@@ -171,6 +174,24 @@ void TestMainWindow::exportWritesFiles() {
         QVERIFY(svg.readAll().contains("<svg"));
     }
     QVERIFY(!m_window->exportPlots(QStringLiteral("/proc/no-such-place/plots")).isEmpty());
+
+    // A disk that fills up (a file-size limit plays it, as in the CLI's tests): the error names
+    // the file and the system's reason, and no file is left cut short or empty (issue 42 item
+    // 17: training.svg was left at 0 bytes without a word).
+    QTemporaryDir full;
+    rlimit before{};
+    QVERIFY(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit small{20000, before.rlim_max};
+    QVERIFY(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    const QString error = m_window->exportPlots(full.path());
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous);
+    QVERIFY2(error.contains(QLatin1String("cannot write (")) &&
+                 error.contains(QLatin1String("File too large")),
+             qPrintable(error));
+    for (const QFileInfo& f : QDir(full.path()).entryInfoList(QDir::Files | QDir::Hidden))
+        QVERIFY2(f.size() > 0, qPrintable(f.fileName()));
 }
 
 void TestMainWindow::errorsBecomeMessages() {

@@ -1,0 +1,94 @@
+// exportPlot: QCustomPlot drawn into buffers (PNG via a pixmap, PDF via QPdfWriter, SVG via
+// QSvgGenerator), then each buffer written as a whole by the record's own writer.
+#include "plot_export.h"
+
+#include "record/record_file.h"
+
+#include <qcustomplot.h>
+
+#include <QBuffer>
+#include <QPageLayout>
+#include <QPageSize>
+#include <QPdfWriter>
+#include <QSvgGenerator>
+
+namespace plab {
+namespace {
+
+// The record's writer (temporary file, every write checked, fsync, rename): its errors carry
+// the system's reason, where QSaveFile says "Unknown error" for a file-size limit.
+QString writeWhole(const QString& path, const QByteArray& bytes) {
+    try {
+        writeFileAtomically(path.toStdString(), bytes.toStdString());
+    } catch (const RecordError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
+QByteArray png(QCustomPlot* plot, int w, int h) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    plot->toPixmap(w, h, 2.0).save(&buffer, "PNG");
+    return bytes;
+}
+
+// As QCustomPlot::savePdf: one page of exactly w x h points, no margins, vector painting.
+QByteArray pdf(QCustomPlot* plot, int w, int h) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    {
+        QPdfWriter writer(&buffer);
+        writer.setCreator(QStringLiteral("Precision Lab"));
+        writer.setResolution(72); // a device pixel per point: the plot fills the page
+        QPageLayout layout;
+        layout.setMode(QPageLayout::FullPageMode);
+        layout.setOrientation(QPageLayout::Portrait);
+        layout.setMargins(QMarginsF(0, 0, 0, 0));
+        layout.setPageSize(
+            QPageSize(QSize(w, h), QPageSize::Point, QString(), QPageSize::ExactMatch));
+        writer.setPageLayout(layout);
+        QCPPainter painter;
+        if (!painter.begin(&writer))
+            return {};
+        plot->toPainter(&painter, w, h);
+        painter.end();
+    }
+    return bytes;
+}
+
+QByteArray svg(QCustomPlot* plot, int w, int h) {
+    QByteArray bytes;
+    QBuffer buffer(&bytes);
+    buffer.open(QIODevice::WriteOnly);
+    QSvgGenerator generator;
+    generator.setOutputDevice(&buffer);
+    generator.setSize(QSize(w, h));
+    generator.setViewBox(QRect(0, 0, w, h));
+    QCPPainter painter;
+    if (!painter.begin(&generator))
+        return {};
+    plot->toPainter(&painter, w, h);
+    painter.end();
+    return bytes;
+}
+
+} // namespace
+
+QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h) {
+    const std::pair<QString, QByteArray> files[] = {
+        {base + QStringLiteral(".png"), png(plot, w, h)},
+        {base + QStringLiteral(".pdf"), pdf(plot, w, h)},
+        {base + QStringLiteral(".svg"), svg(plot, w, h)}};
+    for (const auto& [path, bytes] : files) {
+        if (bytes.isEmpty())
+            return QObject::tr("%1: cannot draw the plot").arg(path);
+        if (const QString error = writeWhole(path, bytes); !error.isEmpty())
+            return error;
+    }
+    return {};
+}
+
+} // namespace plab

@@ -1,0 +1,16 @@
+// A plot written for a paper: PNG (at twice the size), PDF and SVG, each rendered in memory and
+// then written whole (QSaveFile), so that a full disk or a read-only folder is an error naming
+// the file and the system's reason, never a 0-byte or cut-off file left as if it were fine.
+#pragma once
+
+#include <QString>
+
+class QCustomPlot;
+
+namespace plab {
+
+// Writes base.png, base.pdf and base.svg of `plot` at width x height; returns the first error
+// (empty: all three written).
+QString exportPlot(QCustomPlot* plot, const QString& base, int width, int height);
+
+} // namespace plab
