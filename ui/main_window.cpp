@@ -324,8 +324,9 @@ void MainWindow::buildActions() {
     m_stepAction->setToolTip(tr("One training step, then pause (S)"));
     connect(m_stepAction, &QAction::triggered, m_controller, &TrainingController::step);
     m_resetAction = toolbar->addAction(tr("Reset"));
-    m_resetAction->setToolTip(tr("Fresh weights from the seed, step 0"));
-    connect(m_resetAction, &QAction::triggered, m_controller, &TrainingController::reset);
+    m_resetAction->setToolTip(
+        tr("Fresh weights from the seed, step 0: a new run, with the edits made so far"));
+    connect(m_resetAction, &QAction::triggered, this, &MainWindow::resetRun);
     toolbar->addSeparator();
     for (QWidget* w : {static_cast<QWidget*>(m_preset), static_cast<QWidget*>(m_model),
                        static_cast<QWidget*>(m_data)})
@@ -569,6 +570,20 @@ QString MainWindow::applySettings() {
         error = startRun(config);
     if (!error.isEmpty())
         showError(tr("Cannot start this run"), error);
+    return error;
+}
+
+// Reset starts a new run, in its own folder, from the run's config with every edit made so far:
+// a run folder holds one attempt, so that its exports, summary, config.json and Open run agree
+// (one folder holding a 443-step attempt and then steps 1, 2, ... again misled all four).
+QString MainWindow::resetRun() {
+    if (!m_controller->hasSession())
+        return {};
+    TrainConfig config = m_controller->effectiveConfig();
+    config.timeline.clear(); // the edits are in its settings from step 0
+    const QString error = startRun(config);
+    if (!error.isEmpty())
+        showError(tr("Cannot reset the run"), error);
     return error;
 }
 

@@ -58,6 +58,8 @@ public:
     // Builds the config from the controls and starts a fresh, paused session. Returns the error
     // shown to the user, or an empty string.
     QString applySettings();
+    // Reset: a fresh model in a new run folder, carrying the edits made so far (empty: done).
+    QString resetRun();
     // Exports the plots as PNG, PDF and SVG into dir; returns the error, or an empty string.
     QString exportPlots(const QString& dir);
     // Plots, config.json (start + timeline of edits), summary.json and the run record's

@@ -91,16 +91,6 @@ void TrainingController::step() {
     if (m_session)
         m_session->stepOnce();
 }
-void TrainingController::reset() {
-    if (!m_session)
-        return;
-    m_session->reset();
-    m_history.clear();
-    m_flushHistory.clear();
-    m_lastFlushStep = -1;
-    m_decimation = 1;
-    emit historyChanged();
-}
 void TrainingController::closeSession() {
     m_timer.stop();
     m_session.reset();
@@ -120,6 +110,13 @@ TrainConfig TrainingController::replayConfig() const {
         return m_config;
     m_session->waitForCommands();
     return m_session->replayConfig();
+}
+
+TrainConfig TrainingController::effectiveConfig() const {
+    if (!m_session)
+        return m_config;
+    m_session->waitForCommands();
+    return m_session->effectiveConfig();
 }
 
 // The controller's config follows every edit, as the session's effective config does, so that

@@ -41,6 +41,9 @@ public:
     // What replays the run (Save session, Export report): its start config plus the timeline
     // of edits, once the session has taken every edit made so far.
     TrainConfig replayConfig() const;
+    // The run's config with every edit made so far applied (what a Reset starts again from),
+    // once the session has taken them.
+    TrainConfig effectiveConfig() const;
     SessionState state() const;
     bool wantsRunning() const { return m_wantRunning; }
     std::int64_t plannedSteps() const;
@@ -64,7 +67,6 @@ public slots:
     void pause();
     void toggleTraining();
     void step();
-    void reset();
     void setLossScale(double scale);
     void setLearningRate(double lr);
     // Steps per second while training (0: full speed); kept for the next runs too.

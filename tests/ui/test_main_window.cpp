@@ -20,6 +20,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "record/run_record.h"
 #include "run_folders.h"
 #include "stages_overview.h"
 #include "test_shard.h"
@@ -90,6 +91,7 @@ private slots:
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
+    void resetStartsANewRunWithTheEdits();
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
     void blocksAndFormatWhatIfFollowTheView();
@@ -563,6 +565,32 @@ void TestMainWindow::applyShowsTheNewRunAtOnce() {
     QCOMPARE(m_window->gradientView()->currentFractions().flushed, 0.0);
     QVERIFY(c->history().empty());
     modelBox->setCurrentIndex(modelBox->findData(QStringLiteral("mlp")));
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Reset after edits: a new run folder whose config holds the edits, the old folder ended with
+// its summary and left as it was; each folder holds one attempt (issue 42 item 14).
+void TestMainWindow::resetStartsANewRunWithTheEdits() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString());
+    c->step();
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 2, kWorkerWaitMs);
+    c->setLearningRate(0.0125);
+    const QString first = c->runDir();
+    QCOMPARE(m_window->resetRun(), QString());
+    const QString second = c->runDir();
+    QVERIFY(second != first);
+    QCOMPARE(c->config().learningRate, 0.0125);
+    QVERIFY(!c->latest());
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
+    QCOMPARE(c->latest()->scalars.learningRate, 0.0125);
+    // The first folder: its two steps, ended, not touched by the new run.
+    RunRecord old(first.toStdString());
+    QCOMPARE(old.steps().size(), std::size_t{2});
+    QVERIFY(old.summary().stopReason != "running");
+    QCOMPARE(old.summary().steps, 2);
     QCOMPARE(m_window->applySettings(), QString());
 }
 
