@@ -1015,6 +1015,7 @@ void MainWindow::updateStatus() {
     const std::int64_t planned = m_controller->plannedSteps();
     m_progress->setRange(0, static_cast<int>(std::min<std::int64_t>(planned, 1 << 30)));
     m_progress->setValue(s ? static_cast<int>(s->scalars.step) : 0);
+    updateDiskUse(); // a new run's (Apply, Reset) from its start, not the last run's size
     if (!s) {
         m_status->setText(tr("Ready: press Train (Space) or Step."));
         return;
@@ -1027,7 +1028,6 @@ void MainWindow::updateStatus() {
                           .arg(s->scalars.samplesPerSecond, 0, 'f', 0)
                           .arg(QString::fromLatin1(info(m_controller->config().scalingPolicy).name))
                           .arg(std::log2(s->scalars.scale)));
-    updateDiskUse();
 }
 
 // The disk a person's runs take, in the status bar: this run's record (every second) and the
@@ -1040,8 +1040,8 @@ void MainWindow::updateDiskUse() {
     const std::uint64_t record = runRecordBytes(run.toStdString());
     m_disk->setText(tr("record %1").arg(megabytes(record)));
     m_disk->setToolTip(
-        tr("This run's record: %1\nAll runs in %2: %3")
-            .arg(megabytes(record), QFileInfo(run).path(), megabytes(m_runsFolderBytes)));
+        tr("This run's record (%1): %2\nAll runs in %3: %4")
+            .arg(run, megabytes(record), QFileInfo(run).path(), megabytes(m_runsFolderBytes)));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

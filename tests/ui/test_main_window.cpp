@@ -583,6 +583,13 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
     QVERIFY(second != first);
     QCOMPARE(c->config().learningRate, 0.0125);
     QVERIFY(!c->latest());
+    // Nothing of the old run stays on show: no histogram, and the record size is the new run's.
+    QCOMPARE(m_window->gradientView()->currentFractions().flushed, 0.0);
+    bool newRecordShown = false;
+    for (QLabel* label : m_window->findChildren<QLabel*>())
+        newRecordShown = newRecordShown || (label->text().startsWith(QLatin1String("record ")) &&
+                                            label->toolTip().contains(second));
+    QVERIFY(newRecordShown);
     c->step();
     QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 1, kWorkerWaitMs);
     QCOMPARE(c->latest()->scalars.learningRate, 0.0125);
