@@ -606,6 +606,8 @@ QString MainWindow::startRun(const TrainConfig& config) {
                 .arg(runsFolder, megabytes(m_runsFolderBytes)),
             15000);
     m_diskCheck.invalidate();
+    m_rateClock.invalidate();
+    m_samplesPerSecond = 0.0;
     // Every GUI run logs like a CLI run, under the user's data folder.
     const QString runDir = newTimestampedFolder(runsFolder, QString());
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
@@ -1020,12 +1022,28 @@ void MainWindow::updateStatus() {
         m_status->setText(tr("Ready: press Train (Space) or Step."));
         return;
     }
+    // Throughput over wall time: steps taken in about the last second times the batch. While
+    // paused or paced it is what the run gets, not the engine's rate while it steps (that one,
+    // s->scalars.samplesPerSecond, is in the tooltip).
+    const std::int64_t step = s->scalars.step;
+    if (!m_rateClock.isValid() || step < m_rateStep) {
+        m_rateClock.start();
+        m_rateStep = step;
+    } else if (m_rateClock.elapsed() >= 1000) {
+        m_samplesPerSecond = static_cast<double>(step - m_rateStep) *
+                             m_controller->config().batchSize /
+                             (static_cast<double>(m_rateClock.restart()) / 1000.0);
+        m_rateStep = step;
+    }
+    m_status->setToolTip(tr("The engine trains %1 samples/s while it steps (its compute rate; "
+                            "the pace and pauses space the steps)")
+                             .arg(s->scalars.samplesPerSecond, 0, 'f', 0));
     m_status->setText(tr("%1 · step %2 · epoch %3 · loss %4 · %5 samples/s · %6 scale 2^%7")
                           .arg(QString::fromLatin1(toString(state)))
                           .arg(s->scalars.step)
                           .arg(s->scalars.epoch)
                           .arg(s->scalars.loss, 0, 'f', 4)
-                          .arg(s->scalars.samplesPerSecond, 0, 'f', 0)
+                          .arg(m_samplesPerSecond, 0, 'f', 0)
                           .arg(QString::fromLatin1(info(m_controller->config().scalingPolicy).name))
                           .arg(std::log2(s->scalars.scale)));
 }

@@ -131,6 +131,11 @@ private:
     void updateDiskUse();
     QLabel* m_disk = nullptr;
     QElapsedTimer m_diskCheck;
+    // The status bar's throughput: samples trained per second of wall time, over about a second
+    // (the engine's own rate while stepping is faster when the steps are paced).
+    QElapsedTimer m_rateClock;
+    std::int64_t m_rateStep = 0;
+    double m_samplesPerSecond = 0.0;
     std::uint64_t m_runsFolderBytes = 0;
     static constexpr std::uint64_t kRunsFolderNotice = 1ull << 30; // 1 GiB
     void buildActions();

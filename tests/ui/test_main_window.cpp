@@ -35,6 +35,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QLineEdit>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <qcustomplot.h>
 
@@ -92,6 +93,7 @@ private slots:
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
     void resetStartsANewRunWithTheEdits();
+    void statusShowsTheRealThroughput();
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
     void blocksAndFormatWhatIfFollowTheView();
@@ -598,6 +600,30 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
     QCOMPARE(old.steps().size(), std::size_t{2});
     QVERIFY(old.summary().stopReason != "running");
     QCOMPARE(old.summary().steps, 2);
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
+// The status bar's samples/s is what the run gets over wall time: paced at 5 steps/s of 64
+// samples, at most about 320, not the engine's rate while it steps (thousands; issue 42 item 19).
+void TestMainWindow::statusShowsTheRealThroughput() {
+    TrainingController* c = m_window->controller();
+    QCOMPARE(m_window->applySettings(), QString());
+    const double batch = c->config().batchSize;
+    c->setPace(5.0);
+    c->train();
+    const auto shown = [&] {
+        for (QLabel* label : m_window->statusBar()->findChildren<QLabel*>())
+            if (const qsizetype at = label->text().indexOf(QLatin1String(" samples/s")); at > 0) {
+                const QString before = label->text().left(at);
+                return before.mid(before.lastIndexOf(QLatin1Char(' ')) + 1).toDouble();
+            }
+        return -1.0;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(shown() > 0.0, 20000);
+    const double rate = shown();
+    c->pause();
+    c->setPace(0.0);
+    QVERIFY2(rate <= 2.0 * 5.0 * batch, qPrintable(QString::number(rate)));
     QCOMPARE(m_window->applySettings(), QString());
 }
 
