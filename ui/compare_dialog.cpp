@@ -54,7 +54,8 @@ QString meanText(const SeedSummary& s, double scale) {
 
 // A band's edges, filled between and left out of the legend; nothing where every step has one
 // run (no interval to draw).
-void addBandEdges(QCustomPlot* plot, const QColor& color, const SeedBand& band) {
+void addBandEdges(QCustomPlot* plot, const QColor& color, const SeedBand& interval) {
+    const SeedBand band = interval.drawn(); // within what the runs reached
     bool spread = false;
     for (std::size_t i = 0; i < band.runs.size() && !spread; ++i)
         spread = band.runs[i] > 1;

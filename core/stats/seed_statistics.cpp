@@ -1,5 +1,6 @@
 #include "stats/seed_statistics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -103,8 +104,25 @@ SeedBand bandOverSeeds(const std::vector<std::vector<std::pair<double, double>>>
         band.low.push_back(s.mean - half);
         band.high.push_back(s.mean + half);
         band.runs.push_back(s.n);
+        double lowest = s.mean, highest = s.mean;
+        for (double v : values)
+            if (std::isfinite(v)) {
+                lowest = std::min(lowest, v);
+                highest = std::max(highest, v);
+            }
+        band.lowest.push_back(lowest);
+        band.highest.push_back(highest);
     }
     return band;
+}
+
+SeedBand SeedBand::drawn() const {
+    SeedBand d = *this;
+    for (std::size_t i = 0; i < d.steps.size(); ++i) {
+        d.low[i] = std::max(d.low[i], d.lowest[i]);
+        d.high[i] = std::min(d.high[i], d.highest[i]);
+    }
+    return d;
 }
 
 } // namespace plab

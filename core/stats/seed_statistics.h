@@ -44,7 +44,12 @@ std::string verdict(const Difference& d, std::size_t n, bool higherIsBetter, dou
 // only one run is there). Each run's curve is (step, value) pairs in increasing step order.
 struct SeedBand {
     std::vector<double> steps, mean, low, high;
-    std::vector<std::size_t> runs; // how many runs each step's mean is over
+    std::vector<double> lowest, highest; // the runs' own smallest and largest value at each step
+    std::vector<std::size_t> runs;       // how many runs each step's mean is over
+    // The band to draw: the interval clipped to what the runs reached. With few seeds the
+    // interval is wide (t at 1 degree of freedom is 12.7) and a loss band would dip below zero,
+    // a value no run can have.
+    SeedBand drawn() const;
 };
 SeedBand bandOverSeeds(const std::vector<std::vector<std::pair<double, double>>>& curves);
 

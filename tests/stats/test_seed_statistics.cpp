@@ -86,6 +86,13 @@ void TestSeedStatistics::bandOverUnevenCurves() {
     QVERIFY(std::abs(band.low[1] - (4.0 - 12.706)) < 1e-3);
     QCOMPARE(band.low[2], 5.0);
     QCOMPARE(band.high[2], 5.0);
+    // Drawn, the band keeps to what the runs reached (issue 42 item 27: a loss band below zero).
+    QCOMPARE(band.lowest, (std::vector<double>{1.0, 3.0, 5.0}));
+    QCOMPARE(band.highest, (std::vector<double>{2.0, 5.0, 5.0}));
+    const SeedBand drawn = band.drawn();
+    QCOMPARE(drawn.low, (std::vector<double>{1.0, 3.0, 5.0}));
+    QCOMPARE(drawn.high, (std::vector<double>{2.0, 5.0, 5.0}));
+    QCOMPARE(drawn.mean, band.mean);
 }
 
 QTEST_APPLESS_MAIN(TestSeedStatistics)
