@@ -57,6 +57,15 @@ public:
     }
 };
 
+// A run whose GPU engine ran out of memory at set-up: on the CPU, saying why, and training.
+void expectCpuFallback(TrainingRun& run) {
+    QCOMPARE(run.deviceName(), std::string("cpu"));
+    QVERIFY2(run.deviceNotice().find("out of memory") != std::string::npos &&
+                 run.deviceNotice().find("; training on the CPU") != std::string::npos,
+             run.deviceNotice().c_str());
+    QVERIFY(std::isfinite(run.step().scalars.loss));
+}
+
 } // namespace
 
 void TestDeviceSelection::parsesDeviceStrings() {
@@ -154,12 +163,7 @@ void TestDeviceSelection::outOfDeviceMemoryFallsBackToCpu() {
     // Room for the parameters but not for the training set's 2000 x 784 floats.
     fakeDeviceMemory = 1u << 20;
     Trainer tight(config, data);
-    QCOMPARE(tight.deviceName(), std::string("cpu"));
-    QVERIFY2(tight.deviceNotice().find("out of memory") != std::string::npos &&
-                 tight.deviceNotice().find("; training on the CPU") != std::string::npos,
-             tight.deviceNotice().c_str());
-    const StepResult step = tight.step();
-    QVERIFY(std::isfinite(step.scalars.loss));
+    expectCpuFallback(tight);
     fakeDeviceMemory = SIZE_MAX;
 }
 
@@ -180,12 +184,7 @@ void TestDeviceSelection::gptOutOfDeviceMemoryFallsBackToCpu() {
     }
     fakeDeviceMemory = 1u << 20;
     GptTrainer tight(config, data);
-    QCOMPARE(tight.deviceName(), std::string("cpu"));
-    QVERIFY2(tight.deviceNotice().find("out of memory") != std::string::npos &&
-                 tight.deviceNotice().find("; training on the CPU") != std::string::npos,
-             tight.deviceNotice().c_str());
-    const StepResult step = tight.step();
-    QVERIFY(std::isfinite(step.scalars.loss));
+    expectCpuFallback(tight);
     fakeDeviceMemory = SIZE_MAX;
 }
 
