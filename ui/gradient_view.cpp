@@ -256,9 +256,12 @@ void GradientView::refresh() {
     // At the scale the step ran with, the exact counts; at another, the histogram's estimate.
     m_fractions = factor == 1.0 ? measuredFractions(stats) : whatIf(stats, format, factor);
     const auto pct = [](double v) { return QString::number(100.0 * v, 'f', 2) + QLatin1Char('%'); };
-    // The cast's error, measured at the step (not re-estimated for the slider's what-if).
+    // The cast's error, measured at the step: shown at the step's own scale only, since the
+    // slider's what-if re-estimates the classes from the histogram but not the error.
     QString error;
-    if (stats.error.measured())
+    if (stats.error.measured() && factor != 1.0)
+        error = tr(" &nbsp;·&nbsp; SQNR: measured at the step's scale only &nbsp;");
+    else if (stats.error.measured())
         error = tr(" &nbsp;·&nbsp; SQNR %1 dB, norm %2%3% &nbsp;")
                     .arg(std::isinf(stats.error.sqnrDb())
                              ? tr("exact (inf)")
