@@ -6,7 +6,6 @@
 #include "device/compute_backend.h"
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
-#include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
 
@@ -683,15 +682,10 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
         m_device->setCurrentIndex(device);
 }
 
-// path replaced by text as a whole (a temporary file renamed over it), or left as it was; the
-// error names the file and the system's reason.
+// plot_export.h's writeWholeFile, for text: the file whole or as it was, errors with the
+// system's reason.
 QString MainWindow::writeWholeFile(const QString& path, const std::string& text) {
-    try { // the record's writer: QSaveFile reports a full disk as "Unknown error"
-        writeFileAtomically(path.toStdString(), text);
-    } catch (const RecordError& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
+    return plab::writeWholeFile(path, QByteArray::fromStdString(text));
 }
 
 QString MainWindow::saveSession(const QString& path) {

@@ -15,17 +15,6 @@
 namespace plab {
 namespace {
 
-// The record's writer (temporary file, every write checked, fsync, rename): its errors carry
-// the system's reason, where QSaveFile says "Unknown error" for a file-size limit.
-QString writeWhole(const QString& path, const QByteArray& bytes) {
-    try {
-        writeFileAtomically(path.toStdString(), bytes.toStdString());
-    } catch (const RecordError& e) {
-        return QString::fromStdString(e.what());
-    }
-    return {};
-}
-
 QByteArray png(QCustomPlot* plot, int w, int h) {
     QByteArray bytes;
     QBuffer buffer(&bytes);
@@ -77,6 +66,15 @@ QByteArray svg(QCustomPlot* plot, int w, int h) {
 
 } // namespace
 
+QString writeWholeFile(const QString& path, const QByteArray& bytes) {
+    try {
+        writeFileAtomically(path.toStdString(), bytes.toStdString());
+    } catch (const RecordError& e) {
+        return QString::fromStdString(e.what());
+    }
+    return {};
+}
+
 QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h) {
     const std::pair<QString, QByteArray> files[] = {
         {base + QStringLiteral(".png"), png(plot, w, h)},
@@ -85,7 +83,7 @@ QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h) {
     for (const auto& [path, bytes] : files) {
         if (bytes.isEmpty())
             return QObject::tr("%1: cannot draw the plot").arg(path);
-        if (const QString error = writeWhole(path, bytes); !error.isEmpty())
+        if (const QString error = writeWholeFile(path, bytes); !error.isEmpty())
             return error;
     }
     return {};

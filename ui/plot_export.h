@@ -13,4 +13,9 @@ namespace plab {
 // (empty: all three written).
 QString exportPlot(QCustomPlot* plot, const QString& base, int width, int height);
 
+// path replaced by bytes as a whole, by the record's writer (temporary file, every write checked,
+// fsync, rename), or left as it was; the error names the file and the system's reason, where
+// QSaveFile says "Unknown error" for a file-size limit. Empty: written.
+QString writeWholeFile(const QString& path, const QByteArray& bytes);
+
 } // namespace plab

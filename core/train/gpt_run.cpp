@@ -47,10 +47,6 @@ private:
     bool m_was = false;
 };
 
-} // namespace
-
-namespace {
-
 // A config whose parameters and activations the machine cannot hold is refused before anything
 // is allocated, naming the key that sets the size (the batch, 65536 windows of the context at
 // the most): on Linux the allocation itself succeeds and the OOM killer ends the process later.
@@ -84,8 +80,8 @@ GptRun::GptRun(const GptRunSettings& settings, const TextCorpus& corpus,
     openblas_set_num_threads(settings.threads);
 #endif
     const std::size_t n = m_model.parameterCount();
-    if (m_ops->name() ==
-        "cpu") // a GPU's engine says when it is out of memory; the OOM killer does not
+    // A GPU's engine says when it is out of memory; on the CPU the OOM killer would say it.
+    if (m_ops->name() == "cpu")
         refuseWhatMemoryCannotHold(settings,
                                    6 * n * sizeof(float) + m_model.bytesToReserve(settings.batch));
     for (Tensor* t : {&m_params, &m_grads, &m_update, &m_first, &m_second, &m_scratch})

@@ -43,7 +43,14 @@ bool recordedNothing(const std::string& dir) {
     }
 }
 
-void removeEarlierRun(const std::string& dir);
+void removeEarlierRun(const std::string& dir) {
+    std::error_code ec;
+    for (const char* name : kRecordFiles)
+        fs::remove(fs::path(dir) / name, ec);
+    for (const char* name :
+         {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp"})
+        fs::remove(fs::path(dir) / name, ec);
+}
 
 void refuseEarlierRun(const std::string& dir) {
     if (recordedNothing(dir)) {
@@ -54,15 +61,6 @@ void refuseEarlierRun(const std::string& dir) {
         if (fs::exists(fs::path(dir) / name))
             throw RecordError(dir + ": holds an earlier run (" + name +
                               "); pass --overwrite to replace it, or choose another --out");
-}
-
-void removeEarlierRun(const std::string& dir) {
-    std::error_code ec;
-    for (const char* name : kRecordFiles)
-        fs::remove(fs::path(dir) / name, ec);
-    for (const char* name :
-         {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp"})
-        fs::remove(fs::path(dir) / name, ec);
 }
 
 } // namespace
