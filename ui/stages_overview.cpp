@@ -2,7 +2,7 @@
 
 #include "format_bands.h"
 
-#include "nn/transformer/gpt_model.h" // outlierChannelShare
+#include "gpt/gpt_model.h" // outlierChannelShare
 #include "numerics/quant_stats.h"
 #include "stats/what_if.h"
 

@@ -2,6 +2,8 @@
 // held in memory; and the sources: IDX files (MNIST family) or the built-in synthetic set.
 #pragma once
 
+#include "nn/feature_shape.h"
+
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -14,13 +16,6 @@ namespace plab {
 class DataError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
-};
-
-struct FeatureShape {
-    int channels = 1;
-    int height = 1;
-    int width = 1;
-    int size() const { return channels * height * width; }
 };
 
 struct Dataset {

@@ -20,6 +20,7 @@
 #include "engine/gemm_call.h"
 #include "engine/kernel_bodies.h"
 #include "engine/kernel_transformer_ops.h"
+#include "engine/optimizer.h"
 #include "engine/tensor_ops.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
@@ -27,7 +28,6 @@
 #include "nn/linear.h"
 #include "nn/max_pool2d.h"
 #include "numerics/reference_quantize.h"
-#include "train/train_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -132,7 +132,7 @@ public:
         m_policy.quantize(q, in.data, out.data, in.size, stats, cast);
         stats->error.merge(errorMoments(input, out));
     }
-    // As quantizeScaled() (train/tensor_scaling.cpp), pass for pass.
+    // As quantizeScaled() (numerics/amax_scaling.cpp), pass for pass.
     void quantizeScaled(const Quantizer& q, Tensor in, Tensor out, double scale, QuantStats* stats,
                         const QuantizeOptions& options, double* inputAmax) override {
         const auto s = static_cast<float>(scale);
@@ -242,7 +242,7 @@ public:
     }
     TransformerOps& transformer() override { return m_transformer; }
 
-    // As computeOptimizerUpdate() (train/optimizer.cpp), pass for pass.
+    // As computeOptimizerUpdate() (engine/optimizer.cpp), pass for pass.
     void optimizerUpdate(const OptimizerSettings& settings, OptimizerState state, std::int64_t step,
                          Tensor grad, Tensor master, Tensor update, double lr,
                          const Quantizer& stateFormat, QuantStats* stateStats,

@@ -5,14 +5,14 @@
 // for the CPU, device memory for CUDA; only scalars and statistics come back to the caller.
 #pragma once
 
+#include "engine/optimizer.h"
 #include "engine/transformer_ops.h"
 #include "nn/layer.h"
 #include "nn/softmax_cross_entropy.h"
+#include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
-#include "train/optimizer.h"
-#include "train/per_layer_scaling.h"
-#include "train/tensor_scaling.h"
+#include "numerics/tensor_moments.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -123,7 +123,7 @@ public:
                                  const QuantizeOptions& options) = 0;
     // master <- Q(master - update), with scratch (same size) as the work space. When counting,
     // *updates gets the nonzero updates and *lost those that left the master unchanged.
-    using UpdateCounts = MasterUpdateCounts; // train/optimizer.h
+    using UpdateCounts = MasterUpdateCounts; // engine/optimizer.h
     virtual UpdateCounts applyMasterUpdate(Tensor master, Tensor update, Tensor scratch,
                                            const Quantizer& masterFormat, QuantStats* stats,
                                            const QuantizeOptions& options, bool count) = 0;

@@ -2,7 +2,7 @@
 // model's contiguous buffers; a layer only knows its offset-free views of them.
 #pragma once
 
-#include "data/dataset.h"
+#include "nn/feature_shape.h"
 #include "nn/matmul.h"
 
 #include <cstddef>

@@ -13,7 +13,7 @@
 namespace plab {
 
 struct ModelSpec {
-    std::string type = "mlp";             // "mlp", "cnn" or "gpt" (nn/transformer/gpt_model.h)
+    std::string type = "mlp";             // "mlp", "cnn" or "gpt" (gpt/gpt_model.h)
     std::vector<int> hidden = {256, 256}; // MLP hidden widths
     ActivationKind activation = ActivationKind::ReLU;
     InitKind init = InitKind::He;

@@ -4,7 +4,7 @@
 
 #include "numerics/block_stats.h"
 #include "numerics/quant_stats.h"
-#include "train/precision_recipe.h"
+#include "numerics/tensor_role.h"
 
 #include <array>
 #include <cmath>

@@ -1,9 +1,9 @@
 // Every format on one sample.
 #include "stats/what_if_formats.h"
 
+#include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
-#include "train/tensor_scaling.h"
 
 #include <algorithm>
 

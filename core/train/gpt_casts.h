@@ -10,11 +10,11 @@
 // 128 spans two attention rows, and weights are not tiled.
 #pragma once
 
-#include "nn/transformer/gpt_model.h"
+#include "gpt/gpt_model.h"
+#include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
 #include "numerics/quant_stats.h"
 #include "numerics/quantizer.h"
-#include "train/tensor_scaling.h"
 #include "train/train_config.h"
 
 #include <map>

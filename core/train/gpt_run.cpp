@@ -1,8 +1,8 @@
 #include "train/gpt_run.h"
 
 #include "engine/cpu_ops.h"
+#include "engine/optimizer.h"
 #include "numerics/quantizer.h"
-#include "train/optimizer.h"
 #include "train/train_config.h"
 #include "train/trainer.h" // makeLossScaler
 #include "util/system_memory.h"

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "data/text_corpus.h"
-#include "nn/transformer/gpt_model.h"
+#include "gpt/gpt_model.h"
 #include "stats/training_snapshot.h"
 #include "train/gpt_casts.h"
 #include "train/loss_scaler.h"

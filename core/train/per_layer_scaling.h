@@ -5,16 +5,12 @@
 #pragma once
 
 #include "numerics/format_spec.h"
+#include "numerics/tensor_moments.h"
 
 #include <cstddef>
 #include <span>
 
 namespace plab {
-
-struct TensorMoments {
-    double mean = 0.0, stdDev = 0.0, maxAbs = 0.0;
-};
-TensorMoments moments(std::span<const float> values);
 
 struct PerLayerScaleLimits {
     double perLayerCap = 16.0;     // Zhao et al.'s code: at most x16 per layer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "numerics/rounding.h"
+#include "numerics/tensor_role.h"
 
 #include <array>
 #include <map>
@@ -13,27 +14,6 @@
 #include <vector>
 
 namespace plab {
-
-enum class TensorRole {
-    Weights,             // weights as used in forward (quantised from the master copy)
-    Activations,         // each stage's output, as the next stage reads it
-    ActivationGradients, // gradient arriving at each stage from above, loss-scaled
-    WeightGradients,     // loss-scaled weight gradients
-    MasterWeights,       // the copy the optimiser updates
-    OptimizerState,      // momentum / Adam moments
-};
-inline constexpr std::size_t kRoleCount = 6;
-inline constexpr std::array kAllRoles = {
-    TensorRole::Weights,         TensorRole::Activations,   TensorRole::ActivationGradients,
-    TensorRole::WeightGradients, TensorRole::MasterWeights, TensorRole::OptimizerState};
-std::string_view toString(TensorRole role); // "weights", "activation_gradients", ...
-// The tensors a matrix product reads (weights, activations, activation gradients): those the
-// amax and block policies scale, as Transformer Engine scales an FP8 GEMM's inputs.
-inline bool isProductInput(TensorRole r) {
-    return r == TensorRole::Weights || r == TensorRole::Activations ||
-           r == TensorRole::ActivationGradients;
-}
-std::optional<TensorRole> parseRole(std::string_view text);
 
 // Overrides by kind (transformers): a stage kind (every stage of that kind, all roles) or a
 // site within stages (certain operands of every stage, certain roles), so that a recipe can keep

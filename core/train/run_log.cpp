@@ -1,7 +1,7 @@
 // RunLog: the record database's writer.
 #include "train/run_log.h"
 
-#include "nn/transformer/gpt_model.h" // outlierChannelShare
+#include "gpt/gpt_model.h" // outlierChannelShare
 
 #include "record/histogram_blob.h"
 #include "record/run_export.h"

@@ -3,6 +3,7 @@
 // allowed values.
 #pragma once
 
+#include "engine/optimizer.h"
 #include "nn/model.h"
 #include "numerics/block_scheme.h"
 #include "train/dynamic_scaler.h"
@@ -24,7 +25,6 @@ public:
     using std::invalid_argument::invalid_argument;
 };
 
-enum class OptimizerKind { Sgd, Adam, AdamW };
 struct OptimizerName {
     OptimizerKind kind;
     const char* name;

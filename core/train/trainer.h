@@ -5,12 +5,12 @@
 #pragma once
 
 #include "data/dataset.h"
+#include "engine/optimizer.h"
 #include "engine/tensor_ops.h"
 #include "nn/model.h"
+#include "numerics/amax_scaling.h"
 #include "stats/training_snapshot.h"
 #include "train/loss_scaler.h"
-#include "train/optimizer.h"
-#include "train/tensor_scaling.h"
 #include "train/train_config.h"
 #include "train/training_run.h"
 #include "util/thread_pool.h"

@@ -4,12 +4,12 @@
 #include "layer_cases.h"
 
 #include "engine/cpu_ops.h"
+#include "gpt/gpt_model.h"
 #include "nn/activation.h"
 #include "nn/conv2d.h"
 #include "nn/flatten.h"
 #include "nn/linear.h"
 #include "nn/max_pool2d.h"
-#include "nn/transformer/gpt_model.h"
 #include "train/gpt_trainer.h"
 #include "train/run_data.h"
 #include "train/trainer.h"

@@ -5,9 +5,9 @@
 // samples the GUI's table reads.
 #include <QTest>
 
+#include "numerics/amax_scaling.h"
 #include "stats/tensor_sample.h"
 #include "stats/what_if_formats.h"
-#include "train/tensor_scaling.h"
 #include "train/trainer.h"
 
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <QTest>
 
 #include "data/text_corpus.h"
-#include "nn/transformer/gpt_model.h"
+#include "gpt/gpt_model.h"
 #include "train/gpt_casts.h"
 #include "train/gpt_trainer.h"
 #include "train/run_data.h"

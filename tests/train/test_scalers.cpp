@@ -3,9 +3,9 @@
 // dynamic policy recovering from an overflowing start by itself.
 #include <QTest>
 
+#include "numerics/amax_scaling.h"
 #include "train/dynamic_scaler.h"
 #include "train/per_layer_scaling.h"
-#include "train/tensor_scaling.h"
 #include "train/trainer.h"
 #include "util/thread_pool.h"
 

@@ -1,8 +1,8 @@
-// The tiny GPT (core/nn/transformer/gpt_model) against PyTorch: the fixture written by
+// The tiny GPT (core/gpt/gpt_model) against PyTorch: the fixture written by
 // make_gpt_fixture.py holds the peer's weights, one batch, its loss and its gradients; the same
 // weights here must give the same loss and gradients (normalised error 1e-5). And the whole
 // model against finite differences, and the peer's initialisation.
-#include "nn/transformer/gpt_model.h"
+#include "gpt/gpt_model.h"
 
 #include <QtTest>
 

@@ -9,7 +9,8 @@
 
 namespace plab {
 
-enum class OptimizerKind;
+// The optimiser's names for configs are train/train_config.h's kOptimizerNames.
+enum class OptimizerKind { Sgd, Adam, AdamW };
 
 struct OptimizerSettings {
     OptimizerKind kind;

@@ -1,4 +1,4 @@
-#include "nn/transformer/gpt_model.h"
+#include "gpt/gpt_model.h"
 
 #include "engine/cpu_ops.h"
 

@@ -1,5 +1,5 @@
 // Amax scaling around the fused quantiser.
-#include "train/tensor_scaling.h"
+#include "numerics/amax_scaling.h"
 
 #include "util/thread_pool.h"
 #include "util/vector_clones.h"

@@ -1,8 +1,7 @@
 // SGD (PyTorch's form: v = mu v + g, w -= lr v) and Adam, with weight decay added to the gradient;
 // AdamW (Loshchilov & Hutter), Adam whose decay is decoupled: lr * wd * w joins the update.
-#include "train/optimizer.h"
+#include "engine/optimizer.h"
 
-#include "train/train_config.h"
 #include "util/vector_clones.h"
 
 #include <cmath>
