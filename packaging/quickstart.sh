@@ -2,7 +2,7 @@
 # The README's two Quick start commands:
 #   packaging/quickstart.sh run    install what is missing, build, run the main job
 #   packaging/quickstart.sh test   install what is missing, build, run the whole test suite:
-#                                  plain, ASan+UBSan, TSan and bounded fuzzing (README: Tests)
+#                                  plain, ASan+UBSan, TSan and bounded fuzzing (docs/testing.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +16,7 @@ if [[ "$mode" == test ]]; then
   stage "plain build and tests"
   cmake --preset default >/dev/null
   cmake --build --preset default
-  # `exhaustive` (2^32-input sweeps) and `longrun` stay out of the default run; see README.
+  # `exhaustive` (2^32-input sweeps) and `longrun` stay out of the default run; see docs/testing.md.
   ctest --preset default
   stage "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
   cmake --preset asan >/dev/null

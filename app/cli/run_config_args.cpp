@@ -31,7 +31,7 @@ nlohmann::json readConfigFile(const std::string& path) {
 } // namespace
 
 void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
-    cmd->add_option("--config", args.config, "JSON config file (see README)");
+    cmd->add_option("--config", args.config, "JSON config file (see docs/config.md)");
     cmd->add_option("--preset", args.preset, "Start from a preset (see `presets`)");
     cmd->add_option("--set", args.sets, "key.path=value, e.g. train.lr=0.01 (repeatable)");
     auto* steps =

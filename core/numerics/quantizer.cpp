@@ -130,7 +130,7 @@ std::vector<CpuKernel> supportedCpuKernels() {
 namespace {
 
 // PLAB_CPU_KERNEL=generic|avx2|avx512 caps what Auto picks, so the whole suite can be run as on
-// a CPU with fewer vector extensions (README: Tests). Unset: the best this CPU has.
+// a CPU with fewer vector extensions (docs/testing.md). Unset: the best this CPU has.
 CpuKernel autoKernel(const std::vector<CpuKernel>& supported) {
     const char* cap = std::getenv("PLAB_CPU_KERNEL");
     if (cap == nullptr || *cap == '\0')

@@ -2,7 +2,7 @@
 // per step), layers.csv (a row per statistics step, stage and role), histograms.csv (the
 // non-empty log2|x| bins of each recorded histogram), blocks.csv (a row per statistics step,
 // stage and role cast in blocks; from schema version 2), events.jsonl. Columns as documented in
-// the README (The run directory). Each file is written whole to a temporary file and renamed
+// docs/record.md. Each file is written whole to a temporary file and renamed
 // over the target, so an export is complete or leaves the previous file.
 #pragma once
 

@@ -64,7 +64,7 @@ struct TrainConfig {
     double clipNorm = 0.0; // 0: no clipping (of the unscaled global gradient norm)
     int statsEvery = 1;    // collect per-layer statistics every k steps
     // histograms.csv gets a statistics step's histograms every k statistics steps (the live
-    // views get every one): the histograms are most of a run's disk (README: The run directory).
+    // views get every one): the histograms are most of a run's disk (docs/record.md).
     int histogramsEvery = 20;
     // The run record's disk budget in MB (0: none). Past it, histograms are no longer recorded
     // (an event says so); steps, counters and events always are.

@@ -7,7 +7,7 @@
 # least 1.0x). GPT_STEPS (1000) and GPT_SEEDS ("1 2 3") override. Needs python3-torch, fortunes
 # and a built build/default (or $BUILD).
 # OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise (some machines set
-# it): both sides read it, so compare with the same value, and say which (README: Performance).
+# it): both sides read it, so compare with the same value, and say which (docs/performance.md).
 # CPUS (e.g. CPUS=0, or CPUS=0,1 with two threads) pins both sides to those CPUs with taskset:
 # on a VM whose virtual CPUs differ (the reference VM's second one runs our cast 30% slower than
 # its first), an unpinned run lands either side on either CPU and the ratio is noise.

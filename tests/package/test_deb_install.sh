@@ -27,7 +27,7 @@ grep -q '^Suggests: dataset-fashion-mnist' <<<"$info" || fail "Suggests lacks da
 root=$scratch/root
 dpkg -x "$deb" "$root"
 for f in usr/bin/precision-lab-cli usr/share/doc/precision-lab/README.md \
-         usr/share/doc/precision-lab/LICENSE; do
+         usr/share/doc/precision-lab/docs/cli.md usr/share/doc/precision-lab/LICENSE; do
   [[ -f "$root/$f" ]] || fail "package lacks /$f"
 done
 if grep -q '^Depends:.*libqt6widgets6' <<<"$info"; then # built with the GUI
