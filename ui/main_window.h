@@ -121,6 +121,7 @@ private:
     QTimer* m_followTimer = nullptr;
     QComboBox* m_watchedFormat = nullptr;
     std::string watchedFormat() const;
+    static TrainConfig watchedRunDisplayConfig(const std::string& format, double scale);
     QSlider* m_scrub = nullptr;
     QLabel* m_scrubLabel = nullptr;
     std::vector<std::int64_t> m_scrubSteps;   // of the run on show, with histograms

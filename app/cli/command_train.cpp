@@ -8,6 +8,7 @@
 #include "data/dataset.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
+#include "util/folder_size.h"
 
 #include <chrono>
 #include <cmath>
@@ -117,17 +118,9 @@ int runTrain(const TrainArgs& args) {
     if (tty)
         std::fputc('\n', stderr);
     session.waitUntilDone();
-    {
-        // What the record takes on disk, so that its size is never a surprise.
-        std::error_code ec;
-        std::uintmax_t bytes = 0;
-        for (const auto& entry : std::filesystem::directory_iterator(out, ec))
-            if (entry.is_regular_file(ec))
-                bytes += entry.file_size(ec);
-        if (!ec)
-            std::fprintf(stderr, "run record: %.1f MB in %s\n", static_cast<double>(bytes) / 1e6,
-                         out.c_str());
-    }
+    // What the record takes on disk, so that its size is never a surprise.
+    std::fprintf(stderr, "run record: %s in %s\n", megabytesText(bytesUnder(out)).c_str(),
+                 out.c_str());
     if (data->text && session.latestSnapshot() != nullptr) {
         // A text model's loss in bits per byte (what its papers report), and what it writes.
         const TrainingSnapshot& final = *session.latestSnapshot();

@@ -1,0 +1,294 @@
+// MainWindow's live run: the toolbar controls (preset, network, data, seed, lr, steps, device,
+// pace), the config they make, and Apply / Reset, each starting a run in a new run folder.
+#include "main_window.h"
+
+#include "util/folder_size.h"
+
+#include "data/text_corpus.h"
+#include "device/compute_backend.h"
+#include "gradient_view.h"
+#include "loss_scale_slider.h"
+#include "recipe_editor.h"
+#include "record/run_record.h"
+#include "run_folders.h"
+#include "training_controller.h"
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QProgressBar>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <cmath>
+
+namespace plab {
+
+void MainWindow::buildControls() {
+    m_preset = new QComboBox(this);
+    for (const Preset& p : presets())
+        m_preset->addItem(QString::fromStdString(p.name));
+    m_preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    m_preset->setToolTip(tr("Precision recipe preset"));
+    for (int i = 0; i < m_preset->count(); ++i)
+        m_preset->setItemData(
+            i, QString::fromStdString(presets()[static_cast<std::size_t>(i)].description),
+            Qt::ToolTipRole);
+    m_model = new QComboBox(this);
+    m_model->addItem(tr("MLP 256-256"), QStringLiteral("mlp"));
+    m_model->addItem(tr("Small CNN"), QStringLiteral("cnn"));
+    m_model->addItem(tr("GPT on text"), QStringLiteral("gpt"));
+    m_model->setItemData(2,
+                         tr("The tiny byte-level GPT (2 blocks, width 128, context 64) trained "
+                            "with AdamW on text"),
+                         Qt::ToolTipRole);
+    m_model->setToolTip(tr("Network"));
+    m_data = new QComboBox(this);
+    fillDataChoices();
+    // Each network comes with the learning rate that suits it (the CNN does not learn at 0.05)
+    // and the data it reads (images or text).
+    // Only the box: the learning rate of the run on show changes at Apply (a live edit of the
+    // box itself still goes to the run at once).
+    connect(m_model, &QComboBox::currentIndexChanged, this, [this] {
+        const QSignalBlocker toolbarOnly(m_lr);
+        m_lr->setValue(defaultLearningRate(m_model->currentData().toString().toStdString()));
+        fillDataChoices();
+    });
+    connect(m_data, &QComboBox::activated, this, [this](int index) {
+        const QString choice = m_data->itemData(index).toString();
+        if (choice == QLatin1String("dir"))
+            chooseDataDirectory();
+        else if (choice == QLatin1String("text-file"))
+            chooseTextFile();
+    });
+    m_seed = new QSpinBox(this);
+    m_seed->setRange(0, 1 << 30);
+    m_seed->setValue(1);
+    m_lr = new QDoubleSpinBox(this);
+    m_lr->setDecimals(4);
+    m_lr->setRange(0.0001, 10.0);
+    m_lr->setSingleStep(0.01);
+    m_lr->setValue(0.05);
+    connect(m_lr, &QDoubleSpinBox::valueChanged, m_controller,
+            &TrainingController::setLearningRate);
+    // Devices: auto, cpu, and each GPU the backend reports (usable or not: choosing an unusable
+    // one shows why in the status bar, as the CLI does).
+    m_device = new QComboBox(this);
+    m_device->addItem(tr("auto"), QStringLiteral("auto"));
+    m_device->addItem(tr("CPU"), QStringLiteral("cpu"));
+    for (const DeviceReport& r : deviceReports())
+        for (const DeviceInfo& d : r.devices)
+            m_device->addItem(
+                QStringLiteral("cuda:%1 %2").arg(d.index).arg(QString::fromStdString(d.name)),
+                QStringLiteral("cuda:%1").arg(d.index));
+    m_device->setToolTip(tr("Where to train: auto takes a usable GPU when there is one"));
+    m_steps = new QSpinBox(this);
+    m_steps->setRange(1, 10000000);
+    m_steps->setValue(5000);
+    // Pace: the demo trains ~200 steps/s at full speed, too fast to watch the first steps or
+    // to pause where the first session (README) says; 50 steps/s leaves time to look.
+    m_pace = new QComboBox(this);
+    for (const auto& [label, pace] :
+         {std::pair{tr("full speed"), 0.0}, std::pair{tr("500 steps/s"), 500.0},
+          std::pair{tr("50 steps/s"), 50.0}, std::pair{tr("10 steps/s"), 10.0},
+          std::pair{tr("2 steps/s"), 2.0}})
+        m_pace->addItem(label, pace);
+    m_pace->setToolTip(tr("Training pace, for watching live (results do not depend on it)"));
+    connect(m_pace, &QComboBox::currentIndexChanged, this,
+            [this] { m_controller->setPace(m_pace->currentData().toDouble()); });
+    m_pace->setCurrentIndex(m_pace->findData(kDefaultPace));
+}
+
+// The data the chosen network reads: images for the MLP and the CNN, text for the GPT; sources
+// whose Debian package is missing are shown but disabled, with the package named.
+void MainWindow::fillDataChoices() {
+    const bool text = m_model->currentData().toString() == QLatin1String("gpt");
+    const QSignalBlocker block(m_data);
+    m_data->clear();
+    const auto addPackaged = [this](const QString& label, const QString& source, const char* path,
+                                    const QString& package) {
+        m_data->addItem(label, source);
+        const int i = m_data->count() - 1;
+        if (!QFileInfo::exists(QString::fromLatin1(path)))
+            m_data->setItemData(i, false, Qt::UserRole - 1); // disabled: not installed
+        m_data->setItemData(i, tr("Debian package %1").arg(package), Qt::ToolTipRole);
+    };
+    if (text) {
+        m_data->addItem(tr("Built-in text"), QStringLiteral("synthetic"));
+        m_data->setItemData(0,
+                            tr("A made-up language generated from the seed: words, successors, "
+                               "sentences (a bigram model reaches 3.41 bits/byte)"),
+                            Qt::ToolTipRole);
+        addPackaged(tr("Fortunes"), QStringLiteral("fortunes"), kFortunesDir,
+                    QStringLiteral("fortunes"));
+        m_data->addItem(tr("Text file…"), QStringLiteral("text-file"));
+    } else {
+        m_data->addItem(tr("Built-in data"), QStringLiteral("synthetic"));
+        addPackaged(tr("Fashion-MNIST"), QStringLiteral("fashion-mnist"), kFashionMnistDir,
+                    QStringLiteral("dataset-fashion-mnist"));
+        m_data->addItem(tr("Directory…"), QStringLiteral("dir"));
+    }
+}
+
+void MainWindow::chooseTextFile() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Text to train the GPT on"));
+    if (!file.isEmpty())
+        m_textFile = file;
+}
+
+void MainWindow::chooseDataDirectory() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Directory with IDX files"));
+    if (!dir.isEmpty())
+        m_dataDir = dir;
+}
+
+TrainConfig MainWindow::configFromControls(QString* error) const {
+    // An opened session is an entry of the preset box holding its whole config: Apply starts
+    // from it (with the toolbar's values), not from the preset the box showed before.
+    const QVariant session = m_preset->currentData(kSessionConfigRole);
+    nlohmann::json j = session.isValid() ? nlohmann::json::parse(session.toString().toStdString())
+                                         : findPreset(m_preset->currentText().toStdString()).json;
+    j["seed"] = m_seed->value();
+    if (!session.isValid())
+        j["threads"] = 1;
+    j["model"]["type"] = m_model->currentData().toString().toStdString();
+    QString source = m_data->currentData().toString();
+    if (source == QLatin1String("dir"))
+        source = m_dataDir;
+    else if (source == QLatin1String("text-file"))
+        source = QStringLiteral("text:") + m_textFile;
+    j["data"]["source"] = source.toStdString();
+    j["train"]["lr"] = m_lr->value();
+    j["train"]["steps"] = m_steps->value();
+    j["device"] = m_device->currentData().toString().toStdString();
+    try {
+        return configFromJson(j);
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return {};
+    }
+}
+
+QString MainWindow::applySettings() {
+    QString error;
+    const TrainConfig config = configFromControls(&error);
+    if (error.isEmpty())
+        error = startRun(config);
+    if (!error.isEmpty())
+        showError(tr("Cannot start this run"), error);
+    return error;
+}
+
+// Reset starts a new run, in its own folder, from the run's config with every edit made so far:
+// a run folder holds one attempt, so that its exports, summary, config.json and Open run agree
+// (one folder holding a 443-step attempt and then steps 1, 2, ... again misled all four).
+QString MainWindow::resetRun() {
+    if (!m_controller->hasSession())
+        return {};
+    TrainConfig config = m_controller->effectiveConfig();
+    config.timeline.clear(); // the edits are in its settings from step 0
+    const QString error = startRun(config);
+    if (!error.isEmpty())
+        showError(tr("Cannot reset the run"), error);
+    return error;
+}
+
+QString MainWindow::startRun(const TrainConfig& config) {
+    m_viewedRun.clear();
+    m_followTimer->stop();
+    m_viewedRecord.reset();
+    m_viewedLive = false;
+    m_watchedFormat->hide();
+    m_scrub->hide();
+    m_scrubLabel->hide();
+    // Every run keeps its record: say when they add up.
+    const QString runsFolder =
+        QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+        QStringLiteral("/runs");
+    m_runsFolderBytes = bytesUnder(runsFolder.toStdString());
+    if (m_runsFolderBytes > kRunsFolderNotice)
+        statusBar()->showMessage(
+            tr("The runs folder %1 holds %2: File > Open run folder to tidy it up.")
+                .arg(runsFolder, QString::fromStdString(megabytesText(m_runsFolderBytes))),
+            15000);
+    m_diskCheck.invalidate();
+    m_rateClock.invalidate();
+    m_samplesPerSecond = 0.0;
+    // Every GUI run logs like a CLI run, under the user's data folder.
+    const QString runDir = newTimestampedFolder(runsFolder, QString());
+    if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
+        return error;
+    showDeviceChoice(config);
+    showRunSettings(config);
+    updateStatus();
+    return {};
+}
+
+// The settings a run can change while it goes (recipe, policy, scale, learning rate), shown
+// without sending them back to the run.
+void MainWindow::showRunSettings(const TrainConfig& config) {
+    m_recipeEditor->setRecipe(config.recipe);
+    m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(config.scalingPolicy)));
+    const QSignalBlocker block(m_slider), blockLr(m_lr);
+    m_slider->setLog2Scale(std::log2(config.lossScale));
+    m_gradientView->setWhatIfScale(m_slider->scale());
+    m_lr->setValue(config.learningRate);
+}
+
+void MainWindow::showDeviceChoice(const TrainConfig& config) {
+    // The status label names the engine the session runs on; its tooltip says what the choice
+    // resolved to, why (the fallback notice) and what the machine offers, like
+    // `precision-lab-cli devices`.
+    const DeviceChoice choice = resolveDevice(parseDeviceSpec(config.device));
+    QString devices;
+    for (const DeviceReport& r : deviceReports())
+        devices += QStringLiteral("%1: %2\n")
+                       .arg(QString::fromStdString(r.backend), QString::fromStdString(r.summary));
+    QString text =
+        tr("Device %1: %2")
+            .arg(QString::fromStdString(config.device), QString::fromStdString(choice.label));
+    m_deviceNotice = QString::fromStdString(choice.notice);
+    m_backend->setToolTip(
+        (m_deviceNotice.isEmpty() ? text : text + QLatin1Char('\n') + m_deviceNotice) +
+        QLatin1Char('\n') + devices.trimmed());
+}
+
+void MainWindow::showConfigInControls(const TrainConfig& config, const QString& label) {
+    const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model), b5(m_preset), b6(m_data);
+    // The preset box shows the session (its last entry), so Apply keeps what was opened.
+    if (const int last = m_preset->count() - 1;
+        m_preset->itemData(last, kSessionConfigRole).isValid())
+        m_preset->removeItem(last);
+    TrainConfig start = config;
+    start.timeline.clear(); // Apply starts a new run from the settings, without the edits
+    m_preset->addItem(label);
+    m_preset->setItemData(m_preset->count() - 1, QString::fromStdString(start.toJson().dump()),
+                          kSessionConfigRole);
+    m_preset->setCurrentIndex(m_preset->count() - 1);
+    m_model->setCurrentIndex(
+        std::max(0, m_model->findData(QString::fromStdString(config.model.type))));
+    fillDataChoices();
+    const QString dataSource = QString::fromStdString(config.dataSource);
+    const int source = m_data->findData(dataSource);
+    if (source >= 0) {
+        m_data->setCurrentIndex(source);
+    } else if (dataSource.startsWith(QLatin1String("text:"))) {
+        m_textFile = dataSource.mid(5);
+        m_data->setCurrentIndex(m_data->findData(QStringLiteral("text-file")));
+    } else {
+        m_dataDir = dataSource;
+        m_data->setCurrentIndex(m_data->findData(QStringLiteral("dir")));
+    }
+    m_seed->setValue(static_cast<int>(config.seed));
+    m_lr->setValue(config.learningRate);
+    if (config.steps > 0)
+        m_steps->setValue(
+            static_cast<int>(std::min<std::int64_t>(config.steps, m_steps->maximum())));
+    const int device = m_device->findData(QString::fromStdString(config.device));
+    if (device >= 0)
+        m_device->setCurrentIndex(device);
+}
+
+} // namespace plab

@@ -1,0 +1,220 @@
+// MainWindow showing a run from its record: a past run, or one another process still writes
+// (a watched PyTorch run, a CLI train, a sweep's run), followed by polling.
+#include "main_window.h"
+
+#include "flush_heatmap_view.h"
+#include "gradient_view.h"
+#include "loss_scale_slider.h"
+#include "numerics/block_scheme.h"
+#include "numerics/format_spec.h"
+#include "record/run_record.h"
+#include "time_view.h"
+#include "training_controller.h"
+#include "util/folder_size.h"
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileInfo>
+#include <QLabel>
+#include <QProgressBar>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStatusBar>
+#include <QTimer>
+#include <cmath>
+
+namespace plab {
+
+// What the views need to draw a watched PyTorch run judged in `format`: every role in that
+// format, a static loss scale so that the slider's preview moves the gradients' histograms. The
+// run itself has no config that replays it. A block format's element bands would not fit the
+// recorded histogram (of the values before the block scales), so its view has FP32's bands and
+// the block cast's own counts in the shares line.
+TrainConfig MainWindow::watchedRunDisplayConfig(const std::string& format, double scale) {
+    TrainConfig config;
+    const QuantConfig q = QuantConfig::forFormat(
+        parseFormat(findBlockFormat(format) != nullptr ? std::string("fp32") : format));
+    for (QuantConfig& role : config.recipe.roles)
+        role = q;
+    config.scalingPolicy = ScalingPolicy::Static;
+    config.lossScale = scale > 0 && std::isfinite(scale) ? scale : 1.0;
+    return config;
+}
+
+QString MainWindow::openRun(const QString& dir) {
+    std::unique_ptr<RunRecord> record;
+    TrainConfig config;
+    try { // read what is needed to show it before the current run is ended for it
+        record = std::make_unique<RunRecord>(dir.toStdString());
+        if (record->judgesSeveralFormats()) {
+            const std::vector<StepScalars> steps = record->steps();
+            config = watchedRunDisplayConfig(record->judgedFormats().front(),
+                                             steps.empty() ? 1.0 : steps.back().scale);
+        } else {
+            config = configFromJson(record->config());
+        }
+    } catch (const std::exception& e) {
+        return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+    m_controller->closeSession(); // also when dir is the current run's: its record is now whole
+    m_viewedRun = dir;
+    m_viewedNames = record->stageNames();
+    m_viewedConfig = config;
+    {
+        const QSignalBlocker block(m_watchedFormat);
+        m_watchedFormat->clear();
+        for (const std::string& f : record->judgedFormats())
+            m_watchedFormat->addItem(QString::fromStdString(f));
+        m_watchedFormat->setVisible(record->judgesSeveralFormats());
+    }
+    m_viewedRecord = std::move(record);
+    m_viewedVersion = -1;
+    m_viewedStep = 0;
+    m_viewedColumns.clear();
+    m_viewedStatsSeq = 0;
+    m_scrubSteps.clear();
+    showRunSettings(config);
+    showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
+    if (const QString err = refreshViewedRun(); !err.isEmpty()) {
+        m_viewedRecord.reset();
+        return err;
+    }
+    m_followTimer->start();
+    return {};
+}
+
+std::string MainWindow::watchedFormat() const {
+    return m_watchedFormat->isVisible() || m_watchedFormat->count() > 0
+               ? m_watchedFormat->currentText().toStdString()
+               : std::string();
+}
+
+void MainWindow::pollViewedRun() {
+    if (!m_viewedRecord)
+        return;
+    try {
+        if (m_viewedRecord->dataVersion() == m_viewedVersion &&
+            m_viewedLive == m_viewedRecord->isBeingWritten())
+            return; // nothing committed since the last look
+    } catch (const std::exception&) {
+        // the folder went away or cannot be read now: the next refresh says so
+    }
+    if (const QString err = refreshViewedRun(); !err.isEmpty()) {
+        m_followTimer->stop();
+        showError(tr("Cannot follow the run"), err);
+    }
+}
+
+QString MainWindow::refreshViewedRun() {
+    const QString dir = m_viewedRun;
+    std::vector<StepScalars> history;
+    std::vector<std::int64_t> scrubSteps;
+    RunSummary summary;
+    bool live = false;
+    try {
+        const RunRecord& record = *m_viewedRecord;
+        // The version first: a commit between it and the reads shows at the next poll.
+        m_viewedVersion = record.dataVersion();
+        live = record.isBeingWritten();
+        history = record.steps();
+        // The heat map: activation gradients' flushed shares, from the rows not read yet.
+        for (const StatsRow& row :
+             record.statsRows(watchedFormat(), TensorRole::ActivationGradients, m_viewedStatsSeq)) {
+            if (m_viewedColumns.empty() || m_viewedColumns.back().step != row.step)
+                m_viewedColumns.push_back({row.step, std::vector<double>(m_viewedNames.size())});
+            m_viewedColumns.back().flushed[row.stage] = row.flushedShare();
+            m_viewedStatsSeq = row.seq;
+        }
+        summary = record.summary();
+        scrubSteps = record.histogramSteps();
+    } catch (const std::exception& e) {
+        return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
+    m_viewedLive = live;
+    m_viewedHistory = history;
+    // As the live views do: at most ~4k points, evaluations always kept.
+    const std::size_t every = history.size() / TrainingController::kHistoryCapacity + 1;
+    std::vector<StepScalars> shown;
+    for (std::size_t i = 0; i < history.size(); ++i)
+        if (i % every == 0 || history[i].evaluated || i + 1 == history.size())
+            shown.push_back(history[i]);
+    m_timeView->setHistory(shown);
+    m_heatmap->setColumns(m_viewedColumns, m_viewedNames);
+    // The gradient view follows the newest recorded step unless the user scrubbed back.
+    const bool following = m_scrubSteps.empty() || m_scrub->value() >= m_scrub->maximum();
+    const std::int64_t shownStep =
+        m_scrubSteps.empty() ? -1 : m_scrubSteps[static_cast<std::size_t>(m_scrub->value())];
+    m_scrubSteps = scrubSteps;
+    {
+        const QSignalBlocker block(m_scrub);
+        m_scrub->setRange(0, std::max<int>(0, static_cast<int>(m_scrubSteps.size()) - 1));
+        if (following) {
+            m_scrub->setValue(m_scrub->maximum());
+        } else { // stay on the step the user chose
+            const auto at = std::find(m_scrubSteps.begin(), m_scrubSteps.end(), shownStep);
+            if (at != m_scrubSteps.end())
+                m_scrub->setValue(static_cast<int>(at - m_scrubSteps.begin()));
+        }
+    }
+    m_scrub->setVisible(m_scrubSteps.size() > 1);
+    m_scrubLabel->setVisible(!m_scrubSteps.empty());
+    showViewedStep(m_scrub->value());
+    m_progress->setRange(0, 1);
+    m_progress->setValue(summary.finished ? 1 : 0);
+    const QString name = QFileInfo(dir).fileName();
+    const std::int64_t steps = history.empty() ? 0 : history.back().step;
+    if (live)
+        m_status->setText(tr("Following run %1 (live: another process is writing it), %2 steps "
+                             "so far. Apply starts a new run of the app's own.")
+                              .arg(name)
+                              .arg(steps));
+    else
+        m_status->setText(tr("Viewing run %1 (ended: %2), %3 steps. Apply starts a new run from "
+                             "its settings.")
+                              .arg(name, QString::fromStdString(summary.stopReason))
+                              .arg(steps));
+    m_status->setToolTip(dir);
+    m_disk->setText(
+        tr("record %1")
+            .arg(QString::fromStdString(megabytesText(runRecordBytes(dir.toStdString())))));
+    m_disk->setToolTip(dir);
+    return {};
+}
+
+// The run's statistics step at `index` of the recorded histogram steps, in the gradient view
+// (an empty view when the run recorded none).
+void MainWindow::showViewedStep(int index) {
+    TrainingSnapshot snapshot;
+    snapshot.stageNames = m_viewedNames;
+    std::int64_t shown = 0;
+    if (m_viewedRecord && index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
+        const std::int64_t step = m_scrubSteps[static_cast<std::size_t>(index)];
+        std::optional<RecordedStatistics> stats;
+        try {
+            stats = m_viewedRecord->histogramsAt(step, watchedFormat());
+        } catch (const std::exception& e) {
+            showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
+        }
+        if (stats) {
+            snapshot.statsStep = step;
+            snapshot.stages = stats->stages;
+            for (const StepScalars& s : m_viewedHistory)
+                if (s.step == step)
+                    snapshot.scalars = s;
+            // A step newly on show is drawn at the loss scale it was recorded at (a dynamic
+            // policy's or a GradScaler's, not the run's first); the slider previews from there.
+            if (step != m_viewedStep && snapshot.scalars.scale > 0 &&
+                std::isfinite(snapshot.scalars.scale)) {
+                const QSignalBlocker block(m_slider);
+                m_slider->setLog2Scale(std::log2(snapshot.scalars.scale));
+                m_gradientView->setWhatIfScale(snapshot.scalars.scale);
+            }
+            shown = step;
+        }
+        m_scrubLabel->setText(tr("histograms of step %1").arg(step));
+    }
+    m_viewedStep = shown;
+    m_gradientView->setSnapshot(snapshot, m_viewedConfig);
+}
+
+} // namespace plab
