@@ -85,7 +85,7 @@ void CpuOps::fill(Tensor t, float value) {
 }
 
 void CpuOps::scale(Tensor t, float factor) {
-    // tensor_scaling's cloned loop (AVX2 / AVX-512): the gradients' unscaling under a loss scale
+    // numerics/amax_scaling's cloned loop (AVX2 / AVX-512): the gradients' unscaling under a loss scale
     // was 0.5% of a full-FP8 step in an SSE2 loop here.
     scaleInPlace(span(t), factor);
 }

@@ -514,7 +514,7 @@ struct SoftmaxCrossEntropyRow {
     }
 };
 
-// ---- optimiser and master update (train/optimizer.cpp) ---------------------------------------
+// ---- optimiser and master update (engine/optimizer.cpp) ---------------------------------------
 
 struct SgdMomentum { // first = mu first + (g + wd m)
     float* first;
