@@ -2,12 +2,15 @@
 // there are cores) and writes one table (CSV and Markdown) plus loss-curve and flushed-fraction
 // plots (PNG, SVG and PDF, drawn with Cairo) from their run directories.
 #include "charts.h"
-#include "child_runs.h"
 #include "cli_commands.h"
+#include "stop_signals.h"
 #include "sweep_runner.h"
 
 #include "record/record_file.h"
 #include "record/run_record.h"
+#include "sweep/child_process_launcher.h"
+#include "sweep/sweep_executor.h"
+#include "sweep/sweep_run.h"
 #include "train/train_config.h"
 
 #include <nlohmann/json.hpp>
@@ -19,6 +22,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -87,8 +91,14 @@ int runCompare(const CompareArgs& args) {
         sweep.out = args.out;
         return runSweep(sweep);
     }
-    for (const std::string& p : args.presets)
-        findPreset(p); // a bad name fails before anything runs
+    // A comparison on one seed is a sweep without a grid, laid out DIR/<preset>: its presets,
+    // settings and every run's config are checked before anything runs.
+    Sweep comparison;
+    comparison.presets = args.presets;
+    comparison.sets = args.sets;
+    comparison.steps = args.steps;
+    comparison.data = args.data;
+    comparison.check();
     std::error_code ec;
     std::filesystem::create_directories(args.out, ec);
     if (ec || !std::filesystem::is_directory(args.out))
@@ -97,52 +107,43 @@ int runCompare(const CompareArgs& args) {
     if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
         throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
                                             "--overwrite to replace it, or choose another --out");
-    const std::string self = selfExecutable();
+    const std::vector<SweepRun> runs = planComparisonRuns(comparison, args.out);
     std::map<std::string, std::string> failures; // preset -> why its run gave no result
-    // A child's stderr, kept beside its run folder (the folder itself may be what failed).
-    const auto stderrPath = [&](const std::string& preset) {
-        return args.out + "/" + preset + ".stderr.log";
-    };
+    std::vector<bool> started(runs.size(), false);
     catchStopSignals(); // passed on to the children once, so that each writes its summary
-    ChildRuns children(
-        std::thread::hardware_concurrency(), [&](const std::string& preset, int code) {
-            // 0: completed; 3: ran and ended early (diverged); stopped by the signal the
-            // compare passed on (summary written): a result all the same.
-            const bool ran = code == 0 || code == kExitTrainingFailed ||
-                             (stopSignal() != 0 && code == 128 + stopSignal());
-            std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
-                         code == 0 ? "done"
-                         : ran     ? "ended early"
-                                   : "FAILED");
-            if (!ran) {
-                const std::string why = lastLine(stderrPath(preset));
-                failures[preset] = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
-            }
-        });
-    for (const std::string& preset : args.presets) {
-        std::vector<std::string> argv = {self,        "train",
-                                         "--preset",  preset,
-                                         "--steps",   std::to_string(args.steps),
-                                         "--threads", "1",
-                                         "--out",     args.out + "/" + preset};
-        if (args.overwrite)
-            argv.push_back("--overwrite");
-        for (const std::string& s : args.sets) {
-            argv.push_back("--set");
-            argv.push_back(s);
-        }
-        if (!args.data.empty()) {
-            argv.push_back("--data");
-            argv.push_back(args.data);
-        }
-        if (!children.start(preset, argv, stderrPath(preset))) {
-            failures[preset] =
-                "not started: the compare was stopped by signal " + std::to_string(stopSignal());
+    ChildProcessLauncher children(selfExecutable(), args.overwrite);
+    SweepExecutor executor(runs, {std::thread::hardware_concurrency(), /*resume=*/false, false});
+    SweepExecutor::Hooks hooks;
+    hooks.started = [&](std::size_t i) {
+        started[i] = true;
+        std::fprintf(stderr, "compare: %s started\n", args.presets[runs[i].point].c_str());
+    };
+    hooks.ended = [&](const RunEnd& end) {
+        const std::string& preset = args.presets[runs[end.run].point];
+        // Stopped by the signal the compare passed on: its summary is written, a result all
+        // the same (the table says it ended early).
+        std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
+                     end.outcome == RunEnd::Outcome::Result    ? "done"
+                     : end.outcome == RunEnd::Outcome::Stopped ? "stopped"
+                                                               : "FAILED");
+        if (end.outcome == RunEnd::Outcome::Failed)
+            failures[preset] = end.reason;
+    };
+    hooks.stop = []() -> std::optional<StopRequest> {
+        if (stopSignal() == 0)
+            return std::nullopt;
+        return StopRequest{stopSignal(), {}};
+    };
+    executor.execute(children, hooks);
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const std::string& preset = args.presets[runs[i].point];
+        if (started[i] || failures.count(preset) != 0)
             continue;
-        }
-        std::fprintf(stderr, "compare: %s started\n", preset.c_str());
+        failures[preset] =
+            stopSignal() != 0
+                ? "not started: the compare was stopped by signal " + std::to_string(stopSignal())
+                : "not started: " + runs[i].dir + " is being written by another process";
     }
-    children.waitAll();
 
     std::vector<RunResult> results;
     for (const std::string& preset : args.presets) {

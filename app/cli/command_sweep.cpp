@@ -4,14 +4,17 @@
 // the table of each metric's mean and interval over seeds with verdicts against a baseline
 // (core/sweep/sweep_results.h), as sweep.csv, sweep.md and charts.
 #include "charts.h"
-#include "child_runs.h"
 #include "cli_commands.h"
 #include "slurm_jobs.h"
+#include "stop_signals.h"
 #include "sweep_runner.h"
 
 #include "record/record_file.h"
+#include "sweep/child_process_launcher.h"
+#include "sweep/sweep_executor.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_results.h"
+#include "sweep/sweep_run.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,102 +22,38 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 namespace plab::cli {
 namespace {
 
-// One run of the sweep.
-struct SweepRun {
-    SweepPoint point;
-    int seed = 1;
-    std::string dir;      // DIR/<point>/seed-<k>
-    std::string relative; // <point>/seed-<k>
-};
-
-std::vector<SweepRun> allRuns(const Sweep& sweep, const std::string& out) {
-    std::vector<SweepRun> runs;
-    for (const SweepPoint& p : sweep.points())
-        for (int seed = 1; seed <= sweep.seeds; ++seed)
-            runs.push_back({p, seed, sweep.runFolder(out, p, seed),
-                            p.name(sweep) + "/seed-" + std::to_string(seed)});
-    return runs;
-}
-
-// The runs still to do: never started or killed, and the failed ones when asked.
-std::vector<SweepRun> runsToDo(const Sweep& sweep, const std::string& out, bool rerunFailed,
-                               int& skipped) {
-    std::vector<SweepRun> todo;
-    skipped = 0;
-    for (SweepRun& r : allRuns(sweep, out)) {
-        const SweepRunState state = sweepRunState(r.dir);
-        if (state == SweepRunState::Done || (state == SweepRunState::Failed && !rerunFailed))
-            ++skipped;
-        else
-            todo.push_back(std::move(r));
-    }
-    return todo;
-}
-
-// Before a run (re)starts: its point's folder exists and no marker says it failed.
-void prepareRunFolder(const SweepRun& r) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
-    std::filesystem::remove(failedMarker(r.dir), ec);
-}
-
-// The child that trains one run: `train` with the sweep's settings, as Sweep::runConfigJson.
-std::vector<std::string> trainArgv(const Sweep& sweep, const SweepRun& r, int threads) {
-    std::vector<std::string> argv = {selfExecutable(), "train",     "--preset",
-                                     r.point.preset,   "--threads", std::to_string(threads),
-                                     "--out",          r.dir,       "--overwrite"};
-    if (sweep.epochs > 0)
-        argv.insert(argv.end(), {"--epochs", std::to_string(sweep.epochs)});
-    else
-        argv.insert(argv.end(), {"--steps", std::to_string(sweep.steps)});
-    for (const std::string& s : sweep.sets)
-        argv.insert(argv.end(), {"--set", s});
-    for (const std::string& s : r.point.settings(sweep))
-        argv.insert(argv.end(), {"--set", s});
-    argv.insert(argv.end(), {"--set", "seed=" + std::to_string(r.seed)});
-    if (!sweep.data.empty())
-        argv.insert(argv.end(), {"--data", sweep.data});
-    return argv;
-}
-
-struct ChildTally {
-    int started = 0, failed = 0;
-};
-
-// Runs each given run as a child, `slots` at once; a run that fails leaves DIR.failed with why
-// (a run refused for bad input writes no summary to tell). No more start after a stop signal.
-ChildTally runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned slots,
-                       int threads) {
-    int failed = 0, started = 0;
-    ChildRuns children(slots, [&](const std::string& dir, int code) {
-        const bool ran = code == 0 || code == kExitTrainingFailed;
-        if (!ran && stopSignal() != 0 && code == 128 + stopSignal()) {
-            // Stopped with the sweep: its summary says "interrupted", a resume runs it again.
-            std::fprintf(stderr, "sweep: %s interrupted\n", dir.c_str());
-            return;
-        }
-        if (!ran) {
-            ++failed;
-            const std::string why = lastLine(dir + ".stderr.log");
-            writeFileAtomically(failedMarker(dir), "exit " + std::to_string(code) +
-                                                       (why.empty() ? "" : ": " + why) + "\n");
-        }
-        std::fprintf(stderr, "sweep: %s %s\n", dir.c_str(), ran ? "done" : "FAILED");
-    });
-    for (const SweepRun& r : runs) {
-        prepareRunFolder(r);
-        if (!children.start(r.dir, trainArgv(sweep, r, threads), r.dir + ".stderr.log"))
-            break; // a stop signal: no more runs
-        ++started;
-    }
-    children.waitAll();
-    return {started, failed};
+// Runs the given runs as `train` children, `slots` at once, through the one executor
+// (core/sweep/sweep_executor.h); a stop signal is passed on to them once.
+SweepTally runChildren(const std::vector<SweepRun>& runs, unsigned slots, bool rerunFailed) {
+    ChildProcessLauncher children(selfExecutable(), /*overwrite=*/true);
+    SweepExecutor executor(runs, {slots, /*resume=*/true, rerunFailed});
+    SweepExecutor::Hooks hooks;
+    hooks.ended = [&](const RunEnd& end) {
+        const SweepRun& r = runs.at(end.run);
+        std::fprintf(stderr, "sweep: %s %s\n", r.dir.c_str(),
+                     end.outcome == RunEnd::Outcome::Result    ? "done"
+                     : end.outcome == RunEnd::Outcome::Stopped ? "interrupted"
+                                                               : "FAILED");
+    };
+    hooks.stop = []() -> std::optional<StopRequest> {
+        if (stopSignal() == 0)
+            return std::nullopt;
+        return StopRequest{stopSignal(), {}};
+    };
+    const SweepTally tally = executor.execute(children, hooks);
+    if (tally.runningElsewhere > 0)
+        std::fprintf(stderr,
+                     "sweep: %d run folder(s) are being written by another process (an earlier "
+                     "sweep's run still going): left to it, not started again\n",
+                     tally.runningElsewhere);
+    return tally;
 }
 
 // ---- Slurm ----
@@ -156,7 +95,10 @@ std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs
     std::string tasks;
     for (const SweepRun& r : runs) {
         tasks += r.relative + "\n";
-        prepareRunFolder(r);
+        std::error_code made;
+        std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), made);
+        std::filesystem::remove(failedMarker(r.dir), made);
+        writeFileAtomically(ChildProcessLauncher::configPath(r), r.config.dump(2) + "\n");
     }
     writeFileAtomically(base + ".tasks", tasks);
     const std::string command =
@@ -239,12 +181,11 @@ int runTask(const Sweep& sweep, const SweepArgs& args, const SlurmOptions& optio
             throw std::invalid_argument(args.taskList + ": no line " +
                                         std::to_string(args.taskIndex + 1) + " (task index " +
                                         std::to_string(args.taskIndex) + ")");
-    for (const SweepRun& r : allRuns(sweep, args.out))
+    for (const SweepRun& r : planSweepRuns(sweep, args.out, options.cpusPerTask))
         if (r.relative == line) {
             std::fprintf(stderr, "sweep: task %d: %s\n", args.taskIndex, r.dir.c_str());
-            return runChildren(sweep, {r}, 1, options.cpusPerTask).failed == 0
-                       ? 0
-                       : kExitTrainingFailed;
+            catchStopSignals();
+            return runChildren({r}, 1, /*rerunFailed=*/true).failed == 0 ? 0 : kExitTrainingFailed;
         }
     throw std::invalid_argument(args.taskList + ": \"" + line + "\" is no run of " + args.file);
 }
@@ -330,18 +271,29 @@ int runSweep(const SweepArgs& args) {
                                  "slurm waits and collects) or cancel it (scancel " +
                                  earlier + ")");
 
-    // The sweep file: `sweep --file DIR/sweep.json --out DIR` resumes or replays it.
-    nlohmann::json record = sweep.toJson();
-    record["backend"] = backend;
+    // The sweep file: `sweep --file DIR/sweep.json --out DIR` resumes or replays it. A folder
+    // holding another sweep is refused, naming what differs.
+    nlohmann::json extra = {{"backend", backend}};
     if (backend == "slurm")
-        record["slurm"] = slurm.toJson();
-    writeFileAtomically(out + "/sweep.json", record.dump(2) + "\n");
+        extra["slurm"] = slurm.toJson();
+    claimSweepFolder(out, sweep, extra);
+    const std::vector<SweepRun> all =
+        planSweepRuns(sweep, out, backend == "slurm" ? slurm.cpusPerTask : 1);
+    // The Slurm backend submits what is to do; the local one lets the executor decide.
+    std::vector<SweepRun> todo;
     int skipped = 0;
-    const std::vector<SweepRun> todo = runsToDo(sweep, out, args.rerunFailed, skipped);
+    for (const SweepRun& r : all) {
+        const SweepRunState state = sweepRunState(r.dir);
+        if (state == SweepRunState::Done || (state == SweepRunState::Failed && !args.rerunFailed) ||
+            runDirectoryLocked(r.dir))
+            ++skipped;
+        else
+            todo.push_back(r);
+    }
     if (!earlier.empty()) {
         std::fprintf(stderr, "sweep: slurm job %s of this sweep is still running: waiting\n",
                      earlier.c_str());
-        if (!waitForJob(earlier, allRuns(sweep, out), slurm.pollSeconds))
+        if (!waitForJob(earlier, all, slurm.pollSeconds))
             return 128 + stopSignal();
     } else if (backend == "slurm") {
         if (!todo.empty()) {
@@ -365,10 +317,10 @@ int runSweep(const SweepArgs& args) {
         }
     } else {
         catchStopSignals();
-        const ChildTally tally = runChildren(
-            sweep, todo, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(), 1);
+        const SweepTally tally = runChildren(
+            all, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(), args.rerunFailed);
         std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n",
-                     tally.started, skipped);
+                     tally.started, tally.skippedDone + tally.skippedFailed);
     }
     const int status = report(sweep, out);
     if (stopSignal() != 0) {

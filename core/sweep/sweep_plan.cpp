@@ -123,6 +123,25 @@ void Sweep::check() const {
             throw std::invalid_argument(std::string("sweep: ") + e.what());
         }
     }
+    // A point twice would train two runs into one folder and report both failed.
+    for (std::size_t i = 0; i < presets.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k)
+            if (presets[i] == presets[k])
+                throw std::invalid_argument("sweep: preset " + presets[i] +
+                                            " is listed twice (--presets); each point runs once");
+    for (std::size_t g = 0; g < grid.size(); ++g) {
+        for (std::size_t h = 0; h < g; ++h)
+            if (grid[g].first == grid[h].first)
+                throw std::invalid_argument("sweep: --grid " + grid[g].first +
+                                            " is given twice; put its values in one --grid");
+        const auto& values = grid[g].second;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            for (std::size_t k = 0; k < i; ++k)
+                if (values[i] == values[k])
+                    throw std::invalid_argument(
+                        "sweep: --grid " + grid[g].first + " lists " + gridValueText(values[i]) +
+                        " twice (2^k and its number are one value); each point runs once");
+    }
     for (const auto& [key, values] : grid)
         for (const nlohmann::json& v : values) {
             nlohmann::json j = findPreset(presets.front()).json;
@@ -133,7 +152,14 @@ void Sweep::check() const {
                 throw std::invalid_argument("sweep: --grid " + key + "=" + gridValueText(v) + ": " +
                                             e.what());
             }
+        } // Every run's whole config (the settings on top of each preset) before any child starts.
+    for (const SweepPoint& p : points()) {
+        try {
+            configFromJson(runConfigJson(p, 1));
+        } catch (const ConfigError& e) {
+            throw std::invalid_argument("sweep: " + p.name(*this) + ": " + e.what());
         }
+    }
 }
 
 nlohmann::json gridValue(const std::string& text) {

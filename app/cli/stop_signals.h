@@ -1,0 +1,15 @@
+// The CLI's stop signals while it runs children (compare, sweep, a Slurm task): the first SIGINT,
+// SIGTERM or SIGHUP is noted instead of ending the process, so that the children are passed it
+// once (core/sweep/sweep_executor.h) and each writes its summary; the handler then restores the
+// default action, so a second one ends the parent at once (its children, told by
+// PR_SET_PDEATHSIG, still stop cleanly).
+#pragma once
+
+#include <csignal>
+
+namespace plab::cli {
+
+void catchStopSignals();
+int stopSignal(); // the signal caught, 0 when none
+
+} // namespace plab::cli
