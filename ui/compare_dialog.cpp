@@ -1,13 +1,15 @@
-// CompareDialog: a jthread trains the sweep's runs as TrainingSessions (or reads an opened
-// sweep's records); the GUI thread copies the per-run curves, the progress and fresh results
-// under a mutex on a timer, and draws means, bands, error bars and the table.
+// CompareDialog: a jthread runs the sweep's runs through the one executor (core/sweep) as
+// in-process sessions (or reads an opened sweep's records); the GUI thread copies the per-run
+// curves, the progress and fresh results under a mutex on a timer, and draws means, bands,
+// error bars and the table.
 #include "compare_dialog.h"
 
 #include "record/record_file.h"
 #include "record/run_record.h"
 #include "stats/seed_statistics.h"
-#include "train/run_data.h"
-#include "train/training_session.h"
+#include "sweep/session_launcher.h"
+#include "sweep/sweep_executor.h"
+#include "sweep/sweep_run.h"
 
 #include "run_folders.h"
 
@@ -265,104 +267,75 @@ void CompareDialog::startWorker(const Sweep& sweep, const QString& folder, bool 
 
 void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
                                const std::string& folder) {
-    nlohmann::json record = sweep.toJson();
-    record["backend"] = "local";
-    std::filesystem::create_directories(folder);
     // `precision-lab-cli sweep --file <folder>/sweep.json --out <folder>` resumes or tabulates it.
-    writeFileAtomically(folder + "/sweep.json", record.dump(2) + "\n");
-    struct Planned {
-        std::size_t point;
-        int seed;
-        std::string dir;
-        TrainConfig config;
-    };
-    std::vector<Planned> planned;
-    const std::vector<SweepPoint> points = sweep.points();
-    for (std::size_t p = 0; p < points.size(); ++p)
-        for (int seed = 1; seed <= sweep.seeds; ++seed)
-            planned.push_back({p, seed, sweep.runFolder(folder, points[p], seed),
-                               configFromJson(sweep.runConfigJson(points[p], seed))});
+    claimSweepFolder(folder, sweep, {{"backend", "local"}});
+    // The runs, their folders and configs as the CLI's sweep plans them; the one executor runs
+    // them here as sessions, so that their curves draw live.
+    const std::vector<SweepRun> planned = planSweepRuns(sweep, folder);
     {
         std::lock_guard lock(m_mutex);
-        for (const Planned& r : planned)
+        for (const SweepRun& r : planned)
             m_runs.push_back({r.point, {}, {}});
     }
-    struct Going {
-        std::size_t run;
-        std::unique_ptr<TrainingSession> session;
-    };
-    std::vector<Going> going;
-    std::map<std::string, std::shared_ptr<const DataSplit>> splits; // shared across seeds on files
-    RunMetricsCache metrics; // each run's record is analysed once, as it ends
-    const std::size_t concurrent = std::max(1u, std::thread::hardware_concurrency());
-    std::size_t next = 0, done = 0;
-    while ((next < planned.size() || !going.empty()) && !stop.stop_requested()) {
-        while (going.size() < concurrent && next < planned.size()) {
-            const Planned& r = planned[next];
-            auto& split = splits[runDataKey(r.config)];
-            if (!split)
-                split = loadRunData(r.config);
-            std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path());
-            going.push_back({next++, std::make_unique<TrainingSession>(r.config, split, r.dir)});
-            going.back().session->start();
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        QString goingText;
-        for (auto it = going.begin(); it != going.end();) {
-            const bool ended = hasEnded(it->session->state());
-            {
-                std::lock_guard lock(m_mutex);
-                auto& loss = m_runs[it->run].loss;
-                while (const auto sc = it->session->popScalars())
-                    loss.emplace_back(static_cast<double>(sc->step), sc->loss);
-                const Planned& r = planned[it->run];
-                if (!ended)
-                    goingText += tr("%1%2 seed %3 (step %4)")
-                                     .arg(goingText.isEmpty() ? QString() : QStringLiteral("; "))
-                                     .arg(m_pointNames[r.point])
-                                     .arg(r.seed)
-                                     .arg(loss.empty() ? 0.0 : loss.back().first);
-            }
-            if (!ended) {
-                ++it;
-                continue;
-            }
-            it->session->waitUntilDone();
-            const std::size_t run = it->run;
-            it = going.erase(it);
-            ++done;
-            // The record is whole now: the run's curves and metrics by the one analysis, the
-            // table anew.
-            const RunAnalysis a = analyseRun(RunRecord(planned[run].dir));
-            metrics[planned[run].dir] = readRunMetrics(planned[run].dir, a);
-            SweepResults results = collectSweep(sweep, folder, &metrics);
-            std::lock_guard lock(m_mutex);
-            m_runs[run].loss = a.loss;
-            m_runs[run].flushed = a.flushedActGrads;
-            m_fresh = std::move(results);
-        }
+    SessionLauncher sessions;
+    SweepExecutor executor(planned, {std::max(1u, std::thread::hardware_concurrency()),
+                                     /*resume=*/true, /*rerunFailed=*/false});
+    RunMetricsCache metrics;             // each run's record is analysed once, as it ends
+    std::map<std::size_t, double> going; // run -> its latest step
+    int done = 0;
+    SweepExecutor::Hooks hooks;
+    hooks.started = [&](std::size_t run) { going[run] = 0.0; };
+    hooks.ended = [&](const RunEnd& end) {
+        going.erase(end.run);
+        ++done;
+        // The record is whole now: the run's curves and metrics by the one analysis, the table
+        // anew.
+        const std::string& dir = planned[end.run].dir;
+        const RunAnalysis a = analyseRun(RunRecord(dir));
+        metrics[dir] = readRunMetrics(dir, a);
+        SweepResults results = collectSweep(sweep, folder, &metrics);
         std::lock_guard lock(m_mutex);
+        m_runs[end.run].loss = a.loss;
+        m_runs[end.run].flushed = a.flushedActGrads;
+        m_fresh = std::move(results);
+    };
+    hooks.tick = [&] {
+        std::lock_guard lock(m_mutex);
+        sessions.drainScalars([&](std::size_t run, const StepScalars& sc) {
+            m_runs[run].loss.emplace_back(static_cast<double>(sc.step), sc.loss);
+            going[run] = static_cast<double>(sc.step);
+        });
+        QString goingText;
+        for (const auto& [run, step] : going)
+            goingText += tr("%1%2 seed %3 (step %4)")
+                             .arg(goingText.isEmpty() ? QString() : QStringLiteral("; "))
+                             .arg(m_pointNames[planned[run].point])
+                             .arg(planned[run].seed)
+                             .arg(step);
         m_progressText = tr("%1 of %2 runs done, %3 steps each; going: %4")
                              .arg(done)
                              .arg(planned.size())
                              .arg(sweep.steps)
                              .arg(goingText);
-    }
-    for (Going& g : going)
-        g.session->stop("comparison stopped");
-    for (Going& g : going)
-        g.session->waitUntilDone();
+    };
+    hooks.stop = [&]() -> std::optional<StopRequest> {
+        if (!stop.stop_requested())
+            return std::nullopt;
+        return StopRequest{0, "stopped: the comparison was stopped in the app"};
+    };
+    const SweepTally tally = executor.execute(sessions, hooks);
     SweepResults results = collectSweep(sweep, folder, &metrics);
     std::lock_guard lock(m_mutex);
     m_fresh = std::move(results);
-    m_progressText = stop.stop_requested()
+    const int finished = tally.done + tally.skippedDone;
+    m_progressText = tally.stopRequested
                          ? tr("Stopped after %1 of %2 runs. `precision-lab-cli sweep --file "
                               "%3/sweep.json --out %3` finishes them.")
-                               .arg(done)
+                               .arg(finished)
                                .arg(planned.size())
                                .arg(QString::fromStdString(folder))
                          : tr("Done: %1 runs of %2 steps (%3 presets x %4 seeds). Records in %5")
-                               .arg(done)
+                               .arg(finished)
                                .arg(sweep.steps)
                                .arg(sweep.presets.size())
                                .arg(sweep.seeds)

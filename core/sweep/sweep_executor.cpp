@@ -10,7 +10,7 @@ namespace plab {
 
 SweepExecutor::SweepExecutor(std::vector<SweepRun> runs, Options options)
     : m_runs(std::move(runs)), m_options(options) {
-    m_options.slots = std::max(1u, m_options.slots);
+    m_options.concurrency = std::max(1u, m_options.concurrency);
 }
 
 SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
@@ -65,7 +65,7 @@ SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
                 continue;
             }
         }
-        while (launcher.going() >= m_options.slots && !stopAsked())
+        while (launcher.going() >= m_options.concurrency && !stopAsked())
             collect(std::chrono::milliseconds(20));
         if (stopAsked())
             break;

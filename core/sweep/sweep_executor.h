@@ -24,7 +24,7 @@ struct SweepTally {
 class SweepExecutor {
 public:
     struct Options {
-        unsigned slots = 1;
+        unsigned concurrency = 1; // runs at once
         bool resume = true;       // skip runs that are done (false: run every one again)
         bool rerunFailed = false; // run failed ones again
     };

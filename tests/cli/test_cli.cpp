@@ -17,7 +17,9 @@
 #include <cstring>
 #include <vector>
 
+#include "record/record_file.h"
 #include "sweep/sweep_plan.h"
+#include "sweep/sweep_run.h"
 #include "train/train_config.h"
 
 #include <fstream>
@@ -48,6 +50,11 @@ private slots:
     void sweepWithoutStatisticsShowsNoFlushedShares();
     void sweepStopsItsRunsOnASignal();
     void sweepChildTrainsTheSweepsRunConfig();
+    void compareAndSweepTrainTheSameRunConfigs();
+    void duplicatePointsAreRefused();
+    void sweepFolderHoldsOneSweep();
+    void killedSweepLeavesNoOrphans();
+    void lockedRunFolderIsLeftToItsWriter();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -749,6 +756,151 @@ void TestCli::sweepChildTrainsTheSweepsRunConfig() {
             ++compared;
         }
     QCOMPARE(compared, 2 * 2 * 2);
+}
+
+// `compare --seeds N` and `sweep` over the same presets and seeds plan the same runs: every run
+// folder's config.json is the same, and is the config the one planner made (planSweepRuns).
+void TestCli::compareAndSweepTrainTheSameRunConfigs() {
+    QTemporaryDir compareDir, sweepDir;
+    const QStringList common =
+        QStringList{QStringLiteral("--presets"), QStringLiteral("fp32,fp16-amp"),
+                    QStringLiteral("--seeds"),   QStringLiteral("2"),
+                    QStringLiteral("--steps"),   QStringLiteral("2"),
+                    QStringLiteral("--set"),     QStringLiteral("train.lr=0.03")} +
+        kTinyRun;
+    const Result compare = runCli(QStringList{QStringLiteral("compare")} + common +
+                                  QStringList{QStringLiteral("--out"), compareDir.path()});
+    QVERIFY2(compare.exitCode == 0, compare.err.constData());
+    const Result sweep = runCli(QStringList{QStringLiteral("sweep")} + common +
+                                QStringList{QStringLiteral("--out"), sweepDir.path()});
+    QVERIFY2(sweep.exitCode == 0, sweep.err.constData());
+    const plab::Sweep planned =
+        plab::readSweepFile(sweepDir.filePath(QStringLiteral("sweep.json")).toStdString());
+    int compared = 0;
+    for (const plab::SweepRun& run : plab::planSweepRuns(planned, sweepDir.path().toStdString())) {
+        const auto read = [](const std::string& path) {
+            std::ifstream in(path);
+            return nlohmann::json::parse(in, nullptr, false);
+        };
+        const nlohmann::json bySweep = read(run.dir + "/config.json");
+        const nlohmann::json byCompare =
+            read(compareDir.path().toStdString() + "/" + run.relative + "/config.json");
+        QVERIFY2(bySweep.is_object(), run.relative.c_str());
+        QVERIFY2(bySweep == byCompare, run.relative.c_str());
+        QVERIFY2(bySweep == plab::configFromJson(run.config).toJson(), run.relative.c_str());
+        ++compared;
+    }
+    QCOMPARE(compared, 4);
+}
+
+// A preset or grid value listed twice would train two runs into one folder: refused with exit 2
+// before anything runs (16 and 2^4 are one value).
+void TestCli::duplicatePointsAreRefused() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("d"));
+    const QList<QStringList> cases = {
+        {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp32")},
+        {QStringLiteral("compare"), QStringLiteral("--presets"), QStringLiteral("fp32,fp32"),
+         QStringLiteral("--seeds"), QStringLiteral("2")},
+        {QStringLiteral("sweep"), QStringLiteral("--presets"), QStringLiteral("fp32,fp32")},
+        {QStringLiteral("sweep"), QStringLiteral("--presets"), QStringLiteral("fp32"),
+         QStringLiteral("--grid"), QStringLiteral("train.lr=0.1,0.1")},
+        {QStringLiteral("sweep"), QStringLiteral("--presets"), QStringLiteral("fp16-static"),
+         QStringLiteral("--grid"), QStringLiteral("scaling.scale=16,2^4")},
+        {QStringLiteral("sweep"), QStringLiteral("--presets"), QStringLiteral("fp32"),
+         QStringLiteral("--set"), QStringLiteral("train.lr=-1")},
+    };
+    for (const QStringList& c : cases) {
+        const Result r = runCli(c + QStringList{QStringLiteral("--steps"), QStringLiteral("5"),
+                                                QStringLiteral("--out"), out});
+        QVERIFY2(r.exitCode == 2,
+                 qPrintable(c.join(u' ') + QStringLiteral(": ") + QString::fromUtf8(r.err)));
+        QVERIFY2(r.err.contains("twice") || r.err.contains("train.lr"), r.err.constData());
+        QVERIFY2(!QFileInfo::exists(out + QStringLiteral("/fp32")), qPrintable(c.join(u' ')));
+    }
+}
+
+// A sweep folder holds one sweep: another sweep into it is refused, naming what differs; the
+// same sweep again resumes it.
+void TestCli::sweepFolderHoldsOneSweep() {
+    QTemporaryDir dir;
+    const QStringList first =
+        QStringList{
+            QStringLiteral("sweep"), QStringLiteral("--presets"),    QStringLiteral("fp32"),
+            QStringLiteral("--set"), QStringLiteral("train.lr=0.1"), QStringLiteral("--steps"),
+            QStringLiteral("5"),     QStringLiteral("--out"),        dir.path()} +
+        kTinyRun;
+    QCOMPARE(runCli(first).exitCode, 0);
+    const QByteArray sweepJson = fileLines(dir.filePath(QStringLiteral("sweep.json"))).join('\n');
+    const Result other =
+        runCli(QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                           QStringLiteral("bf16,fp32"), QStringLiteral("--steps"),
+                           QStringLiteral("50"), QStringLiteral("--out"), dir.path()} +
+               kTinyRun);
+    QCOMPARE(other.exitCode, 2);
+    QVERIFY2(other.err.contains("holds another sweep") && other.err.contains("steps 5 -> 50") &&
+                 other.err.contains("presets"),
+             other.err.constData());
+    QCOMPARE(fileLines(dir.filePath(QStringLiteral("sweep.json"))).join('\n'), sweepJson);
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("bf16"))));
+    const Result again = runCli(first);
+    QCOMPARE(again.exitCode, 0);
+    QVERIFY2(again.err.contains("0 run(s) started, 1 found done"), again.err.constData());
+}
+
+// kill -9 of a sweep stops its children too (they get SIGTERM when their parent dies and write
+// their summaries); the resume then runs them again and marks nothing failed.
+void TestCli::killedSweepLeavesNoOrphans() {
+    QTemporaryDir dir;
+    const QStringList args =
+        QStringList{
+            QStringLiteral("sweep"),   QStringLiteral("--presets"), QStringLiteral("fp32,fp16-amp"),
+            QStringLiteral("--steps"), QStringLiteral("1000000"),   QStringLiteral("--jobs"),
+            QStringLiteral("2"),       QStringLiteral("--out"),     dir.path()} +
+        kTinyRun;
+    QProcess sweep;
+    sweep.start(QStringLiteral(PLAB_CLI_PATH), args);
+    QVERIFY(sweep.waitForStarted());
+    const std::string runs[] = {dir.path().toStdString() + "/fp32/seed-1",
+                                dir.path().toStdString() + "/fp16-amp/seed-1"};
+    // Both training (their first summary written), so that each has its signal handler.
+    const auto training = [](const std::string& run) {
+        return plab::runDirectoryLocked(run) &&
+               QFileInfo::exists(QString::fromStdString(run + "/summary.json"));
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(training(runs[0]) && training(runs[1]), 30000);
+    ::kill(static_cast<pid_t>(sweep.processId()), SIGKILL);
+    QVERIFY(sweep.waitForFinished(10000));
+    // The children stop at their next step and release their folders.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        !plab::runDirectoryLocked(runs[0]) && !plab::runDirectoryLocked(runs[1]), 20000);
+    for (const std::string& run : runs) {
+        std::ifstream in(run + "/summary.json");
+        const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
+        QVERIFY2(summary.value("stop_reason", std::string()).find("SIGTERM") != std::string::npos,
+                 summary.dump().c_str());
+        QVERIFY(plab::sweepRunState(run) == plab::SweepRunState::ToRun);
+    }
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(runs[0] + ".failed")));
+}
+
+// A run folder another process writes (its lock held) is left to it: not started again, not
+// marked failed, reported as not run yet.
+void TestCli::lockedRunFolderIsLeftToItsWriter() {
+    QTemporaryDir dir;
+    const std::string held = dir.path().toStdString() + "/fp32/seed-1";
+    plab::RunDirectoryLock lock(held);
+    const Result r = runCli(QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                                        QStringLiteral("fp32,fp16-amp"), QStringLiteral("--steps"),
+                                        QStringLiteral("3"), QStringLiteral("--out"), dir.path()} +
+                            kTinyRun);
+    QCOMPARE(r.exitCode, 3); // one run missing
+    QVERIFY2(r.err.contains("being written by another process") &&
+                 r.err.contains("1 run(s) started"),
+             r.err.constData());
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(held + ".failed")));
+    QVERIFY(!QFileInfo::exists(QString::fromStdString(held + ".stderr.log")));
+    QVERIFY(QFileInfo::exists(dir.filePath(QStringLiteral("fp16-amp/seed-1/summary.json"))));
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is

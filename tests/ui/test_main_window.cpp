@@ -5,7 +5,9 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTemporaryDir>
+
 #include <QTest>
+#include <fstream>
 
 #include <csignal>
 #include <sys/resource.h>
@@ -23,6 +25,7 @@
 #include "record/run_record.h"
 #include "run_folders.h"
 #include "stages_overview.h"
+#include "sweep/sweep_run.h"
 #include "test_shard.h"
 #include "time_view.h"
 #include "training_controller.h"
@@ -40,6 +43,7 @@
 #include <qcustomplot.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 using namespace plab;
@@ -89,6 +93,7 @@ private slots:
     void deviceBoxFeedsConfigAndSaysWhereItRuns();
     void reportAndHeatmap();
     void compareOverlaysCurves();
+    void compareStopLeavesRunsToDo();
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
@@ -429,6 +434,30 @@ void TestMainWindow::reportAndHeatmap() {
 // sweep.json; the curves are the means over seeds with a band, the table and the error bars give
 // each preset's interval and the verdict against fp32; a second dialog opens the folder and shows
 // the same table; a folder without a sweep.json is refused naming the file.
+// Stopping a Compare leaves the stopped runs to do, not failed: their summaries say stopped, no
+// .failed marker, and the CLI's resume would run them (issue 42 item 16).
+void TestMainWindow::compareStopLeavesRunsToDo() {
+    TrainConfig base = m_window->controller()->config();
+    base.syntheticTrain = 600;
+    base.syntheticTest = 100;
+    base.batchSize = 32;
+    QTemporaryDir runs;
+    CompareDialog dialog(base, nullptr, runs.path());
+    QSignalSpy ended(&dialog, &CompareDialog::comparisonEnded);
+    dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 1000000, 1);
+    const QString first = dialog.compareDir() + QStringLiteral("/fp32/seed-1/summary.json");
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(first), 30000);
+    dialog.stop();
+    QVERIFY(ended.wait(30000));
+    QVERIFY2(dialog.progressText().startsWith(QLatin1String("Stopped after")),
+             qPrintable(dialog.progressText()));
+    for (const char* run : {"/fp32/seed-1", "/fp16-noscale/seed-1"}) {
+        const std::string dir = (dialog.compareDir() + QLatin1String(run)).toStdString();
+        QVERIFY2(!QFileInfo::exists(QString::fromStdString(failedMarker(dir))), run);
+        QVERIFY2(sweepRunState(dir) == SweepRunState::ToRun, run);
+    }
+}
+
 void TestMainWindow::compareOverlaysCurves() {
     TrainConfig base = m_window->controller()->config();
     base.syntheticTrain = 600;
@@ -446,6 +475,14 @@ void TestMainWindow::compareOverlaysCurves() {
          {"/fp32/seed-1/run.sqlite", "/fp32/seed-2/run.sqlite", "/fp16-noscale/seed-1/run.sqlite",
           "/fp16-noscale/seed-2/run.sqlite", "/sweep.json"})
         QVERIFY2(QFileInfo::exists(dialog.compareDir() + QLatin1String(run)), run);
+    // The runs are the ones the CLI's sweep plans for this sweep.json (the one planner): each
+    // trained exactly its planned config.
+    const std::string compareDir = dialog.compareDir().toStdString();
+    for (const SweepRun& r : planSweepRuns(readSweepFile(compareDir + "/sweep.json"), compareDir)) {
+        std::ifstream in(r.dir + "/config.json");
+        QVERIFY2(nlohmann::json::parse(in, nullptr, false) == configFromJson(r.config).toJson(),
+                 r.relative.c_str());
+    }
     // Two means (graph 0 and 1), each with a band's two edges behind it.
     QCOMPARE(dialog.lossPlot()->graphCount(), 2 + 2 * 2);
     QCOMPARE(dialog.lossPlot()->graph(0)->name(), QStringLiteral("fp32"));
