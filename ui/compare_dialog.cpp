@@ -5,13 +5,12 @@
 #include "compare_dialog.h"
 
 #include "record/record_file.h"
+#include "record/run_folder.h"
 #include "record/run_record.h"
 #include "stats/seed_statistics.h"
 #include "sweep/session_launcher.h"
 #include "sweep/sweep_executor.h"
 #include "sweep/sweep_run.h"
-
-#include "run_folders.h"
 
 #include <qcustomplot.h>
 
@@ -43,15 +42,8 @@ QColor colorOf(std::size_t i) {
     return kColors[i % std::size(kColors)];
 }
 
-// "84.60 ± 1.44" (the 95% interval's half-width), or the mean alone where there is no interval.
-QString meanText(const SeedSummary& s, double scale) {
-    if (s.n == 0)
-        return QStringLiteral("–");
-    const int decimals = scale == 100.0 ? 2 : 4;
-    QString text = QString::number(s.mean * scale, 'f', decimals);
-    if (std::isfinite(s.ci95))
-        text += QStringLiteral(" ± ") + QString::number(s.ci95 * scale, 'f', decimals);
-    return text;
+QString meanText(const SeedSummary& s, const SweepMetric& metric) {
+    return QString::fromStdString(meanWithInterval(s, metric.scale, metric.decimals()));
 }
 
 // A band's edges, filled between and left out of the legend; nothing where every step has one
@@ -207,7 +199,8 @@ void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
     base["train"].erase("epochs");
     for (const char* key : {"model", "data", "train"})
         sweep.sets.push_back(std::string(key) + "=" + base[key].dump());
-    const QString folder = newTimestampedFolder(m_runsRoot, QStringLiteral("compare-"));
+    const QString folder =
+        QString::fromStdString(newTimestampedFolder(m_runsRoot.toStdString(), "compare-"));
     startWorker(sweep, folder, true);
 }
 
@@ -476,7 +469,7 @@ void CompareDialog::drawResults(const SweepResults& results) {
                 (r.failed.empty() ? QString() : tr(" (%1 failed)").arg(r.failed.size())),
             notes.isEmpty() ? tr("runs done") : notes.join(QLatin1Char('\n')));
         for (const SweepMetric& m : sweepMetrics())
-            put(meanText(r.metrics.at(m.key), m.scale));
+            put(meanText(r.metrics.at(m.key), m));
         put(QString::fromStdString(r.verdicts.at("test_accuracy")));
     }
     m_table->resizeColumnsToContents();

@@ -88,7 +88,7 @@ QString MainWindow::exportReport(const QString& dir) {
         summary["layers"] = layers;
     }
     if (const QString error =
-            writeWholeFile(dir + QStringLiteral("/summary.json"), summary.dump(2) + "\n");
+            writeWholeFile(dir + QStringLiteral("/state_at_export.json"), summary.dump(2) + "\n");
         !error.isEmpty())
         return error;
     // The run's record as CSV/JSONL, as far as the run has gone.

@@ -9,8 +9,8 @@
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "recipe_editor.h"
+#include "record/run_folder.h"
 #include "record/run_record.h"
-#include "run_folders.h"
 #include "training_controller.h"
 #include <QAction>
 #include <QComboBox>
@@ -217,7 +217,8 @@ QString MainWindow::startRun(const TrainConfig& config) {
     m_rateClock.invalidate();
     m_samplesPerSecond = 0.0;
     // Every GUI run logs like a CLI run, under the user's data folder.
-    const QString runDir = newTimestampedFolder(runsFolder, QString());
+    const QString runDir =
+        QString::fromStdString(newTimestampedFolder(runsFolder.toStdString(), ""));
     if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
         return error;
     showDeviceChoice(config);

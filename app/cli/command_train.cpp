@@ -6,6 +6,7 @@
 #include "device/compute_backend.h"
 
 #include "data/dataset.h"
+#include "record/run_folder.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 #include "util/folder_size.h"
@@ -14,7 +15,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -51,26 +51,15 @@ const char* signalName(int signal) {
     return "a signal";
 }
 
-// runs/train-YYYYmmdd-HHMMSS, with -2, -3, ... when that exists: a run without --out never
-// lands on an earlier one.
-std::string freshRunDirectory() {
-    const std::time_t now = std::time(nullptr);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-    const std::string base = std::string("runs/train-") + stamp;
-    std::string dir = base;
-    for (int i = 2; std::filesystem::exists(dir); ++i)
-        dir = base + "-" + std::to_string(i);
-    return dir;
-}
-
 int runTrain(const TrainArgs& args) {
     const TrainConfig config = buildConfig(args.run);
     const auto data = loadRunData(config); // bad input fails before anything else is printed
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());
-    const std::string out = args.out.empty() ? freshRunDirectory() : args.out;
+    // Without --out: runs/train-<date>-<time>, made here (atomically: two runs in one
+    // millisecond get two folders).
+    const std::string out = args.out.empty() ? newTimestampedFolder("runs", "train-") : args.out;
     TrainingSession session(config, data, out, RunLogOptions{args.overwrite});
     for (int signal : {SIGINT, SIGTERM, SIGHUP})
         std::signal(signal, onStopSignal);

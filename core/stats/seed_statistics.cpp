@@ -125,4 +125,16 @@ SeedBand SeedBand::drawn() const {
     return d;
 }
 
+std::string meanWithInterval(const SeedSummary& s, double scale, int decimals) {
+    if (s.n == 0 || !std::isfinite(s.mean))
+        return "–";
+    char text[96];
+    if (std::isfinite(s.ci95))
+        std::snprintf(text, sizeof text, "%.*f ± %.*f", decimals, s.mean * scale, decimals,
+                      s.ci95 * scale);
+    else
+        std::snprintf(text, sizeof text, "%.*f", decimals, s.mean * scale);
+    return text;
+}
+
 } // namespace plab

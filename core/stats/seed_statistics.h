@@ -20,6 +20,10 @@ struct SeedSummary {
 };
 // Non-finite values (a diverged run's NaN loss) are left out and not counted.
 SeedSummary summarise(const std::vector<double>& values);
+// "84.60 ± 1.44" (mean and the 95% interval's half-width, both times `scale`, with `decimals`
+// places), the mean alone where there is no interval (n < 2), "–" where nothing was measured:
+// the one form of the sweep's tables, the CLI's and the app's.
+std::string meanWithInterval(const SeedSummary& s, double scale, int decimals);
 
 // The two-sided 95% quantile of Student's t with `df` degrees of freedom (12.706 at 1, 2.776 at
 // 4, 1.960 in the limit); a fractional df uses the next lower whole one (a wider interval).

@@ -16,14 +16,6 @@ double number(const nlohmann::json& summary, const char* key) {
                                                   : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::string fixed(double v, double scale, int decimals) {
-    if (!std::isfinite(v))
-        return "nan";
-    char text[48];
-    std::snprintf(text, sizeof text, "%.*f", decimals, v * scale);
-    return text;
-}
-
 } // namespace
 
 const std::vector<SweepMetric>& sweepMetrics() {
@@ -176,14 +168,8 @@ std::string SweepResults::markdown() const {
     for (const SweepPointResult& r : points) {
         md += "| " + r.name + " | " + std::to_string(r.runs);
         for (const SweepMetric& m : sweepMetrics()) {
-            const SeedSummary& s = r.metrics.at(m.key);
-            const int decimals = m.scale == 100.0 ? 2 : 4;
-            if (s.n == 0) { // no run has a finite value (as the GUI's table: a dash)
-                md += " | –";
-                continue;
-            }
-            md += " | " + fixed(s.mean, m.scale, decimals) +
-                  (std::isfinite(s.ci95) ? " ± " + fixed(s.ci95, m.scale, decimals) : "");
+            // A dash where no run has a finite value, as in the app's table.
+            md += " | " + meanWithInterval(r.metrics.at(m.key), m.scale, m.decimals());
         }
         md += " | " + r.verdicts.at("test_accuracy") + " | " + r.verdicts.at("test_loss") + " |\n";
     }

@@ -20,6 +20,8 @@ struct SweepMetric {
     bool higherIsBetter;
     double scale; // 100 for shares and accuracies shown in percent or points
     const char* unit;
+    // Places shown: 2 for percentages, 4 otherwise.
+    int decimals() const { return scale == 100.0 ? 2 : 4; }
 };
 // test_accuracy, test_loss, final_train_loss, skipped_steps, and the mean flushed share of each
 // role: flushed_weights, flushed_activations, flushed_activation_gradients,

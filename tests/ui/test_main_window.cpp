@@ -22,8 +22,8 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "record/run_folder.h"
 #include "record/run_record.h"
-#include "run_folders.h"
 #include "stages_overview.h"
 #include "sweep/sweep_run.h"
 #include "test_shard.h"
@@ -405,8 +405,8 @@ void TestMainWindow::reportAndHeatmap() {
                              kWorkerWaitMs); // sampled at <= 30 Hz
     QTemporaryDir dir;
     QCOMPARE(m_window->exportReport(dir.path()), QString());
-    for (const char* name :
-         {"gradients.png", "training.svg", "flushed_per_layer.pdf", "config.json", "summary.json"})
+    for (const char* name : {"gradients.png", "training.svg", "flushed_per_layer.pdf",
+                             "config.json", "state_at_export.json"})
         QVERIFY2(
             QFileInfo(dir.path() + QLatin1Char('/') + QLatin1String(name)).size() > 100,
             qPrintable(
@@ -793,7 +793,7 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QTemporaryDir dir;
     QCOMPARE(w.exportReport(dir.path()), QString());
     for (const char* name :
-         {"gradients.png", "training.pdf", "config.json", "summary.json", "metrics.csv"})
+         {"gradients.png", "training.pdf", "config.json", "state_at_export.json", "metrics.csv"})
         QVERIFY2(QFileInfo::exists(dir.filePath(QLatin1String(name))), name);
     QCOMPARE(w.saveSession(dir.filePath(QStringLiteral("session.json"))), QString());
     QFile f(dir.filePath(QStringLiteral("session.json")));
@@ -953,22 +953,26 @@ void TestMainWindow::sliderUnderPolicyNoneMakesTheRunStatic() {
 void TestMainWindow::runFoldersAreNeverShared() {
     QTemporaryDir root;
     QVERIFY(root.isValid());
-    const QString parent = root.path() + QStringLiteral("/runs"); // made by the first call
-    const QDateTime now(QDate(2026, 12, 3), QTime(10, 54, 27, 976));
-    const QString first = newTimestampedFolder(parent, QStringLiteral("compare-"), now);
-    QCOMPARE(first, parent + QStringLiteral("/compare-20261203-105427-976"));
-    QCOMPARE(newTimestampedFolder(parent, QStringLiteral("compare-"), now),
-             first + QStringLiteral("-2"));
-    QCOMPARE(newTimestampedFolder(parent, QStringLiteral("compare-"), now),
-             first + QStringLiteral("-3"));
-    for (const QString& suffix : {QString(), QStringLiteral("-2"), QStringLiteral("-3")})
-        QVERIFY(QFileInfo(first + suffix).isDir());
+    const std::string parent = root.path().toStdString() + "/runs"; // made by the first call
+    std::tm now{};
+    now.tm_year = 2026 - 1900;
+    now.tm_mon = 11;
+    now.tm_mday = 3;
+    now.tm_hour = 10;
+    now.tm_min = 54;
+    now.tm_sec = 27;
+    const std::string first = newTimestampedFolder(parent, "compare-", now, 976);
+    QCOMPARE(first, parent + "/compare-20261203-105427-976");
+    QCOMPARE(newTimestampedFolder(parent, "compare-", now, 976), first + "-2");
+    QCOMPARE(newTimestampedFolder(parent, "compare-", now, 976), first + "-3");
+    for (const char* suffix : {"", "-2", "-3"})
+        QVERIFY(QFileInfo(QString::fromStdString(first + suffix)).isDir());
     // A parent that is a file: no folder can be made, and the first name comes back at once.
     QFile blocker(root.path() + QStringLiteral("/file"));
     QVERIFY(blocker.open(QIODevice::WriteOnly));
     blocker.close();
-    QCOMPARE(newTimestampedFolder(blocker.fileName(), QString(), now),
-             blocker.fileName() + QStringLiteral("/20261203-105427-976"));
+    QCOMPARE(newTimestampedFolder(blocker.fileName().toStdString(), "", now, 976),
+             blocker.fileName().toStdString() + "/20261203-105427-976");
 }
 
 // The model box offers the GPT with its text sources, and Apply starts it. A small GPT (one
