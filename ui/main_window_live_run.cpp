@@ -11,6 +11,7 @@
 #include "recipe_editor.h"
 #include "record/run_folder.h"
 #include "record/run_record.h"
+#include "train/run_config_builder.h"
 #include "training_controller.h"
 #include <QAction>
 #include <QComboBox>
@@ -148,23 +149,33 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     // An opened session is an entry of the preset box holding its whole config: Apply starts
     // from it (with the toolbar's values), not from the preset the box showed before.
     const QVariant session = m_preset->currentData(kSessionConfigRole);
-    nlohmann::json j = session.isValid() ? nlohmann::json::parse(session.toString().toStdString())
-                                         : findPreset(m_preset->currentText().toStdString()).json;
-    j["seed"] = m_seed->value();
-    if (!session.isValid())
-        j["threads"] = 1;
-    j["model"]["type"] = m_model->currentData().toString().toStdString();
     QString source = m_data->currentData().toString();
     if (source == QLatin1String("dir"))
         source = m_dataDir;
     else if (source == QLatin1String("text-file"))
         source = QStringLiteral("text:") + m_textFile;
-    j["data"]["source"] = source.toStdString();
-    j["train"]["lr"] = m_lr->value();
-    j["train"]["steps"] = m_steps->value();
-    j["device"] = m_device->currentData().toString().toStdString();
+    // The toolbar's values as settings over the preset or session, by the one builder.
+    RunConfigParts parts;
     try {
-        return configFromJson(j);
+        if (session.isValid())
+            parts.base = nlohmann::json::parse(session.toString().toStdString());
+        else
+            parts.preset = m_preset->currentText().toStdString();
+        parts.settings = {
+            "model.type=" + nlohmann::json(m_model->currentData().toString().toStdString()).dump(),
+            "train.lr=" + nlohmann::json(m_lr->value()).dump()};
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return {};
+    }
+    parts.seed = m_seed->value();
+    parts.steps = m_steps->value();
+    if (!session.isValid())
+        parts.threads = 1;
+    parts.data = source.toStdString();
+    parts.device = m_device->currentData().toString().toStdString();
+    try {
+        return configFromJson(buildRunConfigJson(parts));
     } catch (const std::exception& e) {
         *error = QString::fromStdString(e.what());
         return {};

@@ -3,6 +3,7 @@
 
 #include "cli_commands.h"
 
+#include "train/run_config_builder.h"
 #include "util/bounded_read.h"
 
 namespace plab::cli {
@@ -49,26 +50,20 @@ void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
 }
 
 TrainConfig buildConfig(const RunConfigArgs& args) {
-    nlohmann::json j = nlohmann::json::object();
-    if (!args.preset.empty())
-        mergeConfig(j, findPreset(args.preset).json);
+    RunConfigParts parts;
+    parts.preset = args.preset;
     if (!args.config.empty())
-        mergeConfig(j, readConfigFile(args.config));
-    for (const std::string& s : args.sets)
-        applySetting(j, s);
+        parts.base = readConfigFile(args.config);
+    parts.settings = args.sets;
     if (args.steps >= 0)
-        applySetting(j, "train.steps=" + std::to_string(args.steps));
-    if (args.epochs >= 0) {
-        applySetting(j, "train.epochs=" + std::to_string(args.epochs));
-        applySetting(j, "train.steps=0");
-    }
+        parts.steps = args.steps;
+    if (args.epochs >= 0)
+        parts.epochs = args.epochs;
     if (args.threads >= 0)
-        applySetting(j, "threads=" + std::to_string(args.threads));
-    if (!args.data.empty())
-        j["data"]["source"] = args.data;
-    if (!args.device.empty())
-        j["device"] = args.device;
-    return configFromJson(j);
+        parts.threads = args.threads;
+    parts.data = args.data;
+    parts.device = args.device;
+    return configFromJson(buildRunConfigJson(parts));
 }
 
 } // namespace plab::cli

@@ -24,7 +24,8 @@ struct RunConfigArgs {
 
 // Registers the options on a subcommand.
 void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args);
-// Preset, then config file, then --set in order, then the dedicated options.
+// By the one builder (train/run_config_builder.h): preset, config file, --set in order, then
+// the dedicated options.
 TrainConfig buildConfig(const RunConfigArgs& args);
 
 } // namespace plab::cli

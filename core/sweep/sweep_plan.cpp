@@ -1,5 +1,6 @@
 #include "sweep_plan.h"
 
+#include "train/run_config_builder.h"
 #include "train/train_config.h"
 
 #include <cmath>
@@ -94,23 +95,19 @@ std::vector<SweepPoint> Sweep::points() const {
 }
 
 nlohmann::json Sweep::runConfigJson(const SweepPoint& p, int seed) const {
-    nlohmann::json j = nlohmann::json::object();
-    mergeConfig(j, findPreset(p.preset).json);
-    for (const std::string& s : sets)
-        applySetting(j, s);
+    RunConfigParts parts;
+    parts.preset = p.preset;
+    parts.settings = sets;
     for (const std::string& s : p.settings(*this))
-        applySetting(j, s);
-    applySetting(j, "seed=" + std::to_string(seed));
-    if (epochs > 0) {
-        applySetting(j, "train.epochs=" + std::to_string(epochs));
-        applySetting(j, "train.steps=0");
-    } else {
-        applySetting(j, "train.steps=" + std::to_string(steps));
-    }
-    applySetting(j, "threads=1");
-    if (!data.empty())
-        j["data"]["source"] = data;
-    return j;
+        parts.settings.push_back(s);
+    parts.seed = seed;
+    if (epochs > 0)
+        parts.epochs = epochs;
+    else
+        parts.steps = steps;
+    parts.threads = 1;
+    parts.data = data;
+    return buildRunConfigJson(parts);
 }
 
 void Sweep::check() const {

@@ -44,8 +44,8 @@ struct Sweep {
     std::string runFolder(const std::string& dir, const SweepPoint& p, int seed) const {
         return dir + "/" + p.name(*this) + "/seed-" + std::to_string(seed);
     }
-    // The config a run of the sweep trains with, built as `precision-lab-cli train --preset P
-    // --set ... --steps N --data D` builds it (preset, then settings, then steps and data).
+    // The config a run of the sweep trains with, by the one builder (train/run_config_builder.h):
+    // the preset, the sweep's settings, the point's, the seed, steps or epochs, one thread, data.
     nlohmann::json runConfigJson(const SweepPoint& p, int seed) const;
     // Refuses an unknown preset or a grid value the config rejects, before anything runs
     // (std::invalid_argument naming the preset or `--grid key=value`).
