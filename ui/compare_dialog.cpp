@@ -339,15 +339,13 @@ void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
     const std::vector<SweepPoint> points = sweep.points();
     std::vector<RunCurves> runs;
     RunMetricsCache metrics;
-    for (std::size_t p = 0; p < points.size(); ++p)
-        for (int seed = 1; seed <= sweep.seeds; ++seed) {
-            const std::string dir = sweep.runFolder(folder, points[p], seed);
-            if (sweepRunState(dir) != SweepRunState::Done)
-                continue;
-            const RunAnalysis a = analyseRun(RunRecord(dir));
-            runs.push_back({p, a.loss, a.flushedActGrads});
-            metrics[dir] = readRunMetrics(dir, a);
-        }
+    for (const SweepRun& r : planSweepRuns(sweep, folder)) {
+        if (sweepRunState(r.dir) != SweepRunState::Done)
+            continue;
+        const RunAnalysis a = analyseRun(RunRecord(r.dir));
+        runs.push_back({r.point, a.loss, a.flushedActGrads});
+        metrics[r.dir] = readRunMetrics(r.dir, a);
+    }
     SweepResults results = collectSweep(sweep, folder, &metrics);
     std::lock_guard lock(m_mutex);
     m_progressText = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
