@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QRegularExpression>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -40,6 +41,13 @@ const std::vector<float>& sortedFiniteValues(const FormatSpec& f) {
     return it->second;
 }
 
+// A value as the table shows it: -0 keeps its sign (formats with a negative zero keep it).
+QString valueText(float v, int digits) {
+    if (v == 0.0f)
+        return std::signbit(v) ? QStringLiteral("-0") : QStringLiteral("0");
+    return QString::number(static_cast<double>(v), 'g', digits);
+}
+
 } // namespace
 
 FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
@@ -50,11 +58,23 @@ FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
     m_rounding = new QComboBox(this);
     for (Rounding r : {Rounding::NearestEven, Rounding::NearestAway, Rounding::TowardZero})
         m_rounding->addItem(QString::fromLatin1(toString(r).data()));
+    m_custom = new QLineEdit(this);
+    m_custom->setPlaceholderText(tr("e.g. e5m2:bias=16:nosub, e3m4"));
+    m_custom->setToolTip(
+        tr("Custom formats to add below the named ones: eXmY[:bias=B][:sub|:nosub]"
+           "[:ieee|:fn|:fnuz|:finite][:signed|:unsigned][:nozero], comma separated"));
     auto* top = new QHBoxLayout;
     top->addWidget(new QLabel(tr("Value"), this));
     top->addWidget(m_value, 1);
     top->addWidget(new QLabel(tr("Rounding"), this));
     top->addWidget(m_rounding);
+    top->addWidget(new QLabel(tr("Custom formats"), this));
+    top->addWidget(m_custom, 1);
+    // Why an input was refused, in words where it is seen (a red border alone says nothing).
+    m_message = new QLabel(this);
+    m_message->setStyleSheet(QStringLiteral("QLabel { color: #c03030; }"));
+    m_message->setWordWrap(true);
+    m_message->hide();
 
     m_table = new QTableWidget(this);
     m_table->setColumnCount(7);
@@ -79,11 +99,13 @@ FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(top);
+    layout->addWidget(m_message);
     layout->addWidget(m_table, 2);
     layout->addLayout(lineRow);
     layout->addWidget(m_line, 1);
 
     connect(m_value, &QLineEdit::textChanged, this, &FormatInspector::refresh);
+    connect(m_custom, &QLineEdit::textChanged, this, &FormatInspector::refresh);
     connect(m_rounding, &QComboBox::currentIndexChanged, this, &FormatInspector::refresh);
     connect(m_lineFormat, &QComboBox::currentIndexChanged, this, &FormatInspector::drawNumberLine);
     refresh();
@@ -92,6 +114,10 @@ FormatInspector::FormatInspector(QWidget* parent) : QDialog(parent) {
 
 void FormatInspector::setValueText(const QString& text) {
     m_value->setText(text);
+}
+
+void FormatInspector::setCustomFormatsText(const QString& text) {
+    m_custom->setText(text);
 }
 
 QString parseInspectorValue(const QString& input, float* value) {
@@ -110,12 +136,22 @@ QString parseInspectorValue(const QString& input, float* value) {
     const QString shown = text.size() > 40 ? text.left(40) + QStringLiteral("...") : text;
     bool ok = false;
     const double d = text.toDouble(&ok); // false for words, and for numbers past double's range
+    // A decimal number too large for a double (500 digits) is a number all the same.
+    static const QRegularExpression decimal(
+        QStringLiteral("^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"));
+    if ((!ok || !std::isfinite(d)) && decimal.match(text).hasMatch())
+        return QObject::tr("\"%1\" (%2 characters) is beyond float32's range (largest "
+                           "3.4028235e38); type inf for infinity")
+            .arg(shown)
+            .arg(text.size());
     if (!ok || !std::isfinite(d))
         return QObject::tr("\"%1\" is not a number (expected e.g. 0.1, -3e-5, 65519, inf, nan)")
             .arg(shown);
     const float f = static_cast<float>(d);
     if (std::isinf(f))
-        return QObject::tr("\"%1\" is beyond float32's range (largest 3.4028235e38)").arg(shown);
+        return QObject::tr("\"%1\" is beyond float32's range (largest 3.4028235e38); type inf "
+                           "for infinity")
+            .arg(shown);
     if (f == 0.0f && d != 0.0)
         return QObject::tr("\"%1\" rounds to 0 in float32 (smallest 1.4e-45)").arg(shown);
     *value = f;
@@ -141,11 +177,28 @@ void FormatInspector::refresh() {
     m_value->setStyleSheet(ok ? QString()
                               : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));
     m_value->setToolTip(ok ? tr("Any float32 value") : m_valueError);
+    // The named formats, then the custom ones that parse; a spec that does not is named.
+    std::vector<FormatSpec> formats = namedFormats();
+    m_customError.clear();
+    for (const QString& spec : m_custom->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        try {
+            formats.push_back(parseFormat(spec.trimmed().toStdString()));
+        } catch (const std::exception& e) {
+            m_customError =
+                tr("Custom format \"%1\": %2").arg(spec.trimmed(), QString::fromUtf8(e.what()));
+            break;
+        }
+    }
+    m_custom->setStyleSheet(m_customError.isEmpty()
+                                ? QString()
+                                : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));
+    const QString message = !ok ? m_valueError : m_customError;
+    m_message->setText(message);
+    m_message->setVisible(!message.isEmpty());
     if (!ok) {
         m_table->setRowCount(0); // no results of an earlier value under a refused one
         return;
     }
-    const auto& formats = namedFormats();
     m_table->setRowCount(static_cast<int>(formats.size()));
     const Rounding rounding = parseRounding(m_rounding->currentText().toStdString());
     for (int row = 0; row < static_cast<int>(formats.size()); ++row) {
@@ -162,16 +215,13 @@ void FormatInspector::refresh() {
             // Value order, not code order: codes wrap around zero and the sign bit.
             if (direction > 0) {
                 const auto it = std::upper_bound(values.begin(), values.end(), q);
-                return it == values.end() ? QStringLiteral("-")
-                                          : QString::number(static_cast<double>(*it), 'g', 8);
+                return it == values.end() ? QStringLiteral("-") : valueText(*it, 8);
             }
             const auto it = std::lower_bound(values.begin(), values.end(), q);
-            return it == values.begin()
-                       ? QStringLiteral("-")
-                       : QString::number(static_cast<double>(*std::prev(it)), 'g', 8);
+            return it == values.begin() ? QStringLiteral("-") : valueText(*std::prev(it), 8);
         };
         const QStringList cells = {QString::fromStdString(f.name),
-                                   QString::number(static_cast<double>(q), 'g', 9),
+                                   valueText(q, 9),
                                    QString::fromStdString(codeToHex(f, code)),
                                    QString::fromLatin1(toString(cls)),
                                    std::isnan(err)   ? QStringLiteral("-")

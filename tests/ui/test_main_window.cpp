@@ -21,6 +21,7 @@
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "main_window.h"
+#include "numerics/reference_quantize.h"
 #include "recipe_editor.h"
 #include "record/run_folder.h"
 #include "record/run_record.h"
@@ -352,9 +353,40 @@ void TestMainWindow::formatInspectorRefusesAndReportsHonestly() {
         QVERIFY2(table->rowCount() == 0, bad);
         QVERIFY2(inspector->valueError().contains(QLatin1String(bad)), bad);
     }
+    // The reason is shown in words, not only as a red border (issue 42 item 22).
+    inspector->setValueText(QStringLiteral("1e39"));
+    QVERIFY(!inspector->messageLabel()->isHidden());
+    QVERIFY2(inspector->messageLabel()->text().contains(QLatin1String("beyond float32's range")),
+             qPrintable(inspector->messageLabel()->text()));
     inspector->setValueText(QString(500, QLatin1Char('9')));
     QCOMPARE(table->rowCount(), 0);
     QVERIFY(inspector->valueError().size() < 200);
+    QVERIFY2(inspector->valueError().contains(QLatin1String("beyond float32's range")) &&
+                 inspector->valueError().contains(QLatin1String("500 characters")),
+             qPrintable(inspector->valueError()));
+    inspector->setValueText(QStringLiteral("1.5"));
+    QVERIFY(inspector->messageLabel()->isHidden());
+    // -0 keeps its sign where the format has a negative zero (FNUZ has none).
+    inspector->setValueText(QStringLiteral("-0"));
+    QCOMPARE(cell("fp16", 1), QStringLiteral("-0"));
+    QCOMPARE(cell("fp16", 2), QStringLiteral("0x8000"));
+    QCOMPARE(cell("fp8-e4m3fnuz", 1), QStringLiteral("0"));
+    // Custom formats join the table; a bad spec is named with its reason.
+    inspector->setCustomFormatsText(QStringLiteral("e5m2:bias=16:nosub, e3m4"));
+    QVERIFY2(inspector->customFormatsError().isEmpty(),
+             qPrintable(inspector->customFormatsError()));
+    inspector->setValueText(QStringLiteral("0.1"));
+    QCOMPARE(table->rowCount(), static_cast<int>(namedFormats().size()) + 2);
+    QCOMPARE(table->item(table->rowCount() - 1, 1)->text(),
+             QString::number(static_cast<double>(quantizeReference(
+                                 QuantConfig::forFormat(parseFormat("e3m4")), 0.1f, 0, nullptr)),
+                             'g', 9));
+    inspector->setCustomFormatsText(QStringLiteral("e9m2"));
+    QVERIFY2(inspector->customFormatsError().contains(QLatin1String("e9m2")),
+             qPrintable(inspector->customFormatsError()));
+    QVERIFY(!inspector->messageLabel()->isHidden());
+    QCOMPARE(table->rowCount(), static_cast<int>(namedFormats().size()));
+    inspector->setCustomFormatsText(QString());
     for (const char* good : {"inf", "-Infinity", "NaN", "+inf", "3.4028235e38", "1.4e-45"}) {
         inspector->setValueText(QString::fromLatin1(good));
         QVERIFY2(inspector->valueError().isEmpty(), qPrintable(inspector->valueError()));
