@@ -76,7 +76,56 @@ RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
     m_error->setWordWrap(true);
     m_error->setStyleSheet(QStringLiteral("color: #c03030"));
     grid->addWidget(m_error, row, 0, 1, 4);
-    grid->setRowStretch(row + 1, 1);
+    m_exceptions = new QLabel(this);
+    m_exceptions->setWordWrap(true);
+    m_exceptions->setToolTip(tr("Per-layer exceptions of this recipe (its stage and kind "
+                                "overrides): these layers use these formats instead of the rows "
+                                "above. The gradient view shows each layer's own."));
+    grid->addWidget(m_exceptions, row + 1, 0, 1, 4);
+    grid->setRowStretch(row + 2, 1);
+}
+
+namespace {
+
+// "fp16 (stochastic)" for a QuantConfig, as the rows show its parts.
+std::string describe(const QuantConfig& q) {
+    std::string text = q.format.name;
+    if (q.rounding != Rounding::NearestEven)
+        text += " (" + std::string(toString(q.rounding)) + ")";
+    return text;
+}
+
+// "activations fp16, weights fp16" for the roles an override sets.
+std::string describeRoles(const std::array<std::optional<QuantConfig>, kRoleCount>& roles) {
+    std::string text;
+    for (TensorRole role : kAllRoles)
+        if (const auto& q = roles[static_cast<std::size_t>(role)])
+            text += (text.empty() ? "" : ", ") + std::string(toString(role)) + " " + describe(*q);
+    return text;
+}
+
+} // namespace
+
+QString RecipeEditor::exceptionsText() const {
+    std::string text;
+    for (const auto& [stage, roles] : m_recipe.stageOverrides) {
+        const std::string which = stage == -1  ? "last layer"
+                                  : stage == 0 ? "first layer"
+                                               : "layer " + std::to_string(stage + 1);
+        text += "\n" + which + ": " + describeRoles(roles);
+    }
+    for (const auto& [kind, roles] : m_recipe.kindOverrides)
+        text += "\n" + kind + ": " + describeRoles(roles);
+    if (m_recipe.accumulation)
+        text += "\nproducts accumulate in " + m_recipe.accumulation->format.name;
+    return text.empty()
+               ? QString()
+               : tr("Exceptions:%1")
+                     .arg(QString::fromStdString(text).replace(QLatin1Char('_'), QLatin1Char(' ')));
+}
+
+QString RecipeEditor::formatBoxStyle(TensorRole role) const {
+    return m_rows[static_cast<std::size_t>(role)].format->styleSheet();
 }
 
 QString RecipeEditor::lastError() const {
@@ -93,8 +142,11 @@ void RecipeEditor::setRecipe(const PrecisionRecipe& recipe) {
         m_rows[r].format->setToolTip(formatSummary(q.format));
         m_rows[r].rounding->setCurrentText(QString::fromLatin1(toString(q.rounding).data()));
         m_rows[r].overflow->setCurrentText(QString::fromLatin1(toString(q.overflow).data()));
+        m_rows[r].format->setStyleSheet({}); // a refused entry's marker goes with it
     }
     m_error->clear();
+    m_exceptions->setText(exceptionsText());
+    m_exceptions->setVisible(!m_exceptions->text().isEmpty());
     m_loading = false;
 }
 
@@ -108,14 +160,15 @@ void RecipeEditor::onEdited(TensorRole role) {
         q.format = parseFormat(w.format->currentText().trimmed().toStdString());
         q.rounding = parseRounding(w.rounding->currentText().toStdString());
         q.overflow = parseOverflow(w.overflow->currentText().toStdString());
+        // A valid entry clears a refused one's marker, also when it is the format in use.
+        w.format->setStyleSheet({});
+        m_error->clear();
         const QuantConfig& old = m_recipe.roles[r];
         if (q.format.sameParameters(old.format) && q.rounding == old.rounding &&
             q.overflow == old.overflow)
             return;
         m_recipe.roles[r] = q;
         w.format->setToolTip(formatSummary(q.format));
-        w.format->setStyleSheet({});
-        m_error->clear();
         emit recipeChanged(m_recipe);
     } catch (const std::exception& e) {
         w.format->setStyleSheet(QStringLiteral("QComboBox { border: 1px solid #c03030; }"));

@@ -24,6 +24,11 @@ public:
         return m_rows[static_cast<std::size_t>(role)].format;
     }
     QString lastError() const;
+    // Where the recipe departs from the rows above for some layers (a preset's first and last
+    // layers, a GPT's head or norms): one line each; empty when it does not.
+    QString exceptionsText() const;
+    // The style a format box shows: empty, or the red border of a refused entry.
+    QString formatBoxStyle(TensorRole role) const;
 
 signals:
     void recipeChanged(const PrecisionRecipe& recipe);
@@ -39,6 +44,7 @@ private:
     std::array<Row, kRoleCount> m_rows;
     PrecisionRecipe m_recipe;
     QLabel* m_error;
+    QLabel* m_exceptions;
     bool m_loading = false;
 };
 

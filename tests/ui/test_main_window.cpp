@@ -236,6 +236,28 @@ void TestMainWindow::recipeEditsApplyAtNextStep() {
     QCOMPARE(m_window->gradientView()->currentFractions().flushed, 0.0);
     box->setEditText(QStringLiteral("fp16"));
     QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    // A refused entry's marker clears with the next valid one, also when that is the format in
+    // use (no change to apply), and with a recipe set from elsewhere (issue 42 item 21).
+    RecipeEditor* editor = m_window->recipeEditor();
+    box->setEditText(QStringLiteral("e9m2"));
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    QVERIFY(!editor->formatBoxStyle(TensorRole::ActivationGradients).isEmpty());
+    box->setEditText(QStringLiteral("fp16"));
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    QVERIFY(editor->formatBoxStyle(TensorRole::ActivationGradients).isEmpty());
+    QVERIFY(editor->lastError().isEmpty());
+    box->setEditText(QStringLiteral("e9m2"));
+    QMetaObject::invokeMethod(box->lineEdit(), "editingFinished");
+    editor->setRecipe(editor->recipe());
+    QVERIFY(editor->formatBoxStyle(TensorRole::ActivationGradients).isEmpty());
+    // A preset's per-layer exceptions are listed under the rows (issue 42 item 26).
+    QCOMPARE(editor->exceptionsText(), QString()); // the demo recipe has none
+    RecipeEditor other;
+    other.setRecipe(configFromJson(findPreset("fp8-e5m2-mellempudi").json).recipe);
+    QVERIFY2(other.exceptionsText().contains(QLatin1String("first layer")) &&
+                 other.exceptionsText().contains(QLatin1String("last layer")) &&
+                 other.exceptionsText().contains(QLatin1String("fp16")),
+             qPrintable(other.exceptionsText()));
 }
 
 namespace {
