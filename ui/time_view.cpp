@@ -19,12 +19,17 @@ TimeView::TimeView(QWidget* parent) : QWidget(parent) {
     m_plot->yAxis2->setLabel(tr("log2 loss scale"));
     m_plot->legend->setVisible(true);
     m_plot->legend->setFont(font());
-    // Three columns across the top: a tall one-column legend hid the newest steps.
+    // The legend in a row of its own above the plot, in three columns: inside the axis rect it
+    // covered the newest steps, the log2-scale curve at 2^10-2^12 and the skipped-step marks.
     m_plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
     m_plot->legend->setWrap(3);
-    m_plot->legend->setBrush(QColor(255, 255, 255, 210));
     m_plot->legend->setRowSpacing(0);
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    m_plot->legend->setBorderPen(Qt::NoPen);
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    m_plot->axisRect()->insetLayout()->simplify();
+    m_plot->plotLayout()->insertRow(0);
+    m_plot->plotLayout()->addElement(0, 0, m_plot->legend);
+    m_plot->plotLayout()->setRowStretchFactor(0, 0.001); // as tall as its entries, no more
 
     m_trainLoss = m_plot->addGraph();
     m_trainLoss->setName(tr("train loss"));

@@ -84,6 +84,7 @@ class TestMainWindow : public QObject {
 private slots:
     void initTestCase();
     void stepsAndShowsGradients();
+    void lossLegendCoversNoCurve();
     void sliderReshadesBeforeNextStep();
     void exportWritesFiles();
     void errorsBecomeMessages();
@@ -122,6 +123,27 @@ void TestMainWindow::initTestCase() {
     m_window->show();
     QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
     QVERIFY(m_window->controller()->hasSession());
+}
+
+// The loss plot's legend sits above the axis rect, where it covers no curve and no skipped-step
+// mark (inside it covered the log2-scale curve at 2^10-2^12: issue 42 item 18).
+void TestMainWindow::lossLegendCoversNoCurve() {
+    TimeView view;
+    view.resize(800, 300);
+    StepScalars s;
+    s.step = 1;
+    s.loss = 2.3;
+    s.scale = 4096.0;
+    view.setHistory({s});
+    view.plot()->replot();
+    QCustomPlot* plot = view.plot();
+    QVERIFY(plot->legend->visible());
+    QVERIFY(plot->legend->layout() == plot->plotLayout());
+    QVERIFY2(plot->legend->outerRect().bottom() <= plot->axisRect()->outerRect().top(),
+             qPrintable(QStringLiteral("legend bottom %1, axis rect top %2")
+                            .arg(plot->legend->outerRect().bottom())
+                            .arg(plot->axisRect()->outerRect().top())));
+    QVERIFY(plot->legend->outerRect().height() < 80); // its entries' rows, not half the plot
 }
 
 void TestMainWindow::stepsAndShowsGradients() {
