@@ -12,6 +12,7 @@
 #include "record/run_folder.h"
 #include "record/run_record.h"
 #include "train/run_config_builder.h"
+#include "train/run_log.h"
 #include "training_controller.h"
 #include <QAction>
 #include <QComboBox>
@@ -230,8 +231,14 @@ QString MainWindow::startRun(const TrainConfig& config) {
     // Every GUI run logs like a CLI run, under the user's data folder.
     const QString runDir =
         QString::fromStdString(newTimestampedFolder(runsFolder.toStdString(), ""));
-    if (const QString error = m_controller->configure(config, runDir); !error.isEmpty())
+    const QString previousDir = m_controller->runDir();
+    if (const QString error = m_controller->configure(config, runDir); !error.isEmpty()) {
+        removeRunWithoutSteps(runDir.toStdString()); // the folder made for a run that never was
         return error;
+    }
+    // The run this one replaces took no step (ten quick Applies): its folder goes with it.
+    if (!previousDir.isEmpty())
+        removeRunWithoutSteps(previousDir.toStdString());
     showDeviceChoice(config);
     showRunSettings(config);
     updateStatus();

@@ -19,9 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 // The files of a run's record; one of them in a folder means an earlier run wrote there.
-constexpr const char* kRecordFiles[] = {kRunRecordFile, "config.json",   "summary.json",
-                                        "metrics.csv",  "layers.csv",    "histograms.csv",
-                                        "events.jsonl", "run.sqlite-wal"};
+constexpr const char* kRecordFiles[] = {
+    kRunRecordFile, "config.json",  "summary.json",   "metrics.csv",  "layers.csv",
+    "blocks.csv",   "channels.csv", "histograms.csv", "events.jsonl", "run.sqlite-wal"};
 
 // An earlier run killed in its first milliseconds (config.json, a run.sqlite holding no step
 // and no event, perhaps a half-written summary.json.tmp, no exports) left nothing anyone can
@@ -51,6 +51,29 @@ void removeEarlierRun(const std::string& dir) {
          {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp"})
         fs::remove(fs::path(dir) / name, ec);
 }
+
+} // namespace
+
+bool removeRunWithoutSteps(const std::string& dir) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec) || runDirectoryLocked(dir))
+        return false;
+    const fs::path db = fs::path(dir) / kRunRecordFile;
+    if (fs::exists(db, ec) && fs::file_size(db, ec) > 0) {
+        try {
+            SqliteDb record(db.string(), SqliteDb::Mode::ReadWrite);
+            if (record.queryInteger("SELECT count(*) FROM steps", 1) != 0)
+                return false;
+        } catch (const std::exception&) {
+            return false; // unreadable: leave it to someone who can tell
+        }
+    }
+    removeEarlierRun(dir);
+    fs::remove(fs::path(dir) / ".lock", ec); // no run holds it (checked above)
+    return fs::remove(dir, ec);              // only when nothing else is in it
+}
+
+namespace {
 
 void refuseEarlierRun(const std::string& dir) {
     if (recordedNothing(dir)) {

@@ -22,6 +22,12 @@
 
 namespace plab {
 
+// A run folder whose run took no step (an Apply right after another, a run that could not
+// start): its record files and then the folder itself are removed, so that quick restarts leave
+// no folders holding nothing to cite. Not while a run writes it (its lock is held), and nothing
+// but the record's own files is touched. True when the folder is gone.
+bool removeRunWithoutSteps(const std::string& dir);
+
 struct RunLogOptions {
     bool overwrite = false; // replace an earlier run's record in the same folder
 };

@@ -108,6 +108,7 @@ private slots:
     void divergenceAdvisesOnTheScale();
     void sliderUnderPolicyNoneMakesTheRunStatic();
     void runFoldersAreNeverShared();
+    void quickAppliesLeaveNoEmptyFolders();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -1022,6 +1023,25 @@ void TestMainWindow::sliderUnderPolicyNoneMakesTheRunStatic() {
     QCOMPARE(c->latest()->scalars.scale, 64.0);
     m_window->scaleSlider()->setLog2Scale(0.0);
     QCOMPARE(m_window->applySettings(), QString());
+}
+
+// Ten Applies in a row, none stepping: each replaced run's folder goes with it (issue 42 item
+// 28), while a run that took a step keeps its record.
+void TestMainWindow::quickAppliesLeaveNoEmptyFolders() {
+    QStringList replaced;
+    for (int i = 0; i < 10; ++i) {
+        replaced << m_window->controller()->runDir();
+        QCOMPARE(m_window->applySettings(), QString());
+    }
+    for (const QString& dir : replaced)
+        QVERIFY2(!QFileInfo::exists(dir), qPrintable(dir));
+    const QString stepped = m_window->controller()->runDir();
+    m_window->controller()->step();
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->latest() &&
+                                 m_window->controller()->latest()->scalars.step == 1,
+                             kWorkerWaitMs);
+    QCOMPARE(m_window->applySettings(), QString());
+    QVERIFY(QFileInfo::exists(stepped + QStringLiteral("/run.sqlite")));
 }
 
 // Two starts in one millisecond (the test's own two shards did it) get two folders: the second
