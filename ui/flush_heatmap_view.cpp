@@ -59,6 +59,10 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
         ticker->addTick(r, QStringLiteral("L%1").arg(r));
     m_plot->yAxis->setTicker(ticker);
     m_plot->rescaleAxes();
+    // Whole rows: each layer's row from half a row below its tick to half above (the first and
+    // last rows were drawn half height when the axis ended at their centres).
+    if (rows > 1)
+        m_plot->yAxis->setRange(-0.5, rows - 0.5);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -498,6 +498,10 @@ void TestMainWindow::reportAndHeatmap() {
     QCOMPARE(map.valueAt(2, 0), 0.25);
     QCOMPARE(map.valueAt(50, 0), 0.5); // step 3's column holds until step 100's
     QCOMPARE(map.valueAt(100, 0), 1.0);
+    // Every row whole: the axis runs half a row past the first and last (issue 42 item 28).
+    map.setColumns({{1, {0.0, 0.5, 1.0}}, {2, {0.1, 0.6, 0.9}}}, {"L0", "L1", "L2"});
+    QCOMPARE(map.plot()->yAxis->range().lower, -0.5);
+    QCOMPARE(map.plot()->yAxis->range().upper, 2.5);
     QFile metrics(dir.path() + QStringLiteral("/metrics.csv"));
     QVERIFY(metrics.open(QIODevice::ReadOnly));
     QCOMPARE(metrics.readAll().count('\n'), 1 + 3);
