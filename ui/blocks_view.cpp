@@ -15,7 +15,7 @@ namespace {
 
 QCustomPlot* makePlot(QWidget* parent, const QString& x, const QString& y) {
     auto* plot = new QCustomPlot(parent);
-    plot->setMinimumHeight(160);
+    plot->setMinimumHeight(100); // an 800x600 window has room for 100 px under the histogram
     plot->xAxis->setLabel(x);
     plot->yAxis->setLabel(y);
     plot->setNotAntialiasedElements(QCP::aeAll);

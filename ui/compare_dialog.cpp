@@ -128,7 +128,11 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_flushed->xAxis->setLabel(tr("step"));
     m_flushed->yAxis->setLabel(tr("act. gradients flushed (mean over layers)"));
     m_metrics = new QCustomPlot(this);
-    m_metrics->yAxis->setLabel(tr("test accuracy (%), 95% interval"));
+    // Short enough to fit the plot's height in a small dialog (the long one was cut to
+    // "est accuracy (%"); the error bars' meaning is in the dialog's table and tooltip.
+    m_metrics->yAxis->setLabel(tr("test accuracy (%)"));
+    m_metrics->setToolTip(tr("Each preset's mean test accuracy over seeds, with the 95% interval "
+                             "of the mean as error bars"));
     m_table = new QTableWidget(this);
     QStringList headers{tr("point"), tr("runs")};
     for (const SweepMetric& m : sweepMetrics())
@@ -138,6 +142,8 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_table->setHorizontalHeaderLabels(headers);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->verticalHeader()->setVisible(false);
+    // Headers whole ("test accuracy (%)", "vs baseline: ..."): columns as wide as their text.
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
 
     auto* left = new QVBoxLayout;
     left->addWidget(m_list, 1);

@@ -11,7 +11,7 @@ namespace plab {
 
 FlushHeatmapView::FlushHeatmapView(QWidget* parent) : QWidget(parent) {
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumHeight(140);
+    m_plot->setMinimumHeight(100);
     m_plot->xAxis->setLabel(tr("step"));
     m_plot->yAxis->setLabel(tr("layer"));
     m_map = new QCPColorMap(m_plot->xAxis, m_plot->yAxis);

@@ -52,12 +52,17 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
         m_role->addItem(tr(roleTitle(r)), static_cast<int>(r));
     m_role->setCurrentIndex(static_cast<int>(TensorRole::ActivationGradients));
     m_role->setToolTip(tr("Which tensor's values to show"));
+    // The boxes as wide as their longest entry, on a row of their own with the overlays: at
+    // 800 px one row squeezed them to a letter ("L", "a").
+    m_stage->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_role->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    auto* choices = new QHBoxLayout;
+    choices->addWidget(new QLabel(tr("Layer"), this));
+    choices->addWidget(m_stage);
+    choices->addWidget(new QLabel(tr("Tensor"), this));
+    choices->addWidget(m_role);
+    choices->addStretch(1);
     auto* top = new QHBoxLayout;
-    top->addWidget(new QLabel(tr("Layer"), this));
-    top->addWidget(m_stage);
-    top->addWidget(new QLabel(tr("Tensor"), this));
-    top->addWidget(m_role);
-    top->addStretch(1);
     top->addWidget(new QLabel(tr("Also show ranges of"), this));
     for (const char* name : {"fp16", "bf16", "fp8-e4m3", "fp8-e5m2"}) {
         auto* box = new QCheckBox(QString::fromLatin1(name), this);
@@ -71,9 +76,10 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
         top->addWidget(box);
         m_overlayBoxes[name] = box;
     }
+    top->addStretch(1);
 
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumHeight(260);
+    m_plot->setMinimumHeight(120); // room for the shares line below it in an 800x600 window
     m_plot->xAxis->setLabel(tr("log2 |x|"));
     m_plot->yAxis->setLabel(tr("share of values"));
     m_plot->setNotAntialiasedElements(QCP::aeAll); // fast repaints while dragging
@@ -83,6 +89,7 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
     m_bars->setBrush(palette().color(QPalette::Highlight));
 
     m_counters = new QLabel(this);
+    m_counters->setObjectName(QStringLiteral("sharesLine"));
     m_counters->setTextFormat(Qt::RichText);
     m_counters->setWordWrap(true);
     m_counters->setToolTip(tr("Shares of all values of this tensor. True zeros were zero before "
@@ -91,6 +98,7 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
                               "step's histogram; the next step counts them exactly."));
 
     auto* layout = new QVBoxLayout(this);
+    layout->addLayout(choices);
     layout->addLayout(top);
     layout->addWidget(m_plot, 1);
     layout->addWidget(m_counters);

@@ -64,7 +64,7 @@ void MainWindow::updateDetailViews() {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("Precision Lab"));
-    setMinimumSize(900, 620);
+    setMinimumSize(800, 600); // a small laptop screen; every control stays readable there
     m_controller = new TrainingController(this);
     m_gradientView = new GradientView(this);
     m_timeView = new TimeView(this);
@@ -106,6 +106,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(m_gradientView);
     splitter->addWidget(timeTabs);
+    // Neither pane below its minimum (a small window squeezed the shares line onto the histogram).
+    splitter->setChildrenCollapsible(false);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     auto* central = new QWidget(this);
@@ -159,7 +161,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     auto* recipeDock = new QDockWidget(tr("Precision recipe"), this);
     recipeDock->setObjectName(QStringLiteral("recipeDock"));
-    recipeDock->setWidget(m_recipeEditor);
+    // Scrolls rather than widening the window: at 800 px the rows would not fit beside the view.
+    auto* recipeScroll = new QScrollArea(recipeDock);
+    recipeScroll->setWidget(m_recipeEditor);
+    recipeScroll->setWidgetResizable(true);
+    recipeScroll->setFrameShape(QFrame::NoFrame);
+    recipeScroll->setMinimumWidth(240);
+    recipeDock->setWidget(recipeScroll);
     addDockWidget(Qt::RightDockWidgetArea, recipeDock);
     connect(m_recipeEditor, &RecipeEditor::recipeChanged, this, [this](const PrecisionRecipe& r) {
         if (const QString error = m_controller->setRecipe(r); !error.isEmpty()) { // next step

@@ -24,7 +24,7 @@ QString compactPercent(double share) {
 } // namespace
 
 StagesOverview::StagesOverview(QWidget* parent) : QWidget(parent) {
-    setMinimumHeight(120);
+    setMinimumHeight(100);
     setMouseTracking(false);
     setToolTip(tr("Every stage's histogram for the role shown above, over its format's bands: "
                   "red flushes to zero, orange is subnormal, purple overflows. Click a row to "

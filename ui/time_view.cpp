@@ -11,7 +11,7 @@ namespace plab {
 
 TimeView::TimeView(QWidget* parent) : QWidget(parent) {
     m_plot = new QCustomPlot(this);
-    m_plot->setMinimumHeight(180);
+    m_plot->setMinimumHeight(100); // with the gradient view above it, fits an 800x600 window
     m_plot->setNotAntialiasedElements(QCP::aeAll);
     m_plot->xAxis->setLabel(tr("step"));
     m_plot->yAxis->setLabel(tr("loss / accuracy"));

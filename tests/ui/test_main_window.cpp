@@ -109,6 +109,7 @@ private slots:
     void sliderUnderPolicyNoneMakesTheRunStatic();
     void runFoldersAreNeverShared();
     void quickAppliesLeaveNoEmptyFolders();
+    void smallWindowKeepsItsControlsReadable();
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
@@ -579,6 +580,12 @@ void TestMainWindow::compareOverlaysCurves() {
     QVERIFY(wide);
     QTableWidget* table = dialog.resultsTable();
     QCOMPARE(table->rowCount(), 2);
+    for (int c = 0; c < table->columnCount(); ++c) { // headers whole (issue 42 item 28)
+        const QString header = table->horizontalHeaderItem(c)->text();
+        QVERIFY2(table->horizontalHeader()->sectionSize(c) >=
+                     table->horizontalHeader()->fontMetrics().horizontalAdvance(header),
+                 qPrintable(header));
+    }
     QCOMPARE(table->item(0, 0)->text(), QStringLiteral("fp32"));
     QCOMPARE(table->item(0, 1)->text(), QStringLiteral("2"));
     QVERIFY2(table->item(0, 2)->text().contains(QStringLiteral(" ± ")),
@@ -1046,6 +1053,42 @@ void TestMainWindow::quickAppliesLeaveNoEmptyFolders() {
                              kWorkerWaitMs);
     QCOMPARE(m_window->applySettings(), QString());
     QVERIFY(QFileInfo::exists(stepped + QStringLiteral("/run.sqlite")));
+}
+
+// At 800x600 the layer and tensor boxes show their entries whole and the shares line sits below
+// the histogram, not over it (issue 42 item 28).
+void TestMainWindow::smallWindowKeepsItsControlsReadable() {
+    const QSize before = m_window->size();
+    m_window->resize(800, 600);
+    QTRY_VERIFY2(m_window->size() == QSize(800, 600),
+                 qPrintable(QStringLiteral("%1x%2, minimum %3x%4")
+                                .arg(m_window->width())
+                                .arg(m_window->height())
+                                .arg(m_window->minimumSizeHint().width())
+                                .arg(m_window->minimumSizeHint().height())));
+    QCoreApplication::processEvents();
+    QVERIFY(m_window->grab().save(QCoreApplication::applicationDirPath() +
+                                  QStringLiteral("/main_window_800x600.png")));
+    GradientView* view = m_window->gradientView();
+    for (QComboBox* box : {view->stageBox(), view->roleBox()}) {
+        const int needed = box->fontMetrics().horizontalAdvance(box->currentText());
+        QVERIFY2(box->width() > needed, qPrintable(QStringLiteral("%1: %2 px for \"%3\" (%4 px)")
+                                                       .arg(box->objectName())
+                                                       .arg(box->width())
+                                                       .arg(box->currentText())
+                                                       .arg(needed)));
+    }
+    const QWidget* counters = view->findChild<QLabel*>(QStringLiteral("sharesLine"));
+    QVERIFY(counters != nullptr);
+    const QWidget* plot = view->findChild<QCustomPlot*>();
+    QVERIFY2(counters->geometry().top() >= plot->geometry().bottom(),
+             qPrintable(QStringLiteral("shares line at %1, histogram ends at %2; minimum heights: "
+                                       "gradient view %3, detail tabs %4")
+                            .arg(counters->geometry().top())
+                            .arg(plot->geometry().bottom())
+                            .arg(view->minimumSizeHint().height())
+                            .arg(m_window->detailTabs()->minimumSizeHint().height())));
+    m_window->resize(before);
 }
 
 // Two starts in one millisecond (the test's own two shards did it) get two folders: the second
