@@ -110,6 +110,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     splitter->setChildrenCollapsible(false);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
+    splitter->setSizes({600, 400}); // 3 : 2 from the start, whatever the panes' size hints
     auto* central = new QWidget(this);
     auto* layout = new QVBoxLayout(central);
     m_policy = new QComboBox(this);
