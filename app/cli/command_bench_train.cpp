@@ -16,6 +16,11 @@
 namespace plab::cli {
 namespace {
 
+// A run that diverged while timed: exit 3, as for `train` (README: exit statuses), not 2.
+struct Diverged : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 struct TrainBenchArgs {
     RunConfigArgs run;
     int warmup = 20;
@@ -44,16 +49,22 @@ int runTrainBench(const TrainBenchArgs& args) {
     const auto steps = [&](std::int64_t count) {
         for (std::int64_t i = 0; i < count; ++i)
             if (const StepResult r = trainer.step(); r.diverged)
-                throw std::runtime_error("bench train: diverged at step " +
-                                         std::to_string(trainer.stepsTaken()) + ": " + r.event);
+                throw Diverged("bench train: diverged at step " +
+                               std::to_string(trainer.stepsTaken()) + ": " + r.event);
         trainer.flushStatistics(); // a GPU's last statistics are part of the work timed
     };
-    const auto warmupStart = std::chrono::steady_clock::now();
-    steps(args.warmup);
-    const double warmupSeconds = secondsSince(warmupStart);
-    const auto timedStart = std::chrono::steady_clock::now();
-    steps(timedSteps);
-    const double timedSeconds = secondsSince(timedStart);
+    double warmupSeconds = 0.0, timedSeconds = 0.0;
+    try {
+        const auto warmupStart = std::chrono::steady_clock::now();
+        steps(args.warmup);
+        warmupSeconds = secondsSince(warmupStart);
+        const auto timedStart = std::chrono::steady_clock::now();
+        steps(timedSteps);
+        timedSeconds = secondsSince(timedStart);
+    } catch (const Diverged& e) {
+        std::fprintf(stderr, "precision-lab-cli: %s\n", e.what());
+        return kExitTrainingFailed;
+    }
 
     const double samplesPerSecond =
         static_cast<double>(timedSteps) * config.batchSize / timedSeconds;

@@ -233,6 +233,12 @@ int runSweep(const SweepArgs& args) {
         sweep = args.sweep;
         for (const std::string& g : args.grid)
             sweep.grid.push_back(parseGridOption(g));
+        if (sweep.baseline.empty())
+            sweep.baseline =
+                sweep.presets.empty() || std::find(sweep.presets.begin(), sweep.presets.end(),
+                                                   "fp32") != sweep.presets.end()
+                    ? "fp32"
+                    : sweep.presets.front();
     } else {
         sweep = readSweepFile(args.file, &file);
     }
@@ -256,12 +262,15 @@ int runSweep(const SweepArgs& args) {
         throw std::invalid_argument("sweep: --out " + out +
                                     ": Slurm's #SBATCH lines need a folder path without spaces, "
                                     "quotes or '%'");
+    if (args.collectOnly) { // tabulates what is there: makes nothing
+        if (!std::filesystem::is_directory(out))
+            throw std::invalid_argument("sweep --collect: " + out + ": no such folder");
+        return report(sweep, out);
+    }
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec || !std::filesystem::is_directory(out))
         throw std::runtime_error(out + ": cannot create the sweep folder");
-    if (args.collectOnly)
-        return report(sweep, out);
     // An earlier job of this sweep that still runs: wait for it (slurm) or refuse (local), so
     // that no run folder is trained twice at once.
     const std::string earlier = std::filesystem::exists(slurmDir(out)) ? activeJob(out) : "";
@@ -337,25 +346,37 @@ Command addSweepCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand(
         "sweep", "Presets x config values x seeds, with means, intervals and verdicts over seeds");
     auto args = std::make_shared<SweepArgs>();
-    cmd->add_option("--file", args->file, "A sweep.json (written into every sweep folder)");
-    cmd->add_option("--presets", args->sweep.presets, "Presets, comma-separated")
-        ->delimiter(',')
-        ->capture_default_str();
-    cmd->add_option("--seeds", args->sweep.seeds, "Seeds 1..N per grid point")
-        ->check(wholeNumberAtLeast(1))
-        ->capture_default_str();
-    cmd->add_option(
+    auto* file =
+        cmd->add_option("--file", args->file, "A sweep.json (written into every sweep folder)");
+    // What a sweep file holds: given beside --file, one of them would be silently lost.
+    std::vector<CLI::Option*> defining;
+    defining.push_back(cmd->add_option("--presets", args->sweep.presets, "Presets, comma-separated")
+                           ->delimiter(',')
+                           ->capture_default_str());
+    defining.push_back(cmd->add_option("--seeds", args->sweep.seeds, "Seeds 1..N per grid point")
+                           ->check(wholeNumberAtLeast(1))
+                           ->capture_default_str());
+    defining.push_back(cmd->add_option(
         "--grid", args->grid,
-        "key.path=v1,v2,... (repeatable; 2^k is the number), e.g. scaling.scale=2^8,2^12");
-    cmd->add_option("--set", args->sweep.sets, "key.path=value applied to every run");
-    cmd->add_option("--steps", args->sweep.steps, "Steps per run")
-        ->check(wholeNumberAtLeast(1))
-        ->capture_default_str();
-    cmd->add_option("--epochs", args->sweep.epochs, "Epochs per run, instead of --steps")
-        ->check(wholeNumberAtLeast(1));
-    cmd->add_option("--data", args->sweep.data, "The runs' data source");
-    cmd->add_option("--baseline", args->sweep.baseline, "The preset differences are taken from")
-        ->capture_default_str();
+        "key.path=v1,v2,... (repeatable; 2^k is the number), e.g. scaling.scale=2^8,2^12"));
+    defining.push_back(
+        cmd->add_option("--set", args->sweep.sets, "key.path=value applied to every run"));
+    auto* steps = cmd->add_option("--steps", args->sweep.steps, "Steps per run")
+                      ->check(wholeNumberAtLeast(1))
+                      ->capture_default_str();
+    defining.push_back(steps);
+    defining.push_back(
+        cmd->add_option("--epochs", args->sweep.epochs, "Epochs per run, instead of --steps")
+            ->check(wholeNumberAtLeast(1))
+            ->excludes(steps));
+    defining.push_back(cmd->add_option("--data", args->sweep.data, "The runs' data source"));
+    args->sweep.baseline.clear(); // chosen once the presets are known
+    defining.push_back(
+        cmd->add_option("--baseline", args->sweep.baseline,
+                        "The preset differences are taken from (default: fp32 when it is swept, "
+                        "else the first preset)"));
+    for (CLI::Option* option : defining)
+        option->excludes(file);
     cmd->add_option("--out", args->out, "Sweep folder")->capture_default_str();
     cmd->add_option("--jobs", args->jobs, "Runs at once (0: one per core)")->capture_default_str();
     cmd->add_flag("--rerun-failed", args->rerunFailed, "Run again the runs that failed before");

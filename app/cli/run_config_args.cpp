@@ -63,7 +63,14 @@ TrainConfig buildConfig(const RunConfigArgs& args) {
         parts.threads = args.threads;
     parts.data = args.data;
     parts.device = args.device;
-    return configFromJson(buildRunConfigJson(parts));
+    TrainConfig config = configFromJson(buildRunConfigJson(parts));
+    // Sizes draw the synthetic data only: asked for another source, they would be ignored.
+    for (const std::string& s : args.sets)
+        for (const char* key : {"data.train_size=", "data.test_size="})
+            if (s.rfind(key, 0) == 0 && config.dataSource != "synthetic")
+                throw ConfigError("--set " + s + ": only the synthetic data is drawn to a size; " +
+                                  config.dataSource + " brings its own");
+    return config;
 }
 
 } // namespace plab::cli

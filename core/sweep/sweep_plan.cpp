@@ -3,6 +3,7 @@
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -41,6 +42,15 @@ nlohmann::json Sweep::toJson() const {
 Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
     if (!j.is_object())
         throw std::invalid_argument(where + ": not a JSON object (expected a sweep.json)");
+    // What a launcher keeps beside the sweep (backend, its options) is not the sweep's; any other
+    // key is a typo that would otherwise be ignored.
+    for (const auto& [key, value] : j.items())
+        if (key != "presets" && key != "seeds" && key != "grid" && key != "set" && key != "steps" &&
+            key != "epochs" && key != "data" && key != "baseline" && key != "backend" &&
+            key != "slurm")
+            throw std::invalid_argument(where + ": unknown key \"" + key +
+                                        "\" (expected presets, seeds, grid, set, steps, epochs, "
+                                        "data, baseline, backend, slurm)");
     Sweep s;
     try {
         s.presets = j.at("presets").get<std::vector<std::string>>();
@@ -113,6 +123,10 @@ nlohmann::json Sweep::runConfigJson(const SweepPoint& p, int seed) const {
 void Sweep::check() const {
     if (presets.empty() || seeds < 1)
         throw std::invalid_argument("sweep: nothing to run (expected presets and --seeds >= 1)");
+    // The baseline must be one of the points' presets, or no verdict could be taken against it.
+    if (std::find(presets.begin(), presets.end(), baseline) == presets.end())
+        throw std::invalid_argument("sweep: --baseline " + baseline +
+                                    " is not among the presets (expected one of --presets)");
     for (const std::string& p : presets) {
         try {
             findPreset(p);

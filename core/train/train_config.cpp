@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <thread>
 #include <unordered_set>
 
 namespace plab {
@@ -292,6 +293,9 @@ std::vector<TimedEdit> readTimeline(const json& j, const TrainConfig& start) {
         const std::string path = "config.timeline[" + std::to_string(i) + "]";
         Reader e(j[i], path);
         TimedEdit edit;
+        if (!e.has("step")) // not 0: an edit without its step would apply before the run
+            throw ConfigError(path + ".step: missing (the number of steps after which the edit "
+                                     "applies)");
         e.number("step", edit.step, 0, 1e15);
         if (!e.has("set"))
             throw ConfigError(path + ".set: missing (the config patch to apply)");
@@ -323,6 +327,10 @@ TrainConfig configFromJson(const json& j) {
     Reader top(j, "config");
     top.number("seed", c.seed, 0, kUint64Max);
     top.number("threads", c.threads, 0, 256);
+    // 0 means every core of this machine: the count it stands for is what the run uses and what
+    // its config.json says, so that a replay elsewhere runs with as many (results depend on it).
+    if (c.threads == 0)
+        c.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 256u);
     top.text("device", c.device);
     try {
         c.device = toString(parseDeviceSpec(c.device));
@@ -677,8 +685,11 @@ void applySetting(json& j, const std::string& assignment) {
             throw ConfigError("--set \"" + assignment + "\": empty key segment");
         if (node->is_string()) // a role given as a format name: {"format": name} with more
             *node = json{{"format", *node}};
-        else if (!node->is_object())
+        else if (node->is_null())
             *node = json::object();
+        else if (!node->is_object()) // `--set train=1` then `--steps`: say so, do not drop it
+            throw ConfigError("--set \"" + assignment + "\": " + key.substr(0, start - 1) + " is " +
+                              node->dump().substr(0, 40) + ", not a section of settings");
         node = &(*node)[part];
         if (dot == std::string::npos)
             break;
@@ -686,6 +697,11 @@ void applySetting(json& j, const std::string& assignment) {
     }
     if (node->is_string() && parsed.is_object()) // the same shorthand, merged into
         *node = json{{"format", *node}};
+    // A section replaced by a number or a truth value loses every setting in it (`train=1`); a
+    // string stays allowed: a role given as a format name ("recipe.weights=fp16").
+    if (node->is_object() && !node->empty() && (parsed.is_number() || parsed.is_boolean()))
+        throw ConfigError("--set \"" + assignment + "\": " + key +
+                          " is a section of settings (expected " + key + ".<key>=value)");
     if (node->is_object() && parsed.is_object())
         mergeConfig(*node, parsed);
     else

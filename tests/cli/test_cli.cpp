@@ -15,6 +15,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "record/record_file.h"
@@ -55,6 +56,7 @@ private slots:
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
+    void inputsThatWouldBeIgnoredAreRefused();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -901,6 +903,68 @@ void TestCli::lockedRunFolderIsLeftToItsWriter() {
     QVERIFY(!QFileInfo::exists(QString::fromStdString(held + ".failed")));
     QVERIFY(!QFileInfo::exists(QString::fromStdString(held + ".stderr.log")));
     QVERIFY(QFileInfo::exists(dir.filePath(QStringLiteral("fp16-amp/seed-1/summary.json"))));
+}
+
+// The minor group of the second probe (issue 42): what used to be accepted and then ignored,
+// silently, is refused with exit 2 naming it; a diverging bench is a training failure (3); a
+// run on every core records how many it used.
+void TestCli::inputsThatWouldBeIgnoredAreRefused() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("out"));
+    QFile sweepJson(dir.filePath(QStringLiteral("sweep.json")));
+    QVERIFY(sweepJson.open(QIODevice::WriteOnly));
+    sweepJson.write(R"({"presets": ["fp32"], "stepz": 3})");
+    sweepJson.close();
+    QFile timeline(dir.filePath(QStringLiteral("timeline.json")));
+    QVERIFY(timeline.open(QIODevice::WriteOnly));
+    timeline.write(R"({"timeline": [{"set": {"train": {"lr": 0.1}}}]})");
+    timeline.close();
+    const struct {
+        QStringList args;
+        const char* says;
+    } cases[] = {
+        {{"sweep", "--presets", "fp32", "--baseline", "bogus", "--out", out},
+         "--baseline bogus is not among the presets"},
+        {{"sweep", "--presets", "fp32", "--steps", "2", "--epochs", "1", "--out", out}, "excludes"},
+        {{"sweep", "--file", sweepJson.fileName(), "--presets", "bf16", "--out", out}, "excludes"},
+        {{"sweep", "--file", sweepJson.fileName(), "--out", out}, "unknown key \"stepz\""},
+        {{"sweep", "--collect", "--out", out}, "no such folder"},
+        {{"train", "--set", "train.lr=0.1", "--set", "train=1", "--out", out},
+         "train is a section of settings"},
+        {{"train", "--config", timeline.fileName(), "--out", out}, "timeline[0].step: missing"},
+    };
+    for (const auto& c : cases) {
+        const Result r = runCli(c.args);
+        QVERIFY2(r.exitCode == 2, qPrintable(c.args.join(u' ') + QStringLiteral(" -> ") +
+                                             QString::number(r.exitCode)));
+        QVERIFY2(r.err.contains(c.says), r.err.constData());
+        QVERIFY2(!QFileInfo::exists(out), qPrintable(c.args.join(u' ')));
+    }
+    if (QFileInfo::exists(QStringLiteral("/usr/share/datasets/fashion-mnist"))) {
+        const Result sized =
+            runCli({QStringLiteral("train"), QStringLiteral("--data"),
+                    QStringLiteral("fashion-mnist"), QStringLiteral("--set"),
+                    QStringLiteral("data.train_size=100"), QStringLiteral("--out"), out});
+        QCOMPARE(sized.exitCode, 2);
+        QVERIFY2(sized.err.contains("brings its own"), sized.err.constData());
+    }
+    const Result diverged =
+        runCli(QStringList{QStringLiteral("bench"), QStringLiteral("train"),
+                           QStringLiteral("--preset"), QStringLiteral("fp16-static"),
+                           QStringLiteral("--set"), QStringLiteral("train.lr=1000000"),
+                           QStringLiteral("--steps"), QStringLiteral("50")} +
+               kTinyRun);
+    QCOMPARE(diverged.exitCode, 3);
+    QVERIFY2(diverged.err.contains("diverged"), diverged.err.constData());
+    const Result allCores = runCli(QStringList{QStringLiteral("train"), QStringLiteral("--threads"),
+                                               QStringLiteral("0"), QStringLiteral("--steps"),
+                                               QStringLiteral("2"), QStringLiteral("--out"), out} +
+                                   kTinyRun);
+    QCOMPARE(allCores.exitCode, 0);
+    std::ifstream in((out + QStringLiteral("/config.json")).toStdString());
+    const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+    QCOMPARE(config.value("threads", 0),
+             static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is
