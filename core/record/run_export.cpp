@@ -281,6 +281,10 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
     std::filesystem::create_directories(outDir, ec);
     if (ec)
         throw RecordError(outDir + ": cannot create (" + ec.message() + ")");
+    // An export killed midway left its partial files: they are this one's to replace.
+    for (const char* name : {"metrics.csv", "layers.csv", "blocks.csv", "channels.csv",
+                             "histograms.csv", "events.jsonl"})
+        std::filesystem::remove(outDir + "/" + name + ".export-tmp", ec);
     // One read transaction: the four files describe the same moment of a live run.
     db.exec("BEGIN;");
     try {

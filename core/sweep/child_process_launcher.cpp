@@ -35,6 +35,33 @@ std::string lastLine(const std::string& path) {
     return last;
 }
 
+namespace {
+
+// Why a child failed: the signal that killed it, else its own error line (the last one it wrote
+// as "precision-lab-cli: ..."), else its last line. A killed run's last line is a progress line,
+// which says nothing of why.
+std::string failureReason(int code, const std::string& stderrPath) {
+    if (code > 128 && code < 128 + 65) {
+        const int signal = code - 128;
+        const char* name = sigabbrev_np(signal);
+        return "killed by signal " + std::to_string(signal) +
+               (name != nullptr ? " (SIG" + std::string(name) + ")" : std::string());
+    }
+    std::ifstream in(stderrPath);
+    std::string line, last, error;
+    while (std::getline(in, line)) {
+        if (line.empty())
+            continue;
+        last = line;
+        if (line.rfind("precision-lab-cli: ", 0) == 0)
+            error = line;
+    }
+    const std::string why = !error.empty() ? error : last;
+    return "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
+}
+
+} // namespace
+
 ChildProcessLauncher::ChildProcessLauncher(std::string program, bool overwrite)
     : m_program(std::move(program)), m_overwrite(overwrite) {}
 
@@ -97,9 +124,8 @@ std::vector<RunEnd> ChildProcessLauncher::collectEnded(std::chrono::milliseconds
             if (m_stopSignal != 0 && code == 128 + m_stopSignal) {
                 end.outcome = RunEnd::Outcome::Stopped;
             } else if (code != 0 && code != 3) {
-                const std::string why = lastLine(it->second.stderrPath);
                 end.outcome = RunEnd::Outcome::Failed;
-                end.reason = "exit " + std::to_string(code) + (why.empty() ? "" : ": " + why);
+                end.reason = failureReason(code, it->second.stderrPath);
             }
             ended.push_back(std::move(end));
             it = m_children.erase(it);

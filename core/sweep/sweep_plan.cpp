@@ -2,6 +2,7 @@
 
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
+#include "util/bounded_read.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,11 +52,40 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
             throw std::invalid_argument(where + ": unknown key \"" + key +
                                         "\" (expected presets, seeds, grid, set, steps, epochs, "
                                         "data, baseline, backend, slurm)");
+    // Each field's type, named with its key (the library's own text names neither).
+    const auto expect = [&](const char* key, bool ok, const char* what) {
+        if (j.contains(key) && !ok)
+            throw std::invalid_argument(where + ": " + key + ": expected " + what + ", got " +
+                                        j.at(key).dump().substr(0, 60));
+    };
+    const auto stringArray = [&](const char* key) {
+        const nlohmann::json& v = j.contains(key) ? j.at(key) : nlohmann::json::array();
+        return v.is_array() && std::all_of(v.begin(), v.end(),
+                                           [](const nlohmann::json& e) { return e.is_string(); });
+    };
+    if (!j.contains("presets"))
+        throw std::invalid_argument(where +
+                                    ": presets: missing (expected an array of preset names)");
+    expect("presets", stringArray("presets"), "an array of preset names");
+    expect("set", stringArray("set"), "an array of key.path=value strings");
+    expect("seeds", j.value("seeds", nlohmann::json(1)).is_number_integer(), "a whole number");
+    expect("steps", j.value("steps", nlohmann::json(1)).is_number_integer(), "a whole number");
+    expect("epochs", j.value("epochs", nlohmann::json(1)).is_number_integer(), "a whole number");
+    expect("data", j.value("data", nlohmann::json("")).is_string(), "a data source name");
+    expect("baseline", j.value("baseline", nlohmann::json("")).is_string(), "a preset name");
+    expect("grid", j.value("grid", nlohmann::json::array()).is_array(),
+           "an array of {\"key\", \"values\"}");
     Sweep s;
     try {
         s.presets = j.at("presets").get<std::vector<std::string>>();
         s.seeds = j.value("seeds", 1);
         for (const nlohmann::json& g : j.value("grid", nlohmann::json::array())) {
+            if (!g.is_object() || !g.contains("key") || !g.at("key").is_string() ||
+                !g.contains("values") || !g.at("values").is_array())
+                throw std::invalid_argument(where +
+                                            ": grid: expected {\"key\": \"a.path\", "
+                                            "\"values\": [...]}, got " +
+                                            g.dump().substr(0, 60));
             s.grid.emplace_back(g.at("key").get<std::string>(),
                                 g.at("values").get<std::vector<nlohmann::json>>());
             if (s.grid.back().second.empty())
@@ -76,10 +106,19 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
 }
 
 Sweep readSweepFile(const std::string& path, nlohmann::json* whole) {
-    std::ifstream in(path);
-    if (!in)
-        throw std::invalid_argument(path + ": cannot open the sweep file");
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    std::string text;
+    switch (readBounded(path, std::size_t{16} << 20, text)) {
+    case BoundedRead::Ok:
+        break;
+    case BoundedRead::IsADirectory:
+        throw std::invalid_argument(path + ": is a directory (expected a sweep.json)");
+    case BoundedRead::TooLarge:
+        throw std::invalid_argument(path + ": larger than 16 MiB (a sweep.json is a few KB)");
+    case BoundedRead::CannotOpen:
+    case BoundedRead::CannotRead:
+        throw std::invalid_argument(path + ": cannot read the sweep file");
+    }
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (whole != nullptr)
         *whole = j;
     return Sweep::fromJson(j, path);

@@ -57,6 +57,7 @@ private slots:
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
     void inputsThatWouldBeIgnoredAreRefused();
+    void killedRunSaysItWasKilled();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -467,7 +468,12 @@ void TestCli::trainKilledMidwayKeepsLogs() {
     const qint64 perStep = recordQuery(out, "SELECT count(*) FROM stats WHERE step = 1");
     QVERIFY(perStep >= 12); // stages x 6 roles
     QCOMPARE(recordQuery(out, "SELECT count(*) FROM stats"), steps * perStep);
+    // An export killed midway left a partial file: the next export clears it.
+    QFile stray(out + QStringLiteral("/layers.csv.export-tmp"));
+    QVERIFY(stray.open(QIODevice::WriteOnly));
+    stray.close();
     const Result exported = runCli({QStringLiteral("export"), out});
+    QVERIFY(!stray.exists());
     QVERIFY2(exported.exitCode == 0, exported.err.constData());
     QVERIFY2(exported.out.contains("ended without its summary"), exported.out.constData());
     const QList<QByteArray> lines = fileLines(out + QStringLiteral("/metrics.csv"));
@@ -965,6 +971,33 @@ void TestCli::inputsThatWouldBeIgnoredAreRefused() {
     const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
     QCOMPARE(config.value("threads", 0),
              static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// A sweep's run killed by a signal is failed "killed by signal 9 (SIGKILL)", not with its last
+// progress line.
+void TestCli::killedRunSaysItWasKilled() {
+    QTemporaryDir dir;
+    QProcess sweep;
+    sweep.start(QStringLiteral(PLAB_CLI_PATH),
+                QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                            QStringLiteral("fp32"), QStringLiteral("--steps"),
+                            QStringLiteral("1000000"), QStringLiteral("--out"), dir.path()} +
+                    kTinyRun);
+    QVERIFY(sweep.waitForStarted());
+    const std::string run = dir.path().toStdString() + "/fp32/seed-1";
+    QTRY_VERIFY_WITH_TIMEOUT(plab::runDirectoryLocked(run) &&
+                                 QFileInfo::exists(QString::fromStdString(run + "/summary.json")),
+                             30000);
+    const QList<QByteArray> lock = fileLines(QString::fromStdString(run + "/.lock"));
+    QVERIFY(!lock.isEmpty());
+    const pid_t child = lock.front().trimmed().toInt();
+    QVERIFY(child > 0);
+    QCOMPARE(::kill(child, SIGKILL), 0);
+    QVERIFY(sweep.waitForFinished(30000));
+    QCOMPARE(sweep.exitCode(), 3);
+    const QList<QByteArray> marker = fileLines(QString::fromStdString(plab::failedMarker(run)));
+    QVERIFY(!marker.isEmpty());
+    QVERIFY2(marker.front().contains("killed by signal 9 (SIGKILL)"), marker.front().constData());
 }
 
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is
