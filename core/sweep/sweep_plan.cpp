@@ -1,11 +1,13 @@
 #include "sweep_plan.h"
 
+#include "data/dataset.h"
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
 #include "util/bounded_read.h"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -202,7 +204,18 @@ void Sweep::check() const {
                 throw std::invalid_argument("sweep: --grid " + key + "=" + gridValueText(v) + ": " +
                                             e.what());
             }
-        } // Every run's whole config (the settings on top of each preset) before any child starts.
+        }
+    // The data every run reads must be there: one missing folder would fail every child.
+    if (!data.empty() && data != "synthetic" && data != "fortunes") {
+        const std::string path = data == "fashion-mnist"       ? std::string(kFashionMnistDir)
+                                 : data.rfind("text:", 0) == 0 ? data.substr(5)
+                                                               : data;
+        if (!std::filesystem::exists(path))
+            throw std::invalid_argument(
+                "sweep: --data " + data + ": " + path + " does not exist" +
+                (data == "fashion-mnist" ? " (apt-get install dataset-fashion-mnist)" : ""));
+    }
+    // Every run's whole config (the settings on top of each preset) before any child starts.
     for (const SweepPoint& p : points()) {
         try {
             configFromJson(runConfigJson(p, 1));

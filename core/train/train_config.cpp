@@ -657,25 +657,12 @@ std::optional<BlockScheme> TrainConfig::blockScheme() const {
     return s;
 }
 
-void applySetting(json& j, const std::string& assignment) {
-    const std::size_t eq = assignment.find('=');
-    if (eq == std::string::npos || eq == 0)
-        throw ConfigError("--set \"" + assignment + "\": expected key.path=value");
-    const std::string key = assignment.substr(0, eq);
-    const std::string value = assignment.substr(eq + 1);
-    // The value as JSON when it is JSON (nested no deeper than a config may be), else as text.
-    int depth = 0;
-    const auto shallow = [&](int d, json::parse_event_t event, json&) {
-        if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)
-            depth = std::max(depth, d + 1);
-        return depth <= kConfigMaxDepth;
-    };
-    json parsed = json::parse(value, shallow, false);
-    if (depth > kConfigMaxDepth)
-        throw ConfigError("--set \"" + key + "\": value nested deeper than " +
-                          std::to_string(kConfigMaxDepth) + " levels");
-    if (parsed.is_discarded())
-        parsed = value;
+namespace {
+
+// The setting's value (already parsed) put at its key path: a role's format name shorthand
+// merged, a section never silently replaced.
+void applyParsedSetting(json& j, const std::string& assignment, const std::string& key,
+                        json parsed) {
     json* node = &j;
     std::size_t start = 0;
     for (;;) {
@@ -706,6 +693,36 @@ void applySetting(json& j, const std::string& assignment) {
         mergeConfig(*node, parsed);
     else
         *node = parsed;
+}
+
+} // namespace
+
+void applySetting(json& j, const std::string& assignment) {
+    const std::size_t eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw ConfigError("--set \"" + assignment + "\": expected key.path=value");
+    const std::string key = assignment.substr(0, eq);
+    const std::string value = assignment.substr(eq + 1);
+    // The value as JSON when it is JSON (nested no deeper than a config may be), else as text.
+    int depth = 0;
+    const auto shallow = [&](int d, json::parse_event_t event, json&) {
+        if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)
+            depth = std::max(depth, d + 1);
+        return depth <= kConfigMaxDepth;
+    };
+    // An object value is read as a config file is: a key twice in one object, or
+    // nesting past the limit, is refused (the plain parser kept the last of two keys).
+    const std::size_t first = value.find_first_not_of(" \t\n\r");
+    if (first != std::string::npos && value[first] == '{')
+        return applyParsedSetting(j, assignment, key,
+                                  parseConfigText(value, "--set \"" + key + "\""));
+    json parsed = json::parse(value, shallow, false);
+    if (depth > kConfigMaxDepth)
+        throw ConfigError("--set \"" + key + "\": value nested deeper than " +
+                          std::to_string(kConfigMaxDepth) + " levels");
+    if (parsed.is_discarded())
+        parsed = value;
+    applyParsedSetting(j, assignment, key, std::move(parsed));
 }
 
 const std::vector<Preset>& presets() {

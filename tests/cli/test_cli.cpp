@@ -938,6 +938,12 @@ void TestCli::inputsThatWouldBeIgnoredAreRefused() {
         {{"train", "--set", "train.lr=0.1", "--set", "train=1", "--out", out},
          "train is a section of settings"},
         {{"train", "--config", timeline.fileName(), "--out", out}, "timeline[0].step: missing"},
+        {{"train", "--set", R"(recipe={"weights": "fp16", "weights": "bf16"})", "--out", out},
+         "appears twice"},
+        {{"compare", "--presets", "fp32,bf16", "--data", "/nonexistent", "--out", out},
+         "/nonexistent does not exist"},
+        {{"sweep", "--presets", "fp32", "--data", "/nonexistent", "--out", out},
+         "/nonexistent does not exist"},
     };
     for (const auto& c : cases) {
         const Result r = runCli(c.args);
