@@ -270,7 +270,8 @@ int runSweep(const SweepArgs& args) {
     std::error_code ec;
     std::filesystem::create_directories(out, ec);
     if (ec || !std::filesystem::is_directory(out))
-        throw std::runtime_error(out + ": cannot create the sweep folder");
+        throw std::runtime_error(out + ": cannot create the sweep folder (" +
+                                 (ec ? ec.message() : std::string("not a folder")) + ")");
     // An earlier job of this sweep that still runs: wait for it (slurm) or refuse (local), so
     // that no run folder is trained twice at once.
     const std::string earlier = std::filesystem::exists(slurmDir(out)) ? activeJob(out) : "";

@@ -11,18 +11,29 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
 namespace {
 
 // Messages are one line of bounded length: an argument of megabytes is not echoed whole.
-std::string oneLine(std::string message) {
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    constexpr std::size_t kMost = 400;
-    if (message.size() > kMost)
-        message =
-            message.substr(0, kMost) + "... (" + std::to_string(message.size()) + " characters)";
+std::string oneLine(const std::string& text) {
+    // Control characters shown, not obeyed: a NUL in a key used to end the message there.
+    std::string message;
+    for (const char c : text) {
+        if (c == '\0')
+            message += "\\0";
+        else if (c == '\n' || c == '\r' || c == '\t')
+            message += ' ';
+        else
+            message += c;
+    }
+    // A long value is cut in the middle: the reason, at the end, stays.
+    constexpr std::size_t kHead = 240, kTail = 160;
+    if (message.size() > kHead + kTail + 40)
+        message = message.substr(0, kHead) + " ... (" + std::to_string(message.size()) +
+                  " characters) ... " + message.substr(message.size() - kTail);
     return message;
 }
 
@@ -132,6 +143,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
         status = plab::cli::kExitRecordFailed;
         outputFailed = true;
+    } catch (const std::bad_alloc&) { // the library's text, "std::bad_alloc", says nothing
+        std::fprintf(stderr, "precision-lab-cli: out of memory: this run needs more memory than "
+                             "the machine can give (try a smaller model, batch or data set)\n");
+        status = plab::cli::kExitBadInput;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
         status = plab::cli::kExitBadInput;

@@ -347,10 +347,11 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
         summary.testAccuracy = eval.real(1);
     }
     summary.skippedSteps = db.queryInteger("SELECT count(*) FROM steps WHERE skipped != 0");
-    summary.stopReason = "ended without writing its summary (killed or crashed) " +
-                         (summary.steps > 0 ? "after step " + std::to_string(summary.steps)
-                                            : "before its first step") +
-                         "; summary recovered from run.sqlite";
+    summary.stopReason =
+        "ended without writing its summary (killed or crashed, or its disk filled up) " +
+        (summary.steps > 0 ? "after step " + std::to_string(summary.steps)
+                           : "before its first step") +
+        "; summary recovered from run.sqlite";
     const std::string text = toJson(summary).dump(2) + "\n";
     SqliteStatement write = db.prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     write.bind(1, std::string_view(text)).run();

@@ -332,9 +332,11 @@ RunSummary RunRecord::summary() const {
     if (!j.is_object())
         return RunSummary{.stopReason = "summary unreadable"};
     RunSummary summary = runSummaryFromJson(j);
-    // "running" with no run holding the folder: it was killed or crashed
+    // "running" with no run holding the folder: it was killed or crashed (or its disk filled up:
+    // the summary could not be written then either, and the record cannot tell which)
     if (!summary.finished && summary.stopReason == "running" && !isBeingWritten())
-        summary.stopReason = "ended without writing its summary (killed or crashed)";
+        summary.stopReason =
+            "ended without writing its summary (killed or crashed, or its disk filled up)";
     return summary;
 }
 

@@ -3,7 +3,29 @@
 
 #include "train/train_config.h"
 
+#include <filesystem>
+
 namespace plab {
+
+namespace {
+
+// A data folder or text file named relative to here, made absolute: the run's config.json
+// then replays from any directory. Names (synthetic, fashion-mnist, fortunes) stay names.
+std::string absoluteDataSource(const std::string& source) {
+    if (source == "synthetic" || source == "fashion-mnist" || source == "fortunes")
+        return source;
+    const bool text = source.rfind("text:", 0) == 0;
+    const std::filesystem::path path = text ? source.substr(5) : source;
+    if (path.empty() || path.is_absolute())
+        return source;
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+    if (ec)
+        return source;
+    return (text ? "text:" : "") + absolute.string();
+}
+
+} // namespace
 
 nlohmann::json buildRunConfigJson(const RunConfigParts& parts) {
     nlohmann::json j = nlohmann::json::object();
@@ -24,7 +46,7 @@ nlohmann::json buildRunConfigJson(const RunConfigParts& parts) {
     if (parts.threads)
         applySetting(j, "threads=" + std::to_string(*parts.threads));
     if (!parts.data.empty())
-        j["data"]["source"] = parts.data;
+        j["data"]["source"] = absoluteDataSource(parts.data);
     if (!parts.device.empty())
         j["device"] = parts.device;
     return j;

@@ -22,7 +22,7 @@ struct RunConfigParts {
     std::optional<std::int64_t> steps;
     std::optional<int> epochs; // instead of steps (train.steps becomes 0)
     std::optional<int> threads;
-    std::string data;   // data.source; empty: as set above
+    std::string data;   // data.source (a relative path made absolute); empty: as set above
     std::string device; // empty: as set above
 };
 

@@ -74,7 +74,9 @@ public:
                 std::string list;
                 for (const std::string& k : m_known)
                     list += (list.empty() ? "" : ", ") + k;
-                throw ConfigError(m_path + "." + it.key() +
+                // As JSON spells it: a NUL or a newline in a key shows, and cuts nothing.
+                const std::string key = json(it.key()).dump();
+                throw ConfigError(m_path + "." + key.substr(1, key.size() - 2) +
                                   ": unknown key (expected one of: " + list + ")");
             }
     }

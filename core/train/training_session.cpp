@@ -67,7 +67,7 @@ TrainingSession::~TrainingSession() {
         (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
         try {
             m_log->writeSummary(summaryNow(false, "stopped before the end (session closed)"));
-            m_log->writeReplayConfig(replayConfig());
+            m_log->writeReplayConfig(finalReplayConfig());
             m_log->close();
         } catch (...) {
             // A destructor must not throw; the summary keeps "finished": false.
@@ -148,6 +148,15 @@ TrainConfig TrainingSession::effectiveConfig() const {
 TrainConfig TrainingSession::replayConfig() const {
     std::lock_guard lock(m_effectiveMutex);
     return m_plan;
+}
+
+TrainConfig TrainingSession::finalReplayConfig() const {
+    // Edits the run never reached (scheduled past its last step, or after a stop) stay in its
+    // config.json: a replay with more steps makes them, as the original would have.
+    TrainConfig config = replayConfig();
+    for (const TimedEdit& e : m_pendingEdits)
+        config.timeline.push_back(e);
+    return config;
 }
 
 void TrainingSession::noteEdit(std::int64_t step, nlohmann::json patch) {
@@ -467,7 +476,7 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
     const bool recorded = record([&](RunLog& log) {
         log.logEvent(summary.steps, "end", why);
         log.writeSummary(summary);
-        log.writeReplayConfig(replayConfig());
+        log.writeReplayConfig(finalReplayConfig());
         log.commit();
         log.close(); // the CSV/JSONL exports; ended runs record nothing more
     });

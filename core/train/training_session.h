@@ -110,6 +110,9 @@ private:
     void apply(const Command& c);
     // The timeline's edits that are due (their step reached) become commands, applied now.
     void applyDueEdits();
+    // replayConfig() and the edits not reached: what config.json holds when the run ends (on
+    // the worker, or after it joined: m_pendingEdits is the worker's).
+    TrainConfig finalReplayConfig() const;
     void noteEdit(std::int64_t step, nlohmann::json patch); // onto replayConfig()'s timeline
     void doStep();
     void landStatistics();

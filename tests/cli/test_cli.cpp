@@ -21,6 +21,7 @@
 #include "record/record_file.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_run.h"
+#include "train/run_config_builder.h"
 #include "train/train_config.h"
 
 #include <fstream>
@@ -58,6 +59,7 @@ private slots:
     void lockedRunFolderIsLeftToItsWriter();
     void inputsThatWouldBeIgnoredAreRefused();
     void killedRunSaysItWasKilled();
+    void messagesKeepTheirReason();
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
@@ -1006,6 +1008,55 @@ void TestCli::killedRunSaysItWasKilled() {
     QVERIFY2(marker.front().contains("killed by signal 9 (SIGKILL)"), marker.front().constData());
 }
 
+// Messages keep what matters: a NUL in a key shows instead of ending the message, a long value
+// is cut in the middle so that the reason at the end stays; config.json keeps the edits the run
+// never reached and names its data by an absolute path (issue 42, the minor group).
+void TestCli::messagesKeepTheirReason() {
+    QTemporaryDir dir;
+    QFile nul(dir.filePath(QStringLiteral("nul.json")));
+    QVERIFY(nul.open(QIODevice::WriteOnly));
+    nul.write(R"({"train": {"l\u0000r": 0.1}})");
+    nul.close();
+    const Result keyed =
+        runCli({QStringLiteral("train"), QStringLiteral("--config"), nul.fileName(),
+                QStringLiteral("--out"), dir.filePath(QStringLiteral("a"))});
+    QCOMPARE(keyed.exitCode, 2);
+    QVERIFY2(keyed.err.contains("config.train.l\\u0000r: unknown key"), keyed.err.constData());
+    const Result longValue = runCli({QStringLiteral("train"), QStringLiteral("--set"),
+                                     QStringLiteral("train.lr=") + QString(5000, QLatin1Char('x')),
+                                     QStringLiteral("--out"), dir.filePath(QStringLiteral("b"))});
+    QCOMPARE(longValue.exitCode, 2);
+    QVERIFY2(longValue.err.contains("characters") && longValue.err.contains("expected a number"),
+             longValue.err.constData());
+    QVERIFY(longValue.err.size() < 700);
+
+    QFile later(dir.filePath(QStringLiteral("later.json")));
+    QVERIFY(later.open(QIODevice::WriteOnly));
+    later.write(R"({"timeline": [{"step": 100, "set": {"train": {"lr": 0.01}}}]})");
+    later.close();
+    const QString run = dir.filePath(QStringLiteral("c"));
+    QCOMPARE(runCli(QStringList{QStringLiteral("train"), QStringLiteral("--config"),
+                                later.fileName(), QStringLiteral("--steps"), QStringLiteral("3"),
+                                QStringLiteral("--out"), run} +
+                    kTinyRun)
+                 .exitCode,
+             0);
+    std::ifstream in((run + QStringLiteral("/config.json")).toStdString());
+    const nlohmann::json config = nlohmann::json::parse(in, nullptr, false);
+    QVERIFY2(config.contains("timeline") && config["timeline"].size() == 1 &&
+                 config["timeline"][0].value("step", 0) == 100,
+             config.dump().c_str());
+
+    plab::RunConfigParts parts;
+    parts.data = "text:corpus/words.txt";
+    const std::string source = plab::buildRunConfigJson(parts)["data"]["source"];
+    QCOMPARE(QString::fromStdString(source),
+             QStringLiteral("text:") +
+                 QDir::current().absoluteFilePath(QStringLiteral("corpus/words.txt")));
+    parts.data = "fashion-mnist";
+    QVERIFY(plab::buildRunConfigJson(parts)["data"]["source"] == "fashion-mnist");
+}
+
 // A folder with an earlier run is not overwritten without --overwrite; a folder a run is
 // writing is refused, naming that run's process.
 void TestCli::runFolderIsLockedAndNotReusedSilently() {
@@ -1137,7 +1188,7 @@ void TestCli::killedBeforeItsFirstStep() {
     QCOMPARE(s.value(QStringLiteral("steps")).toInteger(-1), 0);
     QVERIFY2(s.value(QStringLiteral("stop_reason"))
                  .toString()
-                 .contains(QStringLiteral("killed or crashed) before its first step")),
+                 .contains(QStringLiteral("its disk filled up) before its first step")),
              qPrintable(s.value(QStringLiteral("stop_reason")).toString()));
     QVERIFY(!QFile::exists(exported + QStringLiteral("/summary.json.tmp")));
 

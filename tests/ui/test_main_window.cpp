@@ -113,6 +113,14 @@ private slots:
     void gptTrainsWithAllLayersOverviewAndSample();
 
 private:
+    // The window's config on a small synthetic set: Compare's runs take a second or two.
+    TrainConfig smallCompareBase() const {
+        TrainConfig base = m_window->controller()->config();
+        base.syntheticTrain = 600;
+        base.syntheticTest = 100;
+        base.batchSize = 32;
+        return base;
+    }
     std::unique_ptr<MainWindow> m_window;
     QString m_error;
 };
@@ -512,17 +520,10 @@ void TestMainWindow::reportAndHeatmap() {
              qPrintable(error));
 }
 
-// Two presets x two seeds: four runs, each with its own record in the sweep layout beside a
-// sweep.json; the curves are the means over seeds with a band, the table and the error bars give
-// each preset's interval and the verdict against fp32; a second dialog opens the folder and shows
-// the same table; a folder without a sweep.json is refused naming the file.
 // Stopping a Compare leaves the stopped runs to do, not failed: their summaries say stopped, no
 // .failed marker, and the CLI's resume would run them (issue 42 item 16).
 void TestMainWindow::compareStopLeavesRunsToDo() {
-    TrainConfig base = m_window->controller()->config();
-    base.syntheticTrain = 600;
-    base.syntheticTest = 100;
-    base.batchSize = 32;
+    const TrainConfig base = smallCompareBase();
     QTemporaryDir runs;
     CompareDialog dialog(base, nullptr, runs.path());
     QSignalSpy ended(&dialog, &CompareDialog::comparisonEnded);
@@ -540,11 +541,12 @@ void TestMainWindow::compareStopLeavesRunsToDo() {
     }
 }
 
+// Two presets x two seeds: four runs, each with its own record in the sweep layout beside a
+// sweep.json; the curves are the means over seeds with a band, the table and the error bars give
+// each preset's interval and the verdict against fp32; a second dialog opens the folder and shows
+// the same table; a folder without a sweep.json is refused naming the file.
 void TestMainWindow::compareOverlaysCurves() {
-    TrainConfig base = m_window->controller()->config();
-    base.syntheticTrain = 600;
-    base.syntheticTest = 100;
-    base.batchSize = 32;
+    const TrainConfig base = smallCompareBase();
     QTemporaryDir runs;
     CompareDialog dialog(base, nullptr, runs.path());
     QSignalSpy ended(&dialog, &CompareDialog::comparisonEnded);
