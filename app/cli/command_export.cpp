@@ -3,6 +3,7 @@
 // database, whose last whole step this recovers.
 #include "cli_commands.h"
 
+#include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
 
@@ -20,9 +21,12 @@ Command addExportCommand(CLI::App& app) {
     cmd->add_option("--out", *out, "Folder for the files (default: the run folder)");
     return {cmd, [run, out] {
                 const std::string path = *run + "/" + kRunRecordFile;
-                if (!std::filesystem::is_regular_file(path))
+                std::error_code ec; // a folder we may not read: its reason, not the library's
+                if (!std::filesystem::is_regular_file(path, ec))
                     throw std::invalid_argument(
-                        path + ": no run record here (a run folder holds run.sqlite)");
+                        path + (unreadable(ec)
+                                    ? ": cannot be read (" + ec.message() + ")"
+                                    : ": no run record here (a run folder holds run.sqlite)"));
                 std::unique_ptr<SqliteDb> db;
                 std::int64_t steps = 0, events = 0;
                 try { // read-write: SQLite reads a killed run's write-ahead log this way

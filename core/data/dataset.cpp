@@ -18,8 +18,11 @@ std::string findFile(const std::string& dir, const std::string& stem) {
     namespace fs = std::filesystem;
     for (const char* suffix : {"", ".gz"}) {
         const fs::path p = fs::path(dir) / (stem + suffix);
-        if (fs::exists(p))
+        std::error_code ec; // a folder we may not read: say so, not the library's own text
+        if (fs::exists(p, ec))
             return p.string();
+        if (ec)
+            throw DataError(dir + ": cannot be read (" + ec.message() + ")");
     }
     throw DataError(dir + ": missing " + stem + " (or " + stem +
                     ".gz); expected the four MNIST-style IDX files");

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <system_error>
 
 namespace plab {
 
@@ -60,6 +61,13 @@ private:
 // writing anything: a reader's probe, which works on read-only storage too (false there when no
 // lock is held, as for a folder without a lock file).
 bool runDirectoryLocked(const std::string& dir);
+
+// A filesystem query's error that means "cannot look" (no permission, an I/O error), as opposed
+// to "nothing there" (no such file, a file where a folder was expected): the first is named
+// with its reason, the second is an ordinary answer.
+inline bool unreadable(const std::error_code& ec) {
+    return ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory;
+}
 
 // "what failed: path: the system's reason" for the current errno.
 std::string systemError(const std::string& what, const std::string& path);

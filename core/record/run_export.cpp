@@ -365,8 +365,12 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
 
 void exportRunRecord(const std::string& runDir, const std::string& outDir) {
     const std::string path = runDir + "/" + kRunRecordFile;
-    if (!std::filesystem::is_regular_file(path))
-        throw RecordError(path + ": no run record here (expected the run.sqlite a run writes)");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw RecordError(path + (unreadable(ec)
+                                      ? ": cannot be read (" + ec.message() + ")"
+                                      : ": no run record here (expected the run.sqlite a run "
+                                        "writes)"));
     // Read-write so that SQLite can read a killed run's write-ahead log; nothing is changed.
     SqliteDb db(path, SqliteDb::Mode::ReadWrite);
     exportRunRecord(db, outDir);

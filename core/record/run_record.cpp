@@ -30,8 +30,11 @@ std::unique_ptr<SqliteDb> openReadOnly(const std::string& path) {
 
 RunRecord::RunRecord(const std::string& runDir) : m_dir(runDir) {
     const std::string path = runDir + "/" + kRunRecordFile;
-    if (!std::filesystem::is_regular_file(path))
-        throw RecordError(path + ": no run record here (a run folder holds run.sqlite)");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+        throw RecordError(path + (unreadable(ec)
+                                      ? ": cannot be read (" + ec.message() + ")"
+                                      : ": no run record here (a run folder holds run.sqlite)"));
     // Read-write (nothing is written): SQLite needs it to read a live or killed run's log. A
     // record on read-only storage (a cluster's results) is opened read-only: SQLite reads a
     // write-ahead log there when its index file (-shm) came along; without it, the database as

@@ -46,7 +46,11 @@ nlohmann::json buildRunConfigJson(const RunConfigParts& parts) {
     if (parts.threads)
         applySetting(j, "threads=" + std::to_string(*parts.threads));
     if (!parts.data.empty())
-        j["data"]["source"] = absoluteDataSource(parts.data);
+        j["data"]["source"] = parts.data;
+    // However it was given (--data, a config file, --set, a grid value).
+    if (j.contains("data") && j["data"].is_object() && j["data"].contains("source") &&
+        j["data"]["source"].is_string())
+        j["data"]["source"] = absoluteDataSource(j["data"]["source"].get<std::string>());
     if (!parts.device.empty())
         j["device"] = parts.device;
     return j;

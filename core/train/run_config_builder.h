@@ -22,12 +22,13 @@ struct RunConfigParts {
     std::optional<std::int64_t> steps;
     std::optional<int> epochs; // instead of steps (train.steps becomes 0)
     std::optional<int> threads;
-    std::string data;   // data.source (a relative path made absolute); empty: as set above
+    std::string data;   // data.source; empty: as set above
     std::string device; // empty: as set above
 };
 
-// The config's JSON (configFromJson() makes the TrainConfig); throws ConfigError naming the
-// preset or the setting that is wrong.
+// The config's JSON (configFromJson() makes the TrainConfig); a data folder or text file named
+// by a relative path is made absolute, so that the run's config.json replays from anywhere.
+// Throws ConfigError naming the preset or the setting that is wrong.
 nlohmann::json buildRunConfigJson(const RunConfigParts& parts);
 
 } // namespace plab
