@@ -10,11 +10,11 @@
 
 namespace plab::cli {
 
-// Exit statuses (README: The CLI; docs/cli.md). 0: success; 2: bad input (an option, a config, a data file,
-// a run folder that is locked or holds an earlier run), refused before anything runs;
-// 3: training ended without completing (diverged, failed); 4: the run record could not be
-// written (full disk, folder removed), every whole row written before kept; 128 + N: stopped by
-// signal N (SIGINT 130, SIGTERM 143, SIGHUP 129) with the summary written.
+// Exit statuses (README: The CLI; docs/cli.md). 0: success; 2: bad input (an option, a config, a
+// data file, a run folder that is locked or holds an earlier run), refused before anything runs; 3:
+// training ended without completing (diverged, failed); 4: the run record could not be written
+// (full disk, folder removed), every whole row written before kept; 128 + N: stopped by signal N
+// (SIGINT 130, SIGTERM 143, SIGHUP 129) with the summary written.
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitTrainingFailed = 3;
 inline constexpr int kExitRecordFailed = 4;

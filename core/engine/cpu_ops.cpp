@@ -85,8 +85,8 @@ void CpuOps::fill(Tensor t, float value) {
 }
 
 void CpuOps::scale(Tensor t, float factor) {
-    // numerics/amax_scaling's cloned loop (AVX2 / AVX-512): the gradients' unscaling under a loss scale
-    // was 0.5% of a full-FP8 step in an SSE2 loop here.
+    // numerics/amax_scaling's cloned loop (AVX2 / AVX-512): the gradients' unscaling under a loss
+    // scale was 0.5% of a full-FP8 step in an SSE2 loop here.
     scaleInPlace(span(t), factor);
 }
 

@@ -26,15 +26,6 @@ std::string selfExecutable() {
     return std::filesystem::read_symlink("/proc/self/exe").string();
 }
 
-std::string lastLine(const std::string& path) {
-    std::ifstream in(path);
-    std::string line, last;
-    while (std::getline(in, line))
-        if (!line.empty())
-            last = line;
-    return last;
-}
-
 namespace {
 
 // Why a child failed: the signal that killed it, else its own error line (the last one it wrote

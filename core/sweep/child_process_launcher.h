@@ -45,7 +45,4 @@ private:
 // This program's path (/proc/self/exe), for starting children of the same build.
 std::string selfExecutable();
 
-// The last non-empty line of a file (a child's stderr: why it failed); empty when none.
-std::string lastLine(const std::string& path);
-
 } // namespace plab

@@ -2,5 +2,5 @@
 // layering check must refuse this file.
 #pragma once
 
-#include "util/thread_pool.h"
 #include "train/trainer.h"
+#include "util/thread_pool.h"
