@@ -1,8 +1,8 @@
-// NVIDIA's host-side conversions (cuda_fp16.h ... cuda_fp4.h) wrapped as "float -> code" functions
-// beside the QuantConfig that should reproduce them. Header-only use: no GPU, no CUDA libraries.
+// NVIDIA's host-side conversions (cuda_fp16.h ... cuda_fp4.h) as "float -> code" functions, one
+// for each golden conversion (golden_conversions.h). Header-only use: no GPU, no CUDA libraries.
 #pragma once
 
-#include "numerics/rounding.h"
+#include "golden_conversions.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,18 +10,18 @@
 #include <cuda_fp6.h>
 #include <cuda_fp8.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <string>
-#include <vector>
+#include <stdexcept>
+#include <string_view>
 
 namespace plab::test {
 
-struct NvidiaConversion {
-    std::string name;
-    QuantConfig config;
-    std::uint32_t (*convert)(float);
-    bool positiveOnly; // E8M0: NVIDIA converts |x|, Precision Lab treats negatives as out of range
+using NvidiaConvert = std::uint32_t (*)(float);
+
+struct NvidiaConversion : GoldenConversion {
+    NvidiaConvert convert;
 };
 
 inline std::uint32_t halfBits(__half h) {
@@ -35,66 +35,79 @@ inline std::uint32_t bf16Bits(__nv_bfloat16 h) {
     return u;
 }
 
-inline QuantConfig config(const char* format, Rounding rounding, Overflow overflow) {
-    QuantConfig c = QuantConfig::forFormat(parseFormat(format), rounding);
-    c.overflow = overflow;
-    return c;
+// E8M0 round-to-nearest from NVIDIA's two directed conversions: |x| lies between the
+// round-toward-zero code and the round-up one (equal when x is a power of two or clamped at an
+// end); the nearer wins, a tie goes to the even code. The round-up code past 2^127 is NaN's 0xFF
+// (no saturation), whose place in the rounding is 2^128.
+inline std::uint32_t e8m0Nearest(float x, __nv_saturation_t saturation) {
+    const std::uint32_t down = __nv_cvt_float_to_e8m0(x, saturation, cudaRoundZero);
+    const std::uint32_t up = __nv_cvt_float_to_e8m0(x, saturation, cudaRoundPosInf);
+    if (down == up || std::isnan(x))
+        return down;
+    const double magnitude = std::fabs(static_cast<double>(x));
+    const double below = magnitude - std::ldexp(1.0, static_cast<int>(down) - 127);
+    const double above = std::ldexp(1.0, static_cast<int>(down) + 1 - 127) - magnitude;
+    if (below != above)
+        return below < above ? down : up;
+    return down % 2 == 0 ? down : up;
+}
+
+inline NvidiaConvert nvidiaConverter(std::string_view name) {
+    struct Entry {
+        std::string_view name;
+        NvidiaConvert convert;
+    };
+    static const Entry kEntries[] = {
+        {"fp16-rn", [](float x) { return halfBits(__float2half_rn(x)); }},
+        {"fp16-rz", [](float x) { return halfBits(__float2half_rz(x)); }},
+        {"bf16-rn", [](float x) { return bf16Bits(__float2bfloat16_rn(x)); }},
+        {"bf16-rz", [](float x) { return bf16Bits(__float2bfloat16_rz(x)); }},
+        {"e4m3-satfinite",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+         }},
+        {"e4m3-nosat",
+         [](float x) -> std::uint32_t { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3); }},
+        {"e5m2-satfinite",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+         }},
+        {"e5m2-nosat",
+         [](float x) -> std::uint32_t { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2); }},
+        {"e3m2-rn",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_fp6(x, __NV_E3M2, cudaRoundNearest);
+         }},
+        {"e2m3-rn",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_fp6(x, __NV_E2M3, cudaRoundNearest);
+         }},
+        {"e2m1-rn",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest);
+         }},
+        {"e8m0-rz-satfinite",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundZero);
+         }},
+        {"e8m0-rz-nosat",
+         [](float x) -> std::uint32_t {
+             return __nv_cvt_float_to_e8m0(x, __NV_NOSAT, cudaRoundZero);
+         }},
+        {"e8m0-rn-satfinite", [](float x) { return e8m0Nearest(x, __NV_SATFINITE); }},
+        {"e8m0-rn-nosat", [](float x) { return e8m0Nearest(x, __NV_NOSAT); }},
+    };
+    for (const Entry& e : kEntries)
+        if (e.name == name)
+            return e.convert;
+    throw std::invalid_argument("no NVIDIA conversion named " + std::string(name));
 }
 
 inline std::vector<NvidiaConversion> nvidiaConversions() {
-    using R = Rounding;
-    using O = Overflow;
-    return {
-        {"fp16 rn", config("fp16", R::NearestEven, O::Inf),
-         [](float x) { return halfBits(__float2half_rn(x)); }, false},
-        {"fp16 rz", config("fp16", R::TowardZero, O::Inf),
-         [](float x) { return halfBits(__float2half_rz(x)); }, false},
-        {"bf16 rn", config("bf16", R::NearestEven, O::Inf),
-         [](float x) { return bf16Bits(__float2bfloat16_rn(x)); }, false},
-        {"bf16 rz", config("bf16", R::TowardZero, O::Inf),
-         [](float x) { return bf16Bits(__float2bfloat16_rz(x)); }, false},
-        {"e4m3 satfinite", config("fp8-e4m3", R::NearestEven, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
-         },
-         false},
-        {"e4m3 nosat", config("fp8-e4m3", R::NearestEven, O::Inf),
-         [](float x) -> std::uint32_t { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3); },
-         false},
-        {"e5m2 satfinite", config("fp8-e5m2", R::NearestEven, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
-         },
-         false},
-        {"e5m2 nosat", config("fp8-e5m2", R::NearestEven, O::Inf),
-         [](float x) -> std::uint32_t { return __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2); },
-         false},
-        {"e3m2 rn", config("fp6-e3m2", R::NearestEven, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_fp6(x, __NV_E3M2, cudaRoundNearest);
-         },
-         false},
-        {"e2m3 rn", config("fp6-e2m3", R::NearestEven, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_fp6(x, __NV_E2M3, cudaRoundNearest);
-         },
-         false},
-        {"e2m1 rn", config("fp4-e2m1", R::NearestEven, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest);
-         },
-         false},
-        {"e8m0 rz satfinite", config("e8m0", R::TowardZero, O::Saturate),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_e8m0(x, __NV_SATFINITE, cudaRoundZero);
-         },
-         true},
-        {"e8m0 rz nosat", config("e8m0", R::TowardZero, O::Inf),
-         [](float x) -> std::uint32_t {
-             return __nv_cvt_float_to_e8m0(x, __NV_NOSAT, cudaRoundZero);
-         },
-         true},
-    };
+    std::vector<NvidiaConversion> all;
+    for (const GoldenConversion& g : goldenConversions())
+        all.push_back({g, nvidiaConverter(g.name)});
+    return all;
 }
 
 } // namespace plab::test

@@ -1,19 +1,28 @@
-// Bit-exactness against NVIDIA's host conversions: our codes (encode) and our fused kernel's
+// Bit-exactness against NVIDIA's host conversions: our codes (encode) and our fused kernels'
 // values must equal NVIDIA's for fp16, bf16, both FP8 formats in both overflow modes, both FP6
-// formats, FP4 and E8M0. CI checks a dense set holding every tie and boundary; the exhaustive
-// sweep over all 2^32 inputs runs with PLAB_EXHAUSTIVE=1 (CTest label `exhaustive`).
-#include <QTest>
-
-#if defined(PLAB_HAVE_CUDA_HEADERS)
+// formats, FP4 and E8M0 (round-toward-zero and round-nearest). Every machine checks the dense
+// inputs (every tie and boundary) against the golden tables NVIDIA's headers produced
+// (tests/numerics/golden, golden_table.h); a missing or damaged table fails. Where the headers
+// are installed, the tables are checked against them too, and the exhaustive sweep over all 2^32
+// inputs runs with PLAB_EXHAUSTIVE=1 (CTest label `exhaustive`).
 #include "dense_inputs.h"
+#include "golden_conversions.h"
+#include "golden_table.h"
 #include "numerics/codec.h"
 #include "numerics/quantizer.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QTest>
+
+#include <bit>
+#include <cmath>
+
+#if defined(PLAB_HAVE_CUDA_HEADERS)
 #include "nvidia_reference.h"
 #include "util/thread_pool.h"
 
 #include <atomic>
-#include <bit>
-#include <cmath>
 #include <thread>
 #endif
 
@@ -22,32 +31,30 @@ using namespace plab;
 class TestNvidiaBitexact : public QObject {
     Q_OBJECT
 private slots:
-    void denseCodes();
-    void denseKernelValues();
+    void initTestCase();
+    void goldenCodes();
+    void goldenKernelValues();
+    void damagedTablesAreRefused();
+    void tablesAreNvidiasOwn();
     void exhaustiveSweep();
-};
 
-#if !defined(PLAB_HAVE_CUDA_HEADERS)
-void TestNvidiaBitexact::denseCodes() {
-    QSKIP("NVIDIA's cuda_fp*.h headers were not found at configure time (install the CUDA "
-          "toolkit or set CUDA_HOME); bit-exactness against them is not checked");
-}
-void TestNvidiaBitexact::denseKernelValues() {
-    denseCodes();
-}
-void TestNvidiaBitexact::exhaustiveSweep() {
-    denseCodes();
-}
-#else
+private:
+    std::vector<float> inputs_;
+    QString folder_;
+    test::GoldenTable table(const test::GoldenConversion& c) const {
+        return test::readGoldenTable(test::goldenTablePath(folder_, c.name), c.name, inputs_,
+                                     test::bytesPerCode(c.config.format.totalBits()));
+    }
+};
 
 namespace {
 
-bool skipInput(const test::NvidiaConversion& c, float x) {
+bool skipInput(const test::GoldenConversion& c, float x) {
     return c.positiveOnly && std::signbit(x) && !std::isnan(x);
 }
 
 // Our float for NVIDIA's code: NaN for every NaN input, whatever code NVIDIA gives it.
-std::uint32_t expectedValueBits(const test::NvidiaConversion& c, float x, std::uint32_t code) {
+std::uint32_t expectedValueBits(const test::GoldenConversion& c, float x, std::uint32_t code) {
     if (std::isnan(x))
         return 0x7FC00000u;
     const float v = decode(c.config.format, code);
@@ -55,7 +62,7 @@ std::uint32_t expectedValueBits(const test::NvidiaConversion& c, float x, std::u
                          : std::bit_cast<std::uint32_t>(v);
 }
 
-QString describe(const test::NvidiaConversion& c, float x, std::uint32_t ours,
+QString describe(const test::GoldenConversion& c, float x, std::uint32_t ours,
                  std::uint32_t theirs) {
     return QStringLiteral("%1: input 0x%2 (%3): ours 0x%4, NVIDIA 0x%5")
         .arg(QString::fromStdString(c.name))
@@ -65,42 +72,131 @@ QString describe(const test::NvidiaConversion& c, float x, std::uint32_t ours,
         .arg(theirs, 0, 16);
 }
 
+// The first input whose code differs from the table's, described; empty when all agree.
+QString firstCodeMismatch(const test::GoldenConversion& c, const std::vector<float>& inputs,
+                          const std::vector<std::uint32_t>& golden) {
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (skipInput(c, inputs[i]))
+            continue;
+        const std::uint32_t ours = encode(c.config, inputs[i]);
+        if (ours != golden[i])
+            return describe(c, inputs[i], ours, golden[i]);
+    }
+    return {};
+}
+
 } // namespace
 
-void TestNvidiaBitexact::denseCodes() {
-    const std::vector<float> inputs = test::denseInputs();
-    for (const test::NvidiaConversion& c : test::nvidiaConversions()) {
-        std::size_t checked = 0;
-        for (float x : inputs) {
-            if (skipInput(c, x))
-                continue;
-            const std::uint32_t theirs = c.convert(x);
-            const std::uint32_t ours = encode(c.config, x);
-            if (ours != theirs)
-                QFAIL(qPrintable(describe(c, x, ours, theirs)));
-            ++checked;
-        }
-        QVERIFY2(checked > inputs.size() / 3, c.name.c_str());
+void TestNvidiaBitexact::initTestCase() {
+    folder_ = qEnvironmentVariable("PLAB_GOLDEN_DIR");
+    QVERIFY2(!folder_.isEmpty(), "PLAB_GOLDEN_DIR (set by CTest) names tests/numerics/golden");
+    inputs_ = test::denseInputs();
+}
+
+void TestNvidiaBitexact::goldenCodes() {
+    for (const test::GoldenConversion& c : test::goldenConversions()) {
+        const test::GoldenTable golden = table(c);
+        QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
+        const QString mismatch = firstCodeMismatch(c, inputs_, golden.codes);
+        QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
     }
 }
 
-void TestNvidiaBitexact::denseKernelValues() {
-    const std::vector<float> inputs = test::denseInputs();
-    std::vector<float> out(inputs.size());
+void TestNvidiaBitexact::goldenKernelValues() {
+    std::vector<float> out(inputs_.size());
     for (CpuKernel kernel : supportedCpuKernels()) {
-        for (const test::NvidiaConversion& c : test::nvidiaConversions()) {
-            Quantizer(c.config, kernel).quantize(inputs, out, nullptr);
-            for (std::size_t i = 0; i < inputs.size(); ++i) {
-                const float x = inputs[i];
+        for (const test::GoldenConversion& c : test::goldenConversions()) {
+            const test::GoldenTable golden = table(c);
+            QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
+            Quantizer(c.config, kernel).quantize(inputs_, out, nullptr);
+            for (std::size_t i = 0; i < inputs_.size(); ++i) {
+                const float x = inputs_[i];
                 if (skipInput(c, x))
                     continue;
-                const std::uint32_t expected = expectedValueBits(c, x, c.convert(x));
+                const std::uint32_t expected = expectedValueBits(c, x, golden.codes[i]);
                 const std::uint32_t ours = std::bit_cast<std::uint32_t>(out[i]);
                 if (ours != expected)
                     QFAIL(qPrintable(
                         QStringLiteral("kernel %1, ").arg(QLatin1String(toString(kernel))) +
                         describe(c, x, ours, expected)));
             }
+        }
+    }
+}
+
+// A bit flipped in a table's codes names the input it belongs to; one flipped in the compressed
+// file fails zlib's checksum; a table missing or made for other inputs is refused by name.
+void TestNvidiaBitexact::damagedTablesAreRefused() {
+    const test::GoldenConversion c = test::goldenConversions().front();
+    const QString path = test::goldenTablePath(folder_, c.name);
+    QFile file(path);
+    QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(path));
+    const QByteArray compressed = file.readAll();
+    const QByteArray payload = qUncompress(compressed);
+    const int bytes = test::bytesPerCode(c.config.format.totalBits());
+
+    // Every flipped code bit is a mismatch at its input (ones spread over the table and planes).
+    const qsizetype headerSize = payload.indexOf('\n') + 1;
+    for (std::size_t input : {std::size_t{0}, inputs_.size() / 3, inputs_.size() - 1}) {
+        for (int bit : {0, 9}) {
+            QByteArray flipped = payload;
+            const qsizetype at = headerSize + static_cast<qsizetype>(input) +
+                                 (bit / 8) * static_cast<qsizetype>(inputs_.size());
+            flipped[at] = static_cast<char>(flipped[at] ^ (1 << (bit % 8)));
+            const test::GoldenTable damaged =
+                test::codesFromPayload(flipped, c.name, inputs_, bytes);
+            QVERIFY(damaged.error.isEmpty());
+            const QString mismatch = firstCodeMismatch(c, inputs_, damaged.codes);
+            const QString hex =
+                QStringLiteral("input 0x%1")
+                    .arg(std::bit_cast<std::uint32_t>(inputs_[input]), 8, 16, QLatin1Char('0'));
+            QVERIFY2(mismatch.contains(hex), qPrintable(mismatch + QStringLiteral(" / ") + hex));
+        }
+    }
+
+    QByteArray flippedFile = compressed;
+    flippedFile[flippedFile.size() / 2] =
+        static_cast<char>(flippedFile[flippedFile.size() / 2] ^ 4);
+    QVERIFY(qUncompress(flippedFile) != payload);
+
+    const QString scratch =
+        QDir::tempPath() +
+        QStringLiteral("/plab-golden-%1").arg(QCoreApplication::applicationPid());
+    QVERIFY(QDir().mkpath(scratch));
+    const test::GoldenTable missing =
+        test::readGoldenTable(test::goldenTablePath(scratch, c.name), c.name, inputs_, bytes);
+    QVERIFY2(missing.error.contains(QStringLiteral("missing")), qPrintable(missing.error));
+    QVERIFY(test::writeGoldenTable(test::goldenTablePath(scratch, c.name), flippedFile.mid(4)));
+    const test::GoldenTable corrupt =
+        test::readGoldenTable(test::goldenTablePath(scratch, c.name), c.name, inputs_, bytes);
+    QVERIFY2(!corrupt.error.isEmpty(), "a table whose payload is not NVIDIA's codes was read");
+    std::vector<float> other = inputs_;
+    other[5] = 1.0f;
+    const test::GoldenTable stale = test::codesFromPayload(payload, c.name, other, bytes);
+    QVERIFY2(stale.error.contains(QStringLiteral("regenerate")), qPrintable(stale.error));
+    QDir(scratch).removeRecursively();
+}
+
+#if !defined(PLAB_HAVE_CUDA_HEADERS)
+void TestNvidiaBitexact::tablesAreNvidiasOwn() {
+    QSKIP("NVIDIA's cuda_fp*.h headers were not found at configure time: the golden tables are "
+          "checked, the headers themselves are not (install the CUDA toolkit or set CUDA_HOME)");
+}
+void TestNvidiaBitexact::exhaustiveSweep() {
+    tablesAreNvidiasOwn();
+}
+#else
+
+// The second check: the committed tables are what this machine's headers say, input by input.
+void TestNvidiaBitexact::tablesAreNvidiasOwn() {
+    for (const test::NvidiaConversion& c : test::nvidiaConversions()) {
+        const test::GoldenTable golden = table(c);
+        QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
+        for (std::size_t i = 0; i < inputs_.size(); ++i) {
+            const std::uint32_t theirs = c.convert(inputs_[i]);
+            if (theirs != golden.codes[i])
+                QFAIL(qPrintable(QStringLiteral("table differs from the headers: ") +
+                                 describe(c, inputs_[i], golden.codes[i], theirs)));
         }
     }
 }
@@ -152,5 +248,5 @@ void TestNvidiaBitexact::exhaustiveSweep() {
 }
 #endif
 
-QTEST_APPLESS_MAIN(TestNvidiaBitexact)
+QTEST_GUILESS_MAIN(TestNvidiaBitexact)
 #include "test_nvidia_bitexact.moc"

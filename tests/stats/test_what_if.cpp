@@ -16,6 +16,8 @@ class TestWhatIf : public QObject {
 private slots:
     void predictsQuantizerClasses_data();
     void predictsQuantizerClasses();
+    void thresholdNeighboursAreExact_data();
+    void thresholdNeighboursAreExact();
     void measuredSharesAreTheCounts();
 };
 
@@ -76,6 +78,107 @@ void TestWhatIf::predictsQuantizerClasses() {
              qPrintable(QStringLiteral("overflow %1 vs %2")
                             .arg(predicted.overflow)
                             .arg(actual.fraction(QuantClass::Overflow))));
+}
+
+// The definition, bin by bin: a recorded value at its bin's centre v is judged by log2(v) +
+// log2(factor) against the format's thresholds (flushed below half the smallest value, subnormal
+// below min normal, overflow above max finite). Values in the bins nearest each threshold, on
+// either side, must be classed exactly so: a preview that reads its bins one off moves one of
+// them across. The bins two away lie wholly on their side, and there the quantiser itself must
+// agree with the preview.
+void TestWhatIf::thresholdNeighboursAreExact_data() {
+    QTest::addColumn<QString>("format");
+    QTest::addColumn<double>("log2Factor");
+    for (const QString& f :
+         {QStringLiteral("fp16"), QStringLiteral("bf16"), QStringLiteral("fp8-e5m2"),
+          QStringLiteral("fp8-e4m3"), QStringLiteral("fp6-e3m2"), QStringLiteral("e5m10:nosub")})
+        for (double k : {0.0, 12.0, -9.5, 5.1, 0.3})
+            QTest::newRow(qPrintable(QStringLiteral("%1 x2^%2").arg(f).arg(k))) << f << k;
+}
+
+namespace {
+
+enum class Judged { Flushed, Subnormal, Normal, Overflow };
+QLatin1String name(Judged j) {
+    static const char* const kNames[] = {"flushed", "subnormal", "normal", "overflow"};
+    return QLatin1String(kNames[static_cast<int>(j)]);
+}
+
+Judged judgeByDefinition(const FormatSpec& format, double log2Value) {
+    const bool hasSubnormals = format.hasZero && format.subnormals && format.mantissaBits > 0;
+    if (log2Value > std::log2(format.maxFinite()))
+        return Judged::Overflow;
+    if (format.hasZero && log2Value < std::log2(format.minPositive()) - 1.0)
+        return Judged::Flushed;
+    if (hasSubnormals && log2Value < std::log2(format.minNormal()))
+        return Judged::Subnormal;
+    return Judged::Normal;
+}
+
+} // namespace
+
+void TestWhatIf::thresholdNeighboursAreExact() {
+    QFETCH(QString, format);
+    QFETCH(double, log2Factor);
+    const FormatSpec spec = parseFormat(format.toStdString());
+    const double factor = std::exp2(log2Factor);
+    const bool hasSubnormals = spec.hasZero && spec.subnormals && spec.mantissaBits > 0;
+    std::vector<double> thresholds = {std::log2(spec.maxFinite())};
+    if (spec.hasZero)
+        thresholds.push_back(std::log2(spec.minPositive()) - 1.0);
+    if (hasSubnormals)
+        thresholds.push_back(std::log2(spec.minNormal()));
+    int checked = 0;
+    for (double threshold : thresholds) {
+        // Recorded bin centres sit at (k + 0.5) / 4; k0 is the last whose shifted centre lies
+        // below the threshold.
+        const int k0 =
+            static_cast<int>(std::ceil(kHistBinsPerBinade * (threshold - log2Factor) - 0.5)) - 1;
+        for (int k = k0 - 1; k <= k0 + 2; ++k) {
+            const double log2Recorded = (k + 0.5) / kHistBinsPerBinade;
+            const float value = static_cast<float>(std::exp2(log2Recorded));
+            if (!(value > 0.0f) || std::isinf(value))
+                continue; // outside float32: no recorded value can sit there
+            QuantStats recorded;
+            recorded.histogram[static_cast<std::size_t>(histogramBin(value))] = 1;
+            recorded.counts[static_cast<std::size_t>(QuantClass::Normal)] = 1;
+            const WhatIfFractions f = whatIf(recorded, spec, factor);
+            const Judged expected = judgeByDefinition(spec, log2Recorded + log2Factor);
+            const Judged got = f.overflow == 1.0    ? Judged::Overflow
+                               : f.flushed == 1.0   ? Judged::Flushed
+                               : f.subnormal == 1.0 ? Judged::Subnormal
+                                                    : Judged::Normal;
+            QVERIFY2(got == expected && f.normal + f.overflow + f.flushed + f.subnormal == 1.0,
+                     qPrintable(QStringLiteral("2^%1 x2^%2 near threshold 2^%3: class %4, the "
+                                               "definition says %5")
+                                    .arg(log2Recorded)
+                                    .arg(log2Factor)
+                                    .arg(threshold)
+                                    .arg(name(got), name(expected))));
+            ++checked;
+            // Two bins away the whole bin is on its side: the cast agrees.
+            if (k != k0 - 1 && k != k0 + 2)
+                continue;
+            const float scaled = static_cast<float>(static_cast<double>(value) * factor);
+            QuantStats actual;
+            float out = 0.0f;
+            Quantizer(QuantConfig::forFormat(spec)).quantize({&scaled, 1}, {&out, 1}, &actual);
+            const QuantClass cast =
+                actual.count(QuantClass::Overflow) == 1    ? QuantClass::Overflow
+                : actual.count(QuantClass::Underflow) == 1 ? QuantClass::Underflow
+                : actual.count(QuantClass::Subnormal) == 1 ? QuantClass::Subnormal
+                                                           : QuantClass::Normal;
+            const QuantClass preview = got == Judged::Overflow    ? QuantClass::Overflow
+                                       : got == Judged::Flushed   ? QuantClass::Underflow
+                                       : got == Judged::Subnormal ? QuantClass::Subnormal
+                                                                  : QuantClass::Normal;
+            QVERIFY2(cast == preview, qPrintable(QStringLiteral("%1 cast as %2, previewed as %3")
+                                                     .arg(static_cast<double>(scaled), 0, 'g', 9)
+                                                     .arg(QLatin1String(toString(cast)))
+                                                     .arg(QLatin1String(toString(preview)))));
+        }
+    }
+    QVERIFY(checked >= 4);
 }
 
 // At the recorded scale the views show the cast's own counts, not the histogram's estimate: a
