@@ -276,13 +276,16 @@ void GradientView::refresh() {
                              : QString::number(stats.error.sqnrDb(), 'f', 1))
                     .arg(stats.error.normRelativeError() >= 0 ? QStringLiteral("+") : QString())
                     .arg(100.0 * stats.error.normRelativeError(), 0, 'f', 2);
+    // Flushed and the other classes as shares of the nonzero values, the one definition of
+    // "flushed" (QuantStats::flushedShare; README): a ReLU's true zeros do not dilute them.
+    const WhatIfFractions::OfNonzero& nz = m_fractions.ofNonzero;
     m_counters->setText(
-        tr("<b>%1</b> in <b>%2</b>%3: &nbsp; true zeros %4 &nbsp;·&nbsp; "
+        tr("<b>%1</b> in <b>%2</b>%3: &nbsp; true zeros %4 of all; of the nonzero: &nbsp; "
            "<span style='color:#c03030'>flushed %5</span> &nbsp;·&nbsp; subnormal %6 &nbsp;·&nbsp; "
            "normal %7 &nbsp;·&nbsp; overflow %8 &nbsp;·&nbsp; NaN %9%10 &nbsp; (step %11)")
             .arg(tr(roleTitle(r)), QString::fromStdString(format.name), note.sharesLine)
-            .arg(pct(m_fractions.zero), pct(m_fractions.flushed), pct(m_fractions.subnormal),
-                 pct(m_fractions.normal), pct(m_fractions.overflow), pct(m_fractions.nan), error)
+            .arg(pct(m_fractions.zero), pct(nz.flushed), pct(nz.subnormal), pct(nz.normal),
+                 pct(nz.overflow), pct(nz.nan), error)
             .arg(m_snapshot.statsStep));
     emit shown();
 }

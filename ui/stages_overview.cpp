@@ -66,11 +66,11 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
                 highest = std::max(highest, b);
             }
         const WhatIfFractions f = measuredFractions(q);
-        row.summary = q.total() == 0
-                          ? tr("not counted")
-                          : tr("%1  flushed %2  overflow %3")
-                                .arg(QString::fromStdString(format.name), compactPercent(f.flushed),
-                                     compactPercent(f.overflow));
+        row.summary = q.total() == 0 ? tr("not counted")
+                                     : tr("%1  flushed %2  overflow %3")
+                                           .arg(QString::fromStdString(format.name),
+                                                compactPercent(f.ofNonzero.flushed),
+                                                compactPercent(f.ofNonzero.overflow));
         if (role == TensorRole::Activations && !stage.channelAmax.empty())
             row.summary +=
                 tr("  outliers %1")

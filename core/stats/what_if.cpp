@@ -9,21 +9,45 @@ double shiftedBinCentreLog2(int bin, double factor) {
     return histogramBinLowerLog2(bin) + 0.5 / kHistBinsPerBinade + std::log2(factor);
 }
 
-WhatIfFractions measuredFractions(const QuantStats& recorded) {
+namespace {
+
+// Counts (whole numbers, exact in a double) to both kinds of share, each one division, so that
+// ofNonzero.flushed is bit for bit QuantStats::flushedShare's underflow / (total - zero).
+WhatIfFractions fromCounts(const WhatIfFractions& counts) {
+    const double nonzero =
+        counts.flushed + counts.subnormal + counts.normal + counts.overflow + counts.nan;
+    const double total = counts.zero + nonzero;
+    if (total == 0.0)
+        return {};
     WhatIfFractions f;
-    f.zero = recorded.fraction(QuantClass::Zero);
-    f.flushed = recorded.fraction(QuantClass::Underflow);
-    f.subnormal = recorded.fraction(QuantClass::Subnormal);
-    f.normal = recorded.fraction(QuantClass::Normal);
-    f.overflow = recorded.fraction(QuantClass::Overflow);
-    f.nan = recorded.fraction(QuantClass::NaN);
+    f.zero = counts.zero / total;
+    f.flushed = counts.flushed / total;
+    f.subnormal = counts.subnormal / total;
+    f.normal = counts.normal / total;
+    f.overflow = counts.overflow / total;
+    f.nan = counts.nan / total;
+    if (nonzero > 0.0)
+        f.ofNonzero = {counts.flushed / nonzero, counts.subnormal / nonzero,
+                       counts.normal / nonzero, counts.overflow / nonzero, counts.nan / nonzero};
     return f;
 }
 
+} // namespace
+
+WhatIfFractions measuredFractions(const QuantStats& recorded) {
+    WhatIfFractions counts;
+    counts.zero = static_cast<double>(recorded.count(QuantClass::Zero));
+    counts.flushed = static_cast<double>(recorded.count(QuantClass::Underflow));
+    counts.subnormal = static_cast<double>(recorded.count(QuantClass::Subnormal));
+    counts.normal = static_cast<double>(recorded.count(QuantClass::Normal));
+    counts.overflow = static_cast<double>(recorded.count(QuantClass::Overflow));
+    counts.nan = static_cast<double>(recorded.count(QuantClass::NaN));
+    return fromCounts(counts);
+}
+
 WhatIfFractions whatIf(const QuantStats& recorded, const FormatSpec& format, double factor) {
-    WhatIfFractions f;
-    const double total = static_cast<double>(recorded.total());
-    if (total == 0.0 || !(factor > 0.0))
+    WhatIfFractions f; // counts first
+    if (recorded.total() == 0 || !(factor > 0.0))
         return f;
     const double flushBelow = std::log2(format.minPositive()) - 1.0; // half the smallest value
     const double normalFrom = std::log2(format.minNormal());
@@ -46,9 +70,7 @@ WhatIfFractions whatIf(const QuantStats& recorded, const FormatSpec& format, dou
     f.zero = static_cast<double>(recorded.histogram[kHistZeroBin]);
     f.overflow += static_cast<double>(recorded.histogram[kHistInfBin]);
     f.nan = static_cast<double>(recorded.histogram[kHistNanBin]);
-    for (double* v : {&f.zero, &f.flushed, &f.subnormal, &f.normal, &f.overflow, &f.nan})
-        *v /= total;
-    return f;
+    return fromCounts(f);
 }
 
 } // namespace plab

@@ -9,6 +9,9 @@
 
 namespace plab {
 
+// The classes' shares of all elements (they add up to 1: what the histogram's bars show), and
+// the same classes over the nonzero values: "flushed" wherever a share is shown means the latter
+// (QuantStats::flushedShare, README: true zeros were never flushed and do not dilute it).
 struct WhatIfFractions {
     double zero = 0.0;    // true zeros (unchanged by scaling)
     double flushed = 0.0; // would round to zero
@@ -16,6 +19,13 @@ struct WhatIfFractions {
     double normal = 0.0;
     double overflow = 0.0; // past max finite, or Inf
     double nan = 0.0;
+    struct OfNonzero {
+        double flushed = 0.0; // equals QuantStats::flushedShare at the recorded scale
+        double subnormal = 0.0;
+        double normal = 0.0;
+        double overflow = 0.0;
+        double nan = 0.0;
+    } ofNonzero;
 };
 
 // factor multiplies the values the histogram was recorded from (new scale / recorded scale).

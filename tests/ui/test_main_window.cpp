@@ -181,12 +181,50 @@ void TestMainWindow::sliderReshadesBeforeNextStep() {
     QVERIFY2(flushedAt1 > 0.05, qPrintable(QString::number(flushedAt1)));
     const auto counters = [view] { return view->findChildren<QLabel*>().back()->text(); };
     QVERIFY2(counters().contains(QLatin1String(" dB")), qPrintable(counters()));
+    // The numbers on show are the cast's counts, and "flushed" is QuantStats::flushedShare (of
+    // the nonzero values), in the line, the all-layers row and the record alike.
+    const TrainingSnapshot shown = *m_window->controller()->latest();
+    const QuantStats& grads = shown.stages[2].role(TensorRole::ActivationGradients);
+    const FormatSpec fp16 = parseFormat("fp16");
+    QVERIFY2(counters().contains(QLatin1String("in <b>fp16</b>")), qPrintable(counters()));
+    QCOMPARE(view->currentFractions().ofNonzero.flushed, grads.flushedShare());
+    const auto percent = [](double share) {
+        return QString::number(100.0 * share, 'f', 2) + QLatin1Char('%');
+    };
+    QVERIFY2(counters().contains(QLatin1String("flushed ") + percent(grads.flushedShare())),
+             qPrintable(counters()));
+    QTabWidget* tabs = m_window->detailTabs();
+    const int tabBefore = tabs->currentIndex();
+    tabs->setCurrentIndex(
+        tabs->indexOf(m_window->stagesOverview()->parentWidget()->parentWidget()));
+    QCOMPARE(m_window->stagesOverview()->rows().size(), std::size_t{3});
+    const StagesOverview::Row row = m_window->stagesOverview()->rows()[2];
+    tabs->setCurrentIndex(tabBefore);
+    QVERIFY2(row.summary.contains(
+                 QStringLiteral("flushed %1%").arg(100.0 * grads.flushedShare(), 0, 'g', 3)),
+             qPrintable(row.summary));
+    // The slider's preview is whatIf's, exactly: the histogram shifted by 2^12 over the scale
+    // the step ran with.
+    const auto expectPreview = [&](double log2Scale) {
+        const WhatIfFractions expected =
+            whatIf(grads, fp16, std::exp2(log2Scale) / shown.scalars.scale);
+        const WhatIfFractions got = view->currentFractions();
+        QCOMPARE(got.flushed, expected.flushed);
+        QCOMPARE(got.subnormal, expected.subnormal);
+        QCOMPARE(got.normal, expected.normal);
+        QCOMPARE(got.overflow, expected.overflow);
+        QCOMPARE(got.ofNonzero.flushed, expected.ofNonzero.flushed);
+        QVERIFY2(
+            counters().contains(QLatin1String("flushed ") + percent(expected.ofNonzero.flushed)),
+            qPrintable(counters()));
+    };
 
     QSlider* slider = m_window->scaleSlider()->slider();
     slider->setFocus();
     for (int i = 0; i < 12; ++i)
         QTest::keyClick(slider, Qt::Key_PageUp); // +12 binades
     QCOMPARE(m_window->scaleSlider()->log2Scale(), 12.0);
+    expectPreview(12.0);
     // The preview does not carry the real cast's SQNR over to another scale (issue 42 item 24).
     QVERIFY2(!counters().contains(QLatin1String(" dB")) &&
                  counters().contains(QLatin1String("measured at the step's scale only")),
@@ -198,9 +236,11 @@ void TestMainWindow::sliderReshadesBeforeNextStep() {
         QTest::keyClick(slider, Qt::Key_PageDown);
     const double flushedDown = view->currentFractions().flushed;
     QVERIFY(flushedDown > flushedAt1);
+    expectPreview(-8.0);
     // Far up, FP16 overflows instead.
     m_window->scaleSlider()->setLog2Scale(32.0);
     QVERIFY(view->currentFractions().overflow > 0.0);
+    expectPreview(32.0);
     m_window->controller()->poll();
     QCOMPARE(m_window->controller()->latest()->scalars.step, step); // no training happened
     m_window->scaleSlider()->setLog2Scale(0.0);
