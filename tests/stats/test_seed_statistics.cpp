@@ -57,6 +57,9 @@ void TestSeedStatistics::welchDifferenceAndVerdict() {
     const Difference welch =
         difference(summarise({1, 1.1, 0.9, 1.05, 0.95}), summarise({0, 4, 1, 3, 2}));
     QVERIFY(welch.df > 4.0 && welch.df < 4.2);
+    // t at the whole df below (4: 2.776), not above (5: 2.571): the wider, honest interval.
+    const double se = std::sqrt(0.00625 / 5.0 + 2.5 / 5.0);
+    QVERIFY2(std::fabs(welch.ci95 - 2.776 * se) < 1e-12, qPrintable(QString::number(welch.ci95)));
 }
 
 void TestSeedStatistics::nonFiniteAndTooFew() {
