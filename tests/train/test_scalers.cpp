@@ -33,6 +33,7 @@ private slots:
     void perLayerBeatsBestStaticScale();
     void amaxHistoryWindow();
     void amaxScaling();
+    void amaxScalingLeavesWideStagesAlone();
     void mxBlocks();
     void policiesTrain_data();
     void policiesTrain();
@@ -115,12 +116,14 @@ void TestScalers::enhancedFloorNeverUndercut() {
     s.floorMax = 512.0;
     s.growthInterval = 1000000;
     DynamicScaler d(s);
-    double lastFloor = 0.0;
+    QCOMPARE(d.floor(), 64.0);
     for (int step = 0; step < 200; ++step) {
         d.update(step % 2 == 0); // overflow every other step: a plain dynamic scaler collapses
         QVERIFY2(d.scale() >= d.floor(), qPrintable(QStringLiteral("step %1").arg(step)));
-        QVERIFY(d.floor() >= lastFloor); // the floor only rises
-        lastFloor = d.floor();
+        // The floor rises on the step the definition names: after k updates it is
+        // 64 * 2^(whole periods of 10 in k), at most 512 (k = 10 is the first rise, to 128).
+        const int updates = step + 1;
+        QCOMPARE(d.floor(), std::min(512.0, 64.0 * std::exp2(updates / 10)));
     }
     QCOMPARE(d.floor(), 512.0);
     QCOMPARE(d.scale(), 512.0);
@@ -297,6 +300,11 @@ void TestScalers::amaxScaling() {
     QCOMPARE(amaxScale(224.0, e4m3, 0), 2.0);
     QCOMPARE(amaxScale(224.0, e4m3, 1), 1.0);
     QCOMPARE(amaxScale(0.0, e4m3, 0), 1.0);
+    // A format with FP32's exponent range takes no scale, whatever its amax (its max over an
+    // amax below 1 is past FP32's range).
+    for (const char* wide : {"bf16", "fp32", "e8m7"})
+        for (double amax : {1e-30, 1e-4, 1.0, 224.0, 1e30})
+            QCOMPARE(amaxScale(amax, parseFormat(wide), 0), 1.0);
     QCOMPARE(amaxOf(std::vector<float>{1.0f, -7.0f, INFINITY, 3.0f}), 7.0);
     // Tiny values that E4M3 flushes come through with their scale.
     std::vector<float> tiny(64, 1e-4f), plain = tiny;
@@ -307,6 +315,30 @@ void TestScalers::amaxScaling() {
     QCOMPARE(plainStats.count(QuantClass::Underflow), 64ull);
     QCOMPARE(scaledStats.count(QuantClass::Underflow), 0ull);
     QVERIFY(std::fabs(tiny[0] - 1e-4f) < 1e-4f * 0.07f); // within E4M3's half step
+}
+
+// A recipe that keeps its last stage in BF16 under current amax scaling: that stage's casts take
+// no scale (tensorScale 1 for every product input), the FP8 stages do, and training stays finite.
+void TestScalers::amaxScalingLeavesWideStagesAlone() {
+    nlohmann::json j = findPreset("fp8-hybrid-current").json;
+    j["recipe"]["overrides"] = {{{"stage", -1},
+                                 {"weights", "bf16"},
+                                 {"activations", "bf16"},
+                                 {"activation_gradients", "bf16"}}};
+    j["data"] = {{"train_size", 512}, {"test_size", 128}};
+    j["model"] = {{"hidden", {32, 32}}};
+    j["train"] = {{"steps", 5}, {"batch_size", 64}, {"stats_every", 1}};
+    const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 512, 128));
+    Trainer t(configFromJson(j), data);
+    for (int i = 0; i < 5; ++i)
+        QVERIFY(std::isfinite(t.step().scalars.loss));
+    const std::size_t last = t.stageStats().size() - 1;
+    for (TensorRole role :
+         {TensorRole::Weights, TensorRole::Activations, TensorRole::ActivationGradients}) {
+        const auto r = static_cast<std::size_t>(role);
+        QCOMPARE(t.stageStats()[last].tensorScale[r], 1.0);
+        QVERIFY2(t.stageStats()[0].tensorScale[r] != 1.0, toString(role).data());
+    }
 }
 
 // The one-pass chunked quantizeScaled against the plain definition (copy, scale, quantise the
