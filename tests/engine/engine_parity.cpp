@@ -2,6 +2,7 @@
 #include "engine_parity.h"
 
 #include "layer_cases.h"
+#include "parity_helpers.h"
 
 #include "engine/cpu_ops.h"
 #include "gpt/gpt_model.h"
@@ -54,46 +55,6 @@ int finish(const Report& report, const std::string& title) {
                 report.failures.size());
     return report.failures.empty() ? 0 : 1;
 }
-
-namespace {
-
-std::vector<float> randomValues(std::size_t n, std::uint32_t seed, float sd = 1.0f) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, sd);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = normal(rng);
-    return v;
-}
-
-// Host data mirrored into an engine's memory.
-struct Mirror {
-    TensorOps& ops;
-    Tensor t;
-    Mirror(TensorOps& o, const std::vector<float>& host) : ops(o), t(o.allocate(host.size())) {
-        ops.upload(t, host.data());
-    }
-    std::vector<float> read() const {
-        std::vector<float> host(t.size);
-        ops.download(host.data(), t);
-        return host;
-    }
-};
-
-std::string describe(const std::string& what, double error, double bound) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%s: normalised error %.3g > %.3g", what.c_str(), error,
-                  bound);
-    return line;
-}
-
-void compare(Report& report, const std::string& what, const std::vector<float>& got,
-             const std::vector<float>& want, double bound) {
-    const double e = normalisedError(got, want);
-    report.expect(e <= bound, describe(what, e, bound));
-}
-
-} // namespace
 
 void layers(const OpsFactory& candidate, Report& report) {
     const Quantizer fp16(QuantConfig::forFormat(parseFormat("fp16")));
@@ -264,18 +225,6 @@ void lossAndReductions(const OpsFactory& candidate, Report& report) {
     report.expect(!ops->allFinite(c.t), "allFinite: true with an Inf");
     report.expect(ops->amax(c.t) == 3.5, "amax: Inf not skipped");
 }
-
-namespace {
-
-bool bitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-bool sameStats(const QuantStats& a, const QuantStats& b) {
-    return a.counts == b.counts && a.histogram == b.histogram && a.amax == b.amax;
-}
-
-} // namespace
 
 void quantisers(const OpsFactory& candidate, Report& report) {
     std::vector<float> v = randomValues(4099, 9, 30.0f);

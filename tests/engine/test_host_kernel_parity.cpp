@@ -1,10 +1,11 @@
 // The GPU engine's kernels, run on the host (KernelOps with the host policy), against the CPU
-// engine: every layer's forward and backward (tests/engine/layer_cases.h), the whole GPT's, the
-// loss and reductions, the scaled and MX quantisers (bit for bit), the optimisers, training runs
-// of every preset on the MLP and on the GPT (compared on several seeds: see engine_parity.h),
-// and statistics that arrive a step late as a GPU's do. The CUDA build runs the same checks on
-// a device (tests/gpu/test_gpu_engine.cpp); this one runs everywhere, so the kernels' arithmetic
-// and indexing are tested on every CI run.
+// engine (and both engines, operation by operation, against references written from the
+// contract: op_cases.h): every layer's forward and backward (tests/engine/layer_cases.h), the whole
+// GPT's, the loss and reductions, the scaled and MX quantisers (bit for bit), the optimisers,
+// training runs of every preset on the MLP and on the GPT (compared on several seeds: see
+// engine_parity.h), and statistics that arrive a step late as a GPU's do. The CUDA build runs the
+// same checks on a device (tests/gpu/test_gpu_engine.cpp); this one runs everywhere, so the
+// kernels' arithmetic and indexing are tested on every CI run.
 //
 // Usage: test_host_kernel_parity [kernels | presets K/N | gpt K/N] [--sanitizer]: everything;
 // the kernel checks and the CNN's training runs; or part K of N of the presets' training runs on
@@ -14,6 +15,7 @@
 #include "engine/cpu_ops.h"
 #include "engine/host_kernel_ops.h"
 #include "engine_parity.h"
+#include "op_cases.h"
 
 #include <cstdio>
 #include <memory>
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
     parity::Report report;
     const parity::OpsFactory hostKernels = [] { return makeHostKernelOps(); };
     if (!parted) {
+        // Every operation against its reference, on both engines.
+        parity::opTable(hostKernels, report);
+        parity::opTable([] { return std::make_unique<CpuOps>(); }, report);
         parity::layers(hostKernels, report);
         parity::gptModel(hostKernels, report);
         parity::lossAndReductions(hostKernels, report);
