@@ -8,6 +8,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_ops.h"
 #include "engine_parity.h"
+#include "op_cases.h"
 #include "require_gpu.h"
 
 #include "nn/linear.h"
@@ -85,6 +86,7 @@ int main() {
         report.expect(engine.find("own GEMM kernel") == std::string::npos,
                       "cuBLAS expected (PLAB_REQUIRE_GPU, PLAB_NO_CUBLAS unset): " + engine);
     ownGemmBitExact(gpu, report);
+    parity::opTable(gpu, report);
     parity::layers(gpu, report);
     parity::gptModel(gpu, report);
     parity::lossAndReductions(gpu, report);
