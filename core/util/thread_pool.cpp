@@ -106,6 +106,11 @@ void ThreadPool::runTasks() {
     }
 }
 
+unsigned ThreadPool::sleepingWorkers() {
+    std::lock_guard lock(m_mutex); // a worker counts itself and waits under it
+    return m_sleeping;
+}
+
 void ThreadPool::workerLoop() {
     std::size_t seenGeneration = 0;
     for (;;) {

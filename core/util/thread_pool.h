@@ -27,6 +27,9 @@ public:
     // Not reentrant: a task must not call parallelFor on the same pool.
     void parallelFor(std::size_t tasks, const std::function<void(std::size_t)>& task);
 
+    // Workers asleep between calls (done spinning): a state tests wait on instead of a sleep.
+    unsigned sleepingWorkers();
+
 private:
     void workerLoop();
     void runTasks();

@@ -78,8 +78,15 @@ void TestSession::stepPauseAndScale() {
     session.pause();
     QVERIFY(waitFor([&] { return session.state() == SessionState::Paused; }));
     const std::int64_t at = session.latestSnapshot()->scalars.step;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    QCOMPARE(session.latestSnapshot()->scalars.step, at); // paused means no more steps
+    // Paused means no more steps: the worker goes round its loop (it takes two commands, one
+    // after the other) and steps no further. A state to wait on, not a sleep a loaded machine
+    // may not honour.
+    for (int i = 0; i < 2; ++i) {
+        session.setLossScale(1.0);
+        session.waitForCommands();
+    }
+    QCOMPARE(session.state(), SessionState::Paused);
+    QCOMPARE(session.latestSnapshot()->scalars.step, at);
     session.reset();
     session.stepOnce();
     QVERIFY(waitFor([&] { return session.latestSnapshot()->scalars.step == 1; }));

@@ -34,6 +34,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
@@ -55,6 +56,29 @@ using namespace plab;
 constexpr int kWorkerWaitMs = 30000;
 
 namespace {
+
+// Until the controller's run has taken step `step`: it waits as long as the run keeps stepping
+// (paced steps on a loaded machine, under TSan), and gives up only when no step came for
+// kWorkerWaitMs (a stopped or hung run). Progress is the state waited on, not a total time.
+bool reachesStep(const TrainingController* c, std::int64_t step) {
+    std::int64_t seen = -1;
+    QElapsedTimer sinceLastStep;
+    sinceLastStep.start();
+    for (;;) {
+        const std::int64_t now = c->latest() ? c->latest()->scalars.step : 0;
+        if (now >= step)
+            return true;
+        if (now != seen) {
+            seen = now;
+            sinceLastStep.restart();
+        } else if (sinceLastStep.elapsed() > kWorkerWaitMs) {
+            qWarning("the run stopped at step %lld of %lld", static_cast<long long>(now),
+                     static_cast<long long>(step));
+            return false;
+        }
+        QTest::qWait(10);
+    }
+}
 
 // The window's combo box that offers `item` (a preset, a policy).
 QComboBox* boxOffering(QWidget* window, const QString& item) {
@@ -169,7 +193,7 @@ void TestMainWindow::stepsAndShowsGradients() {
 void TestMainWindow::sliderReshadesBeforeNextStep() {
     // Train until the classifier's loss gradients have become small enough to flush in FP16.
     m_window->controller()->train();
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->latest()->scalars.step >= 80, 30000);
+    QVERIFY(reachesStep(m_window->controller(), 80));
     m_window->controller()->pause();
     QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->state() == SessionState::Paused,
                              kWorkerWaitMs);
@@ -676,7 +700,7 @@ void TestMainWindow::screenshotAfterTraining() {
     const std::int64_t before = m_window->controller()->latest()->scalars.step;
     QTest::keyClick(m_window.get(), Qt::Key_Space); // Train
     QCOMPARE(m_window->trainAction()->text(), QStringLiteral("Pause"));
-    QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->latest()->scalars.step >= before + 40, 30000);
+    QVERIFY(reachesStep(m_window->controller(), before + 40));
     QTest::keyClick(m_window.get(), Qt::Key_Space); // Pause
     QTRY_VERIFY_WITH_TIMEOUT(m_window->controller()->state() == SessionState::Paused,
                              kWorkerWaitMs);
@@ -877,7 +901,7 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QCOMPARE(w.paceBox()->currentData().toDouble(), MainWindow::kDefaultPace);
     // 2. Train (Space); a person watching pauses after a few seconds (here: past step 150).
     QTest::keyClick(&w, Qt::Key_Space);
-    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step >= 150, 30000);
+    QVERIFY(reachesStep(c, 150));
     QTest::keyClick(&w, Qt::Key_Space);
     QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Paused, kWorkerWaitMs);
     c->poll(); // the snapshot of the step it paused after

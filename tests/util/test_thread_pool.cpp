@@ -62,18 +62,35 @@ void TestThreadPool::everyTaskRunsOnce() {
 }
 
 void TestThreadPool::allThreadsTakePart_data() {
-    QTest::addColumn<int>("pauseMicroseconds");
-    QTest::newRow("back to back (workers spinning)") << 0;
-    QTest::newRow("after a pause (workers asleep)") << 5000;
+    QTest::addColumn<bool>("asleep");
+    QTest::newRow("back to back (workers spinning)") << false;
+    QTest::newRow("workers asleep") << true;
 }
+
+namespace {
+
+// Until every worker has stopped spinning and sleeps (the state itself, not a pause that a
+// loaded machine may not honour); false after 30 s.
+bool waitUntilAsleep(ThreadPool& pool) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (pool.sleepingWorkers() != pool.threadCount() - 1) {
+        if (std::chrono::steady_clock::now() > deadline)
+            return false;
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+} // namespace
 
 void TestThreadPool::allThreadsTakePart() {
     // Each of 4 tasks waits until all 4 run at once: only possible if every worker took one.
-    QFETCH(int, pauseMicroseconds);
+    QFETCH(bool, asleep);
     constexpr unsigned kThreads = 4;
     ThreadPool pool(kThreads);
     for (int round = 0; round < 20; ++round) {
-        std::this_thread::sleep_for(std::chrono::microseconds(pauseMicroseconds));
+        if (asleep)
+            QVERIFY(waitUntilAsleep(pool));
         Meeting meeting(kThreads);
         std::atomic<unsigned> met{0};
         pool.parallelFor(kThreads, [&](std::size_t) {
@@ -85,14 +102,15 @@ void TestThreadPool::allThreadsTakePart() {
 }
 
 void TestThreadPool::destroysWhileSpinningOrAsleep() {
-    for (int pause : {0, 5000}) {
+    for (bool asleep : {false, true}) {
         const auto start = std::chrono::steady_clock::now();
         {
             ThreadPool pool(3);
             std::atomic<int> runs{0};
             pool.parallelFor(3, [&](std::size_t) { runs.fetch_add(1); });
             QCOMPARE(runs.load(), 3);
-            std::this_thread::sleep_for(std::chrono::microseconds(pause));
+            if (asleep)
+                QVERIFY(waitUntilAsleep(pool));
         } // joins the workers
         QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
     }
