@@ -326,6 +326,31 @@ void loss(TensorOps& ops, Report& report) {
             want, kFp32Bound);
 }
 
+// SGD (PyTorch's form) and Adam/AdamW as their papers write them, in double with the state in
+// double: v = mu v + (g + wd w), u = lr v; m = b1 m + (1 - b1) g', v = b2 v + (1 - b2) g'^2,
+// u = lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps), g' = g + wd w for Adam, and AdamW's
+// decoupled decay adding lr wd w.
+void textbookUpdate(const OptimizerSettings& s, int step, const std::vector<float>& grad,
+                    const std::vector<float>& master, std::vector<float>& update,
+                    std::vector<double>& first, std::vector<double>& second, double lr) {
+    const bool adamW = s.kind == OptimizerKind::AdamW;
+    for (std::size_t i = 0; i < grad.size(); ++i) {
+        const double w = master[i];
+        const double g = grad[i] + (adamW ? 0.0 : s.weightDecay * w);
+        if (s.kind == OptimizerKind::Sgd) {
+            first[i] = s.momentum * first[i] + g;
+            update[i] = static_cast<float>(lr * first[i]);
+            continue;
+        }
+        first[i] = s.beta1 * first[i] + (1.0 - s.beta1) * g;
+        second[i] = s.beta2 * second[i] + (1.0 - s.beta2) * g * g;
+        const double mHat = first[i] / (1.0 - std::pow(s.beta1, step));
+        const double vHat = second[i] / (1.0 - std::pow(s.beta2, step));
+        update[i] = static_cast<float>(lr * mHat / (std::sqrt(vHat) + s.epsilon) +
+                                       (adamW ? lr * s.weightDecay * w : 0.0));
+    }
+}
+
 // The optimisers with zero gradients among the inputs: Adam without weight decay leaves those
 // parameters' update exactly 0, and a zero update is not an update at all, so never a lost one
 // (every GPT run has such rows: the embeddings of tokens a batch does not hold).
@@ -345,9 +370,10 @@ void optimisers(TensorOps& ops, Report& report) {
                                                  : kind == OptimizerKind::Adam ? "adam"
                                                                                : "adamw") +
                                      (wd == 0.0 ? "" : " with decay");
-            // The reference: the host's definition of the update (engine/optimizer.h), then the
-            // master update and its counts from their definition.
-            std::vector<float> first(n), second(n), update(n), wantMaster = master;
+            // The reference: the textbook update, then the master update and its counts from
+            // their definition.
+            std::vector<double> first(n), second(n);
+            std::vector<float> update(n), wantMaster = master;
             const Mirror g(ops, grad), m(ops, master), u(ops, std::vector<float>(n)),
                 scratch(ops, std::vector<float>(n));
             const OptimizerState state{ops.allocate(n),
@@ -355,10 +381,7 @@ void optimisers(TensorOps& ops, Report& report) {
             std::uint64_t wantUpdates = 0, wantLost = 0;
             TensorOps::UpdateCounts got;
             for (int step = 1; step <= 3; ++step) {
-                computeOptimizerUpdate(settings, step, grad, wantMaster, update, first,
-                                       kind != OptimizerKind::Sgd ? std::span<float>(second)
-                                                                  : std::span<float>(),
-                                       0.01, fp32, nullptr, {});
+                textbookUpdate(settings, step, grad, wantMaster, update, first, second, 0.01);
                 std::vector<float> next(n);
                 for (std::size_t i = 0; i < n; ++i)
                     next[i] = wantMaster[i] - update[i];
