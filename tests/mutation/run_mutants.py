@@ -48,7 +48,10 @@ def copy_tree(work):
                 if x.read() == y.read():
                     continue
         os.makedirs(os.path.dirname(b), exist_ok=True)
-        shutil.copy2(a, b)
+        # A fresh modification time (not the original's, as copy2 would keep): a file edited
+        # while an earlier copy was building would otherwise look older than its object file.
+        shutil.copyfile(a, b)
+        shutil.copymode(a, b)
     return src
 
 
