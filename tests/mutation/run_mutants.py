@@ -52,6 +52,9 @@ def copy_tree(work):
         # while an earlier copy was building would otherwise look older than its object file.
         shutil.copyfile(a, b)
         shutil.copymode(a, b)
+    # A repository of its own: device_check_dry_run copies the tree as git lists it.
+    if not os.path.isdir(os.path.join(src, ".git")):
+        subprocess.check_call(["git", "init", "-q"], cwd=src)
     return src
 
 
