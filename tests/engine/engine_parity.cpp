@@ -437,12 +437,7 @@ void optimisers(const OpsFactory& candidate, Report& report) {
                                           std::pair{"candidate", sgdSteps(*ops, true, counting)}}) {
             const std::string what = std::string("sgd with fp32 state, one pass (") + engine +
                                      (counting ? ", counted" : "") + "): ";
-            report.expect(std::equal(want.values.begin(), want.values.end(), got.values.begin(),
-                                     [](float a, float b) { // a GPU's NaN has its own payload
-                                         return std::bit_cast<std::uint32_t>(a) ==
-                                                    std::bit_cast<std::uint32_t>(b) ||
-                                                (std::isnan(a) && std::isnan(b));
-                                     }),
+            report.expect(sameBitsOrBothNaN(got.values, want.values),
                           what + "master and momentum differ from the two passes' bit for bit");
             report.expect(got.state.counts == want.state.counts &&
                               got.state.histogram == want.state.histogram &&

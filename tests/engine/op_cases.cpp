@@ -36,13 +36,6 @@ std::vector<float> edgeValues(std::size_t n, std::uint32_t seed, float sd = 1.0f
     return v;
 }
 
-bool sameBitsOrBothNaN(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
-               return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y) ||
-                      (std::isnan(x) && std::isnan(y));
-           });
-}
-
 bool close(double got, double want, double relative) {
     return std::fabs(got - want) <= relative * std::max(1.0, std::fabs(want));
 }

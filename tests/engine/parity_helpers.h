@@ -5,6 +5,9 @@
 #include "engine/tensor_ops.h"
 #include "engine_parity.h"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -39,6 +42,14 @@ struct Mirror {
 
 inline bool bitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Bit for bit, except that any NaN equals any NaN (a GPU's NaN has its own payload).
+inline bool sameBitsOrBothNaN(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+               return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y) ||
+                      (std::isnan(x) && std::isnan(y));
+           });
 }
 
 inline bool sameStats(const QuantStats& a, const QuantStats& b) {

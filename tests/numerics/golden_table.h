@@ -11,7 +11,6 @@
 
 #include <bit>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 

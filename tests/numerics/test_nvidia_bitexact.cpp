@@ -17,6 +17,7 @@
 
 #include <bit>
 #include <cmath>
+#include <map>
 
 #if defined(PLAB_HAVE_CUDA_HEADERS)
 #include "nvidia_reference.h"
@@ -41,9 +42,10 @@ private slots:
 private:
     std::vector<float> inputs_;
     QString folder_;
-    test::GoldenTable table(const test::GoldenConversion& c) const {
-        return test::readGoldenTable(test::goldenTablePath(folder_, c.name), c.name, inputs_,
-                                     test::bytesPerCode(c.config.format.totalBits()));
+    // Read once, by conversion name: a missing or damaged one keeps its error for every check.
+    std::map<std::string, test::GoldenTable> tables_;
+    const test::GoldenTable& table(const test::GoldenConversion& c) const {
+        return tables_.at(c.name);
     }
 };
 
@@ -91,11 +93,15 @@ void TestNvidiaBitexact::initTestCase() {
     folder_ = qEnvironmentVariable("PLAB_GOLDEN_DIR");
     QVERIFY2(!folder_.isEmpty(), "PLAB_GOLDEN_DIR (set by CTest) names tests/numerics/golden");
     inputs_ = test::denseInputs();
+    for (const test::GoldenConversion& c : test::goldenConversions())
+        tables_[c.name] =
+            test::readGoldenTable(test::goldenTablePath(folder_, c.name), c.name, inputs_,
+                                  test::bytesPerCode(c.config.format.totalBits()));
 }
 
 void TestNvidiaBitexact::goldenCodes() {
     for (const test::GoldenConversion& c : test::goldenConversions()) {
-        const test::GoldenTable golden = table(c);
+        const test::GoldenTable& golden = table(c);
         QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
         const QString mismatch = firstCodeMismatch(c, inputs_, golden.codes);
         QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
@@ -106,7 +112,7 @@ void TestNvidiaBitexact::goldenKernelValues() {
     std::vector<float> out(inputs_.size());
     for (CpuKernel kernel : supportedCpuKernels()) {
         for (const test::GoldenConversion& c : test::goldenConversions()) {
-            const test::GoldenTable golden = table(c);
+            const test::GoldenTable& golden = table(c);
             QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
             Quantizer(c.config, kernel).quantize(inputs_, out, nullptr);
             for (std::size_t i = 0; i < inputs_.size(); ++i) {
@@ -190,7 +196,7 @@ void TestNvidiaBitexact::exhaustiveSweep() {
 // The second check: the committed tables are what this machine's headers say, input by input.
 void TestNvidiaBitexact::tablesAreNvidiasOwn() {
     for (const test::NvidiaConversion& c : test::nvidiaConversions()) {
-        const test::GoldenTable golden = table(c);
+        const test::GoldenTable& golden = table(c);
         QVERIFY2(golden.error.isEmpty(), qPrintable(golden.error));
         for (std::size_t i = 0; i < inputs_.size(); ++i) {
             const std::uint32_t theirs = c.convert(inputs_[i]);
