@@ -12,7 +12,10 @@
 //     s_enc = min(448 * max_elem / amax_t, FLT_MAX), or 1 when amax_t is 0 or s_enc is 0;
 //     q_b = e4m3_rne_saturate(amax_b * (s_enc * (1.0f / max_elem)));
 //     r_b = min(1 / (float(q_b) * (1 / s_enc)), FLT_MAX); elements x * r_b;
-//     dequantised (x_q * float(q_b)) / s_enc (a block whose q_b is 0 comes out as zeros).
+//     dequantised (x_q * float(q_b)) / s_enc. A block whose q_b is 0 is cast from x * 0: its
+//     elements are the format's zero, of x's sign where the format has a -0, +0 in an fnuz
+//     format. (Transformer Engine's r_b = FLT_MAX gives the same zeros for E2M1; for an fnuz
+//     format it would give -max * 0 = -0, a zero the element format does not have.)
 //     amax_t and amax_b are over non-NaN |x| (Inf included). max_elem is 6 for E2M1.
 //     "4/6" (optional): the block is also tried with max_elem 4 in q_b's formula, and the
 //     candidate whose dequantised block has the smaller squared error is kept (6 on a tie).
@@ -74,7 +77,7 @@ inline PLAB_HOST_DEVICE BlockScale nvfp4BlockScale(float amaxBlock, float tensor
     const float q = e4m3SaturatingNearestEven(amaxBlock * (tensorScale * (1.0f / target)));
     float r = 1.0f / (q * (1.0f / tensorScale));
     r = r < FLT_MAX ? r : FLT_MAX;
-    return {q == 0.0f ? 0.0f : r, q}; // q_b = 0: the block is zeros (x * 0 keeps the rule's result)
+    return {q == 0.0f ? 0.0f : r, q}; // q_b = 0: the elements are cast from x * 0 (above)
 }
 
 // 2^x as a float, x in [-149, 127], from the bits (ldexpf is a library call per block).

@@ -34,7 +34,10 @@ inline RefScale referenceScale(const BlockScheme& s, const FormatSpec& element, 
     case BlockScaleKind::Nvfp4: {
         const float q = e4m3Saturating(amax * (tensorScale * (1.0f / target)));
         const float r = std::min(1.0f / (q * (1.0f / tensorScale)), FLT_MAX);
-        return {r, q}; // q = 0: x * FLT_MAX saturates, and x_q * 0 = 0
+        // q = 0: the elements are cast from x * 0, the format's zero (block_scale.h). Not
+        // x * FLT_MAX: that saturates, and an fnuz format's -max * 0 would be -0, a zero the
+        // format does not have (found by fuzz_block_cast, e7m0:fnuz elements).
+        return {q == 0.0f ? 0.0f : r, q};
     }
     case BlockScaleKind::Fp32: {
         float scale = 1.0f;
@@ -164,10 +167,9 @@ inline RefResult reference(const QuantConfig& element, const BlockScheme& s,
                     if (cls == QuantClass::Overflow &&
                         !(!element.format.isSigned && std::signbit(scaled) && !std::isnan(scaled)))
                         ++saturated;
-                    // The histogram is of what the element cast sees: the scaled inputs, which
-                    // are x * 0 in a zero-scale NVFP4 block (block_scale.h).
-                    const float seen = sc.decoded == 0.0f ? in[i] * 0.0f : scaled;
-                    ++stats->histogram[static_cast<std::size_t>(histogramBin(seen))];
+                    // The histogram is of what the element cast sees: the scaled inputs (x * 0
+                    // in a zero-scale NVFP4 block).
+                    ++stats->histogram[static_cast<std::size_t>(histogramBin(scaled))];
                 }
             }
             return err;

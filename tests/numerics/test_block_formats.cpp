@@ -552,12 +552,34 @@ void TestBlockFormats::zeroScaleBlockIsFlushed() {
     quantizeBlocks(Quantizer(saturating("fp4-e2m1")), scheme(BlockScaleKind::Nvfp4, 16), in, out,
                    {}, &stats, &blocks, {}, info);
     QCOMPARE(bits(info[1].scale.decoded), bits(0.0f));
-    for (std::size_t i = 16; i < 32; ++i)
-        QCOMPARE(bits(std::fabs(out[i])), bits(0.0f)); // +-0
+    for (std::size_t i = 16; i < 32; ++i) // E2M1 has a -0: the zeros keep x's sign
+        QCOMPARE(bits(out[i]), bits(std::copysign(0.0f, in[i])));
     QCOMPARE(stats.count(QuantClass::Underflow), 16ull);
     QCOMPARE(stats.count(QuantClass::Zero), 15ull); // block 0's true zeros
     QCOMPARE(blocks.flushedBlocks, 1ull);
     QCOMPARE(blocks.blocks, 2ull);
+
+    // An fnuz element format has no -0: the block's zeros are all +0, as x * 0's cast gives,
+    // not x * FLT_MAX's saturated -max times 0 (found by fuzz_block_cast, e7m0:fnuz).
+    const std::vector<float> wide = in; // both passes: the one-block and the 16-block groups
+    for (const std::size_t copies : {std::size_t{1}, std::size_t{16}}) {
+        std::vector<float> many;
+        for (std::size_t c = 0; c < copies; ++c)
+            many.insert(many.end(), wide.begin(), wide.end());
+        std::vector<float> fnuzOut(many.size());
+        QuantStats fnuzStats;
+        quantizeBlocks(Quantizer(saturating("e7m0:fnuz")), scheme(BlockScaleKind::Nvfp4, 16), many,
+                       fnuzOut, {}, &fnuzStats, nullptr, {}, info);
+        for (std::size_t i = 0; i < many.size(); ++i)
+            if (i % 32 >= 16)
+                QVERIFY2(bits(fnuzOut[i]) == bits(0.0f),
+                         qPrintable(QString("copies %1, element %2: %3 from %4")
+                                        .arg(copies)
+                                        .arg(i)
+                                        .arg(double(fnuzOut[i]))
+                                        .arg(double(many[i]))));
+        QCOMPARE(fnuzStats.count(QuantClass::Underflow), 16ull * copies);
+    }
 }
 
 void TestBlockFormats::mxCeilNeverSaturates() {
