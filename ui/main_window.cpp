@@ -154,6 +154,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     });
     sliderRow->addWidget(m_watchedFormat);
     m_followTimer = new QTimer(this);
+    m_followTimer->setObjectName(QStringLiteral("followTimer")); // tests wait on its polls
     m_followTimer->setInterval(kFollowMs);
     connect(m_followTimer, &QTimer::timeout, this, &MainWindow::pollViewedRun);
     layout->addLayout(sliderRow);

@@ -5,10 +5,12 @@
 #include <QElapsedTimer>
 #include <QLabel>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QSlider>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 
 #include "flush_heatmap_view.h"
 #include "loss_scale_slider.h"
@@ -111,7 +113,10 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     // The slider previews another scale on a recorded run and says it cannot steer it; the
     // preview stays while the step on show does.
     w.scaleSlider()->setLog2Scale(4);
-    QTest::qWait(3 * MainWindow::kFollowMs);
+    auto* follow = w.findChild<QTimer*>(QStringLiteral("followTimer"));
+    QVERIFY(follow != nullptr && follow->isActive());
+    QSignalSpy polls(follow, &QTimer::timeout);
+    QTRY_VERIFY_WITH_TIMEOUT(polls.count() >= 2, 30000); // two polls of the ended run since
     QCOMPARE(w.scaleSlider()->scale(), 16.0);
     QVERIFY2(w.statusBar()->currentMessage().contains(QLatin1String("cannot be changed")),
              qPrintable(w.statusBar()->currentMessage()));

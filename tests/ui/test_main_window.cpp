@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 
 #include <QTest>
@@ -145,12 +146,19 @@ private:
         base.batchSize = 32;
         return base;
     }
+    // The app's data folder (its runs) for this test alone, removed at the end: the runs the
+    // window records do not pile up in the user's home, run after run.
+    QTemporaryDir m_dataHome;
     std::unique_ptr<MainWindow> m_window;
     QString m_error;
 };
 
 void TestMainWindow::initTestCase() {
     QCoreApplication::setOrganizationName(QStringLiteral("PrecisionLabTests"));
+    QVERIFY(m_dataHome.isValid());
+    qputenv("XDG_DATA_HOME", m_dataHome.path().toLocal8Bit());
+    QVERIFY(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation)
+                .startsWith(m_dataHome.path()));
     m_window = std::make_unique<MainWindow>();
     m_window->setErrorSink(&m_error);
     m_window->resize(1280, 820);
