@@ -28,6 +28,13 @@ QTableWidgetItem* cell(const QString& text, bool bold, bool number) {
     return item;
 }
 
+// "activation gradients" for TensorRole::ActivationGradients.
+QString roleText(TensorRole role) {
+    const std::string_view name = toString(role);
+    return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()))
+        .replace(QLatin1Char('_'), QLatin1Char(' '));
+}
+
 } // namespace
 
 FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
@@ -103,6 +110,33 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
                      : tr("%1 evenly spaced runs of %2").arg(kSampleRuns).arg(kSampleRunLength))
             .arg(sample.runLength)
             .arg(QString::fromStdString(current)));
+    fillRows(outcomes, current);
+}
+
+void FormatWhatIfTable::showRecorded(const std::vector<FormatOutcome>& judged,
+                                     const std::string& stageName, TensorRole role,
+                                     std::int64_t step, const std::string& current) {
+    m_step = -1; // a live snapshot afterwards is computed afresh
+    if (judged.empty()) {
+        m_table->setRowCount(0);
+        m_caption->setText(tr("The watcher recorded no %1 of %2 at step %3.")
+                               .arg(roleText(role))
+                               .arg(QString::fromStdString(stageName))
+                               .arg(step));
+        return;
+    }
+    m_caption->setText(
+        tr("%1 of %2 at step %3, as the watcher judged it: every value of the tensor, in the "
+           "formats the run was watched in (other formats need a live run's sample). On show: %4.")
+            .arg(roleText(role))
+            .arg(QString::fromStdString(stageName))
+            .arg(step)
+            .arg(QString::fromStdString(current)));
+    fillRows(judged, current);
+}
+
+void FormatWhatIfTable::fillRows(const std::vector<FormatOutcome>& outcomes,
+                                 const std::string& current) {
     m_table->setRowCount(static_cast<int>(outcomes.size()));
     for (int row = 0; row < static_cast<int>(outcomes.size()); ++row) {
         const FormatOutcome& o = outcomes[static_cast<std::size_t>(row)];
@@ -111,10 +145,10 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
         m_table->setItem(row, 1, cell(percentText(o.flushed), bold, true));
         m_table->setItem(row, 2, cell(percentText(o.subnormal), bold, true));
         m_table->setItem(row, 3, cell(percentText(o.overflow), bold, true));
-        m_table->setItem(
-            row, 4,
-            cell(std::isinf(o.sqnrDb) ? tr("exact") : QString::number(o.sqnrDb, 'f', 1), bold,
-                 true));
+        const QString sqnr = std::isnan(o.sqnrDb)   ? tr("not measured")
+                             : std::isinf(o.sqnrDb) ? tr("exact")
+                                                    : QString::number(o.sqnrDb, 'f', 1);
+        m_table->setItem(row, 4, cell(sqnr, bold, true));
     }
 }
 

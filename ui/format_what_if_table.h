@@ -5,6 +5,7 @@
 #pragma once
 
 #include "stats/training_snapshot.h"
+#include "stats/what_if_formats.h"
 #include "train/train_config.h"
 
 #include <QWidget>
@@ -21,10 +22,15 @@ public:
 
     void show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
               TensorRole role);
+    // A watched run's tensor: the formats it was judged in, from the counts the record holds
+    // for the whole tensor at `step` (RunRecord::tensorRows); `current` in bold.
+    void showRecorded(const std::vector<FormatOutcome>& judged, const std::string& stageName,
+                      TensorRole role, std::int64_t step, const std::string& current);
     QTableWidget* table() const { return m_table; }
     QString caption() const;
 
 private:
+    void fillRows(const std::vector<FormatOutcome>& outcomes, const std::string& current);
     QLabel* m_caption;
     QTableWidget* m_table;
     // What the table was computed from: recomputed only when it changes.

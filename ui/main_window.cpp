@@ -44,6 +44,9 @@ void MainWindow::updateDetailViews() {
     if (m_detailTabs->currentWidget() == m_blocks)
         m_blocks->show(s, m_gradientView->config(), m_gradientView->stage(),
                        m_gradientView->role());
+    else if (m_detailTabs->currentWidget() == m_formatWhatIf && m_viewedRecord &&
+             m_viewedRecord->judgesSeveralFormats())
+        showRecordedWhatIf(); // a watched run keeps no samples, but every judged format's counts
     else if (m_detailTabs->currentWidget() == m_formatWhatIf)
         m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
                              m_gradientView->role());

@@ -111,6 +111,8 @@ private:
     // Reads the run on show again (its steps, statistics and histogram steps) into the views.
     QString refreshViewedRun();
     void pollViewedRun();
+    // The Formats what-if tab for a watched run: the tensor on show in every judged format.
+    void showRecordedWhatIf();
     std::unique_ptr<RunRecord> m_viewedRecord; // the open connection to the run on show
     std::int64_t m_viewedVersion = -1;         // its data_version at the last refresh
     // The heat map's columns of the run on show, and the last stats row they were read up to:

@@ -3,11 +3,13 @@
 #include "main_window.h"
 
 #include "flush_heatmap_view.h"
+#include "format_what_if_table.h"
 #include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
 #include "record/run_record.h"
+#include "stats/what_if_formats.h"
 #include "time_view.h"
 #include "training_controller.h"
 #include "util/folder_size.h"
@@ -215,6 +217,26 @@ void MainWindow::showViewedStep(int index) {
     }
     m_viewedStep = shown;
     m_gradientView->setSnapshot(snapshot, m_viewedConfig);
+}
+
+void MainWindow::showRecordedWhatIf() {
+    const TrainingSnapshot& shown = m_gradientView->snapshot();
+    const int stage = m_gradientView->stage();
+    if (stage < 0 || static_cast<std::size_t>(stage) >= shown.stageNames.size() ||
+        shown.stages.empty())
+        return; // no recorded step on show yet
+    const TensorRole role = m_gradientView->role();
+    std::vector<FormatOutcome> judged;
+    try {
+        for (const StatsRow& row :
+             m_viewedRecord->tensorRows(shown.statsStep, static_cast<std::size_t>(stage), role))
+            judged.push_back(recordedOutcome(row.format, row.blocks > 0, row.counts, row.error));
+    } catch (const std::exception& e) {
+        showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
+        return;
+    }
+    m_formatWhatIf->showRecorded(judged, shown.stageNames[static_cast<std::size_t>(stage)], role,
+                                 shown.statsStep, watchedFormat());
 }
 
 } // namespace plab

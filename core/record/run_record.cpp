@@ -224,27 +224,22 @@ std::vector<RecordedStatistics> RunRecord::statistics(const std::string& format)
                           rowsOf(format));
 }
 
-std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
-                                           std::optional<TensorRole> role,
-                                           std::int64_t afterSeq) const {
-    SqliteStatement s = m_db->prepare(
-        std::string("SELECT seq, step, stage, role, format, zero, underflow, subnormal, normal, "
-                    "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
-                    "mx_blocks, mx_saturated_blocks, ") +
-        (m_version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
-        " FROM stats WHERE attempt = ?1 AND seq > ?2 AND (?3 IS NULL OR format = ?3) AND (?4 IS "
-        "NULL OR role = ?4) ORDER BY seq");
-    s.bind(1, lastAttempt()).bind(2, afterSeq);
-    const std::optional<std::string> rows = rowsOf(format);
-    if (rows)
-        s.bind(3, std::string_view(*rows));
-    if (role)
-        s.bind(4, toString(*role));
+namespace {
+
+// The columns a StatsRow is read from (readStatsRow), for a record of schema `version`.
+std::string statsRowColumns(int version) {
+    return std::string("seq, step, stage, role, format, zero, underflow, subnormal, normal, "
+                       "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
+                       "mx_blocks, mx_saturated_blocks, ") +
+           (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL");
+}
+
+std::vector<StatsRow> readStatsRows(SqliteStatement& s, std::size_t stageCount) {
     std::vector<StatsRow> out;
     while (s.next()) {
         const std::optional<TensorRole> r = parseRole(s.text(3));
         const std::int64_t stage = s.integer(2);
-        if (!r || stage < 0 || static_cast<std::size_t>(stage) >= m_stageNames.size())
+        if (!r || stage < 0 || static_cast<std::size_t>(stage) >= stageCount)
             continue; // a row this version cannot place
         StatsRow row;
         row.seq = s.integer(0);
@@ -267,6 +262,35 @@ std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
         out.push_back(std::move(row));
     }
     return out;
+}
+
+} // namespace
+
+std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
+                                           std::optional<TensorRole> role,
+                                           std::int64_t afterSeq) const {
+    SqliteStatement s = m_db->prepare(
+        "SELECT " + statsRowColumns(m_version) +
+        " FROM stats WHERE attempt = ?1 AND seq > ?2 AND (?3 IS NULL OR format = ?3) AND (?4 IS "
+        "NULL OR role = ?4) ORDER BY seq");
+    s.bind(1, lastAttempt()).bind(2, afterSeq);
+    const std::optional<std::string> rows = rowsOf(format);
+    if (rows)
+        s.bind(3, std::string_view(*rows));
+    if (role)
+        s.bind(4, toString(*role));
+    return readStatsRows(s, m_stageNames.size());
+}
+
+std::vector<StatsRow> RunRecord::tensorRows(std::int64_t step, std::size_t stage,
+                                            TensorRole role) const {
+    // By step first: the index stats_by_step finds the step's rows without a scan.
+    SqliteStatement s = m_db->prepare("SELECT " + statsRowColumns(m_version) +
+                                      " FROM stats WHERE step = ?1 AND attempt = ?2 AND stage = "
+                                      "?3 AND role = ?4 ORDER BY seq");
+    s.bind(1, step).bind(2, lastAttempt()).bind(3, static_cast<std::int64_t>(stage));
+    s.bind(4, toString(role));
+    return readStatsRows(s, m_stageNames.size());
 }
 
 std::optional<RecordedStatistics> RunRecord::latestHistograms() const {

@@ -89,6 +89,10 @@ public:
     std::vector<StatsRow> statsRows(const std::string& format = {},
                                     std::optional<TensorRole> role = std::nullopt,
                                     std::int64_t afterSeq = 0) const;
+    // One tensor's rows at one statistics step, in the order written: a watched run's row for
+    // every format it judges the tensor in (the format what-if of a watched run), a trained
+    // run's one row. Empty when that step recorded no such tensor.
+    std::vector<StatsRow> tensorRows(std::int64_t step, std::size_t stage, TensorRole role) const;
     std::vector<RecordedEvent> events() const;
     // The summary (refreshed every 2 s while the run goes; final once it has ended). A run that
     // says "running" while no process holds its folder says instead that it ended without its

@@ -12,17 +12,24 @@ namespace {
 
 FormatOutcome outcome(std::string name, bool block, const QuantStats& stats,
                       std::span<const float> in, std::span<const float> out) {
-    FormatOutcome o;
-    o.name = std::move(name);
-    o.blockFormat = block;
-    o.flushed = stats.flushedShare();
-    o.subnormal = stats.fraction(QuantClass::Subnormal);
-    o.overflow = stats.fraction(QuantClass::Overflow);
-    o.sqnrDb = measureError(in, out).sqnrDb();
-    return o;
+    return recordedOutcome(std::move(name), block, stats.counts, measureError(in, out));
 }
 
 } // namespace
+
+FormatOutcome recordedOutcome(std::string name, bool blockFormat, const ClassCounts& counts,
+                              const QuantError& error) {
+    QuantStats stats; // the shares by QuantStats' own definitions, as on a live run's rows
+    stats.counts = counts;
+    FormatOutcome o;
+    o.name = std::move(name);
+    o.blockFormat = blockFormat;
+    o.flushed = stats.flushedShare();
+    o.subnormal = stats.fraction(QuantClass::Subnormal);
+    o.overflow = stats.fraction(QuantClass::Overflow);
+    o.sqnrDb = error.sqnrDb();
+    return o;
+}
 
 bool hasTensorScaledRow(const FormatSpec& format) {
     return format.exponentBits < 8; // amaxScale is 1 for FP32's range (BF16)

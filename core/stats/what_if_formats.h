@@ -6,6 +6,7 @@
 #pragma once
 
 #include "numerics/format_spec.h"
+#include "numerics/quant_stats.h"
 
 #include <span>
 #include <string>
@@ -32,6 +33,12 @@ struct FormatOutcome {
 // (> 0), else the sample's own (lower, where the tensor's largest values fell outside it).
 std::vector<FormatOutcome> compareFormats(std::span<const float> sample, std::size_t runLength,
                                           int amaxMargin = 0, double tensorAmax = 0.0);
+
+// A format's row from counts recorded over the whole tensor (a watched run judges every tensor
+// in each of its formats: the record holds the counts and error sums, not the values): the same
+// shares as compareFormats' rows, SQNR NaN where the error was not measured.
+FormatOutcome recordedOutcome(std::string name, bool blockFormat, const ClassCounts& counts,
+                              const QuantError& error);
 
 // Whether `format` gets a tensor-scaled row (narrower than FP32's range, as the amax policies
 // scale: FP16, FP8, FP6, FP4), and that row's name.

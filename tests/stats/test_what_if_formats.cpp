@@ -6,10 +6,12 @@
 #include <QTest>
 
 #include "numerics/amax_scaling.h"
+#include "numerics/quantizer.h"
 #include "stats/tensor_sample.h"
 #include "stats/what_if_formats.h"
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -22,6 +24,7 @@ private slots:
     void sampleRunsAreAlignedAndSpread();
     void formatsOnSmallValues();
     void trainerKeepsSamples();
+    void recordedCountsGiveTheSameRow();
 };
 
 void TestWhatIfFormats::sampleRunsAreAlignedAndSpread() {
@@ -150,6 +153,48 @@ void TestWhatIfFormats::trainerKeepsSamples() {
                      qPrintable(QString::number(bw.tensorAmax * sEnc / 2688.0)));
         }
     }
+}
+
+void TestWhatIfFormats::recordedCountsGiveTheSameRow() {
+    // A watched run's what-if rows come from the counts and error sums the record holds
+    // (recordedOutcome); a live run's from the sample (compareFormats). For a tensor kept whole,
+    // the same cast's counts must give the same row, bit for bit.
+    std::mt19937 random(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(2048);
+    for (float& v : values)
+        v = normal(random) * 1e-5f;
+    values[3] = 0.0f;
+    const std::vector<FormatOutcome> live = compareFormats(values, 128);
+    QVERIFY(!live.empty());
+    std::vector<float> cast(values.size());
+    for (const char* name : {"fp16", "fp8-e4m3"}) {
+        const Quantizer quantizer(QuantConfig{parseFormat(name)});
+        QuantStats stats;
+        quantizer.quantize(values, cast, &stats);
+        const FormatOutcome recorded =
+            recordedOutcome(name, false, stats.counts, measureError(values, cast));
+        const auto same = std::find_if(live.begin(), live.end(),
+                                       [&](const FormatOutcome& o) { return o.name == name; });
+        QVERIFY2(same != live.end(), name);
+        QCOMPARE(recorded.flushed, same->flushed);
+        QCOMPARE(recorded.subnormal, same->subnormal);
+        QCOMPARE(recorded.overflow, same->overflow);
+        QCOMPARE(recorded.sqnrDb, same->sqnrDb);
+    }
+    // Shares from counts alone: flushed of the nonzero values, the others of all values.
+    ClassCounts counts{};
+    counts[static_cast<std::size_t>(QuantClass::Zero)] = 2;
+    counts[static_cast<std::size_t>(QuantClass::Underflow)] = 2;
+    counts[static_cast<std::size_t>(QuantClass::Subnormal)] = 1;
+    counts[static_cast<std::size_t>(QuantClass::Normal)] = 4;
+    counts[static_cast<std::size_t>(QuantClass::Overflow)] = 1;
+    const FormatOutcome o = recordedOutcome("x", true, counts, QuantError{});
+    QCOMPARE(o.flushed, 2.0 / 8.0);
+    QCOMPARE(o.subnormal, 1.0 / 10.0);
+    QCOMPARE(o.overflow, 1.0 / 10.0);
+    QVERIFY(o.blockFormat);
+    QVERIFY(std::isnan(o.sqnrDb)); // not measured
 }
 
 QTEST_APPLESS_MAIN(TestWhatIfFormats)

@@ -8,17 +8,23 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QStatusBar>
+#include <QTabWidget>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
 
 #include "flush_heatmap_view.h"
+#include "format_what_if_table.h"
+#include "gradient_view.h"
 #include "loss_scale_slider.h"
 #include "main_window.h"
+#include "percent_text.h"
 
 #include <QApplication>
 #include <QFileInfo>
 
+#include <cmath>
 #include <set>
 
 using namespace plab;
@@ -109,6 +115,45 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     QVERIFY2(fp16Flushed < 0.05 && fp8Flushed > 0.5,
              qPrintable(QStringLiteral("%1 %2").arg(fp16Flushed).arg(fp8Flushed)));
     QCOMPARE(w.viewedStep(), std::int64_t{46});
+
+    // The Formats what-if tab: a watched run keeps no sample of its tensors, so the tab lists
+    // the tensor on show in every format the run was judged in, from the whole tensor's counts;
+    // the one on show in bold, its flushed share the heat map's at that step and layer.
+    GradientView* gradients = w.gradientView();
+    gradients->roleBox()->setCurrentIndex(
+        gradients->roleBox()->findText(QStringLiteral("activation gradients")));
+    QVERIFY(gradients->role() == TensorRole::ActivationGradients);
+    gradients->stageBox()->setCurrentIndex(2); // head
+    w.detailTabs()->setCurrentWidget(w.formatWhatIf());
+    QCOMPARE(error, QString());
+    const QTableWidget* whatIf = w.formatWhatIf()->table();
+    QCOMPARE(whatIf->rowCount(), 3);
+    QCOMPARE(whatIf->item(0, 0)->text(), QStringLiteral("fp16"));
+    QCOMPARE(whatIf->item(1, 0)->text(), QStringLiteral("fp8-e4m3"));
+    QCOMPARE(whatIf->item(2, 0)->text(), QStringLiteral("nvfp4"));
+    QVERIFY(whatIf->item(1, 0)->font().bold() && !whatIf->item(0, 0)->font().bold());
+    QCOMPARE(whatIf->item(1, 1)->text(), percentText(w.heatmapView()->valueAt(46, 2)));
+    QVERIFY2(w.formatWhatIf()->caption().contains(QLatin1String("step 46")),
+             qPrintable(w.formatWhatIf()->caption()));
+    // Gradients of 1e-6 (here 2.54%, 100%, 4.69% flushed): FP16 keeps most of them as
+    // subnormals, E4M3 (smallest subnormal 2^-9) flushes them all, so its SQNR is 0 dB; NVFP4's
+    // block scales keep most.
+    auto share = [&](int row, int column) {
+        return whatIf->item(row, column)->text().chopped(1).toDouble() / 100.0;
+    };
+    auto sqnr = [&](int row) {
+        bool number = false;
+        const double db = whatIf->item(row, 4)->text().toDouble(&number);
+        return number ? db : std::nan("");
+    };
+    QVERIFY(share(0, 1) < 0.05 && share(0, 2) > 0.9);
+    QCOMPARE(whatIf->item(1, 1)->text(), percentText(1.0));
+    QCOMPARE(sqnr(1), 0.0);
+    QVERIFY(share(2, 1) < 0.1 && sqnr(2) > 10.0 && sqnr(0) > sqnr(2));
+    // Another format on show: the bold row follows.
+    formats->setCurrentIndex(2);
+    emit formats->activated(2);
+    QVERIFY(whatIf->item(2, 0)->font().bold() && !whatIf->item(1, 0)->font().bold());
 
     // The slider previews another scale on a recorded run and says it cannot steer it; the
     // preview stays while the step on show does.

@@ -123,6 +123,32 @@ void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
         TensorCast(TensorCastSpec{.format = "fp16"}).cast(grads, out, 64, 256.0f, {}, &fp16);
         QCOMPARE(h->stages[1].role(TensorRole::WeightGradients).histogram, fp16.stats.histogram);
     }
+    // One tensor at one step in every judged format (the app's Formats what-if of a watched
+    // run): a row per format, in the judged order, each the counts and error of its own cast.
+    const std::vector<StatsRow> tensor = record.tensorRows(3, 1, TensorRole::WeightGradients);
+    QCOMPARE(tensor.size(), std::size_t{3});
+    std::vector<float> out(grads.size());
+    for (std::size_t f = 0; f < tensor.size(); ++f) {
+        const StatsRow& row = tensor[f];
+        QCOMPARE(row.format, settings.formats[f]);
+        QCOMPARE(row.step, std::int64_t{3});
+        QCOMPARE(row.stage, std::size_t{1});
+        QVERIFY(row.role == TensorRole::WeightGradients);
+        QuantizeOptions measured;
+        measured.measureError = true;
+        TensorCastResult expected;
+        TensorCast(TensorCastSpec{.format = row.format})
+            .cast(grads, out, 64, 256.0f, measured, &expected);
+        QCOMPARE(row.counts, expected.stats.counts);
+        QVERIFY(row.error.measured());
+        QCOMPARE(row.error.count, expected.stats.error.count);
+        QCOMPARE(row.error.errorSq, expected.stats.error.errorSq);
+        QCOMPARE(row.error.signalSq, expected.stats.error.signalSq);
+        QCOMPARE(row.blocks, expected.blocks.blocks);
+    }
+    QVERIFY(record.tensorRows(2, 1, TensorRole::WeightGradients).empty()); // no statistics
+    QVERIFY(record.tensorRows(3, 0, TensorRole::WeightGradients).empty()); // not captured
+    QCOMPARE(record.tensorRows(1, 0, TensorRole::Weights).size(), std::size_t{3});
 }
 
 void TestWatchRecorder::aFullQueueDropsStatisticsNotSteps() {
