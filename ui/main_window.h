@@ -51,6 +51,8 @@ public:
     QComboBox* policyBox() const { return m_policy; }
     QComboBox* deviceBox() const { return m_device; }
     QComboBox* paceBox() const { return m_pace; }
+    QComboBox* presetBox() const { return m_preset; }
+    QAction* applyAction() const { return m_applyAction; }
     static constexpr double kDefaultPace = 50.0; // steps per second, for watching live
     QLabel* backendLabel() const { return m_backend; }
     QString deviceNotice() const { return m_deviceNotice; }
@@ -153,6 +155,13 @@ private:
     // label: the preset box's entry for it ("session: FILE", "run: FOLDER").
     void showConfigInControls(const TrainConfig& config, const QString& label);
     static constexpr int kSessionConfigRole = Qt::UserRole + 1; // preset box: a session's JSON
+    // A watched PyTorch run has no config the app could train: its entry in the preset box
+    // ("watched: FOLDER") holds none, and while it is current the toolbar's training fields,
+    // which would describe no run, are disabled (picking a preset enables them).
+    static constexpr int kWatchedRunRole = Qt::UserRole + 2;
+    void showWatchedRunInControls(const QString& label);
+    void removeRunEntry(); // the preset box's last entry, when it is a session's, run's or watch's
+    void updateTrainingFields();
     void showDeviceChoice(const TrainConfig& config);
     void rememberRecentFile(const QString& path);
     void rebuildRecentMenu();

@@ -277,9 +277,7 @@ void MainWindow::showDeviceChoice(const TrainConfig& config) {
 void MainWindow::showConfigInControls(const TrainConfig& config, const QString& label) {
     const QSignalBlocker b1(m_seed), b2(m_lr), b3(m_steps), b4(m_model), b5(m_preset), b6(m_data);
     // The preset box shows the session (its last entry), so Apply keeps what was opened.
-    if (const int last = m_preset->count() - 1;
-        m_preset->itemData(last, kSessionConfigRole).isValid())
-        m_preset->removeItem(last);
+    removeRunEntry();
     TrainConfig start = config;
     start.timeline.clear(); // Apply starts a new run from the settings, without the edits
     m_preset->addItem(label);
@@ -308,6 +306,36 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
     const int device = m_device->findData(QString::fromStdString(config.device));
     if (device >= 0)
         m_device->setCurrentIndex(device);
+    updateTrainingFields();
+}
+
+void MainWindow::removeRunEntry() {
+    const int last = m_preset->count() - 1;
+    if (m_preset->itemData(last, kSessionConfigRole).isValid() ||
+        m_preset->itemData(last, kWatchedRunRole).isValid())
+        m_preset->removeItem(last);
+}
+
+void MainWindow::showWatchedRunInControls(const QString& label) {
+    {
+        const QSignalBlocker block(m_preset);
+        removeRunEntry();
+        m_preset->addItem(label);
+        m_preset->setItemData(m_preset->count() - 1, true, kWatchedRunRole);
+        m_preset->setCurrentIndex(m_preset->count() - 1);
+    }
+    updateTrainingFields();
+}
+
+void MainWindow::updateTrainingFields() {
+    const bool watched = m_preset->currentData(kWatchedRunRole).toBool();
+    for (QWidget* field :
+         std::initializer_list<QWidget*>{m_model, m_data, m_seed, m_lr, m_steps, m_device, m_pace})
+        field->setEnabled(!watched);
+    m_applyAction->setEnabled(!watched);
+    m_preset->setToolTip(watched ? tr("A watched PyTorch run: its model and settings are its "
+                                      "script's, not the app's. Pick a preset to train here.")
+                                 : tr("Precision recipe preset"));
 }
 
 } // namespace plab

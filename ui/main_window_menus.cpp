@@ -58,6 +58,7 @@ void MainWindow::buildActions() {
     m_applyAction->setToolTip(tr("Start a new run with these settings (Ctrl+Return)"));
     m_applyAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     connect(m_applyAction, &QAction::triggered, this, [this] { applySettings(); });
+    connect(m_preset, &QComboBox::currentIndexChanged, this, &MainWindow::updateTrainingFields);
 
     auto* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open session…"), QKeySequence::Open, this, [this] {

@@ -76,7 +76,10 @@ QString MainWindow::openRun(const QString& dir) {
     m_viewedStatsSeq = 0;
     m_scrubSteps.clear();
     showRunSettings(config);
-    showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
+    if (m_viewedRecord->judgesSeveralFormats()) // a PyTorch script's run: nothing to replay
+        showWatchedRunInControls(tr("watched: %1").arg(QFileInfo(dir).fileName()));
+    else
+        showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
     if (const QString err = refreshViewedRun(); !err.isEmpty()) {
         m_viewedRecord.reset();
         return err;

@@ -70,6 +70,17 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     QComboBox* formats = w.watchedFormatBox();
     QCOMPARE(formats->count(), 3);
     QCOMPARE(formats->itemText(2), QStringLiteral("nvfp4"));
+    // The toolbar's training fields describe no watched run (its model and settings are the
+    // script's): disabled, under a "watched" entry, until a preset is picked.
+    QComboBox* presets = w.presetBox();
+    QCOMPARE(presets->currentText(), QStringLiteral("watched: watched"));
+    QVERIFY(!w.applyAction()->isEnabled() && !w.deviceBox()->isEnabled() &&
+            !w.paceBox()->isEnabled());
+    const int watchedEntry = presets->currentIndex();
+    presets->setCurrentIndex(0);
+    QVERIFY(w.applyAction()->isEnabled() && w.deviceBox()->isEnabled());
+    presets->setCurrentIndex(watchedEntry);
+    QVERIFY(!w.applyAction()->isEnabled());
 
     // Steps arrive while the writer goes, with no user action: many sizes are seen on the way.
     std::set<std::size_t> seen;
