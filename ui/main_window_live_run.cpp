@@ -213,6 +213,9 @@ QString MainWindow::startRun(const TrainConfig& config) {
     m_viewedRecord.reset();
     m_viewedLive = false;
     m_watchedFormat->hide();
+    if (const int last = m_preset->count() - 1; // the watched run's entry (never current here)
+        m_preset->itemData(last, kWatchedRunRole).isValid() && m_preset->currentIndex() != last)
+        m_preset->removeItem(last);
     m_scrub->hide();
     m_scrubLabel->hide();
     // Every run keeps its record: say when they add up.

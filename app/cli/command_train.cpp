@@ -52,8 +52,25 @@ const char* signalName(int signal) {
 }
 
 int runTrain(const TrainArgs& args) {
+    // The stop signals are caught from the start, and then let in: a sweep's launcher starts
+    // its children with them blocked (child_process_launcher.cpp), so that one sent while this
+    // process starts up waits for the handler instead of killing it before its summary.
+    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+        std::signal(signal, onStopSignal);
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+        sigaddset(&stops, signal);
+    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     const TrainConfig config = buildConfig(args.run);
     const auto data = loadRunData(config); // bad input fails before anything else is printed
+    if (const int signal = g_signal; signal != 0) { // before the run's folder is made
+        std::fprintf(stderr,
+                     "precision-lab-cli: train: interrupted by %s before the run started; "
+                     "nothing recorded\n",
+                     signalName(signal));
+        return 128 + signal;
+    }
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());
@@ -61,8 +78,6 @@ int runTrain(const TrainArgs& args) {
     // millisecond get two folders).
     const std::string out = args.out.empty() ? newTimestampedFolder("runs", "train-") : args.out;
     TrainingSession session(config, data, out, RunLogOptions{args.overwrite});
-    for (int signal : {SIGINT, SIGTERM, SIGHUP})
-        std::signal(signal, onStopSignal);
     if (!session.deviceNotice().empty() && session.deviceNotice() != device.notice)
         std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;

@@ -226,7 +226,7 @@ std::vector<RecordedStatistics> RunRecord::statistics(const std::string& format)
 
 namespace {
 
-// The columns a StatsRow is read from (readStatsRow), for a record of schema `version`.
+// The columns a StatsRow is read from (readStatsRows), for a record of schema `version`.
 std::string statsRowColumns(int version) {
     return std::string("seq, step, stage, role, format, zero, underflow, subnormal, normal, "
                        "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "

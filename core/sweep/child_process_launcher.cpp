@@ -82,6 +82,13 @@ void ChildProcessLauncher::start(std::size_t index, const SweepRun& run) {
                                  std::strerror(errno) + ")");
     if (pid == 0) {
         ::setpgid(0, 0); // a group of its own
+        // The stop signals blocked across exec: `train` lets them in once its handler is set,
+        // so a stop (or this process's death) while it starts up cannot kill it unrecorded.
+        sigset_t stops;
+        sigemptyset(&stops);
+        for (int signal : {SIGINT, SIGTERM, SIGHUP})
+            sigaddset(&stops, signal);
+        ::sigprocmask(SIG_BLOCK, &stops, nullptr);
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent) // the parent died before prctl took effect
             ::_exit(128 + SIGTERM);

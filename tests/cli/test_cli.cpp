@@ -64,6 +64,7 @@ private slots:
     void runFolderIsLockedAndNotReusedSilently();
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
+    void stopBeforeTheRunStartsRecordsNothing();
     void fullDiskIsAnErrorAndKeepsWholeRows();
     void neverMeasuredTestMetricsAreNull();
     void killedBeforeItsFirstStep();
@@ -1141,6 +1142,33 @@ void TestCli::stopSignalsWriteTheSummary() {
     QCOMPARE(fileLines(run + QStringLiteral("/metrics.csv")).size(), 1 + steps);
     QVERIFY(fileLines(run + QStringLiteral("/events.jsonl")).last().contains("\"type\":\"end\""));
     QVERIFY(endsOnWholeRows(run));
+}
+
+// A sweep starts its children with the stop signals blocked (child_process_launcher.cpp), so
+// that one sent while a child starts up waits for its handler: `train` lets it in before making
+// the run's folder, then says it stopped before the run started and records nothing (no folder
+// saying "running" with no summary). Played here by blocking SIGTERM as the launcher does and
+// sending it before the process can have run main().
+void TestCli::stopBeforeTheRunStartsRecordsNothing() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.setChildProcessModifier([] {
+        sigset_t stops;
+        sigemptyset(&stops);
+        sigaddset(&stops, SIGTERM);
+        ::sigprocmask(SIG_BLOCK, &stops, nullptr);
+    });
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
+    QVERIFY(p.waitForStarted());
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGTERM), 0);
+    QVERIFY(p.waitForFinished(20000)); // a blocked signal never let in: it would train on
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 128 + SIGTERM);
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(err.contains("interrupted by SIGTERM before the run started; nothing recorded"),
+             err.constData());
+    QVERIFY(!QFileInfo::exists(run));
 }
 
 // A full disk (a file-size limit plays it: writes past it fail with EFBIG) ends the run with
