@@ -28,11 +28,13 @@ QTableWidgetItem* cell(const QString& text, bool bold, bool number) {
     return item;
 }
 
-// "activation gradients" for TensorRole::ActivationGradients.
+// "Activation gradients" for TensorRole::ActivationGradients.
 QString roleText(TensorRole role) {
     const std::string_view name = toString(role);
-    return QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()))
-        .replace(QLatin1Char('_'), QLatin1Char(' '));
+    QString text = QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()))
+                       .replace(QLatin1Char('_'), QLatin1Char(' '));
+    text[0] = text[0].toUpper();
+    return text;
 }
 
 } // namespace
@@ -120,7 +122,7 @@ void FormatWhatIfTable::showRecorded(const std::vector<FormatOutcome>& judged,
     if (judged.empty()) {
         m_table->setRowCount(0);
         m_caption->setText(tr("The watcher recorded no %1 of %2 at step %3.")
-                               .arg(roleText(role))
+                               .arg(roleText(role).toLower())
                                .arg(QString::fromStdString(stageName))
                                .arg(step));
         return;

@@ -149,7 +149,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_watchedFormat->hide();
     connect(m_watchedFormat, &QComboBox::activated, this, [this] {
         m_viewedConfig = watchedRunDisplayConfig(watchedFormat(), m_viewedConfig.lossScale);
-        m_viewedVersion = -1; // read it all again, in the chosen format
+        m_recipeEditor->setRecipe(m_viewedConfig.recipe); // the dock shows the format on show
+        m_viewedVersion = -1;                             // read it all again, in the chosen format
         m_viewedColumns.clear();
         m_viewedStatsSeq = 0;
         if (const QString err = refreshViewedRun(); !err.isEmpty())

@@ -168,16 +168,21 @@ QString MainWindow::refreshViewedRun() {
     m_progress->setValue(summary.finished ? 1 : 0);
     const QString name = QFileInfo(dir).fileName();
     const std::int64_t steps = history.empty() ? 0 : history.back().step;
+    // A watched run has no settings the app could train (its toolbar fields are disabled).
+    const QString next = m_viewedRecord->judgesSeveralFormats()
+                             ? tr("Pick a preset to train a run of the app's own.")
+                             : tr("Apply starts a new run from its settings.");
     if (live)
-        m_status->setText(tr("Following run %1 (live: another process is writing it), %2 steps "
-                             "so far. Apply starts a new run of the app's own.")
-                              .arg(name)
-                              .arg(steps));
+        m_status->setText(
+            tr("Following run %1 (live: another process is writing it), %2 steps so far. %3")
+                .arg(name)
+                .arg(steps)
+                .arg(next));
     else
-        m_status->setText(tr("Viewing run %1 (ended: %2), %3 steps. Apply starts a new run from "
-                             "its settings.")
+        m_status->setText(tr("Viewing run %1 (ended: %2), %3 steps. %4")
                               .arg(name, QString::fromStdString(summary.stopReason))
-                              .arg(steps));
+                              .arg(steps)
+                              .arg(next));
     m_status->setToolTip(dir);
     m_disk->setText(
         tr("record %1")

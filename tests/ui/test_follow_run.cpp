@@ -20,6 +20,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "percent_text.h"
+#include "recipe_editor.h"
 
 #include <QApplication>
 #include <QFileInfo>
@@ -161,6 +162,14 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     QCOMPARE(whatIf->item(1, 1)->text(), percentText(1.0));
     QCOMPARE(sqnr(1), 0.0);
     QVERIFY(share(2, 1) < 0.1 && sqnr(2) > 10.0 && sqnr(0) > sqnr(2));
+    // The recipe dock shows the format on show; the status bar what Apply cannot do here.
+    QCOMPARE(w.recipeEditor()
+                 ->recipe()
+                 .roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
+                 .format.name,
+             std::string("fp8-e4m3"));
+    QVERIFY2(statusText(w).contains(QLatin1String("Pick a preset to train")),
+             qPrintable(statusText(w)));
     // Another format on show: the bold row follows.
     formats->setCurrentIndex(2);
     emit formats->activated(2);
