@@ -217,6 +217,50 @@ def test_bad_watch_arguments(torch, tmp_path):
     plt.watch(model, tmp_path / "locked", overwrite=True).close()
 
 
+def test_modules_chooses_what_is_watched(torch, tmp_path):
+    import precision_lab.torch as plt
+    model = small_model(torch)  # modules with parameters: "0" (48 -> 32) and "2" (32 -> 5)
+
+    def train(watcher, steps=3):
+        for _ in range(steps):
+            loss = torch.nn.functional.cross_entropy(model(torch.randn(8, 48)),
+                                                     torch.randint(0, 5, (8,)))
+            loss.backward()
+            watcher.step(loss=loss)
+            model.zero_grad()
+
+    def head(name, module):
+        return isinstance(module, torch.nn.Linear) and module.out_features == 5
+
+    for modules, selection in (("2", ["2"]), (["?"], ["?"]), (head, "callable " + head.__qualname__)):
+        run_dir = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
+        with plt.watch(model, run_dir, formats=("fp16",), every=1, modules=modules) as watcher:
+            train(watcher)
+        assert hooks_left(model) == 0
+        run = pl.open_run(run_dir)
+        names = [m["name"] for m in run.watch["modules"]]
+        expected = ["0", "2"] if modules == ["?"] else ["2"]
+        assert names == expected, modules
+        assert sorted(set(run.stats["stage_name"])) == expected
+        assert set(run.stats["role"]) == set(plt.ROLES)
+        assert run.watch["module_selection"] == selection
+    with plt.watch(model, tmp_path / "all", formats=("fp16",)) as watcher:
+        train(watcher, 1)
+    assert "module_selection" not in pl.open_run(tmp_path / "all").watch
+    cases = [
+        (dict(modules=["2", "fc9"]), ValueError,
+         r"modules \['fc9'\] match no module with parameters of Sequential \(its modules: 0, 2\)"),
+        (dict(modules=[]), ValueError, "modules is empty"),
+        (dict(modules=[2]), TypeError, "modules holds a int"),
+        (dict(modules=lambda n, m: False), ValueError, "chose none of Sequential's 2 modules"),
+    ]
+    for kwargs, error, text in cases:
+        with pytest.raises(error, match=text):
+            plt.watch(model, tmp_path / "bad", **kwargs)
+        assert hooks_left(model) == 0
+    assert not (tmp_path / "bad").exists()  # refused before the record is made
+
+
 def test_open_run_reads_a_cli_run(tmp_path, cli):
     result = subprocess.run([cli, "train", "--preset", "fp16-static", "--steps", "5", "--out",
                              str(tmp_path / "cli")], capture_output=True, text=True)

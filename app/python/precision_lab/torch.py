@@ -25,10 +25,16 @@ GradScaler (and any correct mixed-precision loop) has divided the scale out agai
 multiplied by the step's scale to be judged as backward produced them. The record's grad_scale
 says which scale that was.
 
+Which modules: ``modules`` is None (every module with parameters of its own), a name pattern
+or a list of them (shell-style, as ``fnmatch``: "blocks.*.attn", "head"; matched against the
+names ``named_modules()`` gives), or a callable ``(name, module) -> bool``. A pattern that
+matches no such module is an error naming it, so a typo does not silently watch nothing.
+
 CUDA tensors are copied to the host at capture (the counting runs on the CPU).
 """
 
 import atexit
+import fnmatch
 import functools
 import json
 import numbers
@@ -46,12 +52,45 @@ __all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES"]
 
 
 def watch(model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
-          queue_steps=4, threads=1, overwrite=False):
+          queue_steps=4, threads=1, overwrite=False, modules=None):
     """Starts watching ``model``, recording into ``run_dir``; returns the Watcher (also a
     context manager). See the module's documentation."""
     return Watcher(model, run_dir, formats=formats, every=every, roles=roles,
                    loss_scale=loss_scale, queue_steps=queue_steps, threads=threads,
-                   overwrite=overwrite)
+                   overwrite=overwrite, modules=modules)
+
+
+def _select_modules(model, modules):
+    """The (name, module) pairs to watch, in ``named_modules()`` order, and how they were
+    chosen (for the record): see the module's documentation."""
+    named = [(name or type(model).__name__, m) for name, m in model.named_modules()
+             if _watched(m)]
+    if not named:
+        raise ValueError(f"{type(model).__name__} has no module with parameters to watch")
+    if modules is None:
+        return named, None
+    if callable(modules):
+        chosen = [(n, m) for n, m in named if modules(n, m)]
+        rule = f"callable {getattr(modules, '__qualname__', type(modules).__name__)}"
+        if not chosen:
+            raise ValueError(f"modules: {rule} chose none of {type(model).__name__}'s "
+                             f"{len(named)} modules with parameters")
+        return chosen, rule
+    patterns = (modules,) if isinstance(modules, str) else tuple(modules)
+    if not patterns:
+        raise ValueError("modules is empty: give None (every module), name patterns or a "
+                         "callable")
+    for p in patterns:
+        if not isinstance(p, str):
+            raise TypeError(f"modules holds a {type(p).__name__}: expected name patterns "
+                            f"(str), e.g. 'blocks.*.attn'")
+    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n, _ in named)]
+    if unmatched:
+        shown = ", ".join(n for n, _ in named[:8]) + (", ..." if len(named) > 8 else "")
+        raise ValueError(f"modules {unmatched!r} match no module with parameters of "
+                         f"{type(model).__name__} (its modules: {shown})")
+    chosen = [(n, m) for n, m in named if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    return chosen, list(patterns)
 
 
 def _watched(module):
@@ -100,7 +139,7 @@ def _describe_scale(loss_scale):
 
 class Watcher:
     def __init__(self, model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
-                 loss_scale=None, queue_steps=4, threads=1, overwrite=False):
+                 loss_scale=None, queue_steps=4, threads=1, overwrite=False, modules=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
         if isinstance(formats, str):
@@ -123,10 +162,7 @@ class Watcher:
                             f"number, a callable or a GradScaler")
         if isinstance(loss_scale, numbers.Real) and not (0 < float(loss_scale) < float("inf")):
             raise ValueError(f"loss_scale {loss_scale!r}: expected a finite positive number")
-        self._modules = [(name or type(model).__name__, m) for name, m in model.named_modules()
-                         if _watched(m)]
-        if not self._modules:
-            raise ValueError(f"{type(model).__name__} has no module with parameters to watch")
+        self._modules, selection = _select_modules(model, modules)
         self._model = model
         self._every = int(every)
         self._roles = frozenset(roles)
@@ -139,6 +175,8 @@ class Watcher:
             "loss_scale": _describe_scale(loss_scale),
             "modules": [{"name": n, "type": type(m).__name__} for n, m in self._modules],
         }
+        if selection is not None:  # a chosen subset: say how it was chosen
+            description["module_selection"] = selection
         # The core checks the formats (ValueError with the CLI's message) and the folder
         # (OSError: locked by another run, or holding one and overwrite is off).
         self._recorder = _core.Recorder(str(run_dir), formats, [n for n, _ in self._modules],
