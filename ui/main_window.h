@@ -10,6 +10,8 @@
 #include <QMainWindow>
 
 #include <memory>
+#include <string>
+#include <tuple>
 
 class QAction;
 class QMenu;
@@ -115,6 +117,9 @@ private:
     void pollViewedRun();
     // The Formats what-if tab for a watched run: the tensor on show in every judged format.
     void showRecordedWhatIf();
+    // What the tab was last read for (step, stage, role, format): the gradient view says
+    // "shown" on every slider move, and the same tensor needs no second query.
+    std::tuple<std::int64_t, int, int, std::string> m_recordedWhatIfKey{-1, -1, -1, {}};
     std::unique_ptr<RunRecord> m_viewedRecord; // the open connection to the run on show
     std::int64_t m_viewedVersion = -1;         // its data_version at the last refresh
     // The heat map's columns of the run on show, and the last stats row they were read up to:

@@ -70,6 +70,7 @@ QString MainWindow::openRun(const QString& dir) {
         m_watchedFormat->setVisible(record->judgesSeveralFormats());
     }
     m_viewedRecord = std::move(record);
+    m_recordedWhatIfKey = {-1, -1, -1, {}}; // another record: read its rows afresh
     m_viewedVersion = -1;
     m_viewedStep = 0;
     m_viewedColumns.clear();
@@ -234,6 +235,9 @@ void MainWindow::showRecordedWhatIf() {
         shown.stages.empty())
         return; // no recorded step on show yet
     const TensorRole role = m_gradientView->role();
+    auto key = std::make_tuple(shown.statsStep, stage, static_cast<int>(role), watchedFormat());
+    if (key == m_recordedWhatIfKey)
+        return; // a step's rows are committed at once: the table already shows them
     std::vector<FormatOutcome> judged;
     try {
         for (const StatsRow& row :
@@ -243,6 +247,7 @@ void MainWindow::showRecordedWhatIf() {
         showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
         return;
     }
+    m_recordedWhatIfKey = std::move(key); // read: a failed read is tried again next time
     m_formatWhatIf->showRecorded(judged, shown.stageNames[static_cast<std::size_t>(stage)], role,
                                  shown.statsStep, watchedFormat());
 }

@@ -55,12 +55,12 @@ int runTrain(const TrainArgs& args) {
     // The stop signals are caught from the start, and then let in: a sweep's launcher starts
     // its children with them blocked (child_process_launcher.cpp), so that one sent while this
     // process starts up waits for the handler instead of killing it before its summary.
-    for (int signal : {SIGINT, SIGTERM, SIGHUP})
-        std::signal(signal, onStopSignal);
     sigset_t stops;
     sigemptyset(&stops);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+        std::signal(signal, onStopSignal);
         sigaddset(&stops, signal);
+    }
     sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     const TrainConfig config = buildConfig(args.run);
     const auto data = loadRunData(config); // bad input fails before anything else is printed
