@@ -132,7 +132,7 @@ void BlocksView::show(const TrainingSnapshot& snapshot, const TrainConfig& confi
         snapshot.stages[static_cast<std::size_t>(stage)].blocks[static_cast<std::size_t>(role)];
     const FormatSpec& element = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
     if (b.empty())
-        return clear(element.exponentBits >= 8
+        return clear(!element.hasNarrowRange()
                          ? tr("%1 is cast plainly: a format with FP32's range needs no scale.")
                                .arg(QString::fromStdString(element.name))
                          : tr("This tensor is not cast in blocks (weights, activations and "

@@ -83,7 +83,7 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
     if (const std::optional<BlockScheme> scheme = config.blockScheme())
         for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to
             if (f.element.sameParameters(inUse) && f.scheme.kind == scheme->kind &&
-                f.scheme.blockSize == scheme->blockSize && inUse.exponentBits < 8)
+                f.scheme.blockSize == scheme->blockSize && inUse.hasNarrowRange())
                 current = f.name;
     if (snapshot.statsStep == m_step && stage == m_stage && static_cast<int>(role) == m_role &&
         current == m_current && config.amaxMargin == m_margin)

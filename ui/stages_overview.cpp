@@ -50,7 +50,7 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
         row.flushBelow = bands.flushBelow;
         row.normalFrom = bands.normalFrom;
         row.overflowFrom = bands.overflowFrom;
-        if (format.exponentBits < 8) { // FP32-range formats would stretch the axis for nothing
+        if (format.hasNarrowRange()) { // FP32-range formats would stretch the axis for nothing
             formatLow = std::min(formatLow, row.flushBelow);
             formatHigh = std::max(formatHigh, row.overflowFrom);
         }

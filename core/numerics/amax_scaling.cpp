@@ -84,7 +84,7 @@ double amaxScale(double amax, const FormatSpec& format, int margin) {
     // A format with FP32's exponent range (BF16, FP32, a stage a recipe keeps wide) needs no
     // scale, and cannot take one: its max over an amax below 1 is past FP32's range (an Inf
     // scale, NaN products).
-    if (!(amax > 0.0) || !std::isfinite(amax) || format.exponentBits >= 8)
+    if (!(amax > 0.0) || !std::isfinite(amax) || !format.hasNarrowRange())
         return 1.0;
     // At most 2^126: the scale and its inverse stay normal FP32 numbers even for a tensor of
     // subnormal values.

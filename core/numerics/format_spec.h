@@ -43,6 +43,10 @@ struct FormatSpec {
     bool hasInf() const { return specials == SpecialValues::Ieee; }
     bool hasNan() const { return specials != SpecialValues::None; }
     bool hasNegativeZero() const { return isSigned && hasZero && specials != SpecialValues::Fnuz; }
+    // Fewer exponent bits than FP32 (FP16, FP8, FP6, FP4): a tensor may not fit the range, so
+    // recipes scale it (amax, blocks, the Hadamard transform, per-layer scaling) and a narrow
+    // optimiser state is refused. BF16 and FP32 share FP32's range and take no scale.
+    bool hasNarrowRange() const { return exponentBits < 8; }
 
     // Exponent of the smallest normal binade (1 - bias, or -bias when field 0 is a normal binade).
     int minNormalExponent() const { return hasZero ? 1 - bias : -bias; }

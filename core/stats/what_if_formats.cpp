@@ -32,7 +32,7 @@ FormatOutcome recordedOutcome(std::string name, bool blockFormat, const ClassCou
 }
 
 bool hasTensorScaledRow(const FormatSpec& format) {
-    return format.exponentBits < 8; // amaxScale is 1 for FP32's range (BF16)
+    return format.hasNarrowRange(); // amaxScale is 1 for FP32's range (BF16)
 }
 
 std::string tensorScaledName(const std::string& format) {

@@ -41,6 +41,13 @@ double DynamicScaler::clamp(double scale) const {
     return std::clamp(s, kLowestLossScale, kHighestLossScale);
 }
 
+void DynamicScaler::setState(const State& s) {
+    m_steps = std::max<std::int64_t>(0, s.steps);
+    m_cleanSteps = std::max<std::int64_t>(0, s.cleanSteps);
+    m_hysteresisLeft = std::clamp(s.hysteresisLeft, 1, std::max(1, m_settings.hysteresis));
+    m_scale = clamp(s.scale);
+}
+
 void DynamicScaler::setScale(double scale) {
     m_scale = clamp(scale);
     m_cleanSteps = 0;

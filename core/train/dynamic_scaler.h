@@ -38,6 +38,15 @@ public:
     ScaleDecision update(bool overflow) override;
     bool overflowIsDivergence() const override { return false; } // it backs off and skips
     double floor() const; // the enhanced floor at the current step (0 when not enhanced)
+    // Everything that decides the next steps' scales: what a checkpoint keeps (the PyTorch
+    // LossScaler's state_dict) and a restart restores.
+    struct State {
+        double scale = 1.0;
+        std::int64_t steps = 0, cleanSteps = 0;
+        int hysteresisLeft = 1;
+    };
+    State state() const { return {m_scale, m_steps, m_cleanSteps, m_hysteresisLeft}; }
+    void setState(const State& s);
 
 private:
     double clamp(double scale) const;

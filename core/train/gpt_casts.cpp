@@ -112,7 +112,7 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
     const bool gradient = operand == transformer::GptOperand::WeightGradients;
     // Weight gradients are cast plainly (the trainer scales the three GEMM inputs only).
     if (!gradient && isBlockScaling(m_config.scalingPolicy) &&
-        q->config().format.exponentBits < 8) {
+        q->config().format.hasNarrowRange()) {
         const BlockQuantizeResult r = m_ops.quantizeBlocks(
             *q, *m_config.blockScheme(), v, v, {}, stats, counting ? &c.blocks : nullptr, options);
         c.tensorScale = r.tensorScale;

@@ -130,7 +130,7 @@ void GptRun::buildPrecision() {
     // divides by epsilon alone. Such a state format is kept in FP32 (and said).
     const QuantConfig& state = p.recipe.roles[static_cast<std::size_t>(TensorRole::OptimizerState)];
     m_state.reset();
-    if (state.format.exponentBits >= 8)
+    if (!state.format.hasNarrowRange())
         m_state = std::make_unique<Quantizer>(state);
     else
         m_notice = "optimiser state kept in fp32: the recipe's " + state.format.name +

@@ -271,9 +271,12 @@ bool RunLog::startStatistics(std::int64_t step) {
 }
 
 void RunLog::logReportedStep(std::int64_t step, std::optional<double> loss,
-                             std::optional<double> learningRate, double scale) {
+                             std::optional<double> learningRate, double scale, bool skipped) {
     begin();
-    m_insertStep.bind(1, step).bind(5, scale).bind(6, std::int64_t{0}).bind(11, m_attempt);
+    m_insertStep.bind(1, step)
+        .bind(5, scale)
+        .bind(6, std::int64_t{skipped ? 1 : 0})
+        .bind(11, m_attempt);
     if (loss)
         m_insertStep.bind(3, *loss);
     if (learningRate)

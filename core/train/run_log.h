@@ -57,9 +57,10 @@ public:
     // These add to the current transaction (one is opened as needed); commit() ends it.
     void logStep(const StepScalars& s);
     // A step of a run the core did not train: what its script reported (the loss and learning
-    // rate when given, NULL when not: "not reported", never a NaN loss) and the loss scale.
+    // rate when given, NULL when not: "not reported", never a NaN loss), the loss scale, and
+    // whether its update was skipped (an emulated run's loss scaler found an overflow).
     void logReportedStep(std::int64_t step, std::optional<double> loss,
-                         std::optional<double> learningRate, double scale);
+                         std::optional<double> learningRate, double scale, bool skipped = false);
     void logStats(std::int64_t step, const std::vector<StageStats>& stages);
     // logStats in parts, for rows that name their own format (a watched run judges one tensor in
     // several): startStatistics once per statistics step says whether its histograms are to be

@@ -13,7 +13,7 @@ bool lossScaleMovesCast(ScalingPolicy policy, TensorRole role, int exponentBits)
     // scale a timeline edit sets (the GUI's slider makes such a run static); per-layer factors
     // (>= 1, capped) absorb only part of it.
     const bool rescaled = (isAmaxScaling(policy) || isBlockScaling(policy)) &&
-                          isProductInput(role) && exponentBits < 8;
+                          isProductInput(role) && exponentBits < 8; // FormatSpec::hasNarrowRange
     return !rescaled;
 }
 

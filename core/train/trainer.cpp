@@ -7,6 +7,7 @@
 #include "nn/softmax_cross_entropy.h"
 #include "stats/tensor_sample.h"
 #include "train/per_layer_scaling.h"
+#include "train/recipe_caster.h"
 
 #include <algorithm>
 #include <chrono>
@@ -91,11 +92,11 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     for (auto& bank : m_statsBank)
         bank.resize(static_cast<std::size_t>(m_model.stageCount()));
     m_stageScale.assign(static_cast<std::size_t>(m_model.stageCount()), config.lossScale);
+    m_caster = std::make_unique<RecipeCaster>(m_config, m_model.stageCount(), *m_ops, &m_pool);
     applyScalingPolicy();
     m_order.resize(m_data->train.count());
     std::iota(m_order.begin(), m_order.end(), 0u);
     std::shuffle(m_order.begin(), m_order.end(), m_shuffle);
-    buildQuantizers();
     // The master copy starts out in its own format.
     for (int s = 0; s < m_model.stageCount(); ++s) {
         const Tensor w = stageParameters(m_master, s);
@@ -215,78 +216,32 @@ std::vector<float> Trainer::masterWeights() const {
     return host;
 }
 
-void Trainer::buildQuantizers() {
-    m_quantizers.clear();
-    for (int s = 0; s < m_model.stageCount(); ++s) {
-        StageQuantizers q;
-        for (TensorRole r : kAllRoles) {
-            QuantConfig c = m_config.recipe.config(s, m_model.stageCount(), r);
-            // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
-            // block or tensor scale is chosen to fill the range, and a stale (delayed) amax or
-            // a block's largest element past the element max must clip, not become Inf.
-            if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
-                c.overflow = Overflow::Saturate;
-            q.roles.emplace_back(c);
-        }
-        m_quantizers.push_back(std::move(q));
-    }
-    m_accumulationQuantizer.reset();
-    m_accumulation = {};
-    if (m_config.recipe.accumulation) {
-        m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
-        m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery,
-                          m_config.recipe.promoteEvery, &m_pool};
-    }
-}
-
 void Trainer::applyScalingPolicy() {
-    const ScalingPolicy policy = m_config.scalingPolicy;
-    m_perLayer = policy == ScalingPolicy::PerLayer;
-    m_tensorScaling = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
-                      : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
-                      : isBlockScaling(policy)               ? TensorScalingKind::Blocks
-                                                             : TensorScalingKind::None;
-    if (const std::optional<BlockScheme> scheme = m_config.blockScheme())
-        m_blockScheme = *scheme;
-    m_hadamard = m_config.hadamard && m_tensorScaling == TensorScalingKind::Blocks;
-    // SplitMix64 of the seed: 16 random signs, the same for the whole run.
-    std::uint64_t z = m_config.seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    m_hadamardSigns = static_cast<std::uint32_t>((z ^ (z >> 31)) & 0xFFFFu);
+    m_perLayer = m_config.scalingPolicy == ScalingPolicy::PerLayer;
     m_rawOut.assign(m_model.layers().size(), Tensor{});
     m_rawGrad.assign(m_model.layers().size(), Tensor{});
-    const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
-    m_amaxHistory.assign(static_cast<std::size_t>(m_model.stageCount()),
-                         {emptyHistory, emptyHistory, emptyHistory});
     std::fill(m_stageScale.begin(), m_stageScale.end(), m_config.lossScale);
 }
 
 void Trainer::setScaling(const TrainConfig& scaling) {
     m_config.setScalingFrom(scaling);
     m_scaler = makeLossScaler(m_config);
+    m_caster->setScaling(scaling);
     applyScalingPolicy();
-    buildQuantizers(); // scaled tensors saturate
 }
 
 void Trainer::setRecipe(const PrecisionRecipe& recipe) {
     checkRecipeStages(recipe, m_model.stageCount());
     m_config.recipe = recipe;
-    buildQuantizers();
+    m_caster->setRecipe(recipe);
 }
 
 const Quantizer& Trainer::quantizer(int stage, TensorRole role) const {
-    return m_quantizers[static_cast<std::size_t>(stage)].roles[static_cast<std::size_t>(role)];
+    return m_caster->quantizer(stage, role);
 }
 
 QuantizeOptions Trainer::options(int stage, TensorRole role) const {
-    QuantizeOptions o;
-    o.seed = m_config.seed;
-    // A distinct random stream per (step, stage, role): reproducible and uncorrelated.
-    o.stream = (static_cast<std::uint64_t>(m_step) << 16) |
-               (static_cast<std::uint64_t>(stage) << 4) | static_cast<std::uint64_t>(role);
-    o.pool = const_cast<ThreadPool*>(&m_pool);
-    return o;
+    return m_caster->options(stage, role);
 }
 
 std::vector<std::string> Trainer::stageNames() const {
@@ -324,7 +279,7 @@ void Trainer::nextBatch() {
 void Trainer::forward(int batch, bool collect, bool withStats) {
     const Tensor input =
         m_input.slice(0, static_cast<std::size_t>(batch) * m_model.inputShape().size());
-    const bool keepRaw = m_hadamard && withStats; // training, not evaluation
+    const bool keepRaw = m_caster->hadamard() && withStats; // training, not evaluation
     if (keepRaw)
         m_ops->copy(ensure(m_rawInput, input.size, *m_ops), input);
     // The data enters in stage 0's activation format (not counted: it is the dataset's property).
@@ -334,7 +289,7 @@ void Trainer::forward(int batch, bool collect, bool withStats) {
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const float* in = i == 0 ? m_input.data : m_out[i - 1].data;
         m_ops->forward(*layers[i], m_out[i].data, in, m_forwardWeights + m_model.parameterOffset(i),
-                       batch, m_accumulation);
+                       batch, m_caster->accumulation());
         if (m_model.endsStage(i)) {
             const Tensor out = activation(m_out, i, batch);
             // Kept for the transform, the copy is the cast's input too: a cast out of place
@@ -355,8 +310,8 @@ void Trainer::backward(int batch, bool collect) {
     for (std::size_t i = layers.size(); i-- > 0;) {
         if (m_model.endsStage(i)) {
             const Tensor g = activation(m_dout, i, batch);
-            const Tensor raw = m_hadamard ? ensure(m_rawGrad[i], g.size, *m_ops) : g;
-            if (m_hadamard)
+            const Tensor raw = m_caster->hadamard() ? ensure(m_rawGrad[i], g.size, *m_ops) : g;
+            if (m_caster->hadamard())
                 m_ops->copy(raw, g);
             quantizeRole(m_model.stageOf(i), TensorRole::ActivationGradients, raw, g,
                          activationLayout(i, batch), collect, true);
@@ -369,21 +324,21 @@ void Trainer::backward(int batch, bool collect) {
         // (the weights' from the transformed operands): its backward here gives the input
         // gradient alone, without the weight product that would be thrown away (a third of an
         // NVFP4 step's matrix products).
-        const bool transformed = m_hadamard && layers[i]->hasWeights() && hadamardFor(i);
+        const bool transformed = m_caster->hadamard() && layers[i]->hasWeights() && hadamardFor(i);
         m_ops->backward(*layers[i], din, transformed ? nullptr : m_grads.data + offset,
                         m_dout[i].data, in, m_out[i].data, m_forwardWeights + offset, batch,
-                        m_accumulation);
-        if (m_hadamard && layers[i]->hasWeights()) {
+                        m_caster->accumulation());
+        if (m_caster->hadamard() && layers[i]->hasWeights()) {
             if (transformed)
                 hadamardWeightGradient(i, batch);
-        } else if (m_hadamard && m_rawGrad[i].data != nullptr && i > 0 &&
+        } else if (m_caster->hadamard() && m_rawGrad[i].data != nullptr && i > 0 &&
                    m_model.stageOf(i - 1) == m_model.stageOf(i)) {
             // Down to the stage's weight layer, the gradient before the cast follows the same
             // backward (an activation's or a pooling's).
             const Tensor rawBelow =
                 ensure(m_rawGrad[i - 1], activation(m_dout, i - 1, batch).size, *m_ops);
             m_ops->backward(*layers[i], rawBelow.data, nullptr, m_rawGrad[i].data, in,
-                            m_out[i].data, m_forwardWeights + offset, batch, m_accumulation);
+                            m_out[i].data, m_forwardWeights + offset, batch, m_caster->accumulation());
         }
         if (m_perLayer && din != nullptr && layers[i]->hasWeights()) {
             // Zhao et al.: this layer picks the scale of the gradient it passes down.
@@ -480,6 +435,7 @@ void Trainer::applyUpdate(bool collect) {
 StepResult Trainer::step() {
     const auto start = std::chrono::steady_clock::now();
     const bool collect = (m_step + 1) % m_config.statsEvery == 0;
+    m_caster->setStep(m_step);
     const std::int64_t completeBefore = m_completeStep;
     if (collect)
         startCollecting();
@@ -558,90 +514,14 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
                            const BlockLayout& layout, bool collect, bool training) {
     StageStats& st = stats()[static_cast<std::size_t>(stage)];
     const auto r = static_cast<std::size_t>(role);
-    QuantStats* stats = collect ? &st.roles[r] : nullptr;
-    const Quantizer& q = quantizer(stage, role);
-    QuantizeOptions opts = options(stage, role);
-    // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
-    // in BF16 under a block-scaled recipe is cast plainly.
-    const bool wide = q.config().format.exponentBits >= 8;
-    const bool plain = m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
-                       (m_tensorScaling == TensorScalingKind::Blocks && wide);
-    // A plain cast measures its own error; the scaled ones are measured after, from a copy of
-    // the input when they overwrite it.
-    const Tensor kept = collect && !plain ? keepForError(in, values) : Tensor{};
     if (collect) // before the cast overwrites it
         keepSample(st.samples[r], in, layout);
-    if (plain) {
-        opts.measureError = collect;
-        m_ops->quantize(q, in, values, stats, opts);
-        if (collect)
-            st.samples[r].tensorAmax = kAmaxFromCounts;
-    } else if (m_tensorScaling == TensorScalingKind::Blocks) {
-        const float amax = quantizeBlocks(stage, role, in, values, layout, collect);
-        if (collect) // NVFP4's cast took the tensor amax; the other block casts a pass
-            st.samples[r].tensorAmax = amax < 0.0f ? m_ops->amax(kept) : finiteAmax(amax);
-    } else {
-        AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
-                                   ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
-                                                                                     : r == 1 ? 1
-                                                                                              : 2]
-                                   : nullptr;
-        // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
-        // history's and records this tensor's amax during the pass (one read of the data).
-        const bool fromHistory = history != nullptr && !history->empty();
-        double amax = 0.0;
-        if (fromHistory)
-            amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
-        else
-            amax = m_ops->amax(in);
-        const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
-        if (collect)
-            st.tensorScale[r] = scale;
-        double current = amax;
-        m_ops->quantizeScaled(q, in, values, scale, stats, opts, fromHistory ? &current : nullptr);
-        if (collect)
-            st.samples[r].tensorAmax = current; // its own (a delayed scale took earlier ones)
-        if (history != nullptr && training)     // evaluation must not change what training sees
-            history->push(current);             // this tensor's amax serves the steps after it
-    }
-    if (collect && !plain)
-        measureError(*stats, kept, values);
-}
-
-float Trainer::quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
-                              const BlockLayout& layout, bool collect) {
-    StageStats& st = stats()[static_cast<std::size_t>(stage)];
-    const auto r = static_cast<std::size_t>(role);
-    const Quantizer& q = quantizer(stage, role);
-    QuantizeOptions opts = options(stage, role);
-    const std::size_t body =
-        layout.cols == 0 ? in.size : std::min(in.size, layout.rows * layout.cols);
-    const BlockQuantizeResult result = m_ops->quantizeBlocks(
-        q, m_blockScheme, in.slice(0, body), values.slice(0, body), layout,
-        collect ? &st.roles[r] : nullptr, collect ? &st.blocks[r] : nullptr, opts);
+    const CastCounters counters =
+        collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r]} : CastCounters{};
+    const double amax = m_caster->cast(stage, role, in, values, layout, counters, training);
     if (collect)
-        st.tensorScale[r] = result.tensorScale;
-    if (body == in.size)
-        return result.inputAmax;
-    opts.firstIndex = body; // the biases: one row of blocks, their own random words
-    const BlockQuantizeResult biases = m_ops->quantizeBlocks(
-        q, m_blockScheme, in.slice(body, in.size - body), values.slice(body, in.size - body), {},
-        collect ? &st.roles[r] : nullptr, collect ? &st.blocks[r] : nullptr, opts);
-    return std::max(result.inputAmax, biases.inputAmax); // one scheme: both -1, or both amaxes
-}
-
-Tensor Trainer::keepForError(Tensor in, Tensor out) {
-    if (in.data != out.data)
-        return in;
-    if (m_errorInput.size < in.size)
-        m_errorInput = m_ops->allocate(in.size);
-    const Tensor kept = m_errorInput.slice(0, in.size);
-    m_ops->copy(kept, in);
-    return kept;
-}
-
-void Trainer::measureError(QuantStats& stats, Tensor input, Tensor output) {
-    stats.error.merge(m_ops->errorMoments(input, output));
+        st.samples[r].tensorAmax =
+            amax == RecipeCaster::kAmaxInCounts ? kAmaxFromCounts : finiteAmax(amax);
 }
 
 void Trainer::keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout) {
@@ -669,28 +549,9 @@ Tensor Trainer::ensure(Tensor& t, std::size_t n, TensorOps& ops) {
 }
 
 bool Trainer::hadamardFor(std::size_t layer) const {
-    // Linear layers whose gradients are cast narrow (a stage a recipe keeps in BF16 is not an
-    // FP4 product, and convolutions reduce over positions too).
-    if (dynamic_cast<const Linear*>(m_model.layers()[layer].get()) == nullptr ||
-        m_rawGrad[layer].data == nullptr)
-        return false;
-    const int s = m_model.stageOf(layer);
-    return quantizer(s, TensorRole::ActivationGradients).config().format.exponentBits < 8;
-}
-
-Tensor Trainer::castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
-                               const Quantizer& q, QuantizeOptions options) {
-    const Tensor transformed = ensure(m_rhtTransformed, batch * width, *m_ops);
-    m_ops->hadamard16(transformed, raw, batch, width, m_hadamardSigns);
-    m_ops->transpose(into, transformed, batch, width); // (width, batch): blocks along the batch
-    if (q.config().format.exponentBits < 8) {
-        BlockScheme alongBatch = m_blockScheme;
-        m_ops->quantizeBlocks(q, alongBatch, into, into, {width, batch, false}, nullptr, nullptr,
-                              options);
-    } else {
-        m_ops->quantize(q, into, into, nullptr, options);
-    }
-    return into; // kept transposed: the weight-gradient product takes it so
+    // Linear layers whose gradients are cast narrow (convolutions reduce over positions too).
+    return dynamic_cast<const Linear*>(m_model.layers()[layer].get()) != nullptr &&
+           m_rawGrad[layer].data != nullptr && m_caster->hadamardFor(m_model.stageOf(layer));
 }
 
 void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
@@ -699,21 +560,15 @@ void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
     const auto in = static_cast<std::size_t>(l.inFeatures());
     const auto out = static_cast<std::size_t>(l.outFeatures());
     const int s = m_model.stageOf(layer);
-    // The casts of these operands are not counted: the roles count the forward and input-
-    // gradient casts, and these are the same tensors cast again along another dimension.
-    QuantizeOptions gradientWords = options(s, TensorRole::ActivationGradients);
-    gradientWords.stream ^= 8; // streams of their own (roles use 0..5)
-    const Tensor dy = castAlongBatch(m_rawGrad[layer].slice(0, b * out), b, out,
-                                     ensure(m_rhtOperandA, b * out, *m_ops),
-                                     quantizer(s, TensorRole::ActivationGradients), gradientWords);
+    const Tensor work = ensure(m_rhtTransformed, b * std::max(in, out), *m_ops);
+    const Tensor dy = m_caster->castAlongBatch(s, TensorRole::ActivationGradients,
+                                               m_rawGrad[layer].slice(0, b * out), b, out,
+                                               ensure(m_rhtOperandA, b * out, *m_ops), work);
     const int inputStage = layer == 0 ? 0 : m_model.stageOf(layer - 1);
-    QuantizeOptions activationWords = options(inputStage, TensorRole::Activations);
-    activationWords.stream ^= 8;
     const Tensor rawInput =
         layer == 0 ? m_rawInput.slice(0, b * in) : m_rawOut[layer - 1].slice(0, b * in);
-    const Tensor x =
-        castAlongBatch(rawInput, b, in, ensure(m_rhtOperandB, b * in, *m_ops),
-                       quantizer(inputStage, TensorRole::Activations), activationWords);
+    const Tensor x = m_caster->castAlongBatch(inputStage, TensorRole::Activations, rawInput, b, in,
+                                              ensure(m_rhtOperandB, b * in, *m_ops), work);
     // dW = dy^T x from the transformed operands (both transposed: (width, batch)), straight into
     // the gradients (zeroed before the backward, which left this layer's alone); the bias
     // gradient is a sum over the batch, which the transform changes: the sum of the
@@ -721,7 +576,7 @@ void Trainer::hadamardWeightGradient(std::size_t layer, int batch) {
     const std::size_t offset = m_model.parameterOffset(layer);
     m_ops->addWeightGradientTransposed(m_grads.data + offset, dy.data, x.data,
                                        static_cast<int>(out), static_cast<int>(in), batch,
-                                       m_accumulation);
+                                       m_caster->accumulation());
     m_ops->addColumnSums(m_grads.data + offset + l.weightCount(), m_dout[layer].data, batch,
                          static_cast<int>(out));
 }
@@ -763,6 +618,7 @@ void Trainer::refreshWeights(bool collect, bool training) {
 }
 
 Evaluation Trainer::evaluate() {
+    m_caster->setStep(m_step);
     refreshWeights(false, false); // the weights as the next step would use them
     const Dataset& test = m_data->test;
     const auto size = static_cast<std::size_t>(test.shape.size());

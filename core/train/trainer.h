@@ -11,6 +11,7 @@
 #include "numerics/amax_scaling.h"
 #include "stats/training_snapshot.h"
 #include "train/loss_scaler.h"
+#include "train/recipe_caster.h"
 #include "train/train_config.h"
 #include "train/training_run.h"
 #include "util/thread_pool.h"
@@ -71,30 +72,15 @@ public:
     void setScaling(const TrainConfig& scaling) override;
 
 private:
-    struct StageQuantizers {
-        std::vector<Quantizer> roles; // indexed by TensorRole
-    };
     void allocateEngineState();
-    void buildQuantizers();
-    void applyScalingPolicy(); // flags and histories for m_config.scalingPolicy
+    void applyScalingPolicy(); // the trainer's part of m_config.scalingPolicy (per-layer)
     const Quantizer& quantizer(int stage, TensorRole role) const;
     QuantizeOptions options(int stage, TensorRole role) const;
     void refreshWeights(bool collect, bool training); // weights used in forward = Q(master)
-    // Quantises one tensor of a role (in -> values; they may be the same), through amax or MX
-    // scaling where the policy asks for it; `training` false (evaluation) leaves the amax
-    // history alone.
-    // layout: the tensor's rows for block scaling (elements past rows x cols, a weight layer's
-    // biases, form one more row).
+    // Quantises one tensor of a role (in -> values; they may be the same) as the recipe says
+    // (RecipeCaster::cast), counted and sampled for the what-if on statistics steps.
     void quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
                       const BlockLayout& layout, bool collect, bool training);
-    // Returns the input amax the cast took (NVFP4's, the larger of the body's and the biases'),
-    // or -1 where it took none.
-    float quantizeBlocks(int stage, TensorRole role, Tensor in, Tensor values,
-                         const BlockLayout& layout, bool collect);
-    // On statistics steps: where the cast's input can still be read after the cast (a copy when
-    // it is cast in place), and the error metrics from it.
-    Tensor keepForError(Tensor in, Tensor out);
-    void measureError(QuantStats& stats, Tensor input, Tensor output);
     // On statistics steps: a sample of a cast's input for the format what-if.
     void keepSample(StageStats::Sample& sample, Tensor input, const BlockLayout& layout);
     // A sample's tensorAmax from the amax a cast found over the whole tensor (0: unknown).
@@ -107,13 +93,10 @@ private:
     BlockLayout weightLayout(int stage) const;
     // The random Hadamard transform (scaling.hadamard): a linear layer's weight gradient from
     // its operands as they were before the casts (kept in m_raw*), each transformed along the
-    // batch in groups of 16 and cast in blocks along it, as NVIDIA's NVFP4 recipe does.
+    // batch in groups of 16 and cast in blocks along it, as NVIDIA's NVFP4 recipe does
+    // (RecipeCaster::castAlongBatch).
     bool hadamardFor(std::size_t layer) const;
     void hadamardWeightGradient(std::size_t layer, int batch);
-    // raw (batch, width) transformed, then cast in blocks along the batch into `into`, which
-    // keeps it transposed: (width, batch).
-    Tensor castAlongBatch(Tensor raw, std::size_t batch, std::size_t width, Tensor into,
-                          const Quantizer& q, QuantizeOptions options);
     static Tensor ensure(Tensor& t, std::size_t n, TensorOps& ops);
     BlockLayout activationLayout(std::size_t layer, int batch) const;
     std::string locateOverflow(double loss) const; // first stage/role with Inf/NaN
@@ -130,9 +113,6 @@ private:
     ThreadPool m_pool;
     std::unique_ptr<LossScaler> m_scaler;
     OptimizerSettings m_optimizerSettings;
-    std::vector<StageQuantizers> m_quantizers;
-    std::unique_ptr<Quantizer> m_accumulationQuantizer;
-    Accumulation m_accumulation;
 
     // Tensors live in the engine's memory; the host keeps only the batch it assembles.
     std::unique_ptr<TensorOps> m_ops;
@@ -157,16 +137,11 @@ private:
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
     double m_lossScale = 1.0; // the policy's scale for the current step
-    enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Blocks } m_tensorScaling{};
-    BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
-    Tensor m_errorInput;       // the input of a cast in place, kept on statistics steps
-    bool m_hadamard = false;
-    std::uint32_t m_hadamardSigns = 0; // the transform's random diagonal, fixed per run
+    std::unique_ptr<RecipeCaster> m_caster; // after m_ops, on which it casts
     // Per layer, for the transform: a stage end's output and gradient before their casts (and
     // the gradients below it within its stage), the data before its cast; work space.
     std::vector<Tensor> m_rawOut, m_rawGrad;
     Tensor m_rawInput, m_rhtOperandA, m_rhtOperandB, m_rhtTransformed;
-    std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
 
     std::vector<std::uint32_t> m_order;
     std::size_t m_cursor = 0;

@@ -14,7 +14,8 @@ using Clock = std::chrono::steady_clock;
 
 nlohmann::json watchMeta(const WatchSettings& s) {
     nlohmann::json watch = s.description.is_object() ? s.description : nlohmann::json::object();
-    watch["formats"] = s.formats;
+    if (s.source == ExternalSource::Watch) // an emulated run's rows are its casts': no what-if
+        watch["formats"] = s.formats;
     watch["every"] = s.every;
     return watch;
 }
@@ -23,8 +24,12 @@ nlohmann::json watchMeta(const WatchSettings& s) {
 
 WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settings)
     : m_dir(dir), m_settings(settings) {
-    if (m_settings.formats.empty())
+    const bool emulated = m_settings.source == ExternalSource::Emulate;
+    if (m_settings.formats.empty() && !emulated)
         throw FormatError("watch: no formats to judge the tensors in (give at least one)");
+    if (!m_settings.formats.empty() && emulated)
+        throw FormatError("emulate: an emulated run records its own casts, not formats to judge "
+                          "them in");
     if (m_settings.every < 1)
         throw FormatError("watch: every " + std::to_string(m_settings.every) +
                           ": expected a whole number of steps, 1 or more");
@@ -33,19 +38,22 @@ WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settin
         m_casts.emplace_back(TensorCastSpec{.format = f});
         anyElementFormat = anyElementFormat || !m_casts.back().isBlockFormat();
     }
-    if (!anyElementFormat)
+    if (!anyElementFormat && !emulated)
         m_histogramCast = std::make_unique<TensorCast>(TensorCastSpec{.format = "fp32"});
     // The record names each format in the core's canonical spelling of it.
     for (std::size_t i = 0; i < m_casts.size(); ++i)
         m_settings.formats[i] = m_casts[i].name();
+    const char* key = emulated ? "emulate" : "watch";
     ExternalRun run;
-    run.config = {{"watch", watchMeta(m_settings)}};
-    run.meta = {{"source", "pytorch-watch"}, {"watch", watchMeta(m_settings)}};
-    run.histogramsEvery = 1;
+    run.config = {{key, watchMeta(m_settings)}};
+    run.meta = {{"source", emulated ? "pytorch-emulate" : "pytorch-watch"},
+                {key, watchMeta(m_settings)}};
+    run.histogramsEvery = std::max(1, m_settings.histogramsEvery);
     m_log = std::make_unique<RunLog>(dir, run, m_settings.stageNames,
                                      RunLogOptions{m_settings.overwrite});
     m_log->logEvent(0, "start",
-                    "watching " + std::to_string(m_settings.stageNames.size()) +
+                    std::string(emulated ? "emulating " : "watching ") +
+                        std::to_string(m_settings.stageNames.size()) +
                         " modules, statistics every " + std::to_string(m_settings.every) +
                         " steps");
     m_log->commit();
@@ -203,9 +211,23 @@ void WatchRecorder::countingLoop(std::stop_token stop) {
 }
 
 void WatchRecorder::record(const WatchedStep& step) {
-    m_log->logReportedStep(step.step, step.loss, step.learningRate, step.scale);
+    m_log->logReportedStep(step.step, step.loss, step.learningRate, step.scale, step.skipped);
     if (step.statistics) {
         const bool withHistograms = m_log->startStatistics(step.step);
+        for (const CountedTensor& t : step.counted) {
+            if (t.stage >= m_settings.stageNames.size())
+                throw RecordError(m_dir + ": a counted cast names stage " +
+                                  std::to_string(t.stage) + " of " +
+                                  std::to_string(m_settings.stageNames.size()));
+            const bool gradient =
+                t.role == TensorRole::ActivationGradients || t.role == TensorRole::WeightGradients;
+            m_log->logRoleStats(step.step, t.stage, t.role,
+                                {t.format, t.stats, t.blocks, gradient ? step.scale : 1.0,
+                                 t.tensorScale},
+                                withHistograms);
+            if (withHistograms)
+                m_log->logHistogram(step.step, t.stage, t.role, t.stats.histogram);
+        }
         std::vector<float> out;
         QuantizeOptions options;
         options.pool = m_pool.get();

@@ -7,6 +7,10 @@
 //
 // The hand-over never waits for the counting: at most `queueSteps` statistics steps wait, and a
 // further one is dropped, its scalars still recorded with an event that says so.
+//
+// An emulated run (precision_lab.torch.emulate, core/watch/emulated_run.h) counts its casts
+// itself, as they happen: its steps bring their counted rows, which this recorder writes as
+// they are (its source "pytorch-emulate", no formats of its own to judge in).
 #pragma once
 
 #include "numerics/tensor_cast.h"
@@ -29,14 +33,20 @@ namespace plab {
 class RunLog;
 class ThreadPool;
 
+// What a record says wrote it: meta "source", and the meta key of its description.
+enum class ExternalSource { Watch, Emulate };
+
 struct WatchSettings {
-    std::vector<std::string> formats;    // any spec TensorCast takes; the first is the default view
+    ExternalSource source = ExternalSource::Watch;
+    // Any spec TensorCast takes; the first is the default view. Empty for an emulated run only.
+    std::vector<std::string> formats;
     std::vector<std::string> stageNames; // the watched modules, in order
     int every = 10;                      // a statistics step every `every` steps
     std::size_t queueSteps = 4;          // statistics steps that may wait to be counted
     unsigned threads = 1;                // counting threads (1: the counting thread alone)
     nlohmann::json description;          // what the watcher was given: config.json and meta
     bool overwrite = false;              // replace an earlier record in the folder
+    int histogramsEvery = 1;             // statistics steps between recorded histograms
 };
 
 struct CapturedTensor {
@@ -50,12 +60,24 @@ struct CapturedTensor {
     float multiplier = 1.0f;
 };
 
+// A cast that was counted where it happened (an emulated run's): its row as it is.
+struct CountedTensor {
+    std::size_t stage = 0;
+    TensorRole role = TensorRole::Weights;
+    std::string format;
+    QuantStats stats;
+    BlockStats blocks;
+    double tensorScale = 1.0;
+};
+
 struct WatchedStep {
     std::int64_t step = 0;
     std::optional<double> loss, learningRate;
-    double scale = 1.0; // the loss scale this step used (1 without one)
+    double scale = 1.0;   // the loss scale this step used (1 without one)
+    bool skipped = false; // its update was skipped (an overflow)
     bool statistics = false;
     std::vector<CapturedTensor> tensors;
+    std::vector<CountedTensor> counted;
 };
 
 class WatchRecorder {

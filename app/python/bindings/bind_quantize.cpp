@@ -163,7 +163,7 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
                    std::uint64_t seed, double scale, bool withStats,
                    const std::optional<std::string>& scaleRounding, const py::handle& outArg,
                    unsigned threads, const std::optional<std::string>& overflow, bool fourOverSix,
-                   bool pow2Scales, bool blockScales, bool error) {
+                   bool pow2Scales, bool blockScales, bool error, std::uint64_t stream) {
     // Every check before anything is written.
     const py::array in = checkedFloatArray(x, "x", false);
     if (!std::isfinite(scale) || scale <= 0.0 || !std::isfinite(static_cast<float>(scale)))
@@ -200,6 +200,7 @@ py::tuple quantize(const py::handle& x, const std::string& format, const std::st
         py::gil_scoped_release release;
         QuantizeOptions options;
         options.seed = seed;
+        options.stream = stream;
         options.measureError = error;
         std::unique_lock<std::mutex> poolLock;
         if (threads > 1) {
@@ -222,7 +223,7 @@ void bindQuantize(py::module_& m) {
     m.def("quantize", &quantize, py::arg("x"), py::arg("fmt"), py::arg("rounding"), py::arg("seed"),
           py::arg("scale"), py::arg("stats"), py::arg("scale_rounding"), py::arg("out"),
           py::arg("threads"), py::arg("overflow"), py::arg("four_over_six"), py::arg("pow2_scales"),
-          py::arg("block_scales"), py::arg("error"));
+          py::arg("block_scales"), py::arg("error"), py::arg("stream") = 0);
     m.attr("HIST_BIN_COUNT") = kHistBinCount;
 }
 

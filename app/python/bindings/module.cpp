@@ -64,4 +64,5 @@ PYBIND11_MODULE(_core, m) {
     plab::python::bindQuantize(m);
     plab::python::bindRunRecord(m);
     plab::python::bindWatch(m);
+    plab::python::bindEmulate(m);
 }

@@ -23,7 +23,7 @@ def formats(spec=None):
 
 def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
              scale_rounding=None, out=None, threads=1, overflow=None, four_over_six=False,
-             pow2_scales=False, block_scales=False, error=True):
+             pow2_scales=False, block_scales=False, error=True, stream=0):
     """Casts ``x`` (a float32 numpy array or CPU torch tensor of any shape, read without a copy)
     to ``fmt`` and back to float32: ``(y, stats)``.
 
@@ -38,6 +38,10 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
     ``block_scales=True`` also each block's decoded scale and amax as arrays) and
     ``tensor_scale`` (NVFP4's s_enc).
     Block formats form blocks along the last dimension (a 1-D array is one row).
+    Stochastic rounding draws its words from the Philox stream (``seed``, ``stream``): an
+    emulated run's cast of a role at step k, stage s uses seed = the run's seed and stream =
+    ((k - 1) << 16) | (s << 4) | role index (weights 0, activations 1, activation gradients 2,
+    weight gradients 3), so a test can reproduce it.
 
     Refused with TypeError / ValueError, before anything is written: other dtypes (no silent
     conversion), non-contiguous views (pass ``numpy.ascontiguousarray(x)``), empty and 0-d
@@ -51,6 +55,8 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
                          "(out.detach())")
     if not _is_int(seed) or not 0 <= seed < 2**64:
         raise ValueError(f"seed {seed!r}: expected a whole number from 0 to 2^64-1")
+    if not _is_int(stream) or not 0 <= stream < 2**64:
+        raise ValueError(f"stream {stream!r}: expected a whole number from 0 to 2^64-1")
     if not _is_int(threads) or threads < 1:
         raise ValueError(f"threads {threads!r}: expected a whole number, 1 or more")
     try:
@@ -59,7 +65,7 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
         raise TypeError(f"scale {scale!r}: expected a finite positive number") from None
     y, s = _core.quantize(array, fmt, rounding, seed, scale, bool(stats), scale_rounding,
                           target, threads, overflow, bool(four_over_six), bool(pow2_scales),
-                          bool(block_scales), bool(error))
+                          bool(block_scales), bool(error), int(stream))
     if out is not None:
         return out, s
     return y, s

@@ -1,6 +1,8 @@
 """open_run: any run record (the app's, the CLI's, a sweep's, a watched PyTorch run's) as pandas
 DataFrames, read through the core's RunRecord."""
 
+import os
+
 from . import _core
 
 
@@ -43,7 +45,34 @@ class Run:
                 f"{self.summary.get('stop_reason', '?') if self.summary else '?'})")
 
 
+class DistributedRun:
+    """A distributed run's records (``rank-<r>`` folders, one per rank) read together: ``steps``,
+    ``stats`` and ``events`` with a ``rank`` column; ``ranks`` maps each rank to its Run."""
+
+    def __init__(self, dir, ranks):
+        import pandas
+        self.dir = str(dir)
+        self.ranks = {r: Run(_core.read_run(path)) for r, path in ranks}
+        runs = list(self.ranks.items())
+        first = runs[0][1]
+        self.stage_names, self.config, self.source = first.stage_names, first.config, first.source
+        self.live = any(run.live for _, run in runs)
+
+        def joined(table):
+            return pandas.concat([getattr(run, table).assign(rank=r) for r, run in runs],
+                                 ignore_index=True)
+        self.steps, self.stats, self.events = joined("steps"), joined("stats"), joined("events")
+
+    def __repr__(self):
+        return f"DistributedRun({self.dir!r}: ranks {sorted(self.ranks)})"
+
+
 def open_run(dir):
-    """Reads the run record in ``dir`` (it holds run.sqlite). Raises OSError naming the file
-    when there is none or it cannot be read."""
+    """Reads the run record in ``dir`` (it holds run.sqlite), or a distributed run's records
+    (``dir/rank-<r>``, as a DistributedRun). Raises OSError naming the file when there is none
+    or it cannot be read."""
+    from ._distributed import rank_folders
+    ranks = rank_folders(str(dir))
+    if ranks and not os.path.isfile(os.path.join(str(dir), "run.sqlite")):
+        return DistributedRun(dir, ranks)
     return Run(_core.read_run(str(dir)))

@@ -1,4 +1,9 @@
-"""precision_lab.torch.watch: a live, format-aware record of your own PyTorch training.
+"""precision_lab.torch: your own PyTorch training, recorded live (``watch``: judged in several
+formats as it runs) or trained under one of the core's recipes (``emulate``: the recipe's casts in
+place of the model's products, every cast counted; ``LossScaler``: the core's loss-scaling
+policies with GradScaler's methods, on any device). Both record into run records the app follows.
+
+precision_lab.torch.watch: a live, format-aware record of your own PyTorch training.
 
     watcher = precision_lab.torch.watch(model, "runs/mine")
     for x, y in data:
@@ -31,6 +36,9 @@ names ``named_modules()`` gives), or a callable ``(name, module) -> bool``. A pa
 matches no such module is an error naming it, so a typo does not silently watch nothing.
 
 CUDA tensors are copied to the host at capture (the counting runs on the CPU).
+
+Distributed runs: inside a torch.distributed process group each rank records into
+``run_dir/rank-<r>`` (``ranks=`` records only those ranks).
 """
 
 import atexit
@@ -44,20 +52,24 @@ import weakref
 import torch
 
 from . import _core
+from . import _distributed
+from ._emulate import ALIASES, Emulation, emulate, register_emulated_type, resolve_recipe
+from ._loss_scaler import LossScaler
 
 DEFAULT_FORMATS = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
 ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
 
-__all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES"]
+__all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES", "emulate", "Emulation",
+           "LossScaler", "register_emulated_type", "resolve_recipe", "ALIASES"]
 
 
 def watch(model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
-          queue_steps=4, threads=1, overwrite=False, modules=None):
+          queue_steps=4, threads=1, overwrite=False, modules=None, ranks=None):
     """Starts watching ``model``, recording into ``run_dir``; returns the Watcher (also a
     context manager). See the module's documentation."""
     return Watcher(model, run_dir, formats=formats, every=every, roles=roles,
                    loss_scale=loss_scale, queue_steps=queue_steps, threads=threads,
-                   overwrite=overwrite, modules=modules)
+                   overwrite=overwrite, modules=modules, ranks=ranks)
 
 
 def _select_modules(model, modules):
@@ -139,7 +151,8 @@ def _describe_scale(loss_scale):
 
 class Watcher:
     def __init__(self, model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
-                 loss_scale=None, queue_steps=4, threads=1, overwrite=False, modules=None):
+                 loss_scale=None, queue_steps=4, threads=1, overwrite=False, modules=None,
+                 ranks=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
         if isinstance(formats, str):
@@ -163,6 +176,10 @@ class Watcher:
         if isinstance(loss_scale, numbers.Real) and not (0 < float(loss_scale) < float("inf")):
             raise ValueError(f"loss_scale {loss_scale!r}: expected a finite positive number")
         self._modules, selection = _select_modules(model, modules)
+        run_dir, rank, recorded = _distributed.rank_folder(run_dir, ranks)
+        if not recorded:
+            raise ValueError(f"rank {rank} is not among ranks {sorted(ranks)}: a watcher records "
+                             f"(watch only the ranks to record: `if rank in ranks: watch(...)`)")
         self._model = model
         self._every = int(every)
         self._roles = frozenset(roles)
@@ -174,6 +191,7 @@ class Watcher:
             "roles": list(roles),
             "loss_scale": _describe_scale(loss_scale),
             "modules": [{"name": n, "type": type(m).__name__} for n, m in self._modules],
+            "rank": rank,
         }
         if selection is not None:  # a chosen subset: say how it was chosen
             description["module_selection"] = selection

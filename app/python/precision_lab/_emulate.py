@@ -1,0 +1,488 @@
+"""precision_lab.torch.emulate: your own PyTorch model trained under one of the core's recipes,
+every cast counted into a run record the app follows.
+
+    em = emulate(model, "fp8-hybrid", "runs/mine")       # a preset, or a config document
+    for x, y in data:
+        loss = loss_fn(model(x), y)
+        em.scaler.scale(loss).backward()                   # the recipe's loss scaler (the core's)
+        em.scaler.step(optimizer); em.scaler.update()
+        em.step(loss=loss)                                 # after the optimiser step
+        optimizer.zero_grad()
+    em.remove()                                            # or: with emulate(...) as em:
+
+Which modules: every nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding and nn.MultiheadAttention
+(its input projection and out_proj, two stages), or those ``modules`` names (shell patterns as
+fnmatch, or a callable ``(name, module) -> bool``). Each becomes a stage of the record, in
+``named_modules()`` order. Their forward is replaced (an instance attribute, removed again by
+``remove()``) by one autograd.Function per product that casts the operands as the recipe says:
+activations (the product's input) and weights in forward, the output's gradient in backward, the
+weight gradient before the optimiser sees it. Biases stay FP32 (a GEMM's epilogue).
+
+The recipe: a preset of ``precision-lab-cli presets`` ("fp16-amp", "bf16", "fp8-hybrid" (=
+"fp8-hybrid-delayed"), "nvfp4", "mxfp8-e4m3", "fp8-blockwise", ...) or a config document as
+``train --config`` takes (``{"preset": ..., "recipe": {...}, "scaling": {...}}``), whose
+``recipe.overrides`` may name modules: ``{"modules": "head", "weights": "bf16", ...}``. The
+recipe's master_weights and optimizer_state are the script's optimiser's: not emulated (an event
+says so when the recipe sets them).
+"""
+
+import atexit
+import fnmatch
+import json
+import numbers
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+import weakref
+
+import torch
+
+from . import _core
+from . import _distributed
+from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
+from ._loss_scaler import LossScaler
+
+ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3"}
+_MARK = "_precision_lab_emulation"
+
+
+# -- module types -------------------------------------------------------------------------
+def _linear_forward(module, sites, x):
+    return emulated_linear(x, module.weight, module.bias, sites[0])
+
+
+def _convolution_forward(module, sites, x):
+    return emulated_convolution(x, module.weight, module.bias, sites[0], module.stride,
+                                module.padding, module.dilation, module.groups)
+
+
+def _embedding_forward(module, sites, indices):
+    return emulated_embedding(indices, module.weight, sites[0], module.padding_idx)
+
+
+def _check_convolution(module):
+    if isinstance(module.padding, str):
+        return f"padding={module.padding!r} (give the padding as numbers)"
+    if module.padding_mode != "zeros":
+        return f"padding_mode={module.padding_mode!r} (only 'zeros')"
+    return None
+
+
+def _check_embedding(module):
+    if module.max_norm is not None or module.sparse or module.scale_grad_by_freq:
+        return "max_norm, sparse or scale_grad_by_freq set"
+    return None
+
+
+def _check_attention(module):
+    if not module._qkv_same_embed_dim:
+        return "kdim/vdim other than embed_dim"
+    if module.bias_k is not None or module.add_zero_attn:
+        return "add_bias_kv or add_zero_attn"
+    return None
+
+
+def _attention_forward(module, sites, query, key, value, key_padding_mask=None,
+                       need_weights=True, attn_mask=None, average_attn_weights=True,
+                       is_causal=False):
+    import math
+    import torch.nn.functional as F
+    if module.batch_first:
+        query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+    length, batch, embed = query.shape
+    source = key.shape[0]
+    heads = module.num_heads
+    head_dim = embed // heads
+    w, b = module.in_proj_weight, module.in_proj_bias
+    if query is key and key is value:
+        q, k, v = emulated_linear(query, w, b, sites[0]).chunk(3, dim=-1)
+    else:
+        ws = w.chunk(3)
+        bs = b.chunk(3) if b is not None else (None, None, None)
+        q = emulated_linear(query, ws[0], bs[0], sites[0])
+        k = emulated_linear(key, ws[1], bs[1], sites[0])
+        v = emulated_linear(value, ws[2], bs[2], sites[0])
+    q = q.contiguous().view(length, batch * heads, head_dim).transpose(0, 1)
+    k = k.contiguous().view(source, batch * heads, head_dim).transpose(0, 1)
+    v = v.contiguous().view(source, batch * heads, head_dim).transpose(0, 1)
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask
+        if mask.dtype == torch.bool:
+            mask = torch.zeros_like(mask, dtype=q.dtype).masked_fill_(mask, float("-inf"))
+        if mask.dim() == 2:
+            mask = mask.unsqueeze(0)
+    elif is_causal:
+        mask = torch.full((length, source), float("-inf"), dtype=q.dtype,
+                          device=q.device).triu_(1).unsqueeze(0)
+    if key_padding_mask is not None:
+        padding = key_padding_mask.view(batch, 1, 1, source).expand(-1, heads, -1, -1)
+        padding = padding.reshape(batch * heads, 1, source)
+        if padding.dtype == torch.bool:
+            padding = torch.zeros_like(padding, dtype=q.dtype).masked_fill_(padding,
+                                                                             float("-inf"))
+        mask = padding if mask is None else mask + padding
+    scores = torch.bmm(q / math.sqrt(head_dim), k.transpose(-2, -1))
+    if mask is not None:
+        scores = scores + mask
+    attention = F.softmax(scores, dim=-1)
+    if module.training and module.dropout > 0.0:
+        attention = F.dropout(attention, p=module.dropout)
+    out = torch.bmm(attention, v).transpose(0, 1).contiguous().view(length * batch, embed)
+    out = emulated_linear(out, module.out_proj.weight, module.out_proj.bias, sites[1])
+    out = out.view(length, batch, embed)
+    if module.batch_first:
+        out = out.transpose(0, 1)
+    if not need_weights:
+        return out, None
+    weights = attention.view(batch, heads, length, source)
+    return out, (weights.mean(dim=1) if average_attn_weights else weights)
+
+
+class _EmulatedType:
+    def __init__(self, forward, stages=("",), check=None):
+        self.forward = forward
+        self.stages = stages  # the stage names' suffixes, one per product site
+        self.check = check
+
+
+_TYPES = {
+    torch.nn.Linear: _EmulatedType(_linear_forward),
+    torch.nn.Conv1d: _EmulatedType(_convolution_forward, check=_check_convolution),
+    torch.nn.Conv2d: _EmulatedType(_convolution_forward, check=_check_convolution),
+    torch.nn.Embedding: _EmulatedType(_embedding_forward, check=_check_embedding),
+    torch.nn.MultiheadAttention: _EmulatedType(_attention_forward, (".in_proj", ".out_proj"),
+                                               _check_attention),
+}
+
+
+def register_emulated_type(module_type, forward, stages=("",), check=None):
+    """Emulates modules of ``module_type`` (and its subclasses): ``forward(module, sites, *args,
+    **kwargs)`` computes the module's output through the operators of
+    precision_lab._emulated_ops (``emulated_linear(x, w, b, sites[0])``...), one site per entry
+    of ``stages`` (suffixes of the module's name, "" for one product). ``check(module)`` returns
+    why a module cannot be emulated, or None."""
+    if not (isinstance(module_type, type) and issubclass(module_type, torch.nn.Module)):
+        raise TypeError(f"module_type {module_type!r}: expected a torch.nn.Module subclass")
+    if not callable(forward):
+        raise TypeError("forward: expected a callable (module, sites, *args)")
+    _TYPES[module_type] = _EmulatedType(forward, tuple(stages), check)
+
+
+def _type_of(module):
+    for cls in type(module).__mro__:
+        if cls in _TYPES:
+            return _TYPES[cls]
+    return None
+
+
+def _emulable_names():
+    return ", ".join(sorted(t.__name__ for t in _TYPES))
+
+
+# -- choosing the modules -------------------------------------------------------------------
+def _select(model, modules):
+    """[(name, module, type)] to emulate, in named_modules() order."""
+    candidates = []
+    inside = set()  # submodules an emulated module handles itself (MultiheadAttention.out_proj)
+    for name, m in model.named_modules():
+        name = name or type(model).__name__
+        if id(m) in inside:
+            continue
+        t = _type_of(m)
+        if t is not None:
+            candidates.append((name, m, t))
+            if len(t.stages) > 1:
+                inside.update(id(sub) for sub in m.modules() if sub is not m)
+    if modules is None:
+        chosen = candidates
+        if not chosen:
+            raise ValueError(f"{type(model).__name__} has no module emulate can cast (it casts "
+                             f"{_emulable_names()})")
+    elif callable(modules):
+        chosen = [c for c in candidates if modules(c[0], c[1])]
+        if not chosen:
+            raise ValueError(f"modules: the callable chose none of {type(model).__name__}'s "
+                             f"{len(candidates)} modules emulate can cast")
+    else:
+        patterns = (modules,) if isinstance(modules, str) else tuple(modules)
+        if not patterns or not all(isinstance(p, str) for p in patterns):
+            raise TypeError("modules: expected None, name patterns (str) or a callable")
+        named = {(n or type(model).__name__): m for n, m in model.named_modules()}
+        for p in patterns:
+            if any(fnmatch.fnmatchcase(n, p) for n, _, _ in candidates):
+                continue
+            hits = [n for n in named if fnmatch.fnmatchcase(n, p)]
+            if hits:
+                raise ValueError(f"modules {p!r}: {hits[0]} is a {type(named[hits[0]]).__name__}"
+                                 f", which emulate cannot cast (it casts {_emulable_names()}; "
+                                 f"register_emulated_type adds others)")
+            shown = ", ".join(n for n, _, _ in candidates[:8])
+            raise ValueError(f"modules {p!r} matches no module of {type(model).__name__} that "
+                             f"emulate can cast (those: {shown or 'none'})")
+        chosen = [c for c in candidates if any(fnmatch.fnmatchcase(c[0], p) for p in patterns)]
+    for name, m, t in chosen:
+        why = t.check(m) if t.check else None
+        if why:
+            raise ValueError(f"module {name} ({type(m).__name__}) cannot be emulated: {why}")
+    return chosen
+
+
+# -- the recipe ------------------------------------------------------------------------------
+def _recipe_document(recipe):
+    """(preset, config document) from a preset name, a dict or a JSON file's path."""
+    if isinstance(recipe, str) and not recipe.endswith(".json"):
+        return ALIASES.get(recipe, recipe), {}
+    if isinstance(recipe, (str, os.PathLike)):
+        path = os.fspath(recipe)
+        try:
+            with open(path, encoding="utf-8") as f:
+                document = json.load(f)
+        except OSError as e:
+            raise OSError(f"{path}: cannot be read ({e.strerror})") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    elif isinstance(recipe, dict):
+        document = json.loads(json.dumps(recipe))
+    else:
+        raise TypeError(f"recipe is a {type(recipe).__name__}: expected a preset name, a config "
+                        f"document (dict) or a JSON file")
+    if not isinstance(document, dict):
+        raise ValueError("recipe: expected a JSON object (a config document)")
+    preset = document.pop("preset", "")
+    return ALIASES.get(preset, preset), document
+
+
+def _resolve_overrides(document, stage_names):
+    """recipe.overrides entries naming modules become entries naming their stages."""
+    recipe = document.get("recipe")
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("overrides"), list):
+        return
+    resolved = []
+    for i, entry in enumerate(recipe["overrides"]):
+        if isinstance(entry, dict) and "modules" in entry:
+            patterns = entry["modules"]
+            patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+            roles = {k: v for k, v in entry.items() if k != "modules"}
+            stages = [s for s, n in enumerate(stage_names)
+                      if any(fnmatch.fnmatchcase(n, p) or fnmatch.fnmatchcase(n, p + ".*")
+                             for p in patterns)]
+            if not stages:
+                raise ValueError(f"config.recipe.overrides[{i}].modules {entry['modules']!r} "
+                                 f"matches no emulated module ({', '.join(stage_names[:8])}"
+                                 f"{', ...' if len(stage_names) > 8 else ''})")
+            resolved.extend(dict(roles, stage=s) for s in stages)
+        else:
+            resolved.append(entry)
+    recipe["overrides"] = resolved
+
+
+def resolve_recipe(recipe, stage_names, seed=0):
+    """The run config (dict) a recipe makes for these stages: the CLI's preset table and config
+    checks, module patterns resolved to stages. ValueError naming what is wrong."""
+    preset, document = _recipe_document(recipe)
+    _resolve_overrides(document, stage_names)
+    document["seed"] = seed
+    config = json.loads(_core.resolve_config(preset, json.dumps(document)))
+    if config.get("scaling", {}).get("policy") == "per-layer":
+        raise ValueError("config.scaling.policy 'per-layer' (Zhao et al.) is not emulated yet "
+                         "(its layer-by-layer gradient scales live inside the core's backward)")
+    return config
+
+
+def _not_emulated(config):
+    """What of the recipe emulate leaves to torch, each said once in the record (an event) and
+    on stderr."""
+    recipe = config.get("recipe", {})
+    notes = []
+    for role in ("master_weights", "optimizer_state"):
+        if recipe.get(role, {}).get("format", "fp32") != "fp32":
+            notes.append(f"the recipe's {role} ({recipe[role]['format']}) is not emulated: the "
+                         f"script's optimiser keeps its own")
+    if recipe.get("accumulation"):
+        notes.append(f"the recipe's accumulator ({recipe['accumulation'].get('format')}) is not "
+                     f"emulated: torch sums the products in FP32 (precision-lab-cli train "
+                     f"emulates it)")
+    return notes
+
+
+def _loss_scaling_of(config):
+    return {"scaling": config["scaling"]}
+
+
+# -- the emulation -----------------------------------------------------------------------------
+def emulate(model, recipe, run_dir=None, *, modules=None, every=1, seed=0, histograms_every=10,
+            threads=1, overwrite=False, loss_scaler=None, ranks=None):
+    """Runs ``model`` under ``recipe`` from now on, recording into ``run_dir`` (None: a new
+    temporary folder); returns the Emulation (also a context manager). Every check is made
+    before anything is written. See the module's documentation."""
+    return Emulation(model, recipe, run_dir, modules=modules, every=every, seed=seed,
+                     histograms_every=histograms_every, threads=threads, overwrite=overwrite,
+                     loss_scaler=loss_scaler, ranks=ranks)
+
+
+class Emulation:
+    def __init__(self, model, recipe, run_dir=None, *, modules=None, every=1, seed=0,
+                 histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None):
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
+        if getattr(model, _MARK, None) is not None:
+            raise RuntimeError(f"{type(model).__name__} is already emulated (into "
+                               f"{getattr(model, _MARK).run_dir}): remove() it first")
+        for name, p in model.named_parameters():
+            if p.dtype != torch.float32:
+                raise TypeError(f"parameter {name} is {str(p.dtype).replace('torch.', '')}: "
+                                f"emulate casts from float32 (the FP32 master copy); call "
+                                f"model.float()")
+        for label, value, low in (("every", every, 1), ("histograms_every", histograms_every, 1),
+                                  ("threads", threads, 1)):
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{label} {value!r}: expected a whole number, {low} or more")
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed {seed!r}: expected a whole number, 0 or more")
+        if loss_scaler is not None and not isinstance(loss_scaler, LossScaler):
+            raise TypeError(f"loss_scaler is a {type(loss_scaler).__name__}: expected a "
+                            f"precision_lab.torch.LossScaler (None: the recipe's)")
+        chosen = _select(model, modules)
+        stage_names = []
+        for name, _, t in chosen:
+            stage_names.extend(name + suffix for suffix in t.stages)
+        config = resolve_recipe(recipe, stage_names, int(seed))
+        self.config = config
+        self.scaler = loss_scaler or LossScaler(_loss_scaling_of(config), model=model)
+        if not self.scaler._names:
+            self.scaler._names = {id(p): n for n, p in model.named_parameters()}
+        run_dir, self.rank, recorded = _distributed.rank_folder(run_dir, ranks)
+        # A rank left out of ``ranks`` is emulated all the same, its record a temporary one.
+        self._temporary = None if recorded else run_dir
+        if run_dir is None:
+            run_dir = tempfile.mkdtemp(prefix="precision-lab-emulate-")
+            overwrite = True
+        elif not recorded:
+            self._temporary = run_dir = tempfile.mkdtemp(prefix="precision-lab-emulate-")
+            overwrite = True
+        description = {
+            "model": type(model).__name__,
+            "torch": torch.__version__,
+            "python": sys.version.split()[0],
+            "recipe": recipe if isinstance(recipe, (str, dict)) else os.fspath(recipe),
+            "train_config": config,
+            "modules": [{"name": n, "type": type(m).__name__} for n, m, _ in chosen],
+            "seed": int(seed),
+            "rank": self.rank,
+            "not_emulated": "master_weights and optimizer_state: the script's optimiser",
+        }
+        if modules is not None:
+            description["module_selection"] = (modules if isinstance(modules, (str, list, tuple))
+                                               else "callable")
+        self._core = _core.Emulator(str(run_dir), json.dumps(config), stage_names, int(every),
+                                    int(histograms_every), int(threads), json.dumps(description),
+                                    bool(overwrite))
+        self.run_dir = str(run_dir)
+        self.stage_names = tuple(stage_names)
+        self._model = model
+        self._closed = False
+        self._scale = None
+        self._patched = []
+        stage = 0
+        for name, m, t in chosen:
+            sites = [Site(self, stage + i, name + suffix) for i, suffix in enumerate(t.stages)]
+            stage += len(t.stages)
+            m.forward = _bound_forward(t.forward, m, sites)
+            self._patched.append(m)
+        self._pre_hook = model.register_forward_pre_hook(self._on_model_forward)
+        for note in _not_emulated(config):
+            self._core.event("note", note)
+            warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
+        setattr(model, _MARK, self)
+        ref = weakref.ref(self)
+        self._atexit = lambda: (ref() is not None and
+                                ref()._finish("the script ended without remove()", False))
+        atexit.register(self._atexit)
+
+    # -- what the user calls ------------------------------------------------------------
+    @property
+    def step_number(self):
+        """The step under way (1-based)."""
+        return self._core.step
+
+    def format(self, stage_name, role):
+        """The format the recipe casts ``role`` of the module ``stage_name`` to."""
+        return self._core.format(self.stage_names.index(stage_name), role)
+
+    def step(self, loss=None, lr=None):
+        """Ends a training step (after ``optimizer.step()`` or ``scaler.update()``): its loss,
+        learning rate, scale and skip go to the record with the step's counted casts."""
+        if self._closed:
+            raise RuntimeError(f"the emulation of {self.run_dir} was removed")
+        if isinstance(loss, torch.Tensor):
+            loss = loss.detach().float().item()
+        scale = self._scale if self._scale is not None else self.scaler.get_scale()
+        skipped = False
+        decision = self.scaler.last_decision
+        if decision is not None:
+            skipped, reason = decision
+            if reason:
+                self._core.event("scale", reason)
+            self.scaler.last_decision = None
+        self._core.end_step(None if loss is None else float(loss),
+                            None if lr is None else float(lr), float(scale), bool(skipped))
+        self._scale = None
+
+    def flush(self):
+        """Waits until every step handed over is in the record."""
+        self._core.flush()
+
+    def remove(self, reason="completed"):
+        """Restores every module's own forward (the model is as it was) and closes the record
+        (its summary, CSV/JSONL exports). Idempotent."""
+        self._finish(reason, True)
+
+    close = remove
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.remove()
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self._finish("interrupted (Ctrl-C)", False)
+        else:
+            self._finish(f"stopped by {exc_type.__name__}: {exc}", False)
+        return False
+
+    # -- internals ---------------------------------------------------------------------------
+    def _on_model_forward(self, module, inputs):
+        if self._scale is None and torch.is_grad_enabled():
+            self._scale = self.scaler.get_scale()  # before update() changes it
+
+    def _finish(self, reason, finished):
+        if self._closed:
+            return
+        self._closed = True
+        for m in self._patched:
+            m.__dict__.pop("forward", None)
+        self._patched = []
+        self._pre_hook.remove()
+        if getattr(self._model, _MARK, None) is self:
+            delattr(self._model, _MARK)
+        atexit.unregister(self._atexit)
+        core, self._core = self._core, None
+        try:
+            core.close(reason, finished)
+        except Exception:
+            if finished:
+                raise
+        finally:
+            if self._temporary is not None:
+                shutil.rmtree(self._temporary, ignore_errors=True)
+
+
+def _bound_forward(forward, module, sites):
+    def emulated_forward(*args, **kwargs):
+        return forward(module, sites, *args, **kwargs)
+    emulated_forward.__precision_lab__ = True
+    return emulated_forward

@@ -1,0 +1,194 @@
+// RecipeCaster: formats, tensor and block scaling, the Hadamard operands.
+#include "train/recipe_caster.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace plab {
+
+RecipeCaster::RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops,
+                           ThreadPool* pool)
+    : m_config(config), m_stageCount(stageCount), m_ops(ops), m_pool(pool) {
+    applyScalingPolicy();
+    buildQuantizers();
+}
+
+void RecipeCaster::applyScalingPolicy() {
+    const ScalingPolicy policy = m_config.scalingPolicy;
+    m_tensorScaling = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
+                      : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
+                      : isBlockScaling(policy)               ? TensorScalingKind::Blocks
+                                                             : TensorScalingKind::None;
+    if (const std::optional<BlockScheme> scheme = m_config.blockScheme())
+        m_blockScheme = *scheme;
+    m_hadamard = m_config.hadamard && m_tensorScaling == TensorScalingKind::Blocks;
+    // SplitMix64 of the seed: 16 random signs, the same for the whole run.
+    std::uint64_t z = m_config.seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    m_hadamardSigns = static_cast<std::uint32_t>((z ^ (z >> 31)) & 0xFFFFu);
+    const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
+    m_amaxHistory.assign(static_cast<std::size_t>(m_stageCount),
+                         {emptyHistory, emptyHistory, emptyHistory});
+}
+
+void RecipeCaster::buildQuantizers() {
+    m_quantizers.clear();
+    for (int s = 0; s < m_stageCount; ++s) {
+        std::vector<Quantizer> roles;
+        for (TensorRole r : kAllRoles) {
+            QuantConfig c = m_config.recipe.config(s, m_stageCount, r);
+            // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
+            // block or tensor scale is chosen to fill the range, and a stale (delayed) amax or
+            // a block's largest element past the element max must clip, not become Inf.
+            if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
+                c.overflow = Overflow::Saturate;
+            roles.emplace_back(c);
+        }
+        m_quantizers.push_back(std::move(roles));
+    }
+    m_accumulationQuantizer.reset();
+    m_accumulation = {};
+    if (m_config.recipe.accumulation) {
+        m_accumulationQuantizer = std::make_unique<Quantizer>(*m_config.recipe.accumulation);
+        m_accumulation = {m_accumulationQuantizer.get(), m_config.recipe.accumulateEvery,
+                          m_config.recipe.promoteEvery, m_pool};
+    }
+}
+
+void RecipeCaster::setRecipe(const PrecisionRecipe& recipe) {
+    m_config.recipe = recipe;
+    buildQuantizers();
+}
+
+void RecipeCaster::setScaling(const TrainConfig& scaling) {
+    m_config.setScalingFrom(scaling);
+    applyScalingPolicy();
+    buildQuantizers(); // scaled tensors saturate
+}
+
+const Quantizer& RecipeCaster::quantizer(int stage, TensorRole role) const {
+    return m_quantizers[static_cast<std::size_t>(stage)][static_cast<std::size_t>(role)];
+}
+
+QuantizeOptions RecipeCaster::options(int stage, TensorRole role, std::uint64_t call) const {
+    QuantizeOptions o;
+    o.seed = m_config.seed;
+    // A distinct random stream per (step, stage, role): reproducible and uncorrelated.
+    o.stream = (static_cast<std::uint64_t>(m_step) << 16) |
+               (static_cast<std::uint64_t>(stage) << 4) | static_cast<std::uint64_t>(role) |
+               (call << 56);
+    o.pool = m_pool;
+    return o;
+}
+
+bool RecipeCaster::isPlain(int stage, TensorRole role) const {
+    // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
+    // in BF16 under a block-scaled recipe is cast plainly.
+    return m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
+           (m_tensorScaling == TensorScalingKind::Blocks &&
+            !quantizer(stage, role).config().format.hasNarrowRange());
+}
+
+double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
+                          const BlockLayout& layout, const CastCounters& counters, bool training,
+                          std::uint64_t call) {
+    const Quantizer& q = quantizer(stage, role);
+    QuantizeOptions opts = options(stage, role, call);
+    const bool collect = counters.stats != nullptr;
+    const bool plain = isPlain(stage, role);
+    // A plain cast measures its own error; the scaled ones are measured after, from a copy of
+    // the input when they overwrite it.
+    const Tensor kept = collect && !plain ? keepForError(in, values) : Tensor{};
+    double tensorAmax = kAmaxInCounts;
+    if (plain) {
+        opts.measureError = collect;
+        m_ops.quantize(q, in, values, counters.stats, opts);
+    } else if (m_tensorScaling == TensorScalingKind::Blocks) {
+        const float amax = castBlocks(stage, role, in, values, layout, counters, opts);
+        // NVFP4's cast took the tensor amax; the other block casts a pass when it is wanted.
+        if (collect)
+            tensorAmax = amax < 0.0f ? m_ops.amax(kept) : (std::isfinite(amax) ? amax : 0.0);
+    } else {
+        const auto r = static_cast<std::size_t>(role);
+        AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
+                                   ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
+                                                                                     : r == 1 ? 1
+                                                                                              : 2]
+                                   : nullptr;
+        // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
+        // history's and records this tensor's amax during the pass (one read of the data).
+        const bool fromHistory = history != nullptr && !history->empty();
+        double amax = 0.0;
+        if (fromHistory)
+            amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
+        else
+            amax = m_ops.amax(in);
+        const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
+        if (counters.tensorScale != nullptr)
+            *counters.tensorScale = scale;
+        double current = amax;
+        m_ops.quantizeScaled(q, in, values, scale, counters.stats, opts,
+                             fromHistory ? &current : nullptr);
+        tensorAmax = current;               // its own (a delayed scale took earlier ones)
+        if (history != nullptr && training) // evaluation must not change what training sees
+            history->push(current);         // this tensor's amax serves the steps after it
+    }
+    if (collect && !plain)
+        counters.stats->error.merge(m_ops.errorMoments(kept, values));
+    return tensorAmax;
+}
+
+float RecipeCaster::castBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                               const BlockLayout& layout, const CastCounters& counters,
+                               const QuantizeOptions& options) {
+    const Quantizer& q = quantizer(stage, role);
+    QuantizeOptions opts = options;
+    const std::size_t body =
+        layout.cols == 0 ? in.size : std::min(in.size, layout.rows * layout.cols);
+    const BlockQuantizeResult result =
+        m_ops.quantizeBlocks(q, m_blockScheme, in.slice(0, body), values.slice(0, body), layout,
+                             counters.stats, counters.blocks, opts);
+    if (counters.tensorScale != nullptr)
+        *counters.tensorScale = result.tensorScale;
+    if (body == in.size)
+        return result.inputAmax;
+    opts.firstIndex = body; // the rest (biases): one row of blocks, their own random words
+    const BlockQuantizeResult rest = m_ops.quantizeBlocks(
+        q, m_blockScheme, in.slice(body, in.size - body), values.slice(body, in.size - body), {},
+        counters.stats, counters.blocks, opts);
+    return std::max(result.inputAmax, rest.inputAmax); // one scheme: both -1, or both amaxes
+}
+
+Tensor RecipeCaster::keepForError(Tensor in, Tensor out) {
+    if (in.data != out.data)
+        return in;
+    if (m_errorInput.size < in.size)
+        m_errorInput = m_ops.allocate(in.size);
+    const Tensor kept = m_errorInput.slice(0, in.size);
+    m_ops.copy(kept, in);
+    return kept;
+}
+
+bool RecipeCaster::hadamardFor(int stage) const {
+    return m_hadamard &&
+           quantizer(stage, TensorRole::ActivationGradients).config().format.hasNarrowRange();
+}
+
+Tensor RecipeCaster::castAlongBatch(int stage, TensorRole role, Tensor raw, std::size_t batch,
+                                    std::size_t width, Tensor into, Tensor work) {
+    const Quantizer& q = quantizer(stage, role);
+    QuantizeOptions words = options(stage, role);
+    words.stream ^= 8; // streams of their own (roles use 0..5)
+    const Tensor transformed = work.slice(0, batch * width);
+    m_ops.hadamard16(transformed, raw, batch, width, m_hadamardSigns);
+    m_ops.transpose(into, transformed, batch, width); // (width, batch): blocks along the batch
+    if (q.config().format.hasNarrowRange())
+        m_ops.quantizeBlocks(q, m_blockScheme, into, into, {width, batch, false}, nullptr, nullptr,
+                             words);
+    else
+        m_ops.quantize(q, into, into, nullptr, words);
+    return into; // kept transposed: the weight-gradient product takes it so
+}
+
+} // namespace plab

@@ -1,0 +1,116 @@
+// RecipeCaster: the one place where a precision recipe becomes casts. Given a role's tensor, its
+// stage and the step, it applies the recipe as training does: the role's format, rounding
+// (stochastic rounding with a (step, stage, role) stream of the run's Philox key), per-tensor amax
+// scaling (current, or delayed from an AmaxHistory), block scaling (MX, NVFP4 with weight tiles,
+// FP8 blocks), the random Hadamard transform of weight-gradient operands, and the narrow
+// accumulator of the recipe's products; every cast counted in its own pass when asked.
+//
+// The MLP/CNN trainer casts through it on its engine (CPU or GPU), and the PyTorch emulator
+// (core/watch/emulated_run.h) on the CPU engine over the user's own tensors, so a recipe means
+// the same thing wherever it runs.
+#pragma once
+
+#include "engine/tensor_ops.h"
+#include "numerics/amax_scaling.h"
+#include "numerics/block_quantizer.h"
+#include "train/train_config.h"
+
+#include <array>
+#include <memory>
+#include <vector>
+
+namespace plab {
+
+class ThreadPool;
+
+// Where a cast's statistics go; null members are not counted.
+struct CastCounters {
+    QuantStats* stats = nullptr;
+    BlockStats* blocks = nullptr;
+    double* tensorScale = nullptr; // the amax scale, or NVFP4's s_enc
+};
+
+class RecipeCaster {
+public:
+    // Casts on `ops` (which must outlive the caster) for a model of stageCount stages; pool, when
+    // given, is the casts' thread pool.
+    RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops, ThreadPool* pool);
+
+    // The step whose random streams the casts draw from (0 before the first).
+    void setStep(std::int64_t step) { m_step = step; }
+    std::int64_t step() const { return m_step; }
+    int stageCount() const { return m_stageCount; }
+    // A new recipe (its quantizers), or new scaling settings (the policy, its amax histories
+    // started afresh), from the next cast on.
+    void setRecipe(const PrecisionRecipe& recipe);
+    void setScaling(const TrainConfig& scaling);
+    const TrainConfig& config() const { return m_config; }
+
+    const Quantizer& quantizer(int stage, TensorRole role) const;
+    // The (step, stage, role) random stream of the run's seed, on the caster's pool; call > 0:
+    // a further cast of the same role and stage within the step (a module called twice), with
+    // words of its own.
+    QuantizeOptions options(int stage, TensorRole role, std::uint64_t call = 0) const;
+    // Whether the role's cast at this stage is a plain cast (no tensor or block scale).
+    bool isPlain(int stage, TensorRole role) const;
+    // Whether a tensor scaling policy (amax or blocks) rescales the products' inputs.
+    bool scalesTensors() const { return m_tensorScaling != TensorScalingKind::None; }
+    bool scalesBlocks() const { return m_tensorScaling == TensorScalingKind::Blocks; }
+
+    // in -> values (they may be the same tensor), as the recipe casts the role at this stage.
+    // layout: the tensor's rows for block scaling (elements past rows x cols form one more row,
+    // as a weight layer's biases do). `training` false (evaluation) leaves the amax histories
+    // alone. With counters.stats, the cast is counted and its error measured (from a copy of
+    // the input kept for it when a scaled cast overwrites it). Returns the whole tensor's
+    // largest finite |x| where the cast learnt it (amax scaling, NVFP4), kAmaxInCounts where it
+    // is counters.stats->amax (a plain cast), or a pass over the input when counting a block
+    // cast that takes no amax.
+    static constexpr double kAmaxInCounts = -1.0;
+    double cast(int stage, TensorRole role, Tensor in, Tensor values, const BlockLayout& layout,
+                const CastCounters& counters, bool training, std::uint64_t call = 0);
+
+    // The random Hadamard transform (scaling.hadamard, under a block policy): whether the weight
+    // gradient of a linear layer of this stage is taken from transformed operands (its
+    // activation gradients are cast narrow: a stage a recipe keeps in BF16 is not an FP4
+    // product).
+    bool hadamardFor(int stage) const;
+    bool hadamard() const { return m_hadamard; }
+    std::uint32_t hadamardSigns() const { return m_hadamardSigns; }
+    // raw (batch, width) transformed in groups of 16 along the batch, then cast in blocks along
+    // it in the (stage, role) format into `into`, which keeps it transposed: (width, batch).
+    // work holds batch x width floats. Not counted: the roles count the forward casts, and these
+    // are the same tensors cast again along another dimension (their own random streams).
+    Tensor castAlongBatch(int stage, TensorRole role, Tensor raw, std::size_t batch,
+                          std::size_t width, Tensor into, Tensor work);
+
+    // The recipe's matrix-product accumulator (none: FP32).
+    const Accumulation& accumulation() const { return m_accumulation; }
+
+private:
+    enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Blocks };
+    void applyScalingPolicy();
+    void buildQuantizers();
+    // Returns the input amax the cast took (NVFP4's, the larger of the body's and the rest's),
+    // or -1 where it took none.
+    float castBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+                     const BlockLayout& layout, const CastCounters& counters,
+                     const QuantizeOptions& options);
+    Tensor keepForError(Tensor in, Tensor out);
+
+    TrainConfig m_config;
+    int m_stageCount;
+    TensorOps& m_ops;
+    ThreadPool* m_pool;
+    std::int64_t m_step = 0;
+    std::vector<std::vector<Quantizer>> m_quantizers; // [stage][role]
+    std::unique_ptr<Quantizer> m_accumulationQuantizer;
+    Accumulation m_accumulation;
+    TensorScalingKind m_tensorScaling = TensorScalingKind::None;
+    BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
+    bool m_hadamard = false;
+    std::uint32_t m_hadamardSigns = 0; // the transform's random diagonal, fixed per run
+    std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
+    Tensor m_errorInput; // the input of a scaled cast in place, kept when counting
+};
+
+} // namespace plab

@@ -1,0 +1,359 @@
+"""precision_lab.torch.emulate and LossScaler: the recipe's casts inside a PyTorch model equal
+precision_lab.quantize's bits and counts, an FP32 recipe changes nothing, remove() leaves no
+trace, the core's loss-scaling policy drives the scale, and every bad input is refused before
+anything is written."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import require_torch
+
+COUNTS = ("total", "zero", "flushed", "subnormal", "normal", "overflow", "nan")
+
+
+def _mlp(torch, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                               torch.nn.Linear(32, 16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 10))
+
+
+def _batch(torch, seed=1, scale=1.0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(32, 64, generator=g) * scale, torch.randint(0, 10, (32,), generator=g)
+
+
+def _train(torch, model, steps, em=None, lr=0.05):
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    losses = []
+    for step in range(steps):
+        x, y = _batch(torch, seed=step)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        if em is not None:
+            em.step(loss=loss, lr=lr)
+        opt.zero_grad()
+        losses.append(loss.item())
+    return losses
+
+
+def test_an_fp32_recipe_trains_bit_identically_and_remove_leaves_no_trace(tmp_path):
+    torch = require_torch()
+    import precision_lab.torch as pt
+    plain, emulated, after = _mlp(torch), _mlp(torch), _mlp(torch)
+    with pt.emulate(emulated, "fp32", tmp_path / "run") as em:
+        assert em.stage_names == ("0", "2", "4")
+        emulated_losses = _train(torch, emulated, 20, em)
+    plain_losses = _train(torch, plain, 20)
+    assert emulated_losses == plain_losses
+    for a, b in zip(plain.parameters(), emulated.parameters()):
+        assert torch.equal(a, b)
+    # remove(): the modules' own forward is back, nothing of the emulation is left on the model.
+    assert not any("forward" in m.__dict__ for m in emulated.modules())
+    assert not hasattr(emulated, "_precision_lab_emulation")
+    assert not emulated._forward_pre_hooks
+    em2 = pt.emulate(after, "fp8-hybrid", tmp_path / "again")
+    em2.remove()
+    torch.manual_seed(5)
+    reference = _mlp(torch)
+    assert _train(torch, after, 5) == _train(torch, reference, 5)
+
+    import precision_lab as pl
+    run = pl.open_run(tmp_path / "run")
+    assert run.source == "pytorch-emulate"
+    assert list(run.steps["step"]) == list(range(1, 21))
+    assert run.summary["stop_reason"] == "completed"
+    rows = run.stats[run.stats.step == 1]
+    assert set(rows.role) == {"weights", "activations", "activation_gradients",
+                              "weight_gradients"}
+    assert set(rows.format) == {"fp32"}
+
+
+def _emulated_head_casts(torch, tmp_path, recipe, seed=0):
+    """One step of an MLP under `recipe`; the head's input, weight and output gradient as the
+    test's own hooks took them, and the run."""
+    import precision_lab as pl
+    import precision_lab.torch as pt
+    model = _mlp(torch)
+    head = model[4]
+    taken = {}
+    head.register_forward_pre_hook(lambda m, i: taken.__setitem__("x", i[0].detach().clone()))
+    em = pt.emulate(model, recipe, tmp_path / "run", seed=seed, overwrite=True)
+    w = head.weight.detach().clone()
+    x, y = _batch(torch, scale=4.0)
+    out = model(x)
+    out.register_hook(lambda g: taken.__setitem__("dy", g.detach().clone()))
+    torch.nn.functional.cross_entropy(out, y).backward()
+    em.step()
+    em.remove()
+    return taken["x"], w, taken["dy"], pl.open_run(tmp_path / "run"), em
+
+
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp6-e3m2",
+                                 "fp6-e2m3", "fp4-e2m1", "e3m3:bias=4"])
+@pytest.mark.parametrize("rounding", ["nearest-even", "nearest-away", "toward-zero",
+                                      "stochastic"])
+def test_every_element_format_and_rounding_casts_as_quantize(tmp_path, fmt, rounding):
+    torch = require_torch()
+    import precision_lab as pl
+    recipe = {"recipe": {r: {"format": fmt, "rounding": rounding}
+                         for r in ("weights", "activations", "activation_gradients",
+                                   "weight_gradients")}}
+    x, w, dy, run, _ = _emulated_head_casts(torch, tmp_path, recipe, seed=7)
+    stage, step0 = 2, 0  # the head is stage 2; step 1's casts draw from step 0's streams
+    roles = {"activations": (x, 1), "weights": (w, 0), "activation_gradients": (dy, 2)}
+    for role, (tensor, role_index) in roles.items():
+        stream = (step0 << 16) | (stage << 4) | role_index
+        _, expected = pl.quantize(tensor.numpy(), fmt, rounding=rounding, seed=7, stream=stream)
+        row = run.stats[(run.stats.stage == stage) & (run.stats.role == role)].iloc[0]
+        for c in COUNTS:
+            assert row[c] == expected[c], (role, c)
+        assert row["amax"] == expected["amax"]
+
+
+def test_the_cast_tensor_is_quantizes(tmp_path):
+    """What the head's product reads is quantize's output, bit for bit (taken in the product)."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+    from precision_lab import _emulated_ops
+    seen = {}
+    original = _emulated_ops.F.linear
+
+    def spy(x, w, b=None):
+        seen.setdefault("x", x.detach().clone())
+        seen.setdefault("w", w.detach().clone())
+        return original(x, w, b)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 10))
+    em = pt.emulate(model, "fp8-e5m2", tmp_path / "run", seed=3)
+    x, _ = _batch(torch, scale=3.0)
+    _emulated_ops.F.linear = spy
+    try:
+        model(x)
+    finally:
+        _emulated_ops.F.linear = original
+    em.remove("test")
+    expected_x, _ = pl.quantize(x.numpy(), "fp8-e5m2")
+    expected_w, _ = pl.quantize(model[0].weight.detach().numpy(), "fp8-e5m2")
+    assert np.array_equal(seen["x"].numpy().view(np.uint32), expected_x.view(np.uint32))
+    assert np.array_equal(seen["w"].numpy().view(np.uint32), expected_w.view(np.uint32))
+
+
+@pytest.mark.parametrize("preset,block_format", [("nvfp4", "nvfp4"),
+                                                 ("mxfp8-e4m3", "mxfp8-e4m3"),
+                                                 ("fp8-blockwise", "fp8-block128")])
+def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_format):
+    torch = require_torch()
+    import precision_lab as pl
+    torch.manual_seed(0)
+    # 128-wide rows: every block recipe's blocks lie along them. Stage 1 (nvfp4 keeps the last
+    # stage in BF16).
+    model = torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 128), torch.nn.ReLU(),
+                                torch.nn.Linear(128, 128))
+    import precision_lab.torch as pt
+    taken = {}
+    model[2].register_forward_pre_hook(lambda m, i: taken.__setitem__("x", i[0].detach().clone()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fp8-blockwise's accumulator: said, not emulated
+        em = pt.emulate(model, preset, tmp_path / "run")
+    x = torch.randn(64, 128) * 3
+    model(x).square().mean().backward()
+    em.step()
+    em.remove()
+    run = pl.open_run(tmp_path / "run")
+    _, expected = pl.quantize(taken["x"].numpy(), block_format)
+    row = run.stats[(run.stats.stage == 1) & (run.stats.role == "activations")].iloc[0]
+    for c in COUNTS:
+        assert row[c] == expected[c], c
+    assert row["blocks"] == expected["blocks"]["blocks"]
+
+
+def test_hadamard_changes_only_the_weight_gradients_it_should(tmp_path):
+    torch = require_torch()
+    import precision_lab.torch as pt
+    grads = {}
+    for hadamard in (True, False):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(),
+                                    torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                                    torch.nn.Linear(32, 16))
+        recipe = {"preset": "nvfp4", "scaling": {"hadamard": hadamard}}
+        with pt.emulate(model, recipe, tmp_path / f"run-{hadamard}") as em:
+            assert em.config["scaling"]["weight_tiles"]
+            model(torch.randn(32, 64)).square().mean().backward()
+            em.step()
+        grads[hadamard] = [m.weight.grad.clone() for m in (model[0], model[2], model[4])]
+    for g in grads[True]:
+        assert torch.isfinite(g).all() and g.abs().sum() > 0
+    # The transform applies where the gradients are cast narrow (not the BF16 head); the
+    # head's gradient reaches layer 2's unchanged, so only the NVFP4 layers' weights differ.
+    assert not torch.equal(grads[True][0], grads[False][0])
+    assert not torch.equal(grads[True][1], grads[False][1])
+    assert torch.equal(grads[True][2], grads[False][2])
+
+
+def test_loss_scaler_follows_the_core_policy():
+    torch = require_torch()
+    import precision_lab.torch as pt
+    scaler = pt.LossScaler("dynamic", init_scale=2.0 ** 10, growth_interval=3, hysteresis=2)
+    p = torch.nn.Parameter(torch.zeros(4))
+    opt = torch.optim.SGD([p], lr=0.1)
+    pattern = [False, False, True, True, False, False, False, True, False, True, True]
+    scales, expected = [], []
+    scale, clean, left = 2.0 ** 10, 0, 2
+    for overflow in pattern:
+        p.grad = torch.full((4,), float("inf") if overflow else 1.0)
+        before = p.detach().clone()
+        scaler.step(opt)
+        assert torch.equal(p.detach(), before) == overflow
+        scaler.update()
+        scales.append(scaler.get_scale())
+        # GradScaler's rule with Megatron's hysteresis, written out.
+        if overflow:
+            clean = 0
+            left -= 1
+            if left == 0:
+                left, scale = 2, scale / 2
+        else:
+            clean += 1
+            if clean == 3:
+                clean, left, scale = 0, 2, scale * 2
+        expected.append(scale)
+    assert scales == expected
+    restored = pt.LossScaler("dynamic", growth_interval=3, hysteresis=2)
+    restored.load_state_dict(scaler.state_dict())
+    state = {k: v for k, v in scaler.state_dict().items() if k != "config"}
+    assert {k: v for k, v in restored.state_dict().items() if k != "config"} == state
+    assert state["scale"] == scales[-1]
+
+
+def test_a_skipped_step_is_recorded_with_the_first_overflowing_module(tmp_path):
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+    model = _mlp(torch)
+    em = pt.emulate(model, "fp16-amp", tmp_path / "run")
+    assert em.scaler.policy == "dynamic" and em.scaler.get_scale() == 65536.0
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = _batch(torch)
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    em.scaler.scale(loss * 1e30).backward()  # FP16's range is past: Inf gradients
+    before = [p.detach().clone() for p in model.parameters()]
+    assert em.scaler.step(opt) is None
+    em.scaler.update()
+    em.step(loss=loss)
+    em.remove()
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    run = pl.open_run(tmp_path / "run")
+    assert bool(run.steps["skipped"].iloc[0]) and run.steps["scale"].iloc[0] == 65536.0
+    scale_events = run.events[run.events.type == "scale"]
+    assert len(scale_events) == 1 and "2^16 -> 2^15" in scale_events.message.iloc[0]
+    assert "first Inf/NaN: weight_gradients of 0.weight" in scale_events.message.iloc[0]
+
+
+def test_conv_embedding_and_attention_are_emulated(tmp_path):
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(20, 16)
+            self.attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+            self.conv = torch.nn.Conv1d(16, 8, 3, padding=1)
+            self.head = torch.nn.Linear(8, 20)
+
+        def forward(self, idx):
+            h = self.embed(idx)
+            h, _ = self.attn(h, h, h)
+            h = self.conv(h.transpose(1, 2)).transpose(1, 2)
+            return self.head(h)
+    torch.manual_seed(0)
+    net, plain = Net(), Net()
+    plain.load_state_dict(net.state_dict())
+    em = pt.emulate(net, "bf16", tmp_path / "run")
+    assert em.stage_names == ("embed", "attn.in_proj", "attn.out_proj", "conv", "head")
+    idx = torch.randint(0, 20, (4, 6))
+    out = net(idx)
+    ref = plain(idx)
+    assert out.shape == ref.shape
+    assert (out - ref).abs().max() < 0.1  # BF16 operands: close, not equal
+    out.square().mean().backward()
+    em.step()
+    em.remove()
+    run = pl.open_run(tmp_path / "run")
+    roles = run.stats.groupby("stage_name").role.apply(set).to_dict()
+    assert roles["attn.out_proj"] == {"weights", "activations", "activation_gradients",
+                                      "weight_gradients"}
+    assert roles["embed"] == {"weights", "activation_gradients", "weight_gradients"}
+    assert set(run.stats.format) == {"bf16"}
+
+
+def test_module_overrides_and_selection(tmp_path):
+    torch = require_torch()
+    import precision_lab.torch as pt
+    recipe = {"preset": "fp8-hybrid",
+              "recipe": {"overrides": [{"modules": "4", "weights": "bf16",
+                                        "activations": "bf16"}]}}
+    em = pt.emulate(_mlp(torch), recipe, tmp_path / "run")
+    assert em.format("4", "weights") == "bf16" and em.format("0", "weights") == "fp8-e4m3"
+    assert em.format("0", "activation_gradients") == "fp8-e5m2"
+    em.remove()
+    em = pt.emulate(_mlp(torch), "bf16", tmp_path / "sub", modules=["2", "4"])
+    assert em.stage_names == ("2", "4")
+    em.remove()
+
+
+def test_bad_input_is_refused_before_anything_is_written(tmp_path):
+    torch = require_torch()
+    import precision_lab.torch as pt
+    target = tmp_path / "run"
+    cases = [
+        (lambda: pt.emulate(_mlp(torch), "fp9-nope", target), ValueError, "fp9-nope"),
+        (lambda: pt.emulate(_mlp(torch), "bf16", target, modules="decoder*"), ValueError,
+         "decoder*"),
+        (lambda: pt.emulate(torch.nn.Sequential(torch.nn.LayerNorm(4)), "bf16", target,
+                            modules="0"), ValueError, "LayerNorm"),
+        (lambda: pt.emulate(_mlp(torch).double(), "bf16", target), TypeError, "float64"),
+        (lambda: pt.emulate(_mlp(torch), {"preset": "bf16", "recipe": {"overrides": [
+            {"modules": "nothing", "weights": "fp16"}]}}, target), ValueError, "nothing"),
+        (lambda: pt.emulate(_mlp(torch), "bf16", target, every=0), ValueError, "every"),
+        (lambda: pt.emulate(torch.nn.Sequential(torch.nn.Conv2d(1, 1, 3, padding="same")),
+                            "bf16", target), ValueError, "padding"),
+        (lambda: pt.LossScaler("per-layer"), ValueError, "per-layer"),
+        (lambda: pt.LossScaler("dynamic", growth_interval=-3), ValueError, "growth_interval"),
+    ]
+    for make, error, named in cases:
+        with pytest.raises(error) as e:
+            make()
+        assert named in str(e.value) and "\n" not in str(e.value), str(e.value)
+        assert not target.exists()
+    model = _mlp(torch)
+    em = pt.emulate(model, "bf16", tmp_path / "first")
+    with pytest.raises(RuntimeError, match="already emulated"):
+        pt.emulate(model, "bf16", target)
+    assert not target.exists()
+    em.remove()
+
+
+def test_a_two_rank_gloo_run_writes_two_records(tmp_path):
+    require_torch()
+    script = os.path.join(os.path.dirname(__file__), "emulated_ranks.py")
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PLAB_PYTHON_PATH", ""))
+    subprocess.run([sys.executable, script, str(tmp_path / "run")], env=env, check=True,
+                   timeout=120)
+    import precision_lab as pl
+    run = pl.open_run(tmp_path / "run")
+    assert sorted(run.ranks) == [0, 1]
+    assert sorted(set(run.steps["rank"])) == [0, 1]
+    assert (run.steps.groupby("rank").step.max() == 3).all()
+    assert set(run.stats["rank"]) == {0, 1}
