@@ -336,8 +336,9 @@ void MainWindow::updateTrainingFields() {
          std::initializer_list<QWidget*>{m_model, m_data, m_seed, m_lr, m_steps, m_device, m_pace})
         field->setEnabled(!watched);
     m_applyAction->setEnabled(!watched);
-    m_preset->setToolTip(watched ? tr("A watched PyTorch run: its model and settings are its "
-                                      "script's, not the app's. Pick a preset to train here.")
+    m_preset->setToolTip(watched ? tr("A PyTorch script's run (watched or emulated): its model "
+                                      "and settings are its script's, not the app's. Pick a "
+                                      "preset to train here.")
                                  : tr("Precision recipe preset"));
 }
 

@@ -43,12 +43,25 @@ TrainConfig MainWindow::watchedRunDisplayConfig(const std::string& format, doubl
     return config;
 }
 
+// An emulated PyTorch run (precision_lab.torch.emulate) records the config its recipe resolved
+// to; its own config.json describes the script's run, which replays by running the script.
+static bool isEmulatedRun(const RunRecord& record) {
+    return record.meta("source") == "pytorch-emulate";
+}
+
 QString MainWindow::openRun(const QString& dir) {
     std::unique_ptr<RunRecord> record;
     TrainConfig config;
     try { // read what is needed to show it before the current run is ended for it
         record = std::make_unique<RunRecord>(dir.toStdString());
-        if (record->judgesSeveralFormats()) {
+        if (isEmulatedRun(*record)) {
+            const nlohmann::json emulate = record->meta("emulate");
+            if (!emulate.is_object() || !emulate.contains("train_config"))
+                throw RecordError(dir.toStdString() +
+                                  ": an emulated run's record without its recipe (meta "
+                                  "emulate.train_config)");
+            config = configFromJson(emulate["train_config"]);
+        } else if (record->judgesSeveralFormats()) {
             const std::vector<StepScalars> steps = record->steps();
             config = watchedRunDisplayConfig(record->judgedFormats().front(),
                                              steps.empty() ? 1.0 : steps.back().scale);
@@ -79,6 +92,8 @@ QString MainWindow::openRun(const QString& dir) {
     showRunSettings(config);
     if (m_viewedRecord->judgesSeveralFormats()) // a PyTorch script's run: nothing to replay
         showWatchedRunInControls(tr("watched: %1").arg(QFileInfo(dir).fileName()));
+    else if (isEmulatedRun(*m_viewedRecord))
+        showWatchedRunInControls(tr("emulated: %1").arg(QFileInfo(dir).fileName()));
     else
         showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
     if (const QString err = refreshViewedRun(); !err.isEmpty()) {

@@ -325,6 +325,10 @@ TrainConfig configFromJson(const json& j) {
         throw ConfigError("config.watch: this is a watched PyTorch run's description "
                           "(precision_lab.torch.watch), not a training config: the run replays "
                           "by running its script again");
+    if (j.is_object() && j.contains("emulate"))
+        throw ConfigError("config.emulate: this is an emulated PyTorch run's description "
+                          "(precision_lab.torch.emulate); its recipe is emulate.train_config, and "
+                          "the run replays by running its script again with it");
     TrainConfig c;
     Reader top(j, "config");
     top.number("seed", c.seed, 0, kUint64Max);

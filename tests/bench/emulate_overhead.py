@@ -1,0 +1,132 @@
+"""Benchmark, not a test: what precision_lab.torch.emulate costs (tests/bench/emulate_overhead.sh
+runs it). The MLP peer's network (784-256-256-10, batch 128, SGD) and the GPT peer's
+architecture (../shared/peers/gpt_torch.py: byte GPT, context 64, width 128, 2 blocks, batch 32,
+AdamW), each unemulated FP32, emulated fp8-hybrid (statistics every step: every cast counted)
+and emulated nvfp4, in interleaved rounds within one run; and the hand-written FP8 emulation
+(../shared/peers/emulate_naive_torch.py's fake_quant, E4M3 forward and E5M2 backward, nothing
+counted) on the MLP at the same casts. Prints seconds per step per round and the ratios of the
+medians. Knobs (env): ROUNDS (3), STEPS (MLP steps per round, 100), GPT_STEPS (20), THREADS (1).
+"""
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.environ.get("PLAB_PYTHON_PATH", ""))
+import precision_lab.torch as pt  # noqa: E402
+
+PEERS = os.environ.get("PEERS", "../shared/peers")
+ROUNDS = int(os.environ.get("ROUNDS", 3))
+STEPS = int(os.environ.get("STEPS", 100))
+GPT_STEPS = int(os.environ.get("GPT_STEPS", 20))
+torch.set_num_threads(int(os.environ.get("THREADS", 1)))
+
+
+def naive_peer():
+    spec = importlib.util.spec_from_file_location("naive", os.path.join(PEERS,
+                                                                         "emulate_naive_torch.py"))
+    source = open(spec.origin).read().split("\ndef run(")[0]  # its operators, not its main
+    module = type(sys)("naive")
+    exec(compile(source, spec.origin, "exec"), module.__dict__)
+    return module
+
+
+def gpt_peer_model():
+    """The GPT peer's classes, taken from its source without running its training."""
+    path = os.path.join(PEERS, "gpt_torch.py")
+    source = open(path).read()
+    head = source.split("\ndata = torch.tensor(")[0]
+    classes = source.split("V, T, C, H, L, B = 256, 64, 128, 4, 2, 32")[1].split("\ndef batch(")[0]
+    namespace = {}
+    exec(compile(head.split("steps = int(")[0], path, "exec"), namespace)
+    exec("V, T, C, H, L, B = 256, 64, 128, 4, 2, 32\n" + classes, namespace)
+    return namespace["GPT"]
+
+
+def mlp(linear=nn.Linear):
+    torch.manual_seed(0)
+    return nn.Sequential(linear(784, 256), nn.ReLU(), linear(256, 256), nn.ReLU(),
+                         linear(256, 10))
+
+
+def time_mlp(model, recipe, steps):
+    x, y = torch.randn(128 * 10, 784), torch.randint(0, 10, (128 * 10,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    with tempfile.TemporaryDirectory() as d:
+        em = pt.emulate(model, recipe, d + "/run", every=1) if recipe else None
+        start = None
+        for step in range(steps + 5):
+            if step == 5:
+                start = time.perf_counter()
+            i = (step % 10) * 128
+            loss = F.cross_entropy(model(x[i:i + 128]), y[i:i + 128])
+            loss.backward()
+            opt.step()
+            if em:
+                em.step(loss=loss)
+            opt.zero_grad()
+        seconds = (time.perf_counter() - start) / steps
+        if em:
+            em.remove()
+    return seconds
+
+
+def time_gpt(GPT, recipe, steps):
+    torch.manual_seed(1)
+    model = GPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, 256, (32, 65))
+    with tempfile.TemporaryDirectory() as d:
+        em = pt.emulate(model, recipe, d + "/run", every=1) if recipe else None
+        start = None
+        for step in range(steps + 2):
+            if step == 2:
+                start = time.perf_counter()
+            loss = F.cross_entropy(model(idx[:, :64]).reshape(-1, 256), idx[:, 1:].reshape(-1))
+            loss.backward()
+            opt.step()
+            if em:
+                em.step(loss=loss)
+            opt.zero_grad()
+        seconds = (time.perf_counter() - start) / steps
+        if em:
+            em.remove()
+    return seconds
+
+
+def main():
+    naive = naive_peer()
+    GPT = gpt_peer_model()
+    cases = {
+        "mlp fp32": lambda: time_mlp(mlp(), None, STEPS),
+        "mlp emulate fp8-hybrid": lambda: time_mlp(mlp(), "fp8-hybrid", STEPS),
+        "mlp emulate nvfp4": lambda: time_mlp(mlp(), "nvfp4", STEPS),
+        "mlp naive peer (E4M3/E5M2, uncounted)": lambda: time_mlp(mlp(naive.EmulatedLinear),
+                                                                  None, STEPS),
+        "gpt fp32": lambda: time_gpt(GPT, None, GPT_STEPS),
+        "gpt emulate fp8-hybrid": lambda: time_gpt(GPT, "fp8-hybrid", GPT_STEPS),
+        "gpt emulate nvfp4": lambda: time_gpt(GPT, "nvfp4", GPT_STEPS),
+    }
+    times = {name: [] for name in cases}
+    for r in range(ROUNDS):
+        for name, run in cases.items():
+            times[name].append(run())
+            print(f"round {r + 1}: {name}: {times[name][-1] * 1e3:.2f} ms/step", flush=True)
+    median = {name: statistics.median(t) for name, t in times.items()}
+    print("\nmedian ms/step and ratios (torch", torch.__version__, ", threads",
+          torch.get_num_threads(), ")")
+    for name, t in median.items():
+        base = median["gpt fp32" if name.startswith("gpt") else "mlp fp32"]
+        print(f"  {name:42s} {t * 1e3:8.2f} ms  {t / base:5.2f}x its model's fp32")
+    print(f"  naive peer / emulate fp8-hybrid (MLP): "
+          f"{median['mlp naive peer (E4M3/E5M2, uncounted)'] / median['mlp emulate fp8-hybrid']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
