@@ -184,8 +184,9 @@ QString MainWindow::refreshViewedRun() {
     m_progress->setValue(summary.finished ? 1 : 0);
     const QString name = QFileInfo(dir).fileName();
     const std::int64_t steps = history.empty() ? 0 : history.back().step;
-    // A watched run has no settings the app could train (its toolbar fields are disabled).
-    const QString next = m_viewedRecord->judgesSeveralFormats()
+    // A watched or emulated run has no settings the app could train (its toolbar fields are
+    // disabled).
+    const QString next = m_viewedRecord->judgesSeveralFormats() || isEmulatedRun(*m_viewedRecord)
                              ? tr("Pick a preset to train a run of the app's own.")
                              : tr("Apply starts a new run from its settings.");
     if (live)

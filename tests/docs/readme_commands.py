@@ -33,7 +33,14 @@ COVERED_ELSEWHERE = {
     "sudo apt install ./build/default/precision-lab_": "tests/package/test_deb_install.sh "
                                                        "unpacks and runs the package",
     "build/default/app/precision-lab --open": "test_follow_run follows a record being written",
+    "python3 -m venv --system-site-packages v": "tests/python/test_install.py makes the venv",
+    "v/bin/pip install --no-build-isolation .": "tests/python/test_install.py installs into it "
+                                                "and imports and quantizes",
 }
+
+# The PyTorch examples, each run with --steps 20 and its record exported: (script, out folder).
+EXAMPLES = {"examples/watch_pytorch.py": "runs/watched",
+            "examples/emulate_pytorch.py": "runs/emulated"}
 
 
 def sh_commands(readme):
@@ -106,7 +113,7 @@ def main():
                 if words[:2] == ["precision-lab-cli", "formats"] and "448" not in output:
                     fail("formats --format fp8-e4m3 does not show its max, 448")
                 ran += 1
-            elif words[:2] == ["/usr/bin/python3", "examples/watch_pytorch.py"]:
+            elif words[0] == "/usr/bin/python3" and len(words) > 1 and words[1] in EXAMPLES:
                 if "--python" not in sys.argv[3:]:
                     print(f"- {command}\n    skipped: this build has no Python module")
                     continue
@@ -120,8 +127,9 @@ def main():
                 if not pathlib.Path("/usr/share/datasets/fashion-mnist").is_dir():
                     print(f"- {command}\n    skipped: dataset-fashion-mnist is not installed")
                     continue
+                out = EXAMPLES[words[1]]
                 run(shlex.join(words) + " --steps 20", scratch, env)
-                run("precision-lab-cli export runs/watched --out runs/watched-csv", scratch, env)
+                run(f"precision-lab-cli export {out} --out {out}-csv", scratch, env)
                 ran += 1
             else:
                 fail(f"README command neither run here nor covered elsewhere: {command}\n"

@@ -21,6 +21,8 @@
 #include "main_window.h"
 #include "percent_text.h"
 #include "recipe_editor.h"
+#include "train/run_config_builder.h"
+#include "watch/emulated_run.h"
 
 #include <QApplication>
 #include <QFileInfo>
@@ -34,6 +36,7 @@ class TestFollowRun : public QObject {
     Q_OBJECT
 private slots:
     void followsARunWrittenByAnotherProcess();
+    void showsAnEmulatedRunWithItsRecipe();
 };
 
 namespace {
@@ -189,3 +192,46 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
 
 QTEST_MAIN(TestFollowRun)
 #include "test_follow_run.moc"
+
+// An emulated PyTorch run (precision_lab.torch.emulate): the app shows it with the recipe its
+// script ran (the record's emulate.train_config), view-only like a watched run.
+void TestFollowRun::showsAnEmulatedRunWithItsRecipe() {
+    QTemporaryDir runs;
+    const QString dir = runs.path() + QStringLiteral("/emulated");
+    {
+        EmulationSettings settings;
+        RunConfigParts parts;
+        parts.preset = "fp8-hybrid-delayed";
+        const nlohmann::json config = buildRunConfigJson(parts);
+        settings.config = configFromJson(config);
+        settings.stageNames = {"fc1", "head"};
+        settings.description = {{"train_config", settings.config.toJson()}};
+        EmulatedRun run(dir.toStdString(), settings);
+        std::vector<float> x(64 * 16), y(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = std::ldexp(1.0f + static_cast<float>(i % 7) / 8.0f, static_cast<int>(i % 40) - 30);
+        for (int step = 0; step < 3; ++step) {
+            for (int stage = 0; stage < 2; ++stage)
+                for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                        TensorRole::ActivationGradients})
+                    run.cast(stage, role, x.data(), y.data(), x.size(), {64, 16, false});
+            run.endStep(2.0 - step * 0.5, 0.1, 1.0, false);
+        }
+        run.close("completed", true);
+    }
+    QString error;
+    MainWindow w;
+    w.setErrorSink(&error);
+    w.show();
+    QCOMPARE(w.openRun(dir), QString());
+    QCOMPARE(w.presetBox()->currentText(), QStringLiteral("emulated: emulated"));
+    QVERIFY(!w.applyAction()->isEnabled() && !w.deviceBox()->isEnabled());
+    QCOMPARE(w.recipeEditor()->formatBox(TensorRole::ActivationGradients)->currentText(),
+             QStringLiteral("fp8-e5m2"));
+    QCOMPARE(w.recipeEditor()->formatBox(TensorRole::Weights)->currentText(),
+             QStringLiteral("fp8-e4m3"));
+    QCOMPARE(w.viewedHistory().size(), std::size_t{3});
+    QTRY_VERIFY_WITH_TIMEOUT(w.viewedStep() > 0, 5000);
+    QVERIFY2(statusText(w).contains(QLatin1String("Pick a preset")), qPrintable(statusText(w)));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+}
