@@ -108,30 +108,61 @@ int GptModel::stageHolding(std::size_t i) const {
     return name.starts_with("ln.") ? 2 * m_spec.blocks : 0; // the final norm; the embeddings
 }
 
-Tensor GptModel::operand(int stage, GptOperand role, Tensor values, Tensor copy, GptSite site) {
+Tensor GptModel::operand(int stage, GptOperand role, Tensor values, Tensor copy, std::size_t width,
+                         GptSite site) {
     if (m_casts == nullptr)
         return values;
     copy.size = values.size;
     m_ops->copy(copy, values);
-    m_casts->cast(stage, role, site, copy);
+    m_casts->cast(stage, role, site, copy, {values.size / width, width, false});
     return copy;
 }
 
+namespace {
+
+Tensor atLeast(Tensor& t, std::size_t n, TensorOps& ops) {
+    if (t.size < n)
+        t = ops.allocate(n);
+    return t.slice(0, n);
+}
+
+} // namespace
+
 void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, std::size_t weight,
-                               std::size_t bias, Tensor dout, Tensor input, int rows, int inputs,
-                               int outputs) {
+                               std::size_t bias, Tensor dout, const ProductInput& input, int rows,
+                               int inputs, int outputs) {
     const auto outputCount = static_cast<std::size_t>(outputs);
-    const std::size_t weights = outputCount * static_cast<std::size_t>(inputs);
-    const Tensor dy = operand(stage, GptOperand::ActivationGradients, dout, m_gradCast);
-    m_ops->transformer().linearBackward(din, grads.slice(weight, weights),
-                                        grads.slice(bias, outputCount), dy, input,
+    const auto inputCount = static_cast<std::size_t>(inputs);
+    const auto rowCount = static_cast<std::size_t>(rows);
+    const std::size_t weights = outputCount * inputCount;
+    const Tensor dy = operand(stage, GptOperand::ActivationGradients, dout, m_gradCast, outputCount);
+    const bool transformed = m_casts != nullptr && m_casts->hadamard(stage);
+    // Under the transform the plain dW is not the gradient: the product writes it aside.
+    Tensor dw = grads.slice(weight, weights);
+    if (transformed) {
+        dw = atLeast(m_rhtDiscard, weights, *m_ops);
+        m_ops->fill(dw, 0.0f);
+    }
+    m_ops->transformer().linearBackward(din, dw, grads.slice(bias, outputCount), dy, input.read,
                                         w.slice(weight, weights), rows, inputs, outputs);
     if (m_casts == nullptr)
         return;
+    if (transformed) { // NVIDIA's NVFP4 recipe: dW = T(dy)^T T(x), both cast along the rows
+        const Tensor work =
+            atLeast(m_rhtWork, rowCount * std::max(inputCount, outputCount), *m_ops);
+        const Tensor dyT = atLeast(m_rhtGrad, rowCount * outputCount, *m_ops);
+        const Tensor xT = atLeast(m_rhtInput, rowCount * inputCount, *m_ops);
+        m_casts->castAlongRows(stage, GptOperand::ActivationGradients, GptSite::Product, dout,
+                               rowCount, outputCount, dyT, work);
+        m_casts->castAlongRows(stage, GptOperand::Activations, input.site, input.raw, rowCount,
+                               inputCount, xT, work);
+        m_ops->addWeightGradientTransposed(grads.data + weight, dyT.data, xT.data, outputs,
+                                           inputs, rows, {});
+    }
     m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
-                  grads.slice(weight, weights));
+                  grads.slice(weight, weights), {outputCount, inputCount, false});
     m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
-                  grads.slice(bias, outputCount));
+                  grads.slice(bias, outputCount), {});
 }
 
 double outlierChannelShare(const std::vector<float>& channelAmax, double factor) {
@@ -274,10 +305,12 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
         ops.copy(m_castParams, params);
         for (std::size_t i = 0; i < m_tensors.size(); ++i) {
             const Tensor values = m_castParams.slice(m_tensors[i].offset, m_tensors[i].size());
+            // (outputs, inputs), the rows a weight's blocks and tiles run along.
+            const BlockLayout layout{m_tensors[i].rows, m_tensors[i].cols, true};
             if (const int stage = stageOfTensor(i); stage >= 0 && m_tensors[i].matrix())
-                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values);
+                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values, layout);
             else if (m_tensors[i].offset == m_tok || m_tensors[i].offset == m_pos)
-                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values);
+                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values, layout);
         }
         w = m_castParams;
     }
@@ -295,25 +328,32 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
         layers.layerNormForward(ln1, a.ln1Mean, a.ln1Rstd, in, params.slice(o.ln1w, cw),
                                 params.slice(o.ln1b, cw), rows, c);
         layers.linearForward(
-            qkv, operand(attention, GptOperand::Activations, ln1, a.ln1Cast, GptSite::NormOutput),
+            qkv,
+            operand(attention, GptOperand::Activations, ln1, a.ln1Cast, cw, GptSite::NormOutput),
             w.slice(o.qkvw, 3 * cw * cw), w.slice(o.qkvb, 3 * cw), rows, c, 3 * c);
-        if (m_casts != nullptr) // q, k and v: the attention products' operands
-            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, qkv);
+        // q, k and v (rows of 3C, each q . k^T and att . v reads a head's part of): the
+        // attention products' operands; the probabilities in rows of T.
+        const auto t = static_cast<std::size_t>(time);
+        if (m_casts != nullptr)
+            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, qkv,
+                          {qkv.size / (3 * cw), 3 * cw, false});
         layers.attentionProbabilities(att, qkv, shape);
         if (m_casts != nullptr)
-            m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, att);
+            m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, att,
+                          {att.size / t, t, false});
         layers.attentionValues(attOut, att, qkv, shape);
-        layers.linearForward(mid, operand(attention, GptOperand::Activations, attOut, a.attOutCast),
+        layers.linearForward(mid,
+                             operand(attention, GptOperand::Activations, attOut, a.attOutCast, cw),
                              w.slice(o.projw, cw * cw), w.slice(o.projb, cw), rows, c, c);
         layers.addInto(mid, in); // residual
         layers.layerNormForward(ln2, a.ln2Mean, a.ln2Rstd, mid, params.slice(o.ln2w, cw),
                                 params.slice(o.ln2b, cw), rows, c);
         layers.linearForward(
-            fc, operand(mlp, GptOperand::Activations, ln2, a.ln2Cast, GptSite::NormOutput),
+            fc, operand(mlp, GptOperand::Activations, ln2, a.ln2Cast, cw, GptSite::NormOutput),
             w.slice(o.fcw, 4 * cw * cw), w.slice(o.fcb, 4 * cw), rows, c, 4 * c);
         layers.geluTanhForward(gelu, fc);
         const Tensor next = view(l + 1 < m_acts.size() ? m_acts[l + 1].in : m_final, cw);
-        layers.linearForward(next, operand(mlp, GptOperand::Activations, gelu, a.geluCast),
+        layers.linearForward(next, operand(mlp, GptOperand::Activations, gelu, a.geluCast, 4 * cw),
                              w.slice(o.outw, 4 * cw * cw), w.slice(o.outb, cw), rows, 4 * c, c);
         layers.addInto(next, mid); // residual
     }
@@ -323,7 +363,7 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
     const int head = stageCount() - 1;
     layers.linearForward(
         view(m_logits, v),
-        operand(head, GptOperand::Activations, lnf, m_lnfCast, GptSite::NormOutput),
+        operand(head, GptOperand::Activations, lnf, m_lnfCast, cw, GptSite::NormOutput),
         w.slice(m_headw, v * cw), w.slice(m_headb, v), rows, c, m_spec.vocab);
     const SequenceLoss loss = layers.sequenceCrossEntropy(view(m_logits, v), m_targets, rows,
                                                           m_spec.vocab, view(m_dlogits, v));
@@ -351,8 +391,9 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
     // The products' operands as forward read them, and the arriving gradients cast.
     const bool cast = m_castLastForward && m_casts != nullptr;
     const Tensor w = cast ? m_castParams : params;
-    auto used = [&](Tensor value, Tensor castCopy, std::size_t perRow) {
-        return view(cast ? castCopy : value, perRow);
+    auto used = [&](Tensor value, Tensor castCopy, std::size_t perRow,
+                    GptSite site = GptSite::Product) {
+        return ProductInput{view(cast ? castCopy : value, perRow), view(value, perRow), site};
     };
     const int head = stageCount() - 1;
     // Per-layer scaling: each stage's arriving gradient (the logits' for the head, the residual
@@ -370,7 +411,7 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
             m_stageScales[static_cast<std::size_t>(s)] = lossScale * cumulative;
     };
     arrive(head, dlogits);
-    productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits, used(m_lnf, m_lnfCast, cw),
+    productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits, used(m_lnf, m_lnfCast, cw, GptSite::NormOutput),
                     rows, c, m_spec.vocab);
     layers.layerNormBackward(dx, grads.slice(m_lnfw, cw), grads.slice(m_lnfb, cw), dlnf,
                              view(m_final, cw), params.slice(m_lnfw, cw), m_lnfMean, m_lnfRstd,
@@ -384,7 +425,7 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(mlp, dfc, grads, w, o.outw, o.outb, dx, used(a.gelu, a.geluCast, 4 * cw),
                         rows, 4 * c, c);
         layers.geluTanhBackward(dfc, dfc, view(a.fc, 4 * cw));
-        productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc, used(a.ln2, a.ln2Cast, cw), rows, c,
+        productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc, used(a.ln2, a.ln2Cast, cw, GptSite::NormOutput), rows, c,
                         4 * c);
         ops.copy(dmid, dx);
         layers.layerNormBackward(dmid, grads.slice(o.ln2w, cw), grads.slice(o.ln2b, cw), dln,
@@ -395,15 +436,18 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(attention, dattOut, grads, w, o.projw, o.projb, dmid,
                         used(a.attOut, a.attOutCast, cw), rows, c, c);
         if (cast) // dO, the gradient entering att . v's backward
-            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product, dattOut);
+            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product, dattOut,
+                          {dattOut.size / cw, cw, false});
         layers.attentionScoreGradients(dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
                                        shape);
         if (cast) // the scores' gradient, before the products that take it back to q and k
             m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::ScoreGradients,
-                          dscores);
+                          dscores,
+                          {dscores.size / static_cast<std::size_t>(m_time),
+                           static_cast<std::size_t>(m_time), false});
         layers.attentionInputGradients(dqkv, dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
                                        shape);
-        productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv, used(a.ln1, a.ln1Cast, cw),
+        productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv, used(a.ln1, a.ln1Cast, cw, GptSite::NormOutput),
                         rows, c, 3 * c);
         ops.copy(dx, dmid);
         layers.layerNormBackward(dx, grads.slice(o.ln1w, cw), grads.slice(o.ln1b, cw), dln,

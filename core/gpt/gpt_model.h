@@ -12,6 +12,7 @@
 #pragma once
 
 #include "engine/tensor_ops.h"
+#include "numerics/block_quantizer.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -41,8 +42,23 @@ const char* siteKind(GptSite site);
 class GptCasts {
 public:
     virtual ~GptCasts() = default;
-    // values: in the model's engine's memory.
-    virtual void cast(int stage, GptOperand operand, GptSite site, Tensor values) = 0;
+    // values: in the model's engine's memory, laid out as layout says (its rows for block
+    // scaling: a product's operand (rows, its reduction's width), a weight (outputs, inputs)).
+    virtual void cast(int stage, GptOperand operand, GptSite site, Tensor values,
+                      const BlockLayout& layout) = 0;
+    // The random Hadamard transform of a product's weight-gradient operands (NVIDIA's NVFP4
+    // recipe): whether this stage's weight gradients come from them, and each operand, raw
+    // (rows, width) before its cast, transformed along the rows and cast in blocks along them
+    // into `into` (width, rows); work holds rows x width floats.
+    virtual bool hadamard(int stage) const {
+        (void)stage;
+        return false;
+    }
+    virtual void castAlongRows(int stage, GptOperand operand, GptSite site, Tensor raw,
+                               std::size_t rows, std::size_t width, Tensor into, Tensor work) {
+        (void)stage, (void)operand, (void)site, (void)raw, (void)rows, (void)width, (void)into,
+            (void)work;
+    }
     // Per-layer gradient scaling (Zhao et al.): the factor the gradient arriving at `stage`'s
     // outputs is multiplied by, chosen from that gradient; `cumulative` is the product of the
     // factors above. The model applies it to the whole residual-stream gradient at the stage
@@ -152,15 +168,21 @@ private:
 
     GptModel(const GptSpec& spec, std::unique_ptr<TensorOps> own);
     std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
-    // The operand a product reads: values, or (with casts) a cast copy kept in `copy`.
-    Tensor operand(int stage, GptOperand role, Tensor values, Tensor copy,
+    // The operand a product reads: values (rows of `width`), or (with casts) a cast copy kept
+    // in `copy`.
+    Tensor operand(int stage, GptOperand role, Tensor values, Tensor copy, std::size_t width,
                    GptSite site = GptSite::Product);
     // One product's backward (out = in . W^T + b): the arriving gradient dout (rows, outputs)
     // cast as the recipe says, din = dout . W (overwritten), dW and db added from dout and the
-    // input forward read, then the weight and bias gradients cast.
+    // input forward read (under the Hadamard transform, dW from the raw operands, transformed
+    // and cast along the rows), then the weight and bias gradients cast.
+    struct ProductInput {
+        Tensor read, raw; // as the product read it (cast), and before its cast
+        GptSite site = GptSite::Product;
+    };
     void productBackward(int stage, Tensor din, Tensor grads, Tensor w, std::size_t weight,
-                         std::size_t bias, Tensor dout, Tensor input, int rows, int inputs,
-                         int outputs);
+                         std::size_t bias, Tensor dout, const ProductInput& input, int rows,
+                         int inputs, int outputs);
     // The current shape's view of a buffer of `perRow` floats per row (or of the attention's
     // (B, H, T, T) when perRow is 0).
     Tensor view(Tensor buffer, std::size_t perRow) const;
@@ -184,6 +206,8 @@ private:
     GptCasts* m_casts = nullptr;
     bool m_castLastForward = false;
     Tensor m_castParams, m_lnfCast, m_gradCast;
+    // The Hadamard transform's operands and work space, and the discarded plain dW.
+    Tensor m_rhtGrad, m_rhtInput, m_rhtWork, m_rhtDiscard;
 };
 
 } // namespace plab::transformer

@@ -1,24 +1,24 @@
 // The precision recipe on the GPT: a train config's per-role formats, roundings, per-stage and
 // per-kind overrides (precision_recipe.h: attention, mlp, head; the norm, softmax and embedding
 // sites), with its per-tensor scaling (amax current or delayed, or blocks), applied to the
-// operands of every matrix product of transformer::GptModel, each cast counted per stage and
-// role (a site's casts in its stage's role). Loss scaling (static, dynamic, enhanced) is
-// GptRun's.
+// operands of every matrix product of transformer::GptModel through the trainer's own
+// RecipeCaster, each cast counted per stage and role (a site's casts in its stage's role). Loss
+// scaling (static, dynamic, enhanced) is GptRun's.
 //
-// Blocks run along the flattened tensor: with the default GPT every row length (128, 384, 512 and
-// the context 64) is a multiple of 16 and 32, so MX and NVFP4 blocks lie along rows; blockwise's
-// 128 spans two attention rows, and weights are not tiled.
+// Blocks run along each operand's rows (a product's reduction width: C, 3C, 4C, or T for the
+// attention probabilities and score gradients); weights are (outputs, inputs) matrices, in
+// square tiles where the recipe says (weight_tiles). Under a block recipe with `hadamard`, a
+// product's weight gradient comes from its operands transformed and cast along the rows
+// (GptModel::productBackward). The narrow accumulator of a recipe (recipe.accumulation) is not
+// emulated on the GPT: its products sum in FP32.
 #pragma once
 
 #include "gpt/gpt_model.h"
-#include "numerics/amax_scaling.h"
-#include "numerics/block_quantizer.h"
 #include "numerics/quant_stats.h"
-#include "numerics/quantizer.h"
+#include "train/recipe_caster.h"
 #include "train/train_config.h"
 
-#include <map>
-#include <memory>
+#include <array>
 #include <vector>
 
 namespace plab {
@@ -28,10 +28,14 @@ public:
     // Casts on the model's engine (model.ops()).
     GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model);
 
-    // Each step's casts draw their random words from (step, call) streams.
+    // Each step's casts draw their random words from (step, stage, role, call) streams.
     void beginStep(std::int64_t step);
     void cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
-              Tensor values) override;
+              Tensor values, const BlockLayout& layout) override;
+    bool hadamard(int stage) const override;
+    void castAlongRows(int stage, transformer::GptOperand operand, transformer::GptSite site,
+                       Tensor raw, std::size_t rows, std::size_t width, Tensor into,
+                       Tensor work) override;
     // Per-layer scaling (policy per-layer): Zhao et al.'s rule applied to the gradient itself
     // (the identity as the weights, as the trainer does at the loss), for the format the
     // stage's activation gradients are cast to; 1 under other policies.
@@ -52,7 +56,7 @@ public:
     bool counting() const { return m_counting; }
     // On: an evaluation or sampling pass: nothing counted, and delayed scaling reads its amax
     // histories without extending them (as the trainer's evaluation leaves them alone).
-    void setEvaluation(bool on) { m_evaluation = on; }
+    void setEvaluation(bool on);
     bool evaluation() const { return m_evaluation; }
 
 private:
@@ -61,19 +65,16 @@ private:
         BlockStats blocks;
         double tensorScale = 1.0;
     };
-    // (stage, site, operand) -> its quantiser (null: not cast, an embedding no recipe sets).
-    const Quantizer* quantizer(int stage, transformer::GptSite site,
-                               transformer::GptOperand operand) const;
     Counted& counted(int stage, transformer::GptOperand operand);
 
     TrainConfig m_config;
     TensorOps& m_ops;
     int m_stageCount;
-    std::vector<std::unique_ptr<Quantizer>> m_quantizers; // (stage * sites + site) * 4 + operand
-    std::vector<Counted> m_counted;                       // stage * 4 + operand
-    std::map<std::uint64_t, AmaxHistory> m_histories;     // delayed scaling: by call order
-    std::int64_t m_step = 0;
-    std::uint64_t m_call = 0;
+    RecipeCaster m_caster;
+    std::vector<Counted> m_counted; // stage * 4 + operand
+    // Casts of each stage and operand so far in the step (or the pass): each tensor's call
+    // index, its random words and its delayed-scaling history.
+    std::vector<std::array<std::uint64_t, 4>> m_calls;
     bool m_any = false;
     bool m_counting = true;
     bool m_evaluation = false;

@@ -3,12 +3,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace plab {
+namespace {
+
+// The sites a cast may name, "" (a product's plain operand) first.
+constexpr std::array<std::string_view, 4> kSites = {"", "norm", "softmax", "embedding"};
+constexpr int kEmbeddingSite = 3;
+
+} // namespace
+
+int RecipeCaster::siteIndex(std::string_view site) {
+    for (std::size_t i = 0; i < kSites.size(); ++i)
+        if (kSites[i] == site)
+            return static_cast<int>(i);
+    throw std::invalid_argument("RecipeCaster: unknown site \"" + std::string(site) + "\"");
+}
 
 RecipeCaster::RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops,
-                           ThreadPool* pool)
-    : m_config(config), m_stageCount(stageCount), m_ops(ops), m_pool(pool) {
+                           ThreadPool* pool, std::vector<std::string> stageKinds)
+    : m_config(config), m_stageCount(stageCount), m_ops(ops), m_pool(pool),
+      m_stageKinds(std::move(stageKinds)) {
+    m_stageKinds.resize(static_cast<std::size_t>(stageCount));
     applyScalingPolicy();
     buildQuantizers();
 }
@@ -27,25 +44,29 @@ void RecipeCaster::applyScalingPolicy() {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     m_hadamardSigns = static_cast<std::uint32_t>((z ^ (z >> 31)) & 0xFFFFu);
-    const AmaxHistory emptyHistory(static_cast<std::size_t>(m_config.amaxHistory));
-    m_amaxHistory.assign(static_cast<std::size_t>(m_stageCount),
-                         {emptyHistory, emptyHistory, emptyHistory});
+    m_amaxHistory.clear();
 }
 
 void RecipeCaster::buildQuantizers() {
     m_quantizers.clear();
     for (int s = 0; s < m_stageCount; ++s) {
-        std::vector<Quantizer> roles;
-        for (TensorRole r : kAllRoles) {
-            QuantConfig c = m_config.recipe.config(s, m_stageCount, r);
-            // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
-            // block or tensor scale is chosen to fill the range, and a stale (delayed) amax or
-            // a block's largest element past the element max must clip, not become Inf.
-            if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
-                c.overflow = Overflow::Saturate;
-            roles.emplace_back(c);
-        }
-        m_quantizers.push_back(std::move(roles));
+        const std::string& kind = m_stageKinds[static_cast<std::size_t>(s)];
+        std::vector<std::vector<std::unique_ptr<Quantizer>>> sites(kSites.size());
+        for (std::size_t site = 0; site < kSites.size(); ++site)
+            for (TensorRole r : kAllRoles) {
+                std::unique_ptr<Quantizer>& slot = sites[site].emplace_back();
+                if (static_cast<int>(site) == kEmbeddingSite &&
+                    !m_config.recipe.siteConfig(kSites[site], r))
+                    continue;
+                QuantConfig c = m_config.recipe.config(s, m_stageCount, r, kind, kSites[site]);
+                // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
+                // block or tensor scale is chosen to fill the range, and a stale (delayed) amax
+                // or a block's largest element past the element max must clip, not become Inf.
+                if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
+                    c.overflow = Overflow::Saturate;
+                slot = std::make_unique<Quantizer>(c);
+            }
+        m_quantizers.push_back(std::move(sites));
     }
     m_accumulationQuantizer.reset();
     m_accumulation = {};
@@ -68,7 +89,14 @@ void RecipeCaster::setScaling(const TrainConfig& scaling) {
 }
 
 const Quantizer& RecipeCaster::quantizer(int stage, TensorRole role) const {
-    return m_quantizers[static_cast<std::size_t>(stage)][static_cast<std::size_t>(role)];
+    return *m_quantizers[static_cast<std::size_t>(stage)][0][static_cast<std::size_t>(role)];
+}
+
+const Quantizer* RecipeCaster::siteQuantizer(int stage, TensorRole role,
+                                             std::string_view site) const {
+    return m_quantizers[static_cast<std::size_t>(stage)][static_cast<std::size_t>(siteIndex(site))]
+                       [static_cast<std::size_t>(role)]
+                           .get();
 }
 
 QuantizeOptions RecipeCaster::options(int stage, TensorRole role, std::uint64_t call) const {
@@ -82,21 +110,28 @@ QuantizeOptions RecipeCaster::options(int stage, TensorRole role, std::uint64_t 
     return o;
 }
 
-bool RecipeCaster::isPlain(int stage, TensorRole role) const {
+bool RecipeCaster::isPlain(int stage, TensorRole role, std::string_view site) const {
     // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
     // in BF16 under a block-scaled recipe is cast plainly.
-    return m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
+    const Quantizer* q = siteQuantizer(stage, role, site);
+    return q == nullptr || m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
            (m_tensorScaling == TensorScalingKind::Blocks &&
-            !quantizer(stage, role).config().format.hasNarrowRange());
+            !q->config().format.hasNarrowRange());
 }
 
 double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
                           const BlockLayout& layout, const CastCounters& counters, bool training,
-                          std::uint64_t call) {
-    const Quantizer& q = quantizer(stage, role);
+                          std::uint64_t call, std::string_view site) {
+    const Quantizer* found = siteQuantizer(stage, role, site);
+    if (found == nullptr) { // a site the recipe leaves alone
+        if (in.data != values.data)
+            m_ops.copy(values, in);
+        return kAmaxInCounts;
+    }
+    const Quantizer& q = *found;
     QuantizeOptions opts = options(stage, role, call);
     const bool collect = counters.stats != nullptr;
-    const bool plain = isPlain(stage, role);
+    const bool plain = isPlain(stage, role, site);
     // A plain cast measures its own error; the scaled ones are measured after, from a copy of
     // the input when they overwrite it.
     const Tensor kept = collect && !plain ? keepForError(in, values) : Tensor{};
@@ -105,17 +140,19 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
         opts.measureError = collect;
         m_ops.quantize(q, in, values, counters.stats, opts);
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
-        const float amax = castBlocks(stage, role, in, values, layout, counters, opts);
+        const float amax = castBlocks(q, in, values, layout, counters, opts);
         // NVFP4's cast took the tensor amax; the other block casts a pass when it is wanted.
         if (collect)
             tensorAmax = amax < 0.0f ? m_ops.amax(kept) : (std::isfinite(amax) ? amax : 0.0);
     } else {
-        const auto r = static_cast<std::size_t>(role);
-        AmaxHistory* history = m_tensorScaling == TensorScalingKind::AmaxDelayed
-                                   ? &m_amaxHistory[static_cast<std::size_t>(stage)][r == 0   ? 0
-                                                                                     : r == 1 ? 1
-                                                                                              : 2]
-                                   : nullptr;
+        AmaxHistory* history = nullptr;
+        if (m_tensorScaling == TensorScalingKind::AmaxDelayed)
+            history = &m_amaxHistory
+                           .try_emplace({static_cast<std::uint64_t>(stage),
+                                         static_cast<std::uint64_t>(role),
+                                         static_cast<std::uint64_t>(siteIndex(site)), call},
+                                        static_cast<std::size_t>(m_config.amaxHistory))
+                           .first->second;
         // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
         // history's and records this tensor's amax during the pass (one read of the data).
         const bool fromHistory = history != nullptr && !history->empty();
@@ -139,10 +176,9 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
     return tensorAmax;
 }
 
-float RecipeCaster::castBlocks(int stage, TensorRole role, Tensor in, Tensor values,
+float RecipeCaster::castBlocks(const Quantizer& q, Tensor in, Tensor values,
                                const BlockLayout& layout, const CastCounters& counters,
                                const QuantizeOptions& options) {
-    const Quantizer& q = quantizer(stage, role);
     QuantizeOptions opts = options;
     const std::size_t body =
         layout.cols == 0 ? in.size : std::min(in.size, layout.rows * layout.cols);
@@ -176,8 +212,10 @@ bool RecipeCaster::hadamardFor(int stage) const {
 }
 
 Tensor RecipeCaster::castAlongBatch(int stage, TensorRole role, Tensor raw, std::size_t batch,
-                                    std::size_t width, Tensor into, Tensor work) {
-    const Quantizer& q = quantizer(stage, role);
+                                    std::size_t width, Tensor into, Tensor work,
+                                    std::string_view site) {
+    const Quantizer* found = siteQuantizer(stage, role, site);
+    const Quantizer& q = found != nullptr ? *found : quantizer(stage, role);
     QuantizeOptions words = options(stage, role);
     words.stream ^= 8; // streams of their own (roles use 0..5)
     const Tensor transformed = work.slice(0, batch * width);

@@ -5,9 +5,14 @@
 // FP8 blocks), the random Hadamard transform of weight-gradient operands, and the narrow
 // accumulator of the recipe's products; every cast counted in its own pass when asked.
 //
-// The MLP/CNN trainer casts through it on its engine (CPU or GPU), and the PyTorch emulator
-// (core/watch/emulated_run.h) on the CPU engine over the user's own tensors, so a recipe means
-// the same thing wherever it runs.
+// The MLP/CNN trainer casts through it on its engine (CPU or GPU), the GPT's casts
+// (train/gpt_casts.h) on theirs, and the PyTorch emulator (core/watch/emulated_run.h) on the CPU
+// engine over the user's own tensors, so a recipe means the same thing wherever it runs.
+//
+// Sites and kinds (the GPT): a stage may have a kind ("attention", "mlp", "head") and a cast a
+// site within it ("norm", "softmax", "embedding"; "" for a product's plain operand), which the
+// recipe's overrides by kind address (PrecisionRecipe::config). The embedding site is cast only
+// where the recipe sets it (lookup tables stay FP32 otherwise).
 #pragma once
 
 #include "engine/tensor_ops.h"
@@ -16,7 +21,10 @@
 #include "train/train_config.h"
 
 #include <array>
+#include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace plab {
@@ -33,8 +41,9 @@ struct CastCounters {
 class RecipeCaster {
 public:
     // Casts on `ops` (which must outlive the caster) for a model of stageCount stages; pool, when
-    // given, is the casts' thread pool.
-    RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops, ThreadPool* pool);
+    // given, is the casts' thread pool; stageKinds, when given, each stage's kind.
+    RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops, ThreadPool* pool,
+                 std::vector<std::string> stageKinds = {});
 
     // The step whose random streams the casts draw from (0 before the first).
     void setStep(std::int64_t step) { m_step = step; }
@@ -47,12 +56,16 @@ public:
     const TrainConfig& config() const { return m_config; }
 
     const Quantizer& quantizer(int stage, TensorRole role) const;
+    // The quantiser of a cast at a site ("" a product's operand, "norm", "softmax",
+    // "embedding"), or null where the recipe casts nothing there (an embedding it does not set).
+    const Quantizer* siteQuantizer(int stage, TensorRole role, std::string_view site) const;
     // The (step, stage, role) random stream of the run's seed, on the caster's pool; call > 0:
     // a further cast of the same role and stage within the step (a module called twice), with
     // words of its own.
     QuantizeOptions options(int stage, TensorRole role, std::uint64_t call = 0) const;
-    // Whether the role's cast at this stage is a plain cast (no tensor or block scale).
-    bool isPlain(int stage, TensorRole role) const;
+    // Whether the role's cast at this stage (and site) is a plain cast (no tensor or block
+    // scale).
+    bool isPlain(int stage, TensorRole role, std::string_view site = {}) const;
     // Whether a tensor scaling policy (amax or blocks) rescales the products' inputs.
     bool scalesTensors() const { return m_tensorScaling != TensorScalingKind::None; }
     bool scalesBlocks() const { return m_tensorScaling == TensorScalingKind::Blocks; }
@@ -64,10 +77,13 @@ public:
     // the input kept for it when a scaled cast overwrites it). Returns the whole tensor's
     // largest finite |x| where the cast learnt it (amax scaling, NVFP4), kAmaxInCounts where it
     // is counters.stats->amax (a plain cast), or a pass over the input when counting a block
-    // cast that takes no amax.
+    // cast that takes no amax. call: as options(); each (stage, role, site, call) tensor keeps
+    // an amax history of its own under delayed scaling. A site the recipe does not cast
+    // (siteQuantizer null) leaves the values as they are.
     static constexpr double kAmaxInCounts = -1.0;
     double cast(int stage, TensorRole role, Tensor in, Tensor values, const BlockLayout& layout,
-                const CastCounters& counters, bool training, std::uint64_t call = 0);
+                const CastCounters& counters, bool training, std::uint64_t call = 0,
+                std::string_view site = {});
 
     // The random Hadamard transform (scaling.hadamard, under a block policy): whether the weight
     // gradient of a linear layer of this stage is taken from transformed operands (its
@@ -77,11 +93,12 @@ public:
     bool hadamard() const { return m_hadamard; }
     std::uint32_t hadamardSigns() const { return m_hadamardSigns; }
     // raw (batch, width) transformed in groups of 16 along the batch, then cast in blocks along
-    // it in the (stage, role) format into `into`, which keeps it transposed: (width, batch).
-    // work holds batch x width floats. Not counted: the roles count the forward casts, and these
-    // are the same tensors cast again along another dimension (their own random streams).
+    // it in the (stage, role, site) format into `into`, which keeps it transposed: (width,
+    // batch). work holds batch x width floats. Not counted: the roles count the forward casts,
+    // and these are the same tensors cast again along another dimension (their own random
+    // streams).
     Tensor castAlongBatch(int stage, TensorRole role, Tensor raw, std::size_t batch,
-                          std::size_t width, Tensor into, Tensor work);
+                          std::size_t width, Tensor into, Tensor work, std::string_view site = {});
 
     // The recipe's matrix-product accumulator (none: FP32).
     const Accumulation& accumulation() const { return m_accumulation; }
@@ -92,9 +109,9 @@ private:
     void buildQuantizers();
     // Returns the input amax the cast took (NVFP4's, the larger of the body's and the rest's),
     // or -1 where it took none.
-    float castBlocks(int stage, TensorRole role, Tensor in, Tensor values,
-                     const BlockLayout& layout, const CastCounters& counters,
-                     const QuantizeOptions& options);
+    float castBlocks(const Quantizer& q, Tensor in, Tensor values, const BlockLayout& layout,
+                     const CastCounters& counters, const QuantizeOptions& options);
+    static int siteIndex(std::string_view site); // kSites
     Tensor keepForError(Tensor in, Tensor out);
 
     TrainConfig m_config;
@@ -102,14 +119,18 @@ private:
     TensorOps& m_ops;
     ThreadPool* m_pool;
     std::int64_t m_step = 0;
-    std::vector<std::vector<Quantizer>> m_quantizers; // [stage][role]
+    std::vector<std::string> m_stageKinds;
+    // [stage][site][role]; null: not cast (an embedding site the recipe does not set)
+    std::vector<std::vector<std::vector<std::unique_ptr<Quantizer>>>> m_quantizers;
     std::unique_ptr<Quantizer> m_accumulationQuantizer;
     Accumulation m_accumulation;
     TensorScalingKind m_tensorScaling = TensorScalingKind::None;
     BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
     bool m_hadamard = false;
     std::uint32_t m_hadamardSigns = 0; // the transform's random diagonal, fixed per run
-    std::vector<std::array<AmaxHistory, 3>> m_amaxHistory; // per stage: weights, acts, act grads
+    // Delayed scaling: per (stage, role, site, call) tensor: weights, activations, activation
+    // gradients (the products' inputs).
+    std::map<std::array<std::uint64_t, 4>, AmaxHistory> m_amaxHistory;
     Tensor m_errorInput; // the input of a scaled cast in place, kept when counting
 };
 

@@ -33,6 +33,7 @@ private slots:
     void sessionRecordsAndReplaysBitForBit();
     void refusesWhatItCannotRun();
     void overridesByKindAndSite();
+    void blockRecipesTileWeightsAndTransformGradients();
 };
 
 namespace {
@@ -226,7 +227,7 @@ void TestGptTrainer::overridesByKindAndSite() {
     // 1 + 2^-8: exact in FP16 and FP32; 1 in BF16, E4M3 and E5M2 (a tie, to even).
     const auto cast = [&](int stage, GptOperand operand, GptSite site) {
         float v = 1.00390625f;
-        casts.cast(stage, operand, site, {&v, 1}); // the CPU engine's memory: the host's
+        casts.cast(stage, operand, site, {&v, 1}, {}); // the CPU engine's memory: the host's
         return v;
     };
     QCOMPARE(cast(0, GptOperand::Activations, GptSite::Product), 1.00390625f);    // stage 0: fp16
@@ -238,7 +239,7 @@ void TestGptTrainer::overridesByKindAndSite() {
     QCOMPARE(cast(0, GptOperand::Weights, GptSite::Embedding), 1.00390625f);   // FP32 tables
     // A softmax cast keeps its own format: 1 + 2^-6 is BF16-exact, not E4M3's.
     float v = 1.015625f;
-    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, {&v, 1});
+    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, {&v, 1}, {});
     QCOMPARE(v, 1.015625f);
 
     // Kinds set only their roles, only known kinds, and only on the GPT.
@@ -255,3 +256,35 @@ void TestGptTrainer::overridesByKindAndSite() {
 
 QTEST_APPLESS_MAIN(TestGptTrainer)
 #include "test_gpt_trainer.moc"
+
+// The GPT casts through the trainer's RecipeCaster: NVFP4's weights in 16x16 tiles (one block a
+// tile, not one per 16 values of a row), and its weight gradients from the Hadamard-transformed
+// operands where the gradients are cast to FP4 (the attention and MLP stages, not the BF16 head).
+void TestGptTrainer::blockRecipesTileWeightsAndTransformGradients() {
+    const transformer::GptModel model({256, 16, 32, 2, 1});
+    using transformer::GptOperand;
+    using transformer::GptSite;
+    std::vector<float> w(32 * 32);
+    for (std::size_t i = 0; i < w.size(); ++i)
+        w[i] = std::sin(static_cast<float>(i)) * 0.1f;
+    for (bool tiles : {true, false}) {
+        nlohmann::json j = smallGpt(1);
+        j["scaling"]["weight_tiles"] = tiles;
+        GptRecipeCasts casts(config(j, "nvfp4"), model);
+        std::vector<float> v = w;
+        casts.cast(0, GptOperand::Weights, GptSite::Product, {v.data(), v.size()}, {32, 32, true});
+        QCOMPARE(casts.blockStats(0, GptOperand::Weights).blocks,
+                 std::uint64_t{tiles ? 4u : 64u});
+        QVERIFY(casts.hadamard(0) && casts.hadamard(1) && !casts.hadamard(2));
+    }
+    std::vector<std::vector<float>> after;
+    for (bool hadamard : {true, false}) {
+        nlohmann::json j = smallGpt(1);
+        j["scaling"]["hadamard"] = hadamard;
+        const TrainConfig c = config(j, "nvfp4");
+        GptTrainer run(c, loadRunData(c));
+        QVERIFY(std::isfinite(run.step().scalars.loss));
+        after.push_back(run.run().parameters());
+    }
+    QVERIFY(after[0] != after[1]); // the transform changed the FP4 stages' weight updates
+}

@@ -185,7 +185,11 @@ namespace {
 class RecordingCasts final : public GptCasts {
 public:
     explicit RecordingCasts(bool truncate) : m_truncate(truncate) {}
-    void cast(int stage, GptOperand operand, GptSite site, plab::Tensor tensor) override {
+    void cast(int stage, GptOperand operand, GptSite site, plab::Tensor tensor,
+              const plab::BlockLayout& layout) override {
+        // Every cast names rows that tile it.
+        if (layout.cols != 0 && tensor.size % layout.cols != 0)
+            ++badLayouts;
         float* values = tensor.data; // the CPU engine's memory
         const std::size_t count = tensor.size;
         sites[site] += count;
@@ -201,6 +205,7 @@ public:
             }
     }
     std::map<std::pair<int, int>, std::size_t> seen;
+    int badLayouts = 0;
     std::map<GptSite, std::size_t> sites;
 
 private:
@@ -255,6 +260,7 @@ void TestGptModel::castsReachEveryOperandOfEveryStage() {
     QCOMPARE(casts.sites[GptSite::Probabilities], std::size_t{2 * 2 * 2 * 6 * 6});
     QCOMPARE(casts.sites[GptSite::ScoreGradients], std::size_t{2 * 2 * 2 * 6 * 6});
     QCOMPARE(casts.sites[GptSite::Embedding], (16 + 6) * c);
+    QCOMPARE(casts.badLayouts, 0);
     // The casts reach the arithmetic: bfloat16-truncated operands move the loss a little.
     QVERIFY(castLoss != plainLoss);
     QVERIFY(std::fabs(castLoss - plainLoss) < 0.05 * plainLoss);
