@@ -357,3 +357,50 @@ def test_a_two_rank_gloo_run_writes_two_records(tmp_path):
     assert sorted(set(run.steps["rank"])) == [0, 1]
     assert (run.steps.groupby("rank").step.max() == 3).all()
     assert set(run.stats["rank"]) == {0, 1}
+
+
+def test_the_core_trainer_and_emulate_agree_at_step_one(tmp_path, cli):
+    """The same MLP, initial weights and batch, trained one step under fp16-noscale by the
+    core's own trainer (precision-lab-cli train) and by emulate on torch: the head's activation
+    gradients (the loss gradient, where both engines cast the same tensor) have the same class
+    counts within 0.5% (or 2 elements: the engines sum their products in other orders, and the
+    trainer also rounds the logits to FP16)."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab._core as core
+    import precision_lab.torch as pt
+    document = {"data": {"source": "synthetic", "train_size": 128, "test_size": 32},
+                "model": {"type": "mlp", "hidden": [64, 32], "init": "small",
+                          "init_scale": 6},  # peaked softmax: tiny gradients that flush
+                "train": {"batch_size": 128, "steps": 1}, "seed": 3}
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(document))
+    subprocess.run([cli, "train", "--preset", "fp16-noscale", "--config", str(config_path),
+                    "--out", str(tmp_path / "core")], check=True, capture_output=True)
+    resolved = core.resolve_config("fp16-noscale", json.dumps(document))
+    start = core.core_starting_point(resolved)
+    features = torch.from_numpy(start["features"])
+    labels = torch.from_numpy(start["labels"].astype(np.int64))
+    widths = [features.shape[1], 64, 32, int(labels.max()) + 1]
+    layers = []
+    for i, (w, b) in enumerate(start["layers"]):
+        linear = torch.nn.Linear(widths[i], widths[i + 1])
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(w).view(widths[i + 1], widths[i]))
+            linear.bias.copy_(torch.from_numpy(b))
+        layers += [linear, torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    with pt.emulate(model, "fp16-noscale", tmp_path / "emulated", seed=3) as em:
+        torch.nn.functional.cross_entropy(model(features), labels).backward()
+        em.step()
+    ours = pl.open_run(tmp_path / "emulated").stats
+    theirs = pl.open_run(tmp_path / "core").stats
+    mine = ours[(ours.stage == 2) & (ours.role == "activation_gradients")].iloc[0]
+    core_row = theirs[(theirs.step == 1) & (theirs.stage == 2) &
+                      (theirs.role == "activation_gradients")].iloc[0]
+    assert mine["format"] == core_row["format"] == "fp16"
+    assert mine["total"] == core_row["total"] == 128 * widths[-1]
+    assert core_row["flushed"] > 0  # the comparison is about something
+    for c in ("zero", "flushed", "subnormal", "normal", "overflow"):
+        a, b = int(mine[c]), int(core_row[c])
+        assert abs(a - b) <= max(0.005 * max(a, b), 2), (c, a, b)

@@ -7,7 +7,9 @@
 #include "bindings.h"
 
 #include "train/dynamic_scaler.h"
+#include "nn/model.h"
 #include "train/run_config_builder.h"
+#include "train/run_data.h"
 #include "train/trainer.h"
 #include "watch/emulated_run.h"
 
@@ -98,6 +100,42 @@ std::string resolveConfig(const std::string& preset, const std::string& configJs
     return configFromJson(buildRunConfigJson(parts)).toJson().dump();
 }
 
+// Where the core's own trainer starts for an MLP or CNN config: each weight layer's initial
+// (weights (outputs, fan-in...), biases) and the training set as the trainer feeds it (features
+// standardised, labels), so that a PyTorch model can start from the same point and the two
+// engines be compared (tests/python/test_emulate.py).
+py::dict coreStartingPoint(const std::string& configJson) {
+    const TrainConfig config = configFromJson(nlohmann::json::parse(configJson));
+    const std::shared_ptr<const DataSplit> data = loadRunData(config);
+    const Model model(config.model, data->train.shape, data->train.classes);
+    std::vector<float> params(model.parameterCount());
+    model.initParameters(params.data(), config.seed, config.model.init, config.model.initScale);
+    py::list layers;
+    for (int s = 0; s < model.stageCount(); ++s) {
+        const std::size_t l = model.stageWeightLayer(s);
+        const Layer& layer = *model.layers()[l];
+        const float* at = params.data() + model.parameterOffset(l);
+        const std::size_t weights = layer.weightCount();
+        const std::size_t biases = layer.parameterCount() - weights;
+        py::array_t<float> w(static_cast<py::ssize_t>(weights));
+        py::array_t<float> b(static_cast<py::ssize_t>(biases));
+        std::copy(at, at + weights, w.mutable_data());
+        std::copy(at + weights, at + weights + biases, b.mutable_data());
+        layers.append(py::make_tuple(w, b));
+    }
+    const Dataset& train = data->train;
+    py::array_t<float> features(
+        {static_cast<py::ssize_t>(train.count()), static_cast<py::ssize_t>(train.shape.size())});
+    std::copy(train.features.begin(), train.features.end(), features.mutable_data());
+    py::array_t<std::uint8_t> labels(static_cast<py::ssize_t>(train.count()));
+    std::copy(train.labels.begin(), train.labels.end(), labels.mutable_data());
+    py::dict d;
+    d["layers"] = layers;
+    d["features"] = features;
+    d["labels"] = labels;
+    return d;
+}
+
 std::vector<std::pair<std::string, std::string>> presetTable() {
     std::vector<std::pair<std::string, std::string>> rows;
     for (const Preset& p : presets())
@@ -175,6 +213,7 @@ void bindEmulate(py::module_& m) {
         .def("close", &Emulator::close, py::arg("reason"), py::arg("finished"));
     m.def("resolve_config", &resolveConfig, py::arg("preset"), py::arg("config"));
     m.def("presets", &presetTable);
+    m.def("core_starting_point", &coreStartingPoint, py::arg("config"));
     py::class_<Scaler>(m, "LossScaler")
         .def(py::init<const std::string&>(), py::arg("config"))
         .def_property_readonly("scale", &Scaler::scale)
