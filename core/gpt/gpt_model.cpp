@@ -135,7 +135,8 @@ void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, st
     const auto inputCount = static_cast<std::size_t>(inputs);
     const auto rowCount = static_cast<std::size_t>(rows);
     const std::size_t weights = outputCount * inputCount;
-    const Tensor dy = operand(stage, GptOperand::ActivationGradients, dout, m_gradCast, outputCount);
+    const Tensor dy =
+        operand(stage, GptOperand::ActivationGradients, dout, m_gradCast, outputCount);
     const bool transformed = m_casts != nullptr && m_casts->hadamard(stage);
     // Under the transform the plain dW is not the gradient: the product writes it aside.
     Tensor dw = grads.slice(weight, weights);
@@ -156,8 +157,8 @@ void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, st
                                rowCount, outputCount, dyT, work);
         m_casts->castAlongRows(stage, GptOperand::Activations, input.site, input.raw, rowCount,
                                inputCount, xT, work);
-        m_ops->addWeightGradientTransposed(grads.data + weight, dyT.data, xT.data, outputs,
-                                           inputs, rows, {});
+        m_ops->addWeightGradientTransposed(grads.data + weight, dyT.data, xT.data, outputs, inputs,
+                                           rows, {});
     }
     m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
                   grads.slice(weight, weights), {outputCount, inputCount, false});
@@ -411,8 +412,8 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
             m_stageScales[static_cast<std::size_t>(s)] = lossScale * cumulative;
     };
     arrive(head, dlogits);
-    productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits, used(m_lnf, m_lnfCast, cw, GptSite::NormOutput),
-                    rows, c, m_spec.vocab);
+    productBackward(head, dlnf, grads, w, m_headw, m_headb, dlogits,
+                    used(m_lnf, m_lnfCast, cw, GptSite::NormOutput), rows, c, m_spec.vocab);
     layers.layerNormBackward(dx, grads.slice(m_lnfw, cw), grads.slice(m_lnfb, cw), dlnf,
                              view(m_final, cw), params.slice(m_lnfw, cw), m_lnfMean, m_lnfRstd,
                              rows, c, false);
@@ -425,8 +426,8 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(mlp, dfc, grads, w, o.outw, o.outb, dx, used(a.gelu, a.geluCast, 4 * cw),
                         rows, 4 * c, c);
         layers.geluTanhBackward(dfc, dfc, view(a.fc, 4 * cw));
-        productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc, used(a.ln2, a.ln2Cast, cw, GptSite::NormOutput), rows, c,
-                        4 * c);
+        productBackward(mlp, dln, grads, w, o.fcw, o.fcb, dfc,
+                        used(a.ln2, a.ln2Cast, cw, GptSite::NormOutput), rows, c, 4 * c);
         ops.copy(dmid, dx);
         layers.layerNormBackward(dmid, grads.slice(o.ln2w, cw), grads.slice(o.ln2b, cw), dln,
                                  view(a.mid, cw), params.slice(o.ln2w, cw), a.ln2Mean, a.ln2Rstd,
@@ -447,8 +448,8 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
                            static_cast<std::size_t>(m_time), false});
         layers.attentionInputGradients(dqkv, dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
                                        shape);
-        productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv, used(a.ln1, a.ln1Cast, cw, GptSite::NormOutput),
-                        rows, c, 3 * c);
+        productBackward(attention, dln, grads, w, o.qkvw, o.qkvb, dqkv,
+                        used(a.ln1, a.ln1Cast, cw, GptSite::NormOutput), rows, c, 3 * c);
         ops.copy(dx, dmid);
         layers.layerNormBackward(dx, grads.slice(o.ln1w, cw), grads.slice(o.ln1b, cw), dln,
                                  view(a.in, cw), params.slice(o.ln1w, cw), a.ln1Mean, a.ln1Rstd,

@@ -85,8 +85,8 @@ double GptRecipeCasts::gradientScale(int stage, Tensor gradient, double cumulati
     if (m_config.scalingPolicy != ScalingPolicy::PerLayer)
         return 1.0;
     const Quantizer& q = m_caster.quantizer(stage, TensorRole::ActivationGradients);
-    return perLayerScale(m_ops.moments(gradient), {0.0, 1.0, 1.0}, 1, q.config().format,
-                         cumulative, {m_config.perLayerCap, m_config.cumulativeCap});
+    return perLayerScale(m_ops.moments(gradient), {0.0, 1.0, 1.0}, 1, q.config().format, cumulative,
+                         {m_config.perLayerCap, m_config.cumulativeCap});
 }
 
 void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transformer::GptSite site,

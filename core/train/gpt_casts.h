@@ -30,8 +30,8 @@ public:
 
     // Each step's casts draw their random words from (step, stage, role, call) streams.
     void beginStep(std::int64_t step);
-    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
-              Tensor values, const BlockLayout& layout) override;
+    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site, Tensor values,
+              const BlockLayout& layout) override;
     bool hadamard(int stage) const override;
     void castAlongRows(int stage, transformer::GptOperand operand, transformer::GptSite site,
                        Tensor raw, std::size_t rows, std::size_t width, Tensor into,

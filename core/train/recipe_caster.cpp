@@ -115,8 +115,7 @@ bool RecipeCaster::isPlain(int stage, TensorRole role, std::string_view site) co
     // in BF16 under a block-scaled recipe is cast plainly.
     const Quantizer* q = siteQuantizer(stage, role, site);
     return q == nullptr || m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
-           (m_tensorScaling == TensorScalingKind::Blocks &&
-            !q->config().format.hasNarrowRange());
+           (m_tensorScaling == TensorScalingKind::Blocks && !q->config().format.hasNarrowRange());
 }
 
 double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,

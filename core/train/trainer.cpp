@@ -338,7 +338,8 @@ void Trainer::backward(int batch, bool collect) {
             const Tensor rawBelow =
                 ensure(m_rawGrad[i - 1], activation(m_dout, i - 1, batch).size, *m_ops);
             m_ops->backward(*layers[i], rawBelow.data, nullptr, m_rawGrad[i].data, in,
-                            m_out[i].data, m_forwardWeights + offset, batch, m_caster->accumulation());
+                            m_out[i].data, m_forwardWeights + offset, batch,
+                            m_caster->accumulation());
         }
         if (m_perLayer && din != nullptr && layers[i]->hasWeights()) {
             // Zhao et al.: this layer picks the scale of the gradient it passes down.

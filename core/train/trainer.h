@@ -136,7 +136,7 @@ private:
     void startCollecting();
     std::vector<double> m_stageScale; // cumulative gradient scale per stage (last = loss scale)
     bool m_perLayer = false;
-    double m_lossScale = 1.0; // the policy's scale for the current step
+    double m_lossScale = 1.0;               // the policy's scale for the current step
     std::unique_ptr<RecipeCaster> m_caster; // after m_ops, on which it casts
     // Per layer, for the transform: a stage end's output and gradient before their casts (and
     // the gradients below it within its stage), the data before its cast; work space.

@@ -64,8 +64,7 @@ void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, 
     m_cast[s][r] = true;
     const std::uint8_t call = m_calls[s][r];
     m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
-    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, true,
-                  call);
+    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, true, call);
 }
 
 void EmulatedRun::castAlongBatch(int stage, TensorRole role, const float* raw, float* out,

@@ -52,8 +52,8 @@ public:
               const BlockLayout& layout);
     // The Hadamard weight-gradient operand (RecipeCaster::castAlongBatch): raw (batch, width)
     // -> out (width, batch), not counted.
-    void castAlongBatch(int stage, TensorRole role, const float* raw, float* out,
-                        std::size_t batch, std::size_t width);
+    void castAlongBatch(int stage, TensorRole role, const float* raw, float* out, std::size_t batch,
+                        std::size_t width);
 
     // Ends the step under way: its scalars and counted casts go to the record.
     void endStep(std::optional<double> loss, std::optional<double> learningRate, double scale,
@@ -70,7 +70,7 @@ private:
     std::unique_ptr<WatchRecorder> m_recorder;
     mutable std::mutex m_mutex;
     std::int64_t m_step = 1;
-    std::vector<StageStats> m_stats;              // the step's counts, by stage
+    std::vector<StageStats> m_stats;                  // the step's counts, by stage
     std::vector<std::array<bool, kRoleCount>> m_cast; // which (stage, role) were cast this step
     std::vector<std::array<std::uint8_t, kRoleCount>> m_calls; // casts this step
     std::vector<float> m_work;                                 // castAlongBatch's transform

@@ -273,8 +273,7 @@ void TestGptTrainer::blockRecipesTileWeightsAndTransformGradients() {
         GptRecipeCasts casts(config(j, "nvfp4"), model);
         std::vector<float> v = w;
         casts.cast(0, GptOperand::Weights, GptSite::Product, {v.data(), v.size()}, {32, 32, true});
-        QCOMPARE(casts.blockStats(0, GptOperand::Weights).blocks,
-                 std::uint64_t{tiles ? 4u : 64u});
+        QCOMPARE(casts.blockStats(0, GptOperand::Weights).blocks, std::uint64_t{tiles ? 4u : 64u});
         QVERIFY(casts.hadamard(0) && casts.hadamard(1) && !casts.hadamard(2));
     }
     std::vector<std::vector<float>> after;

@@ -209,7 +209,8 @@ void TestFollowRun::showsAnEmulatedRunWithItsRecipe() {
         EmulatedRun run(dir.toStdString(), settings);
         std::vector<float> x(64 * 16), y(x.size());
         for (std::size_t i = 0; i < x.size(); ++i)
-            x[i] = std::ldexp(1.0f + static_cast<float>(i % 7) / 8.0f, static_cast<int>(i % 40) - 30);
+            x[i] =
+                std::ldexp(1.0f + static_cast<float>(i % 7) / 8.0f, static_cast<int>(i % 40) - 30);
         for (int step = 0; step < 3; ++step) {
             for (int stage = 0; stage < 2; ++stage)
                 for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,

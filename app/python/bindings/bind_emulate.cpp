@@ -6,8 +6,8 @@
 // checked: the casts read and write the script's tensors where they are, GIL released.
 #include "bindings.h"
 
-#include "train/dynamic_scaler.h"
 #include "nn/model.h"
+#include "train/dynamic_scaler.h"
 #include "train/run_config_builder.h"
 #include "train/run_data.h"
 #include "train/trainer.h"
@@ -51,14 +51,13 @@ public:
         py::gil_scoped_release release;
         m_run->cast(stage, r, address(in), address(out), n, {rows, cols, tiles});
     }
-    void castAlongBatch(int stage, const std::string& role, std::uintptr_t raw,
-                        std::uintptr_t out, std::size_t batch, std::size_t width) {
+    void castAlongBatch(int stage, const std::string& role, std::uintptr_t raw, std::uintptr_t out,
+                        std::size_t batch, std::size_t width) {
         const TensorRole r = roleOf(role);
         py::gil_scoped_release release;
         m_run->castAlongBatch(stage, r, address(raw), address(out), batch, width);
     }
-    void endStep(std::optional<double> loss, std::optional<double> lr, double scale,
-                 bool skipped) {
+    void endStep(std::optional<double> loss, std::optional<double> lr, double scale, bool skipped) {
         py::gil_scoped_release release;
         m_run->endStep(loss, lr, scale, skipped);
     }
@@ -76,9 +75,7 @@ public:
     }
     std::int64_t step() const { return m_run->step(); }
     bool statisticsStep() const { return m_run->statisticsStep(); }
-    void event(const std::string& type, const std::string& message) {
-        m_run->event(type, message);
-    }
+    void event(const std::string& type, const std::string& message) { m_run->event(type, message); }
     void flush() {
         py::gil_scoped_release release;
         m_run->flush();
@@ -191,8 +188,8 @@ private:
 
 void bindEmulate(py::module_& m) {
     py::class_<Emulator>(m, "Emulator")
-        .def(py::init<const std::string&, const std::string&, const std::vector<std::string>&,
-                      int, int, unsigned, const std::string&, bool>(),
+        .def(py::init<const std::string&, const std::string&, const std::vector<std::string>&, int,
+                      int, unsigned, const std::string&, bool>(),
              py::arg("dir"), py::arg("config"), py::arg("stage_names"), py::arg("every"),
              py::arg("histograms_every"), py::arg("threads"), py::arg("description"),
              py::arg("overwrite"))
