@@ -55,26 +55,34 @@ def mlp(linear=nn.Linear):
                          linear(256, 10))
 
 
-def time_mlp(model, recipe, steps):
-    x, y = torch.randn(128 * 10, 784), torch.randint(0, 10, (128 * 10,))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+def time_steps(model, optimizer, batch, loss_of, recipe, steps, warmup):
+    """Seconds per step of training ``model`` (emulated under ``recipe`` when given, statistics
+    every step), after ``warmup`` steps; batch(step) gives a step's (inputs, targets)."""
     with tempfile.TemporaryDirectory() as d:
         em = pt.emulate(model, recipe, d + "/run", every=1) if recipe else None
         start = None
-        for step in range(steps + 5):
-            if step == 5:
+        for step in range(steps + warmup):
+            if step == warmup:
                 start = time.perf_counter()
-            i = (step % 10) * 128
-            loss = F.cross_entropy(model(x[i:i + 128]), y[i:i + 128])
+            x, y = batch(step)
+            loss = loss_of(model(x), y)
             loss.backward()
-            opt.step()
+            optimizer.step()
             if em:
                 em.step(loss=loss)
-            opt.zero_grad()
+            optimizer.zero_grad()
         seconds = (time.perf_counter() - start) / steps
         if em:
             em.remove()
     return seconds
+
+
+def time_mlp(model, recipe, steps):
+    x, y = torch.randn(128 * 10, 784), torch.randint(0, 10, (128 * 10,))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    batch = lambda step: (x[(step % 10) * 128:(step % 10 + 1) * 128],  # noqa: E731
+                          y[(step % 10) * 128:(step % 10 + 1) * 128])
+    return time_steps(model, opt, batch, F.cross_entropy, recipe, steps, 5)
 
 
 def time_gpt(GPT, recipe, steps):
@@ -82,22 +90,9 @@ def time_gpt(GPT, recipe, steps):
     model = GPT()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     idx = torch.randint(0, 256, (32, 65))
-    with tempfile.TemporaryDirectory() as d:
-        em = pt.emulate(model, recipe, d + "/run", every=1) if recipe else None
-        start = None
-        for step in range(steps + 2):
-            if step == 2:
-                start = time.perf_counter()
-            loss = F.cross_entropy(model(idx[:, :64]).reshape(-1, 256), idx[:, 1:].reshape(-1))
-            loss.backward()
-            opt.step()
-            if em:
-                em.step(loss=loss)
-            opt.zero_grad()
-        seconds = (time.perf_counter() - start) / steps
-        if em:
-            em.remove()
-    return seconds
+    loss_of = lambda logits, y: F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1))  # noqa
+    return time_steps(model, opt, lambda step: (idx[:, :64], idx[:, 1:]), loss_of, recipe,
+                      steps, 2)
 
 
 def main():

@@ -6,12 +6,7 @@
 # GPT_STEPS, THREADS: see tests/bench/emulate_overhead.py. CPUS (e.g. CPUS=0) pins the run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build/default}
-[[ -d $build/python/precision_lab ]] ||
-  { echo "emulate_overhead: $build/python/precision_lab is missing: build first (cmake --build --preset default)" >&2; exit 1; }
-/usr/bin/python3 -c "import torch" 2>/dev/null ||
-  { echo "emulate_overhead: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
-pin=()
-if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
+name=emulate_overhead
+source tests/bench/python_bench_setup.sh
 PLAB_PYTHON_PATH=$build/python PEERS=${PEERS:-../shared/peers} "${pin[@]}" \
   /usr/bin/python3 tests/bench/emulate_overhead.py

@@ -7,12 +7,7 @@
 # (e.g. CPUS=0,1) pins the run with taskset.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-build=${BUILD:-build/default}
-[[ -d $build/python/precision_lab ]] ||
-  { echo "watch_overhead: $build/python/precision_lab is missing: build first (cmake --build --preset default)" >&2; exit 1; }
-/usr/bin/python3 -c "import torch" 2>/dev/null ||
-  { echo "watch_overhead: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
-pin=()
-if [[ -n ${CPUS:-} ]]; then pin=(taskset -c "$CPUS"); fi
+name=watch_overhead
+source tests/bench/python_bench_setup.sh
 PLAB_PYTHON_PATH=$build/python PLAB_CLI=$build/app/precision-lab-cli \
   PEERS=${PEERS:-../shared/peers} "${pin[@]}" /usr/bin/python3 tests/bench/watch_overhead.py
