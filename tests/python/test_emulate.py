@@ -118,8 +118,10 @@ def test_every_element_format_and_rounding_casts_as_quantize(tmp_path, fmt, roun
         assert row["amax"] == expected["amax"]
 
 
-def test_the_cast_tensor_is_quantizes(tmp_path):
-    """What the head's product reads is quantize's output, bit for bit (taken in the product)."""
+@pytest.mark.parametrize("rounding", ["nearest-even", "stochastic"])
+def test_the_cast_tensor_is_quantizes(tmp_path, rounding):
+    """What the product reads is quantize's output, bit for bit (taken in the product), stochastic
+    rounding included (the run's seed, the (step, stage, role) stream)."""
     torch = require_torch()
     import precision_lab as pl
     import precision_lab.torch as pt
@@ -132,7 +134,9 @@ def test_the_cast_tensor_is_quantizes(tmp_path):
         seen.setdefault("w", w.detach().clone())
         return original(x, w, b)
     model = torch.nn.Sequential(torch.nn.Linear(64, 10))
-    em = pt.emulate(model, "fp8-e5m2", tmp_path / "run", seed=3)
+    role = {"format": "fp8-e5m2", "rounding": rounding}
+    em = pt.emulate(model, {"recipe": {"weights": role, "activations": role}},
+                    tmp_path / "run", seed=3)
     x, _ = _batch(torch, scale=3.0)
     _emulated_ops.F.linear = spy
     try:
@@ -140,16 +144,21 @@ def test_the_cast_tensor_is_quantizes(tmp_path):
     finally:
         _emulated_ops.F.linear = original
     em.remove("test")
-    expected_x, _ = pl.quantize(x.numpy(), "fp8-e5m2")
-    expected_w, _ = pl.quantize(model[0].weight.detach().numpy(), "fp8-e5m2")
+    expected_x, _ = pl.quantize(x.numpy(), "fp8-e5m2", rounding=rounding, seed=3, stream=1)
+    expected_w, _ = pl.quantize(model[0].weight.detach().numpy(), "fp8-e5m2", rounding=rounding,
+                                seed=3, stream=0)
     assert np.array_equal(seen["x"].numpy().view(np.uint32), expected_x.view(np.uint32))
     assert np.array_equal(seen["w"].numpy().view(np.uint32), expected_w.view(np.uint32))
+    if rounding == "stochastic":  # the stream matters: another one gives other bits
+        other, _ = pl.quantize(x.numpy(), "fp8-e5m2", rounding=rounding, seed=3, stream=2)
+        assert not np.array_equal(other.view(np.uint32), expected_x.view(np.uint32))
 
 
-@pytest.mark.parametrize("preset,block_format", [("nvfp4", "nvfp4"),
-                                                 ("mxfp8-e4m3", "mxfp8-e4m3"),
-                                                 ("fp8-blockwise", "fp8-block128")])
-def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_format):
+@pytest.mark.parametrize("preset,block_format,options", [
+    ("nvfp4", "nvfp4", {}), ("mxfp8-e4m3", "mxfp8-e4m3", {}),
+    ("mxfp8-ceil", "mxfp8-e4m3", {"scale_rounding": "ceil"}), ("mxfp4", "mxfp4", {}),
+    ("fp8-blockwise", "fp8-block128", {})])
+def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_format, options):
     torch = require_torch()
     import precision_lab as pl
     torch.manual_seed(0)
@@ -169,7 +178,7 @@ def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_for
     em.step()
     em.remove()
     run = pl.open_run(tmp_path / "run")
-    _, expected = pl.quantize(taken["x"].numpy(), block_format)
+    _, expected = pl.quantize(taken["x"].numpy(), block_format, **options)
     row = run.stats[(run.stats.stage == 1) & (run.stats.role == "activations")].iloc[0]
     for c in COUNTS:
         assert row[c] == expected[c], c
