@@ -258,10 +258,13 @@ int runSweep(const SweepArgs& args) {
 
     // Slurm tasks on other machines find the folder by this path: make it absolute.
     const std::string out = std::filesystem::absolute(args.out).lexically_normal().string();
-    if (backend == "slurm" && out.find_first_of(" \t\n%'\"") != std::string::npos)
-        throw std::invalid_argument("sweep: --out " + out +
-                                    ": Slurm's #SBATCH lines need a folder path without spaces, "
-                                    "quotes or '%'");
+    if (backend == "slurm") {
+        checkScriptPath(out, "sweep: --out");
+        if (out.find_first_of(" %'\"") != std::string::npos)
+            throw std::invalid_argument("sweep: --out " + out +
+                                        ": Slurm's #SBATCH lines need a folder path without "
+                                        "spaces, quotes or '%'");
+    }
     if (args.collectOnly) { // tabulates what is there: makes nothing
         if (!std::filesystem::is_directory(out))
             throw std::invalid_argument("sweep --collect: " + out + ": no such folder");

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <map>
+#include <regex>
 #include <stdexcept>
 
 extern char** environ;
@@ -57,10 +59,55 @@ void SlurmOptions::update(const nlohmann::json& j, const std::string& where, boo
         throw std::invalid_argument(name("max_running") + ": expected 0 (no limit) or more");
     if (!(pollSeconds >= 0.1 && pollSeconds <= 3600.0))
         throw std::invalid_argument(name("poll_seconds") + ": expected 0.1 to 3600 seconds");
+    // Every value is written into the job script's #SBATCH lines: a control character (a
+    // newline) would end the line and run the rest as a command. Each takes its documented
+    // syntax only.
+    const auto check = [&](const std::string& key, const std::string& value,
+                           const std::regex& syntax, const char* expected) {
+        if (!value.empty() && !std::regex_match(value, syntax))
+            throw std::invalid_argument(name(key) + ": " + printable(value) + ": expected " +
+                                        expected);
+    };
+    static const std::regex partitionSyntax("[A-Za-z0-9_.-]+(,[A-Za-z0-9_.-]+)*");
+    static const std::regex timeSyntax(
+        "[0-9]+(-[0-9]+)?(:[0-9]+){0,2}|UNLIMITED|INFINITE|unlimited|infinite");
+    static const std::regex memSyntax("[0-9]+[KMGTkmgt]?");
+    static const std::regex sbatchArgSyntax("--[A-Za-z][A-Za-z0-9-]*(=[^\\x00-\\x1f\\x7f]*)?");
+    check("partition", partition, partitionSyntax,
+          "partition names (letters, digits, _ . -), comma-separated");
+    check("time", time, timeSyntax,
+          "a Slurm time: minutes, [days-]hours:minutes:seconds, days-hours or UNLIMITED");
+    check("mem", mem, memSyntax, "a size such as 2000 or 2G (units K, M, G, T)");
     for (const std::string& a : sbatchArgs)
-        if (!a.starts_with("--") || a.find('\n') != std::string::npos)
-            throw std::invalid_argument(name("sbatch_args") + ": \"" + a +
-                                        "\": expected one sbatch option such as --account=lab");
+        if (a.empty() || !std::regex_match(a, sbatchArgSyntax))
+            throw std::invalid_argument(
+                name("sbatch_args") + ": " + printable(a) +
+                ": expected one sbatch option such as --account=lab (no control characters)");
+}
+
+std::string printable(const std::string& text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) {
+            char code[8];
+            std::snprintf(code, sizeof code, "\\x%02x", u);
+            out += code;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+void checkScriptPath(const std::string& path, const std::string& what) {
+    for (const char c : path) {
+        const auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f)
+            throw std::invalid_argument(what + ": " + printable(path) +
+                                        ": a folder name with a control character cannot be "
+                                        "written into a Slurm job script; choose another");
+    }
 }
 
 std::string shellQuote(const std::string& text) {

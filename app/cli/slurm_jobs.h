@@ -34,6 +34,11 @@ std::string arrayJobScript(const SlurmOptions& options, const std::string& jobNa
 
 // `text` as one word for a POSIX shell: in single quotes, each ' written as '\''.
 std::string shellQuote(const std::string& text);
+// `text` in double quotes with its control characters as \xNN: how a message shows a value.
+std::string printable(const std::string& text);
+// std::invalid_argument naming `what` when `path` holds a control character: a job script's
+// #SBATCH lines (its log paths) cannot quote one.
+void checkScriptPath(const std::string& path, const std::string& what);
 
 struct CommandResult {
     int status = -1;    // the exit status; 127 when the program cannot be started

@@ -2,6 +2,7 @@
 // run log (also when killed), and bad input giving a one-line error that names the offending text
 // with a non-zero exit.
 #include <QDir>
+#include <QDirIterator>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
@@ -55,6 +56,8 @@ private slots:
     void sweepChildTrainsTheSweepsRunConfig();
     void compareAndSweepTrainTheSameRunConfigs();
     void duplicatePointsAreRefused();
+    void slurmValuesCannotReachTheScript_data();
+    void slurmValuesCannotReachTheScript();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
@@ -1489,3 +1492,46 @@ void TestCli::exportRefusesWhatIsNotARecord() {
 
 QTEST_GUILESS_MAIN(TestCli)
 #include "test_cli.moc"
+
+// Every Slurm option's value is written into the job script's #SBATCH lines: a newline in one
+// would start a command line of its own. Each is refused by name, before any script is written.
+void TestCli::slurmValuesCannotReachTheScript_data() {
+    QTest::addColumn<QString>("option");
+    QTest::addColumn<QString>("value");
+    const QString hostile = QStringLiteral("gpu\ntouch PWNED");
+    QTest::newRow("partition") << QStringLiteral("--partition") << hostile;
+    QTest::newRow("time") << QStringLiteral("--time") << QStringLiteral("1:00:00\ntouch PWNED");
+    QTest::newRow("mem") << QStringLiteral("--mem") << QStringLiteral("2G\ntouch PWNED");
+    QTest::newRow("sbatch-arg") << QStringLiteral("--sbatch-arg")
+                                << QStringLiteral("--account=lab\ntouch PWNED");
+    QTest::newRow("carriage return") << QStringLiteral("--partition")
+                                     << QStringLiteral("gpu\rtouch PWNED");
+    QTest::newRow("bad time") << QStringLiteral("--time") << QStringLiteral("an hour");
+    QTest::newRow("out") << QStringLiteral("--out") << QStringLiteral("\ntouch PWNED");
+}
+
+void TestCli::slurmValuesCannotReachTheScript() {
+    QFETCH(QString, option);
+    QFETCH(QString, value);
+    QTemporaryDir dir;
+    const QString out = dir.path() + QStringLiteral("/sweep");
+    QStringList args = {QStringLiteral("sweep"),   QStringLiteral("--backend"),
+                        QStringLiteral("slurm"),   QStringLiteral("--presets"),
+                        QStringLiteral("fp32"),    QStringLiteral("--steps"),
+                        QStringLiteral("20"),      QStringLiteral("--no-wait")};
+    if (option == QStringLiteral("--out"))
+        args << QStringLiteral("--out") << out + value;
+    else
+        args << QStringLiteral("--out") << out << option << value;
+    const Result r = runCli(args);
+    QVERIFY2(r.exitCode != 0, r.err.constData());
+    const QByteArray message = r.err.trimmed();
+    QVERIFY2(message.contains(option.toUtf8()), message.constData());
+    QVERIFY2(!message.contains('\n'), message.constData()); // one line, the value shown escaped
+    QDirIterator it(dir.path(), QDir::Files, QDirIterator::Subdirectories);
+    while (it.hasNext()) {
+        QFile f(it.next());
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QVERIFY2(!f.readAll().contains("\ntouch PWNED"), qPrintable(f.fileName()));
+    }
+}
