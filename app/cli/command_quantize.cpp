@@ -11,6 +11,7 @@
 #include "numerics/tensor_cast.h"
 #include "quantize_blocks.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -63,12 +64,37 @@ QuantConfig makeConfig(const QuantizeArgs& args) {
     return config;
 }
 
+// No number's text is longer (float32's longest exact decimal is 112 digits); a longer word is
+// refused as soon as it is that long, so an endless one (/dev/zero) is not read without bound.
+constexpr std::size_t kMaxNumberText = 4096;
+
+// The next whitespace-separated word of `in` into `word`, at most kMaxNumberText + 1 characters
+// of it; false at the end of the input.
+bool nextWord(std::istream& in, std::string& word) {
+    word.clear();
+    std::streambuf* buf = in.rdbuf();
+    int c = buf->sgetc();
+    while (c != std::char_traits<char>::eof() && std::isspace(c))
+        c = buf->snextc();
+    while (c != std::char_traits<char>::eof() && !std::isspace(c) &&
+           word.size() <= kMaxNumberText) {
+        word += static_cast<char>(c);
+        c = buf->snextc();
+    }
+    return !word.empty();
+}
+
 std::vector<float> readTextNumbers(std::istream& in) {
     std::vector<float> values;
     std::string word;
     std::size_t index = 0;
-    while (in >> word) {
+    while (nextWord(in, word)) {
         ++index;
+        if (word.size() > kMaxNumberText)
+            throw std::invalid_argument("quantize: stdin word " + std::to_string(index) +
+                                        " is longer than " + std::to_string(kMaxNumberText) +
+                                        " characters, longer than any number's text (expected "
+                                        "e.g. 0.1, -3e-5, inf, nan)");
         const char* begin = word.c_str();
         char* end = nullptr;
         errno = 0;

@@ -1364,6 +1364,19 @@ void TestCli::inputReadersAreBounded() {
     QCOMPARE(p.exitCode(), 2);
     QVERIFY(p.readAllStandardError().contains("config.k0: unknown key"));
 
+    // quantize's text input: one endless word (NUL bytes, /dev/zero) is refused once it is longer
+    // than any number, not read to the end (it has none).
+    QProcess endless;
+    endless.setStandardInputFile(QStringLiteral("/dev/zero"));
+    endless.start(QStringLiteral(PLAB_CLI_PATH),
+                  {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("fp16")});
+    QVERIFY(endless.waitForStarted());
+    QVERIFY2(endless.waitForFinished(30000), "an endless word read for 30 s");
+    QCOMPARE(endless.exitCode(), 2);
+    const QByteArray endlessError = endless.readAllStandardError();
+    QVERIFY2(endlessError.contains("stdin word 1 is longer than 4096 characters"),
+             endlessError.constData());
+
     const Result zero =
         runCli({QStringLiteral("train"), QStringLiteral("--config"), QStringLiteral("/dev/zero")});
     QCOMPARE(zero.exitCode, 2);
