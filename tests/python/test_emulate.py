@@ -413,3 +413,22 @@ def test_the_core_trainer_and_emulate_agree_at_step_one(tmp_path, cli):
     for c in ("zero", "flushed", "subnormal", "normal", "overflow"):
         a, b = int(mine[c]), int(core_row[c])
         assert abs(a - b) <= max(0.005 * max(a, b), 2), (c, a, b)
+
+
+@pytest.mark.parametrize("mode", ["watch", "emulate"])
+def test_a_full_disk_stops_the_record_not_the_training(tmp_path, mode):
+    """An observer whose record cannot be written (files limited to 600 KB: a write past it fails
+    as on a full disk) stops recording and says why once; the script trains all its steps and
+    the record keeps its whole steps."""
+    require_torch()
+    import precision_lab as pl
+    script = os.path.join(os.path.dirname(__file__), "full_disk_script.py")
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PLAB_PYTHON_PATH", ""))
+    done = subprocess.run([sys.executable, script, mode, str(tmp_path / "run"), "600000"],
+                          env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "trained=300 failed=True" in done.stdout, done.stdout
+    assert done.stderr.count("stopped (noticed at step") == 1, done.stderr
+    run = pl.open_run(tmp_path / "run")
+    assert 0 < len(run.steps) < 300
+    assert list(run.steps["step"]) == list(range(1, len(run.steps) + 1))

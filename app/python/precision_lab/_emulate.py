@@ -384,6 +384,7 @@ class Emulation:
         self.stage_names = tuple(stage_names)
         self._model = model
         self._closed = False
+        self._error = None
         self._scale = None
         self._patched = []
         stage = 0
@@ -420,16 +421,42 @@ class Emulation:
         if isinstance(loss, torch.Tensor):
             loss = loss.detach().float().item()
         scale = self._scale if self._scale is not None else self.scaler.get_scale()
-        skipped = False
-        decision = self.scaler.last_decision
-        if decision is not None:
-            skipped, reason = decision
-            if reason:
-                self._core.event("scale", reason)
+        skipped, reason = False, ""
+        if self.scaler.last_decision is not None:
+            skipped, reason = self.scaler.last_decision
             self.scaler.last_decision = None
-        self._core.end_step(None if loss is None else float(loss),
-                            None if lr is None else float(lr), float(scale), bool(skipped))
+        step = self._core.step
+        if reason and self._error is None:
+            try:
+                self._core.event("scale", reason)
+            except OSError as e:
+                self._recording_failed(e, step)
+        try:  # the core's step advances even when its record cannot take it
+            self._core.end_step(None if loss is None else float(loss),
+                                None if lr is None else float(lr), float(scale), bool(skipped))
+        except OSError as e:
+            self._recording_failed(e, step)
         self._scale = None
+
+    def _recording_failed(self, error, step):
+        """The record cannot be written (a full disk): the training goes on under the recipe,
+        its whole steps kept; said once on stderr and in ``error``."""
+        if self._error is None:
+            self._error = str(error)
+            print(f"precision_lab.torch.emulate: recording into {self.run_dir} stopped "
+                  f"(noticed at step {step}): {self._error}; training goes on under the recipe "
+                  f"(emulation.error)",
+                  file=sys.stderr, flush=True)
+
+    @property
+    def failed(self):
+        """Whether recording stopped because the record could not be written (a full disk)."""
+        return self._error is not None
+
+    @property
+    def error(self):
+        """Why recording stopped (the first write failure), or None."""
+        return self._error
 
     def flush(self):
         """Waits until every step handed over is in the record."""
@@ -474,7 +501,7 @@ class Emulation:
         try:
             core.close(reason, finished)
         except Exception:
-            if finished:
+            if finished and self._error is None:  # a failure not reported yet
                 raise
         finally:
             if self._temporary is not None:

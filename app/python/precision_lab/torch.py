@@ -207,6 +207,7 @@ class Watcher:
         self._captured = set()
         self._scale = None  # the scale of the step under way, read at its first forward
         self._missing_grads = set()
+        self._error = None
         self._closed = False
         self._handles = [model.register_forward_pre_hook(self._on_model_forward)]
         for stage, (_, module) in enumerate(self._modules):
@@ -230,11 +231,32 @@ class Watcher:
         """Statistics steps dropped because the counting queue was full (each is an event)."""
         return self._recorder.dropped_steps
 
+    @property
+    def failed(self):
+        """Whether recording stopped because the record could not be written (a full disk)."""
+        return self._error is not None
+
+    @property
+    def error(self):
+        """Why recording stopped (the first write failure), or None."""
+        return self._error
+
     def step(self, loss=None, lr=None):
         """Ends a training step: call it after ``optimizer.step()`` and before ``zero_grad()``.
-        ``loss`` (a number or a 0-d tensor) and ``lr`` are recorded when given."""
+        ``loss`` (a number or a 0-d tensor) and ``lr`` are recorded when given. A record that
+        cannot be written (a full disk) stops the recording, never the training: ``failed``
+        and ``error`` say why, and stderr once."""
         if self._closed:
             raise RuntimeError(f"the watcher of {self.run_dir} is closed")
+        if self._error is not None:
+            self._step += 1
+            return
+        try:
+            self._record_step(loss, lr)
+        except OSError as e:
+            self._fail(e)
+
+    def _record_step(self, loss, lr):
         scale = self._scale if self._scale is not None else self._current_scale()
         if self._capturing and "weight_gradients" in self._roles:
             for stage, (name, module) in enumerate(self._modules):
@@ -312,7 +334,7 @@ class Watcher:
                 y.register_hook(functools.partial(self._on_output_grad, stage))
 
     def _on_output_grad(self, stage, grad):
-        if not self._closed:
+        if not self._closed and self._error is None:
             self._capture(stage, "activation_gradients", grad, self._rows_of_values(grad))
 
     def _capture(self, stage, role, tensor, rows, multiplier=1.0):
@@ -334,13 +356,26 @@ class Watcher:
             h.remove()
         self._handles = []
 
+    def _fail(self, error):
+        """An observer's failure: whole steps stay in the record, the training goes on."""
+        self._error = str(error)
+        self._remove_hooks()
+        self._step += 1
+        print(f"precision_lab.torch.watch: recording into {self.run_dir} stopped (noticed at step "
+              f"{self._step - 1}): {self._error}; training goes on (watcher.error)",
+              file=sys.stderr, flush=True)
+
     def _finish(self, reason, finished):
         if self._closed:
             return
         self._closed = True
         self._remove_hooks()
         atexit.unregister(self._atexit)
-        self._recorder.close(reason, finished)
+        try:
+            self._recorder.close(reason, finished)
+        except OSError:
+            if self._error is None:  # a failure not reported yet
+                raise
 
     def _close_quietly(self, reason):
         try:
