@@ -6,11 +6,21 @@
 #include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
+#include "record/run_summary.h"
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 namespace plab::cli {
+namespace {
+
+bool sameFolder(const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return std::filesystem::equivalent(a, b, ec) || a == b;
+}
+
+} // namespace
 
 Command addExportCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand(
@@ -38,10 +48,16 @@ Command addExportCommand(CLI::App& app) {
                     throw std::invalid_argument(e.what());
                 }
                 const std::string dir = out->empty() ? *run : *out;
-                bool recovered = false;
+                std::optional<RunSummary> recovered;
                 try {
                     exportRunRecord(*db, dir);
-                    recovered = completeKilledRunSummary(*db, *run);
+                    recovered = recoveredSummary(*db, *run);
+                    // A reader never writes into the run it reads: the summary a killed run
+                    // lacks goes with the exports to another folder; readers of the run
+                    // (RunRecord, open_run, the app) derive the same one from its record.
+                    if (recovered && !sameFolder(dir, *run))
+                        writeFileAtomically(dir + "/summary.json",
+                                            toJson(*recovered).dump(2) + "\n");
                 } catch (const RecordError& e) {
                     // The record could not be read (damaged: bad input) or a file not written.
                     if (std::string(e.what()).rfind(path + ":", 0) == 0)
@@ -53,9 +69,10 @@ Command addExportCommand(CLI::App& app) {
                             static_cast<long long>(steps), static_cast<long long>(events),
                             path.c_str(), dir.c_str());
                 if (recovered)
-                    std::printf("the run ended without its summary: summary.json now says so, "
-                                "with the %lld steps its record holds\n",
-                                static_cast<long long>(steps));
+                    std::printf(
+                        "the run ended without its summary (%s)%s\n", recovered->stopReason.c_str(),
+                        sameFolder(dir, *run) ? "; the run's own files are left as it wrote them"
+                                              : "; the exports' summary.json says so");
                 return 0;
             }};
 }

@@ -303,7 +303,7 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
     db.exec("COMMIT;");
 }
 
-bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
+std::optional<RunSummary> recoveredSummary(SqliteDb& db, const std::string& runDir) {
     RunSummary summary;
     summary.stopReason = "running"; // no row: killed in its first milliseconds, before writing one
     {
@@ -311,34 +311,28 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
         if (s.next()) {
             const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
             if (j.is_discarded() || !j.is_object())
-                return false;
+                return std::nullopt;
             summary = runSummaryFromJson(j);
         }
     }
-    if (summary.finished || summary.stopReason != "running")
-        return false;
+    if (summary.finished || summary.stopReason != "running" || runDirectoryLocked(runDir))
+        return std::nullopt;
     {
         // A full disk can refuse the database's summary row yet take the small summary.json
         // (written first for that reason): when the file already says how the run ended, it is
-        // the better record, and stays.
+        // the better record.
         std::ifstream file(runDir + "/summary.json");
         const auto j = nlohmann::json::parse(file, nullptr, false);
         if (file && !j.is_discarded() && j.is_object() &&
             j.value("stop_reason", std::string("running")) != "running")
-            return false;
-    }
-    std::unique_ptr<RunDirectoryLock> lock;
-    try {
-        lock = std::make_unique<RunDirectoryLock>(runDir);
-    } catch (const RecordError&) {
-        return false; // a live run holds it
+            return std::nullopt;
     }
     SqliteStatement last =
         db.prepare("SELECT step, loss, samples_per_s FROM steps ORDER BY seq DESC LIMIT 1");
     if (last.next()) {
         summary.steps = last.integer(0);
-        summary.finalTrainLoss = last.real(1);
-        summary.samplesPerSecond = last.real(2);
+        summary.finalTrainLoss = last.isNull(1) ? std::nan("") : last.real(1);
+        summary.samplesPerSecond = last.isNull(2) ? 0.0 : last.real(2);
     }
     SqliteStatement eval = db.prepare("SELECT test_loss, test_accuracy FROM steps WHERE test_loss "
                                       "IS NOT NULL ORDER BY seq DESC LIMIT 1");
@@ -352,15 +346,7 @@ bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir) {
         (summary.steps > 0 ? "after step " + std::to_string(summary.steps)
                            : "before its first step") +
         "; summary recovered from run.sqlite";
-    const std::string text = toJson(summary).dump(2) + "\n";
-    SqliteStatement write = db.prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
-    write.bind(1, std::string_view(text)).run();
-    writeFileAtomically(runDir + "/summary.json", text);
-    // A file the kill caught half written (writeFileAtomically's temporary) is nobody's record.
-    std::error_code ec;
-    for (const char* name : {"summary.json.tmp", "config.json.tmp"})
-        std::filesystem::remove(std::filesystem::path(runDir) / name, ec);
-    return true;
+    return summary;
 }
 
 void exportRunRecord(const std::string& runDir, const std::string& outDir) {

@@ -6,7 +6,10 @@
 // over the target, so an export is complete or leaves the previous file.
 #pragma once
 
+#include "record/run_summary.h"
 #include "record/sqlite_db.h"
+
+#include <optional>
 
 #include <string>
 
@@ -21,10 +24,12 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir);
 // RecordError naming the file when there is no readable record.
 void exportRunRecord(const std::string& runDir, const std::string& outDir);
 
-// A run that ended without its summary (killed, crashed: its summary still says "running" and no
-// process holds its folder's lock) gets one from its record: the steps the database holds, the
-// last losses, "finished": false and a stop reason saying so. Returns false, changing nothing,
-// for a run that ended properly or is still running.
-bool completeKilledRunSummary(SqliteDb& db, const std::string& runDir);
+// The summary of a run that ended without writing one (killed, crashed, its disk full: its
+// summary still says "running" and no process holds its folder's lock), derived from its record:
+// the steps the database holds, the last losses, "finished": false and a stop reason saying so.
+// None for a run that ended properly (or whose summary.json says how it ended: a full disk can
+// refuse the database's row yet take the small file) or is still running. Reads only: no reader
+// writes into the run it reads.
+std::optional<RunSummary> recoveredSummary(SqliteDb& db, const std::string& runDir);
 
 } // namespace plab

@@ -352,19 +352,18 @@ std::vector<RecordedEvent> RunRecord::events() const {
 }
 
 RunSummary RunRecord::summary() const {
+    // "running" with no run holding the folder: it was killed or crashed (or its disk filled up:
+    // the summary could not be written then either, and the record cannot tell which). Its
+    // steps are what the record holds, not what the last refresh of the summary said.
+    if (std::optional<RunSummary> recovered = recoveredSummary(*m_db, m_dir))
+        return *recovered;
     SqliteStatement s = m_db->prepare("SELECT json FROM summary WHERE id = 1");
     if (!s.next())
         return RunSummary{.stopReason = "no summary recorded"}; // numbers unknown: NaN
     const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
     if (!j.is_object())
         return RunSummary{.stopReason = "summary unreadable"};
-    RunSummary summary = runSummaryFromJson(j);
-    // "running" with no run holding the folder: it was killed or crashed (or its disk filled up:
-    // the summary could not be written then either, and the record cannot tell which)
-    if (!summary.finished && summary.stopReason == "running" && !isBeingWritten())
-        summary.stopReason =
-            "ended without writing its summary (killed or crashed, or its disk filled up)";
-    return summary;
+    return runSummaryFromJson(j);
 }
 
 std::uint64_t runRecordBytes(const std::string& runDir) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "record/record_file.h"
+#include "record/run_record.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_run.h"
 #include "train/run_config_builder.h"
@@ -455,7 +456,9 @@ void TestCli::trainBadInput() {
 }
 
 // A run killed with SIGKILL keeps every completed step, whole, in its record; `export` writes
-// the CSV/JSONL files from it and completes the summary, saying the run did not finish.
+// the CSV/JSONL files from it and says the run did not finish. A reader never writes into the
+// run it reads: the run's summary.json stays as the run left it, and readers derive the summary
+// from the record (the steps it holds, not the last 2-second refresh's).
 void TestCli::trainKilledMidwayKeepsLogs() {
     QTemporaryDir dir;
     const QString out = dir.path() + QStringLiteral("/run");
@@ -490,14 +493,22 @@ void TestCli::trainKilledMidwayKeepsLogs() {
         QCOMPARE(lines[i].split(',')[0].toLongLong(), static_cast<long long>(i));
     }
     QCOMPARE(fileLines(out + QStringLiteral("/layers.csv")).size(), steps * perStep + 1);
-    const QJsonObject s = readSummary(out);
+    QCOMPARE(readSummary(out).value(QStringLiteral("stop_reason")).toString(),
+             QStringLiteral("running")); // as the run left it
+    const plab::RunSummary read = plab::RunRecord(out.toStdString()).summary();
+    QVERIFY(!read.finished);
+    QCOMPARE(read.steps, steps);
+    QVERIFY(read.stopReason.find("killed") != std::string::npos);
+    // Exported elsewhere, the exports' summary.json says how it ended.
+    const QString copy = dir.path() + QStringLiteral("/exported");
+    const Result elsewhere = runCli({QStringLiteral("export"), out, QStringLiteral("--out"), copy});
+    QCOMPARE(elsewhere.exitCode, 0);
+    const QJsonObject s = readSummary(copy);
     QCOMPARE(s.value(QStringLiteral("finished")).toBool(true), false);
     QCOMPARE(s.value(QStringLiteral("steps")).toInteger(), steps);
     QVERIFY(s.value(QStringLiteral("stop_reason")).toString().contains(QStringLiteral("killed")));
-    // Exporting again changes nothing, and a live run's summary is never "recovered".
-    const Result again = runCli({QStringLiteral("export"), out});
-    QCOMPARE(again.exitCode, 0);
-    QVERIFY(!again.out.contains("ended without its summary"));
+    QCOMPARE(readSummary(out).value(QStringLiteral("stop_reason")).toString(),
+             QStringLiteral("running"));
 }
 
 void TestCli::trainDivergenceExitsCleanly() {
@@ -1242,13 +1253,12 @@ void TestCli::killedBeforeItsFirstStep() {
     const Result e = runCli({QStringLiteral("export"), exported});
     QVERIFY2(e.exitCode == 0, e.err.constData());
     QVERIFY2(e.out.contains("the run ended without its summary"), e.out.constData());
-    const QJsonObject s = readSummary(exported);
-    QCOMPARE(s.value(QStringLiteral("steps")).toInteger(-1), 0);
-    QVERIFY2(s.value(QStringLiteral("stop_reason"))
-                 .toString()
-                 .contains(QStringLiteral("its disk filled up) before its first step")),
-             qPrintable(s.value(QStringLiteral("stop_reason")).toString()));
-    QVERIFY(!QFile::exists(exported + QStringLiteral("/summary.json.tmp")));
+    QVERIFY2(e.out.contains("its disk filled up) before its first step"), e.out.constData());
+    const plab::RunSummary s = plab::RunRecord(exported.toStdString()).summary();
+    QCOMPARE(s.steps, std::int64_t{0});
+    QVERIFY2(s.stopReason.find("its disk filled up) before its first step") != std::string::npos,
+             s.stopReason.c_str());
+    QVERIFY(!QFile::exists(exported + QStringLiteral("/summary.json"))); // not written into it
 
     const QString reused = dir.filePath(QStringLiteral("reused"));
     QVERIFY(plant(reused));
@@ -1517,8 +1527,8 @@ void TestCli::slurmValuesCannotReachTheScript_data() {
     QTest::newRow("mem") << QStringLiteral("--mem") << QStringLiteral("2G\ntouch PWNED");
     QTest::newRow("sbatch-arg") << QStringLiteral("--sbatch-arg")
                                 << QStringLiteral("--account=lab\ntouch PWNED");
-    QTest::newRow("carriage return") << QStringLiteral("--partition")
-                                     << QStringLiteral("gpu\rtouch PWNED");
+    QTest::newRow("carriage return")
+        << QStringLiteral("--partition") << QStringLiteral("gpu\rtouch PWNED");
     QTest::newRow("bad time") << QStringLiteral("--time") << QStringLiteral("an hour");
     QTest::newRow("out") << QStringLiteral("--out") << QStringLiteral("\ntouch PWNED");
 }
@@ -1528,10 +1538,10 @@ void TestCli::slurmValuesCannotReachTheScript() {
     QFETCH(QString, value);
     QTemporaryDir dir;
     const QString out = dir.path() + QStringLiteral("/sweep");
-    QStringList args = {QStringLiteral("sweep"),   QStringLiteral("--backend"),
-                        QStringLiteral("slurm"),   QStringLiteral("--presets"),
-                        QStringLiteral("fp32"),    QStringLiteral("--steps"),
-                        QStringLiteral("20"),      QStringLiteral("--no-wait")};
+    QStringList args = {QStringLiteral("sweep"), QStringLiteral("--backend"),
+                        QStringLiteral("slurm"), QStringLiteral("--presets"),
+                        QStringLiteral("fp32"),  QStringLiteral("--steps"),
+                        QStringLiteral("20"),    QStringLiteral("--no-wait")};
     if (option == QStringLiteral("--out"))
         args << QStringLiteral("--out") << out + value;
     else

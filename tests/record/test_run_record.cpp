@@ -140,6 +140,8 @@ void TestRunRecord::aStepIsRecordedWholeOrNotAtAll() {
     }
     // Nobody holds the folder and the summary never got its end: the reader says so.
     QVERIFY(RunRecord(run).summary().stopReason.find("killed or crashed") != std::string::npos);
+    // Its steps are the record's (the summary row said 0, written before the first step).
+    QCOMPARE(RunRecord(run).summary().steps, std::int64_t{1});
     exportRunRecord(run, run);
     const RunRecord record(run);
     QCOMPARE(record.steps().size(), std::size_t{1});
