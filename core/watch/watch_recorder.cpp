@@ -140,12 +140,8 @@ void WatchRecorder::close(const std::string& stopReason, bool finished) {
         const std::lock_guard lock(m_mutex);
         failure = m_failure;
     }
-    RunSummary summary;
-    summary.finished = finished && failure.empty();
-    summary.stopReason = failure.empty() ? stopReason : "failed: " + failure;
-    summary.steps = m_lastStep;
-    summary.finalTrainLoss = m_lastLoss;
-    summary.testLoss = summary.testAccuracy = std::nan("");
+    const RunSummary summary = summaryNow(finished && failure.empty(),
+                                          failure.empty() ? stopReason : "failed: " + failure);
     m_log->logEvent(m_lastStep, "end", summary.stopReason);
     m_log->writeSummary(summary);
     m_log->close();
@@ -186,8 +182,7 @@ void WatchRecorder::countingLoop(std::stop_token stop) {
                 m_log->commit();
             }
             if (Clock::now() - lastSummary > std::chrono::seconds(2)) {
-                m_log->writeSummary(RunSummary{false, "running", m_lastStep, 0, m_lastLoss,
-                                               std::nan(""), std::nan(""), 0, 0});
+                m_log->writeSummary(summaryNow(false, "running"));
                 m_log->commit();
                 lastSummary = Clock::now();
             }
@@ -269,6 +264,20 @@ void WatchRecorder::record(const WatchedStep& step) {
     m_lastStep = step.step;
     if (step.loss)
         m_lastLoss = *step.loss;
+    if (step.skipped)
+        ++m_skippedSteps;
+}
+
+RunSummary WatchRecorder::summaryNow(bool finished, const std::string& stopReason) const {
+    RunSummary s;
+    s.finished = finished;
+    s.stopReason = stopReason;
+    s.steps = m_lastStep;
+    s.skippedSteps = m_skippedSteps;
+    s.finalTrainLoss = m_lastLoss;
+    s.wallSeconds = std::chrono::duration<double>(Clock::now() - m_started).count();
+    s.samplesPerSecond = std::nan("");
+    return s;
 }
 
 } // namespace plab

@@ -14,10 +14,13 @@
 #pragma once
 
 #include "numerics/tensor_cast.h"
+#include "record/run_summary.h"
 #include "train/precision_recipe.h"
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -114,6 +117,9 @@ private:
     };
     void countingLoop(std::stop_token stop);
     void record(const WatchedStep& step);
+    // What the record knows of the run: its steps, skips, last loss and the seconds since the
+    // recorder started; samples per second it cannot know (no batch size): NaN, null in JSON.
+    RunSummary summaryNow(bool finished, const std::string& stopReason) const;
     void throwIfFailed() const; // m_mutex held
 
     std::string m_dir;
@@ -130,8 +136,9 @@ private:
     bool m_busy = false;
     std::string m_failure;
     std::uint64_t m_dropped = 0, m_recorded = 0;
-    std::int64_t m_lastStep = 0;
-    double m_lastLoss = 0.0;
+    std::int64_t m_lastStep = 0, m_skippedSteps = 0;
+    double m_lastLoss = std::nan("");
+    std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
     bool m_closed = false;
     std::jthread m_thread; // last: started after everything it reads
 };

@@ -70,6 +70,8 @@ def test_an_fp32_recipe_trains_bit_identically_and_remove_leaves_no_trace(tmp_pa
     assert run.source == "pytorch-emulate"
     assert list(run.steps["step"]) == list(range(1, 21))
     assert run.summary["stop_reason"] == "completed"
+    # What the record can measure, and null for what it cannot (no batch size: no samples/s).
+    assert run.summary["wall_seconds"] > 0 and run.summary["samples_per_second"] is None
     rows = run.stats[run.stats.step == 1]
     assert set(rows.role) == {"weights", "activations", "activation_gradients",
                               "weight_gradients"}
