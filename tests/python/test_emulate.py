@@ -434,3 +434,29 @@ def test_a_full_disk_stops_the_record_not_the_training(tmp_path, mode):
     run = pl.open_run(tmp_path / "run")
     assert 0 < len(run.steps) < 300
     assert list(run.steps["step"]) == list(range(1, len(run.steps) + 1))
+
+
+@pytest.mark.parametrize("mode", ["watch", "emulate"])
+@pytest.mark.parametrize("ending,reason", [
+    ("normal", "the script ended without "), ("ctrl-c", "interrupted (Ctrl-C)"),
+    ("error", "stopped by ValueError: a bad batch")])
+def test_a_script_that_never_closes_says_how_it_ended(tmp_path, mode, ending, reason):
+    """Python runs atexit handlers after an uncaught exception too: the summary says which."""
+    require_torch()
+    import precision_lab as pl
+    script = os.path.join(os.path.dirname(__file__), "script_end.py")
+    env = dict(os.environ, PYTHONPATH=os.environ.get("PLAB_PYTHON_PATH", ""))
+    subprocess.run([sys.executable, script, mode, str(tmp_path / "run"), ending], env=env,
+                   capture_output=True, timeout=120)
+    run = pl.open_run(tmp_path / "run")
+    assert run.summary["stop_reason"].startswith(reason), run.summary["stop_reason"]
+    assert run.summary["steps"] == 3 and not run.summary["finished"]
+
+
+def test_queue_steps_must_let_one_step_wait(tmp_path):
+    torch = require_torch()
+    import precision_lab.torch as pt
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="queue_steps"):
+            pt.watch(torch.nn.Linear(2, 2), tmp_path / "run", queue_steps=bad)
+    assert not (tmp_path / "run").exists()

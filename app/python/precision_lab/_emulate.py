@@ -41,6 +41,7 @@ import torch
 
 from . import _core
 from . import _distributed
+from . import _script_end
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
 
@@ -399,8 +400,9 @@ class Emulation:
             warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
         setattr(model, _MARK, self)
         ref = weakref.ref(self)
+        _script_end.install()
         self._atexit = lambda: (ref() is not None and
-                                ref()._finish("the script ended without remove()", False))
+                                ref()._finish(_script_end.reason("remove()"), False))
         atexit.register(self._atexit)
 
     # -- what the user calls ------------------------------------------------------------

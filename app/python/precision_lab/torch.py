@@ -53,6 +53,7 @@ import torch
 
 from . import _core
 from . import _distributed
+from . import _script_end
 from ._emulate import ALIASES, Emulation, emulate, register_emulated_type, resolve_recipe
 from ._loss_scaler import LossScaler
 
@@ -173,6 +174,10 @@ class Watcher:
                                            or hasattr(loss_scale, "get_scale")):
             raise TypeError(f"loss_scale is a {type(loss_scale).__name__}: expected None, a "
                             f"number, a callable or a GradScaler")
+        if not isinstance(queue_steps, numbers.Integral) or isinstance(queue_steps, bool) or \
+                queue_steps < 1:
+            raise ValueError(f"queue_steps {queue_steps!r}: expected a whole number of statistics "
+                             f"steps that may wait to be counted, 1 or more")
         if isinstance(loss_scale, numbers.Real) and not (0 < float(loss_scale) < float("inf")):
             raise ValueError(f"loss_scale {loss_scale!r}: expected a finite positive number")
         self._modules, selection = _select_modules(model, modules)
@@ -216,8 +221,9 @@ class Watcher:
         # A script that ends without close() (an exception, Ctrl-C outside a with block) still
         # leaves a summary saying so.
         ref = weakref.ref(self)
+        _script_end.install()
         self._atexit = lambda: (ref() is not None and
-                                ref()._close_quietly("the script ended without close()"))
+                                ref()._close_quietly(_script_end.reason("close()")))
         atexit.register(self._atexit)
 
     # -- what the user calls ------------------------------------------------------------
