@@ -55,11 +55,12 @@ def mlp(linear=nn.Linear):
                          linear(256, 10))
 
 
-def time_steps(model, optimizer, batch, loss_of, recipe, steps, warmup):
+def time_steps(model, optimizer, batch, loss_of, recipe, steps, warmup, threads=1):
     """Seconds per step of training ``model`` (emulated under ``recipe`` when given, statistics
-    every step), after ``warmup`` steps; batch(step) gives a step's (inputs, targets)."""
+    every step, the casts on ``threads`` threads), after ``warmup`` steps; batch(step) gives a
+    step's (inputs, targets)."""
     with tempfile.TemporaryDirectory() as d:
-        em = pt.emulate(model, recipe, d + "/run", every=1) if recipe else None
+        em = pt.emulate(model, recipe, d + "/run", every=1, threads=threads) if recipe else None
         start = None
         for step in range(steps + warmup):
             if step == warmup:
@@ -77,12 +78,12 @@ def time_steps(model, optimizer, batch, loss_of, recipe, steps, warmup):
     return seconds
 
 
-def time_mlp(model, recipe, steps):
+def time_mlp(model, recipe, steps, threads=1):
     x, y = torch.randn(128 * 10, 784), torch.randint(0, 10, (128 * 10,))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     batch = lambda step: (x[(step % 10) * 128:(step % 10 + 1) * 128],  # noqa: E731
                           y[(step % 10) * 128:(step % 10 + 1) * 128])
-    return time_steps(model, opt, batch, F.cross_entropy, recipe, steps, 5)
+    return time_steps(model, opt, batch, F.cross_entropy, recipe, steps, 5, threads)
 
 
 def time_gpt(GPT, recipe, steps):
@@ -102,6 +103,9 @@ def main():
         "mlp fp32": lambda: time_mlp(mlp(), None, STEPS),
         "mlp emulate fp8-hybrid": lambda: time_mlp(mlp(), "fp8-hybrid", STEPS),
         "mlp emulate nvfp4": lambda: time_mlp(mlp(), "nvfp4", STEPS),
+        # torch on one thread leaves the second core to the casts (emulate's threads=2)
+        "mlp emulate fp8-hybrid, 2 cast threads": lambda: time_mlp(mlp(), "fp8-hybrid", STEPS,
+                                                                   2),
         "mlp naive peer (E4M3/E5M2, uncounted)": lambda: time_mlp(mlp(naive.EmulatedLinear),
                                                                   None, STEPS),
         "gpt fp32": lambda: time_gpt(GPT, None, GPT_STEPS),

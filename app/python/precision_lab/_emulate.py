@@ -44,6 +44,7 @@ from . import _distributed
 from . import _script_end
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
+from ._record_failure import RecordFailure
 
 ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3"}
 _MARK = "_precision_lab_emulation"
@@ -324,7 +325,11 @@ def emulate(model, recipe, run_dir=None, *, modules=None, every=1, seed=0, histo
                      loss_scaler=loss_scaler, ranks=ranks)
 
 
-class Emulation:
+_WHO = "precision_lab.torch.emulate"
+_GOES_ON = "training goes on under the recipe (emulation.error)"
+
+
+class Emulation(RecordFailure):
     def __init__(self, model, recipe, run_dir=None, *, modules=None, every=1, seed=0,
                  histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None):
         if not isinstance(model, torch.nn.Module):
@@ -385,7 +390,6 @@ class Emulation:
         self.stage_names = tuple(stage_names)
         self._model = model
         self._closed = False
-        self._error = None
         self._scale = None
         self._patched = []
         stage = 0
@@ -432,33 +436,13 @@ class Emulation:
             try:
                 self._core.event("scale", reason)
             except OSError as e:
-                self._recording_failed(e, step)
+                self._recording_failed(e, step, _WHO, _GOES_ON)
         try:  # the core's step advances even when its record cannot take it
             self._core.end_step(None if loss is None else float(loss),
                                 None if lr is None else float(lr), float(scale), bool(skipped))
         except OSError as e:
-            self._recording_failed(e, step)
+            self._recording_failed(e, step, _WHO, _GOES_ON)
         self._scale = None
-
-    def _recording_failed(self, error, step):
-        """The record cannot be written (a full disk): the training goes on under the recipe,
-        its whole steps kept; said once on stderr and in ``error``."""
-        if self._error is None:
-            self._error = str(error)
-            print(f"precision_lab.torch.emulate: recording into {self.run_dir} stopped "
-                  f"(noticed at step {step}): {self._error}; training goes on under the recipe "
-                  f"(emulation.error)",
-                  file=sys.stderr, flush=True)
-
-    @property
-    def failed(self):
-        """Whether recording stopped because the record could not be written (a full disk)."""
-        return self._error is not None
-
-    @property
-    def error(self):
-        """Why recording stopped (the first write failure), or None."""
-        return self._error
 
     def flush(self):
         """Waits until every step handed over is in the record."""

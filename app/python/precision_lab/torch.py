@@ -56,6 +56,7 @@ from . import _distributed
 from . import _script_end
 from ._emulate import ALIASES, Emulation, emulate, register_emulated_type, resolve_recipe
 from ._loss_scaler import LossScaler
+from ._record_failure import RecordFailure
 
 DEFAULT_FORMATS = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
 ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
@@ -150,7 +151,7 @@ def _describe_scale(loss_scale):
     return type(loss_scale).__name__
 
 
-class Watcher:
+class Watcher(RecordFailure):
     def __init__(self, model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
                  loss_scale=None, queue_steps=4, threads=1, overwrite=False, modules=None,
                  ranks=None):
@@ -212,7 +213,6 @@ class Watcher:
         self._captured = set()
         self._scale = None  # the scale of the step under way, read at its first forward
         self._missing_grads = set()
-        self._error = None
         self._closed = False
         self._handles = [model.register_forward_pre_hook(self._on_model_forward)]
         for stage, (_, module) in enumerate(self._modules):
@@ -236,16 +236,6 @@ class Watcher:
     def dropped_steps(self):
         """Statistics steps dropped because the counting queue was full (each is an event)."""
         return self._recorder.dropped_steps
-
-    @property
-    def failed(self):
-        """Whether recording stopped because the record could not be written (a full disk)."""
-        return self._error is not None
-
-    @property
-    def error(self):
-        """Why recording stopped (the first write failure), or None."""
-        return self._error
 
     def step(self, loss=None, lr=None):
         """Ends a training step: call it after ``optimizer.step()`` and before ``zero_grad()``.
@@ -364,12 +354,10 @@ class Watcher:
 
     def _fail(self, error):
         """An observer's failure: whole steps stay in the record, the training goes on."""
-        self._error = str(error)
+        self._recording_failed(error, self._step, "precision_lab.torch.watch",
+                               "training goes on (watcher.error)")
         self._remove_hooks()
         self._step += 1
-        print(f"precision_lab.torch.watch: recording into {self.run_dir} stopped (noticed at step "
-              f"{self._step - 1}): {self._error}; training goes on (watcher.error)",
-              file=sys.stderr, flush=True)
 
     def _finish(self, reason, finished):
         if self._closed:
