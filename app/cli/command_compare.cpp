@@ -75,6 +75,28 @@ RunResult readRun(const std::string& preset, const std::string& dir) {
     return r;
 }
 
+// The run the others are judged against: fp32 when compared, else the first preset.
+std::string baselineOf(const std::vector<std::string>& presets) {
+    const bool hasFp32 = std::find(presets.begin(), presets.end(), "fp32") != presets.end();
+    return hasFp32 ? "fp32" : presets.front();
+}
+
+// The planner's message as the compare command's: "compare: ...", and for a folder given where
+// a preset goes, what compare takes and where recorded runs are set side by side.
+std::string inCompareWords(std::string message, const std::vector<std::string>& presets) {
+    if (message.rfind("sweep: ", 0) == 0)
+        message = "compare: " + message.substr(7);
+    for (const std::string& p : presets) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(p, ec))
+            return "compare: --presets " + p +
+                   " is a folder: compare trains presets (precision-lab-cli presets lists "
+                   "them); recorded runs are read side by side with precision_lab.open_run, or "
+                   "one at a time with export and the app";
+    }
+    return message;
+}
+
 int runCompare(const CompareArgs& args) {
     if (args.presets.empty())
         throw std::invalid_argument("compare: --presets needs at least one preset name");
@@ -85,9 +107,7 @@ int runCompare(const CompareArgs& args) {
         sweep.sweep.sets = args.sets;
         sweep.sweep.steps = args.steps;
         sweep.sweep.data = args.data;
-        const bool hasFp32 =
-            std::find(args.presets.begin(), args.presets.end(), "fp32") != args.presets.end();
-        sweep.sweep.baseline = hasFp32 ? "fp32" : args.presets.front();
+        sweep.sweep.baseline = baselineOf(args.presets);
         sweep.out = args.out;
         return runSweep(sweep);
     }
@@ -98,7 +118,12 @@ int runCompare(const CompareArgs& args) {
     comparison.sets = args.sets;
     comparison.steps = args.steps;
     comparison.data = args.data;
-    comparison.check();
+    comparison.baseline = baselineOf(args.presets);
+    try {
+        comparison.check();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(inCompareWords(e.what(), args.presets));
+    }
     std::error_code ec;
     std::filesystem::create_directories(args.out, ec);
     if (ec || !std::filesystem::is_directory(args.out))

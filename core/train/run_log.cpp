@@ -75,16 +75,20 @@ bool removeRunWithoutSteps(const std::string& dir) {
 
 namespace {
 
-void refuseEarlierRun(const std::string& dir) {
+// hint: what to do about it, in the words of the caller (the CLI's options, Python's arguments).
+void refuseEarlierRun(const std::string& dir, const char* hint) {
     if (recordedNothing(dir)) {
         removeEarlierRun(dir);
         return;
     }
     for (const char* name : kRecordFiles)
         if (fs::exists(fs::path(dir) / name))
-            throw RecordError(dir + ": holds an earlier run (" + name +
-                              "); pass --overwrite to replace it, or choose another --out");
+            throw RecordError(dir + ": holds an earlier run (" + name + "); " + hint);
 }
+
+constexpr const char* kCliHint = "pass --overwrite to replace it, or choose another --out";
+// A run the core did not train is recorded from Python (precision_lab.torch.watch, emulate).
+constexpr const char* kPythonHint = "pass overwrite=True to replace it, or choose another run_dir";
 
 } // namespace
 
@@ -92,7 +96,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
     : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
     if (!options.overwrite)
-        refuseEarlierRun(dir);
+        refuseEarlierRun(dir, kCliHint);
     else // nothing of the earlier run may describe this one
         removeEarlierRun(dir);
     m_stageCount = static_cast<int>(stageNames.size());
@@ -105,7 +109,7 @@ RunLog::RunLog(const std::string& dir, const ExternalRun& run,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
     : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
     if (!options.overwrite)
-        refuseEarlierRun(dir);
+        refuseEarlierRun(dir, kPythonHint);
     else
         removeEarlierRun(dir);
     m_stageCount = static_cast<int>(stageNames.size());

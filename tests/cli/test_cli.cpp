@@ -59,6 +59,7 @@ private slots:
     void duplicatePointsAreRefused();
     void slurmValuesCannotReachTheScript_data();
     void slurmValuesCannotReachTheScript();
+    void compareSpeaksForItself();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
@@ -1420,9 +1421,11 @@ void TestCli::neverMeasuredTestMetricsAreNull() {
     QVERIFY(p.waitForFinished());
     QVERIFY(recordedSteps(run) >= 3);
     QCOMPARE(recordQuery(run, "SELECT count(*) FROM steps WHERE test_loss IS NOT NULL"), 0);
-    const Result exported = runCli({QStringLiteral("export"), run});
+    // The summary export derives (written with the exports, never into the run it reads).
+    const QString out = dir.filePath(QStringLiteral("exported"));
+    const Result exported = runCli({QStringLiteral("export"), run, QStringLiteral("--out"), out});
     QVERIFY2(exported.exitCode == 0, exported.err.constData());
-    const QJsonObject s = readSummary(run);
+    const QJsonObject s = readSummary(out);
     QVERIFY2(s.value(QStringLiteral("test_loss")).isNull(),
              QJsonDocument(s).toJson(QJsonDocument::Compact).constData());
     QVERIFY(s.value(QStringLiteral("test_accuracy")).isNull());
@@ -1557,4 +1560,27 @@ void TestCli::slurmValuesCannotReachTheScript() {
         QVERIFY(f.open(QIODevice::ReadOnly));
         QVERIFY2(!f.readAll().contains("\ntouch PWNED"), qPrintable(f.fileName()));
     }
+}
+
+// compare names itself and what it takes: a run folder given as a preset is said to be one
+// (compare trains presets), and presets without fp32 need no --baseline the user never typed.
+void TestCli::compareSpeaksForItself() {
+    QTemporaryDir dir;
+    const QString runs = dir.filePath(QStringLiteral("a-run"));
+    QVERIFY(QDir().mkpath(runs));
+    const Result folder = runCli({QStringLiteral("compare"), QStringLiteral("--presets"),
+                                  runs + QStringLiteral(",bf16"), QStringLiteral("--out"),
+                                  dir.filePath(QStringLiteral("out"))});
+    QCOMPARE(folder.exitCode, 2);
+    QVERIFY2(folder.err.contains("compare: --presets " + runs.toUtf8() + " is a folder"),
+             folder.err.constData());
+    QVERIFY2(!folder.err.contains("sweep") && !folder.err.contains("--baseline"),
+             folder.err.constData());
+    const Result noFp32 = runCli(
+        QStringList{QStringLiteral("compare"), QStringLiteral("--presets"),
+                    QStringLiteral("bf16,fp16-amp"), QStringLiteral("--steps"), QStringLiteral("2"),
+                    QStringLiteral("--out"), dir.filePath(QStringLiteral("two"))} +
+        kTinyRun);
+    QVERIFY2(noFp32.exitCode == 0, noFp32.err.constData());
+    QVERIFY(QFile::exists(dir.filePath(QStringLiteral("two/compare.csv"))));
 }

@@ -460,3 +460,28 @@ def test_queue_steps_must_let_one_step_wait(tmp_path):
         with pytest.raises(ValueError, match="queue_steps"):
             pt.watch(torch.nn.Linear(2, 2), tmp_path / "run", queue_steps=bad)
     assert not (tmp_path / "run").exists()
+
+
+def test_python_words_and_limits(tmp_path):
+    """Errors name Python's arguments, not the CLI's options; limits hold before anything runs."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+    with pt.watch(torch.nn.Linear(2, 2), tmp_path / "run") as w:
+        w.step()
+    with pytest.raises(OSError) as e:
+        pt.watch(torch.nn.Linear(2, 2), tmp_path / "run")
+    assert "overwrite=True" in str(e.value) and "--" not in str(e.value)
+    with pytest.raises(OSError, match="overwrite=True"):
+        pt.emulate(torch.nn.Linear(2, 2), "bf16", tmp_path / "run")
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match="fmt None"):
+        pl.quantize(x, None)
+    for make in (lambda: pl.quantize(x, "fp16", threads=10000),
+                 lambda: pt.watch(torch.nn.Linear(2, 2), tmp_path / "w", threads=10000),
+                 lambda: pt.emulate(torch.nn.Linear(2, 2), "bf16", tmp_path / "e", threads=10000)):
+        with pytest.raises(ValueError, match="threads 10000"):
+            make()
+    assert not (tmp_path / "w").exists() and not (tmp_path / "e").exists()
+    nvfp4 = pl.formats("nvfp4")
+    assert nvfp4["max_finite"] == 6.0 and pl.formats("mxfp8-e4m3")["max_finite"] == 448.0

@@ -45,6 +45,8 @@ py::dict blockFormatRow(const BlockFormat& b) {
     row["kind"] = "block";
     row["element"] = b.element.name;
     row["block_size"] = b.scheme.blockSize;
+    // The element format's largest value: a block holds values up to it times its scale.
+    row["max_finite"] = b.element.maxFinite();
     row["scale"] = scaleFormatName(b.scheme);
     row["description"] = b.description;
     return row;

@@ -12,6 +12,9 @@ from ._runs import open_run
 __all__ = ["formats", "quantize", "open_run", "ROUNDINGS"]
 
 ROUNDINGS = ("nearest-even", "nearest-away", "toward-zero", "stochastic")
+# The most threads a cast takes (the CLI's config allows as many): more would only be refused by
+# the machine, late, or oversubscribe it.
+MAX_THREADS = 256
 
 
 def formats(spec=None):
@@ -57,8 +60,12 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
         raise ValueError(f"seed {seed!r}: expected a whole number from 0 to 2^64-1")
     if not _is_int(stream) or not 0 <= stream < 2**64:
         raise ValueError(f"stream {stream!r}: expected a whole number from 0 to 2^64-1")
-    if not _is_int(threads) or threads < 1:
-        raise ValueError(f"threads {threads!r}: expected a whole number, 1 or more")
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt {fmt!r}: expected a format name such as 'fp8-e4m3' or 'nvfp4' "
+                        f"(formats() lists them)")
+    if not _is_int(threads) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads {threads!r}: expected a whole number from 1 to "
+                         f"{MAX_THREADS}")
     try:
         scale = float(scale)
     except (TypeError, ValueError):

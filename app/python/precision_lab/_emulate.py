@@ -45,6 +45,7 @@ from . import _script_end
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
 from ._record_failure import RecordFailure
+from . import MAX_THREADS
 
 ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3"}
 _MARK = "_precision_lab_emulation"
@@ -310,6 +311,12 @@ def _not_emulated(config):
     return notes
 
 
+def _check_threads(threads):
+    if not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or \
+            not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads {threads!r}: expected a whole number from 1 to {MAX_THREADS}")
+
+
 def _loss_scaling_of(config):
     return {"scaling": config["scaling"]}
 
@@ -342,10 +349,10 @@ class Emulation(RecordFailure):
                 raise TypeError(f"parameter {name} is {str(p.dtype).replace('torch.', '')}: "
                                 f"emulate casts from float32 (the FP32 master copy); call "
                                 f"model.float()")
-        for label, value, low in (("every", every, 1), ("histograms_every", histograms_every, 1),
-                                  ("threads", threads, 1)):
+        for label, value, low in (("every", every, 1), ("histograms_every", histograms_every, 1)):
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{label} {value!r}: expected a whole number, {low} or more")
+        _check_threads(threads)
         if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
             raise ValueError(f"seed {seed!r}: expected a whole number, 0 or more")
         if loss_scaler is not None and not isinstance(loss_scaler, LossScaler):

@@ -54,7 +54,8 @@ import torch
 from . import _core
 from . import _distributed
 from . import _script_end
-from ._emulate import ALIASES, Emulation, emulate, register_emulated_type, resolve_recipe
+from ._emulate import (ALIASES, Emulation, _check_threads, emulate, register_emulated_type,
+                       resolve_recipe)
 from ._loss_scaler import LossScaler
 from ._record_failure import RecordFailure
 
@@ -175,6 +176,7 @@ class Watcher(RecordFailure):
                                            or hasattr(loss_scale, "get_scale")):
             raise TypeError(f"loss_scale is a {type(loss_scale).__name__}: expected None, a "
                             f"number, a callable or a GradScaler")
+        _check_threads(threads)
         if not isinstance(queue_steps, numbers.Integral) or isinstance(queue_steps, bool) or \
                 queue_steps < 1:
             raise ValueError(f"queue_steps {queue_steps!r}: expected a whole number of statistics "
