@@ -175,12 +175,21 @@ def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_for
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fp8-blockwise's accumulator: said, not emulated
         em = pt.emulate(model, preset, tmp_path / "run")
-    x = torch.randn(64, 128) * 3
-    model(x).square().mean().backward()
+    from precision_lab import _emulated_ops
+    read, original = [], _emulated_ops.F.linear
+    _emulated_ops.F.linear = lambda x, w, b=None: (read.append(x.detach().clone()),
+                                                   original(x, w, b))[1]
+    try:
+        x = torch.randn(64, 128) * 3
+        model(x).square().mean().backward()
+    finally:
+        _emulated_ops.F.linear = original
     em.step()
     em.remove()
     run = pl.open_run(tmp_path / "run")
-    _, expected = pl.quantize(taken["x"].numpy(), block_format, **options)
+    cast, expected = pl.quantize(taken["x"].numpy(), block_format, **options)
+    # What stage 1's product read is quantize's block cast, bit for bit.
+    assert np.array_equal(read[1].numpy().view(np.uint32), cast.view(np.uint32))
     row = run.stats[(run.stats.stage == 1) & (run.stats.role == "activations")].iloc[0]
     for c in COUNTS:
         assert row[c] == expected[c], c
