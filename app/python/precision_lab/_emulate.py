@@ -504,5 +504,4 @@ class Emulation(RecordFailure):
 def _bound_forward(forward, module, sites):
     def emulated_forward(*args, **kwargs):
         return forward(module, sites, *args, **kwargs)
-    emulated_forward.__precision_lab__ = True
     return emulated_forward

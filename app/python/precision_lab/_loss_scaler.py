@@ -70,7 +70,6 @@ class LossScaler:
         self._found_inf = False
         self._first_overflow = None
         self.last_decision = None  # (skipped, reason) of the last update()
-        self._listeners = []
 
     # -- GradScaler's methods --------------------------------------------------------------
     def is_enabled(self):
@@ -135,8 +134,6 @@ class LossScaler:
                 raise ValueError(f"new_scale {new_scale!r}: expected a finite positive number")
             self._core.set_scale(value)
         self.last_decision = (skipped, reason)
-        for listener in self._listeners:
-            listener(skipped, reason)
         self._unscaled.clear()
         self._found_inf = False
         self._first_overflow = None
