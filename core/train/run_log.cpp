@@ -48,7 +48,8 @@ void removeEarlierRun(const std::string& dir) {
     for (const char* name : kRecordFiles)
         fs::remove(fs::path(dir) / name, ec);
     for (const char* name :
-         {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp"})
+         {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp",
+          "commands.jsonl"}) // an earlier emulated run's steering commands
         fs::remove(fs::path(dir) / name, ec);
 }
 
@@ -243,6 +244,16 @@ void RunLog::writeReplayConfig(const TrainConfig& config) {
         .bind(1, config.toJson().dump())
         .run();
     writeFileAtomically(m_dir + "/config.json", config.toJson().dump(2) + "\n");
+}
+
+void RunLog::writeExternalConfig(const nlohmann::json& config, const std::string& metaKey,
+                                 const nlohmann::json& meta) {
+    begin();
+    SqliteStatement write =
+        m_db->prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)");
+    write.bind(1, std::string_view("config")).bind(2, config.dump()).run();
+    write.bind(1, std::string_view(metaKey)).bind(2, meta.dump()).run();
+    writeFileAtomically(m_dir + "/config.json", config.dump(2) + "\n");
 }
 
 void RunLog::setRecipe(const TrainConfig& config) {

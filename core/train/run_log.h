@@ -88,6 +88,10 @@ public:
     // config.json (and the record's copy) replaced by what replays the run now: its start plus
     // the timeline of edits (TrainingSession::replayConfig).
     void writeReplayConfig(const TrainConfig& config);
+    // The same for a run the core did not train (ExternalRun): config.json, the record's copy
+    // and its description under meta metaKey (an emulated run steered from the app).
+    void writeExternalConfig(const nlohmann::json& config, const std::string& metaKey,
+                             const nlohmann::json& meta);
     // The recipe changed mid-run: later statistics rows name the new formats.
     void setRecipe(const TrainConfig& config);
     // A reset: the steps logged from now on start again at 1 (their rows' `attempt` goes up).

@@ -527,6 +527,25 @@ TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
     return next;
 }
 
+// "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf that differs.
+std::string describeConfigChange(const json& before, const json& after, const std::string& path) {
+    if (before.is_object() && after.is_object()) {
+        std::string out;
+        for (auto it = after.begin(); it != after.end(); ++it) {
+            const std::string key = path.empty() ? it.key() : path + "." + it.key();
+            const std::string part = describeConfigChange(
+                before.contains(it.key()) ? before.at(it.key()) : json(), *it, key);
+            if (!part.empty())
+                out += (out.empty() ? "" : "; ") + part;
+        }
+        return out;
+    }
+    if (before == after)
+        return {};
+    const auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+    return path + ": " + text(before) + " -> " + text(after);
+}
+
 json TrainConfig::toJson() const {
     json recipeJson;
     for (TensorRole r : kAllRoles)

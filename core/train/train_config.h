@@ -116,6 +116,10 @@ TrainConfig configFromJson(const nlohmann::json& j);
 // ConfigError naming the patch's key for a patch that changes what cannot change mid-run or
 // gives a bad value.
 TrainConfig applyEdit(const TrainConfig& config, const nlohmann::json& patch);
+// "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf of `after` that differs
+// from `before` (what an event says an edit changed).
+std::string describeConfigChange(const nlohmann::json& before, const nlohmann::json& after,
+                                 const std::string& path = {});
 // Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to a JSON document.
 void applySetting(nlohmann::json& j, const std::string& assignment);
 

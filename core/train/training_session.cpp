@@ -207,28 +207,6 @@ bool TrainingSession::commandsPending() const {
     return m_taken < m_posted;
 }
 
-// "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf that differs.
-std::string TrainingSession::describeChange(const nlohmann::json& before,
-                                            const nlohmann::json& after, const std::string& path) {
-    if (before.is_object() && after.is_object()) {
-        std::string out;
-        for (auto it = after.begin(); it != after.end(); ++it) {
-            const std::string key = path.empty() ? it.key() : path + "." + it.key();
-            const std::string part = describeChange(
-                before.contains(it.key()) ? before.at(it.key()) : nlohmann::json(), *it, key);
-            if (!part.empty())
-                out += (out.empty() ? "" : "; ") + part;
-        }
-        return out;
-    }
-    if (before == after)
-        return {};
-    const auto text = [](const nlohmann::json& v) {
-        return v.is_string() ? v.get<std::string>() : v.dump();
-    };
-    return path + ": " + text(before) + " -> " + text(after);
-}
-
 RunSummary TrainingSession::finalSummary() const {
     std::lock_guard lock(m_reasonMutex);
     return m_finalSummary;
@@ -368,7 +346,7 @@ void TrainingSession::apply(const Command& c) {
     case Command::Recipe: {
         TrainConfig next = m_config;
         next.recipe = *c.recipe;
-        const std::string change = describeChange(m_config.toJson(), next.toJson(), "");
+        const std::string change = describeConfigChange(m_config.toJson(), next.toJson());
         try {
             m_trainer->setRecipe(*c.recipe);
         } catch (const ConfigError& e) { // checked by setRecipe() already; never ends a run

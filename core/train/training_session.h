@@ -121,12 +121,9 @@ private:
     // Runs a write to the run log; a RecordError ends the run (Failed) instead of escaping.
     template <class Write>
     bool record(Write&& write);
-    void refreshSummary();
+    void refreshSummary(); // "finished": false with the steps so far, every few seconds
     template <class Edit>
     void setEffective(Edit&& edit); // edits m_config and publishes it as effectiveConfig()
-    static std::string describeChange(const nlohmann::json& before, const nlohmann::json& after,
-                                      const std::string& path); // "finished": false with the steps
-                                                                // so far, every few seconds
     void publish(const StepScalars& scalars, bool newScalars = true);
 
     TrainConfig m_config;

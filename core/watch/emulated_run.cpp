@@ -1,7 +1,12 @@
 // EmulatedRun: the recipe's casts over a PyTorch program's tensors, counted per step.
 #include "watch/emulated_run.h"
 
+#include "record/record_error.h"
+#include "record/record_number.h"
 #include "train/training_run.h"
+
+#include <cmath>
+#include <filesystem>
 
 namespace plab {
 namespace {
@@ -24,7 +29,11 @@ WatchSettings recorderSettings(const EmulationSettings& e) {
 
 EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settings)
     : m_settings(settings), m_pool(std::max(1u, settings.threads)),
-      m_caster(settings.config, static_cast<int>(settings.stageNames.size()), m_ops, &m_pool) {
+      m_caster(settings.config, static_cast<int>(settings.stageNames.size()), m_ops, &m_pool),
+      m_inbox(dir), m_effective(settings.config), m_plan(settings.config),
+      m_pendingEdits(settings.config.timeline.begin(), settings.config.timeline.end()) {
+    m_effective.timeline.clear();
+    m_plan.timeline.clear();
     if (m_settings.stageNames.empty())
         throw ConfigError("emulate: no module to emulate");
     if (m_settings.every < 1)
@@ -37,6 +46,9 @@ EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settin
     m_calls.assign(stages, {});
     m_caster.setStep(0);
     m_recorder = std::make_unique<WatchRecorder>(dir, recorderSettings(m_settings));
+    // Commands left in the folder by an earlier run's steering are not this run's.
+    std::error_code ignored;
+    std::filesystem::remove(std::filesystem::path(dir) / kCommandsFile, ignored);
 }
 
 std::int64_t EmulatedRun::step() const {
@@ -109,6 +121,171 @@ void EmulatedRun::endStep(std::optional<double> loss, std::optional<double> lear
 
 void EmulatedRun::event(const std::string& type, const std::string& message) {
     m_recorder->event(step(), type, message);
+}
+
+// -- steering -----------------------------------------------------------------------------------
+namespace {
+
+// "4096 (2^12)" for a power of two, else the number as the record writes it.
+std::string scaleText(double scale) {
+    const double e = std::log2(scale);
+    if (std::isfinite(e) && e == std::round(e))
+        return recordNumber(scale) + " (2^" + std::to_string(static_cast<long long>(e)) + ")";
+    return recordNumber(scale);
+}
+
+bool onlyScale(const nlohmann::json& patch) {
+    if (patch.size() != 1 || !patch.contains("scaling"))
+        return false;
+    const nlohmann::json& scaling = patch.at("scaling");
+    return scaling.is_object() && scaling.size() == 1 && scaling.contains("scale");
+}
+
+} // namespace
+
+std::vector<SteeringChange> EmulatedRun::steer() {
+    std::vector<SteeringChange> changes;
+    const std::lock_guard lock(m_mutex);
+    const std::int64_t taken = m_step - 1;
+    const std::size_t editsBefore = m_plan.timeline.size();
+    while (!m_pendingEdits.empty() && m_pendingEdits.front().step <= taken) {
+        const TimedEdit edit = std::move(m_pendingEdits.front());
+        m_pendingEdits.pop_front();
+        if (const std::string why = applyChange(edit.set, "the replayed timeline", taken, changes);
+            !why.empty())
+            steeringEvent(taken, "edit", "timeline edit refused: " + why, edit.set);
+    }
+    for (const RunCommand& c : m_inbox.poll()) {
+        const std::string number = "command " + std::to_string(c.number);
+        std::string from = "another process";
+        if (c.body.is_object() && c.body.contains("from") && c.body["from"].is_string())
+            from = c.body["from"].get<std::string>().substr(0, 80);
+        const auto refuse = [&](const std::string& why) {
+            steeringEvent(taken, "command",
+                          number + " from " + from + " refused at step " + std::to_string(taken) +
+                              ": " + why);
+        };
+        if (!c.error.empty()) {
+            refuse(c.error);
+            continue;
+        }
+        const bool hasSet = c.body.contains("set"), hasAction = c.body.contains("action");
+        if (hasSet == hasAction) {
+            refuse("expected {\"set\": {...}} or {\"action\": \"pause\" | \"resume\" | "
+                   "\"step\"}");
+            continue;
+        }
+        if (hasSet) {
+            if (const std::string why = applyChange(c.body["set"], from, taken, changes);
+                !why.empty())
+                refuse(why);
+            continue;
+        }
+        const nlohmann::json& action = c.body["action"];
+        const std::string name = action.is_string() ? action.get<std::string>() : action.dump();
+        const std::string at = " from " + from + " at step " + std::to_string(taken);
+        if (name == "pause") {
+            if (!m_paused)
+                steeringEvent(taken, "pause", "paused" + at);
+            m_paused = true;
+            m_stepsGranted = 0;
+        } else if (name == "resume") {
+            if (m_paused)
+                steeringEvent(taken, "resume", "resumed" + at);
+            m_paused = false;
+            m_stepsGranted = 0;
+        } else if (name == "step") {
+            if (!m_paused) {
+                refuse("step: the run is not paused");
+                continue;
+            }
+            ++m_stepsGranted;
+            steeringEvent(taken, "step", "one step" + at);
+        } else {
+            refuse("action " + name.substr(0, 40) + ": expected pause, resume or step");
+            continue;
+        }
+        changes.push_back({name, nullptr});
+    }
+    if (m_plan.timeline.size() != editsBefore) { // config.json replays what happened
+        TrainConfig replay = m_plan;
+        replay.timeline.insert(replay.timeline.end(), m_pendingEdits.begin(), m_pendingEdits.end());
+        m_settings.description["train_config"] = replay.toJson();
+        try {
+            m_recorder->describe(m_settings.description);
+        } catch (const RecordError&) { // the record failed earlier: the program knows already
+        }
+    }
+    m_holding = m_paused && m_stepsGranted == 0;
+    if (m_paused && !m_holding)
+        --m_stepsGranted; // the step about to run
+    return changes;
+}
+
+std::string EmulatedRun::applyChange(const nlohmann::json& patch, const std::string& from,
+                                     std::int64_t taken, std::vector<SteeringChange>& changes) {
+    if (!patch.is_object() || patch.empty())
+        return "set: expected a config patch (an object of scaling or recipe)";
+    for (auto it = patch.begin(); it != patch.end(); ++it) {
+        if (it.key() == "train")
+            return "config.train: the learning rate is the script's optimiser's (emulate "
+                   "steers the recipe and the loss scaling)";
+        if (it.key() != "scaling" && it.key() != "recipe")
+            return "config." + it.key() +
+                   ": cannot change while the run goes (expected scaling or recipe)";
+    }
+    TrainConfig next;
+    try {
+        next = applyEdit(m_effective, patch);
+        checkRecipeStages(next.recipe, static_cast<int>(m_settings.stageNames.size()));
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    if (next.scalingPolicy == ScalingPolicy::PerLayer)
+        return "config.scaling.policy per-layer: Zhao et al.'s scaling is not emulated";
+    const std::string at = " from " + from + " at step " + std::to_string(taken);
+    std::string type, message;
+    if (onlyScale(patch)) {
+        type = "scale";
+        message = "loss scale set to " + scaleText(next.lossScale) + at;
+    } else {
+        const std::string change = describeConfigChange(m_effective.toJson(), next.toJson());
+        type = patch.contains("recipe") ? "recipe" : "policy";
+        message = (change.empty() ? std::string("set (no change)") : change) + at;
+        if (patch.contains("recipe"))
+            m_caster.setRecipe(next.recipe);
+        if (patch.contains("scaling"))
+            m_caster.setScaling(next);
+    }
+    m_effective = next;
+    m_effective.timeline.clear();
+    m_plan.timeline.push_back({taken, patch});
+    changes.push_back({"set", patch});
+    steeringEvent(taken, type, message, patch);
+    return {};
+}
+
+void EmulatedRun::steeringEvent(std::int64_t step, const std::string& type,
+                                const std::string& message, const nlohmann::json& change) {
+    try {
+        m_recorder->event(step, type, message, change);
+    } catch (const RecordError&) { // the record failed earlier: the program knows already
+    }
+}
+
+bool EmulatedRun::holding() const {
+    const std::lock_guard lock(m_mutex);
+    return m_holding;
+}
+
+bool EmulatedRun::paused() const {
+    const std::lock_guard lock(m_mutex);
+    return m_paused;
+}
+
+TrainConfig EmulatedRun::effectiveConfig() const {
+    const std::lock_guard lock(m_mutex);
+    return m_effective;
 }
 
 void EmulatedRun::close(const std::string& reason, bool finished) {

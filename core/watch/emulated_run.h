@@ -6,6 +6,13 @@
 // hands the step's scalars and counted rows to a WatchRecorder, whose thread writes them into
 // the run record the app follows, so the program never waits on the disk.
 //
+// Steering (run_commands.h): at each step boundary the program calls steer(), which applies the
+// edits of a replayed timeline that are due and the commands another process (the app) wrote into
+// the run's folder: a recipe or scaling change goes to the casts from the next step on, and is
+// recorded as an event and an entry of config.json's timeline, so that running the script again
+// with that config does the same steps. The program's loss scaler (Python's) takes the scaling
+// part of each change steer() returns.
+//
 // Casts may come from several threads (autograd's engine runs backward where it likes): they are
 // serialised here.
 #pragma once
@@ -14,8 +21,10 @@
 #include "stats/training_snapshot.h"
 #include "train/recipe_caster.h"
 #include "util/thread_pool.h"
+#include "watch/run_commands.h"
 #include "watch/watch_recorder.h"
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +41,12 @@ struct EmulationSettings {
     unsigned threads = 1;                // the casts' threads
     nlohmann::json description;          // what the emulator was given: config.json and meta
     bool overwrite = false;
+};
+
+// A change steer() applied, for the program's side of it (its loss scaler takes "scaling").
+struct SteeringChange {
+    std::string action; // "set" (an edit), "pause", "resume", "step"
+    nlohmann::json set; // "set": the config patch applied
 };
 
 class EmulatedRun {
@@ -59,6 +74,18 @@ public:
     void endStep(std::optional<double> loss, std::optional<double> learningRate, double scale,
                  bool skipped);
     void event(const std::string& type, const std::string& message);
+
+    // At the boundary before the step under way: the replayed timeline's edits that are due (of
+    // the steps taken so far), then the commands written since the last look. Each is applied, or
+    // refused with an event saying why (never an exception: a bad command is the sender's
+    // mistake, not the script's). Returns the changes applied, in order.
+    std::vector<SteeringChange> steer();
+    // Whether the program must wait at this boundary (paused from the app, no step granted); it
+    // calls steer() again while it waits.
+    bool holding() const;
+    bool paused() const;
+    // The recipe and scaling the casts use now: the run's config with every edit applied.
+    TrainConfig effectiveConfig() const;
     void flush() { m_recorder->flush(); }
     void close(const std::string& reason, bool finished);
 
@@ -74,6 +101,18 @@ private:
     std::vector<std::array<bool, kRoleCount>> m_cast; // which (stage, role) were cast this step
     std::vector<std::array<std::uint8_t, kRoleCount>> m_calls; // casts this step
     std::vector<float> m_work;                                 // castAlongBatch's transform
+
+    // Steering (under m_mutex).
+    std::string applyChange(const nlohmann::json& patch, const std::string& from,
+                            std::int64_t taken, std::vector<SteeringChange>& changes);
+    void steeringEvent(std::int64_t step, const std::string& type, const std::string& message,
+                       const nlohmann::json& change = nullptr);
+    CommandInbox m_inbox;
+    TrainConfig m_effective;              // the config with every edit so far
+    TrainConfig m_plan;                   // the starting config and the timeline of edits so far
+    std::deque<TimedEdit> m_pendingEdits; // a replayed timeline's edits still to come
+    bool m_paused = false, m_holding = false;
+    int m_stepsGranted = 0; // steps allowed while paused ("step" commands)
 };
 
 } // namespace plab

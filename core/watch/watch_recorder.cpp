@@ -103,15 +103,27 @@ bool WatchRecorder::submit(WatchedStep step) {
     return kept;
 }
 
-void WatchRecorder::event(std::int64_t step, const std::string& type, const std::string& message) {
-    std::unique_lock lock(m_mutex);
-    throwIfFailed();
-    if (m_closed)
-        return;
+void WatchRecorder::event(std::int64_t step, const std::string& type, const std::string& message,
+                          const nlohmann::json& change) {
     Item item;
     item.eventStep = step;
     item.eventType = type;
     item.eventMessage = message;
+    item.eventChange = change;
+    enqueue(std::move(item));
+}
+
+void WatchRecorder::describe(const nlohmann::json& description) {
+    Item item;
+    item.description = description;
+    enqueue(std::move(item));
+}
+
+void WatchRecorder::enqueue(Item item) {
+    std::unique_lock lock(m_mutex);
+    throwIfFailed();
+    if (m_closed)
+        return;
     m_queue.push_back(std::move(item));
     lock.unlock();
     m_wake.notify_one();
@@ -177,8 +189,16 @@ void WatchRecorder::countingLoop(std::stop_token stop) {
         try {
             if (item.step) {
                 record(*item.step);
+            } else if (item.description) {
+                WatchSettings described = m_settings; // m_settings stays as other threads read it
+                described.description = *item.description;
+                const char* key = described.source == ExternalSource::Emulate ? "emulate" : "watch";
+                const nlohmann::json meta = watchMeta(described);
+                m_log->writeExternalConfig({{key, meta}}, key, meta);
+                m_log->commit();
             } else {
-                m_log->logEvent(item.eventStep, item.eventType, item.eventMessage);
+                m_log->logEvent(item.eventStep, item.eventType, item.eventMessage,
+                                item.eventChange);
                 m_log->commit();
             }
             if (Clock::now() - lastSummary > std::chrono::seconds(2)) {

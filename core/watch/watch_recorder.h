@@ -99,7 +99,12 @@ public:
     // its tensors are dropped (with an event), its scalars still recorded. Throws RecordError
     // with the counting thread's failure (a full disk) once there was one.
     bool submit(WatchedStep step);
-    void event(std::int64_t step, const std::string& type, const std::string& message);
+    // change: the config patch an edit applied (an emulated run steered from the app), or null.
+    void event(std::int64_t step, const std::string& type, const std::string& message,
+               const nlohmann::json& change = nullptr);
+    // The run's description (config.json and its meta) replaced, in order with the steps: an
+    // emulated run's recipe and timeline after an edit.
+    void describe(const nlohmann::json& description);
     // Waits until every step handed over is in the record.
     void flush();
     // Waits for the queue, writes the summary ("completed", or why it ended) and closes the
@@ -114,7 +119,10 @@ private:
         std::optional<WatchedStep> step;
         std::int64_t eventStep = 0;
         std::string eventType, eventMessage;
+        nlohmann::json eventChange;                // null, or the patch an edit applied
+        std::optional<nlohmann::json> description; // a new description to write
     };
+    void enqueue(Item item);
     void countingLoop(std::stop_token stop);
     void record(const WatchedStep& step);
     // What the record knows of the run: its steps, skips, last loss and the seconds since the

@@ -12,6 +12,7 @@
 #include "train/run_data.h"
 #include "train/trainer.h"
 #include "watch/emulated_run.h"
+#include "watch/run_commands.h"
 
 #include <pybind11/stl.h>
 
@@ -80,6 +81,21 @@ public:
         py::gil_scoped_release release;
         m_run->flush();
     }
+    // The changes applied at this step boundary: (action, the patch as JSON text or "").
+    std::vector<std::pair<std::string, std::string>> steer() {
+        std::vector<SteeringChange> changes;
+        {
+            py::gil_scoped_release release;
+            changes = m_run->steer();
+        }
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const SteeringChange& c : changes)
+            out.emplace_back(c.action, c.set.is_null() ? std::string() : c.set.dump());
+        return out;
+    }
+    bool holding() const { return m_run->holding(); }
+    bool paused() const { return m_run->paused(); }
+    std::string effectiveConfig() const { return m_run->effectiveConfig().toJson().dump(); }
     void close(const std::string& reason, bool finished) {
         py::gil_scoped_release release;
         m_run->close(reason, finished);
@@ -207,7 +223,19 @@ void bindEmulate(py::module_& m) {
         .def_property_readonly("statistics_step", &Emulator::statisticsStep)
         .def("event", &Emulator::event)
         .def("flush", &Emulator::flush)
+        .def("steer", &Emulator::steer)
+        .def_property_readonly("holding", &Emulator::holding)
+        .def_property_readonly("paused", &Emulator::paused)
+        .def("effective_config", &Emulator::effectiveConfig)
         .def("close", &Emulator::close, py::arg("reason"), py::arg("finished"));
+    // What the app's controls do (core/watch/run_commands.h): one command appended to a run's
+    // commands file; its number.
+    m.def(
+        "send_run_command",
+        [](const std::string& dir, const std::string& command) {
+            return sendRunCommand(dir, nlohmann::json::parse(command));
+        },
+        py::arg("dir"), py::arg("command"));
     m.def("resolve_config", &resolveConfig, py::arg("preset"), py::arg("config"));
     m.def("presets", &presetTable);
     m.def("core_starting_point", &coreStartingPoint, py::arg("config"));

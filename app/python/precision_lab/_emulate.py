@@ -18,6 +18,15 @@ fnmatch, or a callable ``(name, module) -> bool``). Each becomes a stage of the 
 activations (the product's input) and weights in forward, the output's gradient in backward, the
 weight gradient before the optimiser sees it. Biases stay FP32 (a GEMM's epilogue).
 
+Steering: the app (``precision-lab --open RUN_DIR``) or ``precision-lab-cli steer RUN_DIR``
+writes commands into the run's folder (RUN_DIR/commands.jsonl); ``step()`` looks for new ones at
+every step boundary (one stat of the file) and applies them there: the loss scale, the scaling
+policy, the recipe (a module's role's format, the rounding), pause / step / resume. Each is
+recorded as an event and an entry of the run's timeline (config.json), and a command that cannot
+be applied becomes an event, never an exception in the script. ``emulate(model,
+"RUN_DIR/config.json", ...)`` (or ``timeline=[{"step": N, "set": {...}}]``) runs the script again
+with the same changes at the same steps.
+
 The recipe: a preset of ``precision-lab-cli presets`` ("fp16-amp", "bf16", "fp8-hybrid" (=
 "fp8-hybrid-delayed"), "nvfp4", "mxfp8-e4m3", "fp8-blockwise", ...) or a config document as
 ``train --config`` takes (``{"preset": ..., "recipe": {...}, "scaling": {...}}``), whose
@@ -34,6 +43,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 import weakref
 
@@ -254,6 +264,10 @@ def _recipe_document(recipe):
                         f"document (dict) or a JSON file")
     if not isinstance(document, dict):
         raise ValueError("recipe: expected a JSON object (a config document)")
+    recorded = document.get("emulate")
+    if isinstance(recorded, dict) and isinstance(recorded.get("train_config"), dict):
+        # An emulated run's config.json: the recipe it resolved to, with its timeline of edits.
+        return "", json.loads(json.dumps(recorded["train_config"]))
     preset = document.pop("preset", "")
     return ALIASES.get(preset, preset), document
 
@@ -282,12 +296,34 @@ def _resolve_overrides(document, stage_names):
     recipe["overrides"] = resolved
 
 
-def resolve_recipe(recipe, stage_names, seed=0):
+_STEERABLE = ("scaling", "recipe")
+
+
+def _check_timeline(timeline):
+    """timeline=: [{"step": N, "set": PATCH}]; the core checks each patch against the config."""
+    if not isinstance(timeline, (list, tuple)):
+        raise TypeError(f"timeline is a {type(timeline).__name__}: expected a list of "
+                        f'{{"step": N, "set": {{...}}}} edits')
+    for i, edit in enumerate(timeline):
+        if not isinstance(edit, dict) or not isinstance(edit.get("set"), dict):
+            raise ValueError(f'timeline[{i}]: expected {{"step": N, "set": {{...}}}}')
+        for key in edit["set"]:
+            if key not in _STEERABLE:
+                raise ValueError(f"timeline[{i}].set.{key}: an emulated run's edits change "
+                                 f"scaling or recipe (the script's optimiser keeps train.lr)")
+    return [json.loads(json.dumps(e)) for e in timeline]
+
+
+def resolve_recipe(recipe, stage_names, seed=None, timeline=None):
     """The run config (dict) a recipe makes for these stages: the CLI's preset table and config
-    checks, module patterns resolved to stages. ValueError naming what is wrong."""
+    checks, module patterns resolved to stages. ``seed`` None: a recorded run's own (else 0).
+    ValueError naming what is wrong."""
     preset, document = _recipe_document(recipe)
     _resolve_overrides(document, stage_names)
-    document["seed"] = seed
+    if seed is not None or "seed" not in document:
+        document["seed"] = 0 if seed is None else seed
+    if timeline is not None:
+        document["timeline"] = list(document.get("timeline", [])) + _check_timeline(timeline)
     config = json.loads(_core.resolve_config(preset, json.dumps(document)))
     if config.get("scaling", {}).get("policy") == "per-layer":
         raise ValueError("config.scaling.policy 'per-layer' (Zhao et al.) is not emulated yet "
@@ -322,23 +358,28 @@ def _loss_scaling_of(config):
 
 
 # -- the emulation -----------------------------------------------------------------------------
-def emulate(model, recipe, run_dir=None, *, modules=None, every=1, seed=0, histograms_every=10,
-            threads=1, overwrite=False, loss_scaler=None, ranks=None):
+def emulate(model, recipe, run_dir=None, *, modules=None, every=1, seed=None,
+            histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None,
+            timeline=None):
     """Runs ``model`` under ``recipe`` from now on, recording into ``run_dir`` (None: a new
-    temporary folder); returns the Emulation (also a context manager). Every check is made
-    before anything is written. See the module's documentation."""
+    temporary folder); returns the Emulation (also a context manager). ``seed``: the casts'
+    random streams (None: a recorded run's own, else 0). ``timeline``: edits to apply at step
+    boundaries, as a steered run's config.json records them. Every check is made before
+    anything is written. See the module's documentation."""
     return Emulation(model, recipe, run_dir, modules=modules, every=every, seed=seed,
                      histograms_every=histograms_every, threads=threads, overwrite=overwrite,
-                     loss_scaler=loss_scaler, ranks=ranks)
+                     loss_scaler=loss_scaler, ranks=ranks, timeline=timeline)
 
 
 _WHO = "precision_lab.torch.emulate"
+_HOLD_POLL_SECONDS = 0.05  # how often a paused script looks for Resume or Step
 _GOES_ON = "training goes on under the recipe (emulation.error)"
 
 
 class Emulation(RecordFailure):
-    def __init__(self, model, recipe, run_dir=None, *, modules=None, every=1, seed=0,
-                 histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None):
+    def __init__(self, model, recipe, run_dir=None, *, modules=None, every=1, seed=None,
+                 histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None,
+                 timeline=None):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
         if getattr(model, _MARK, None) is not None:
@@ -353,7 +394,8 @@ class Emulation(RecordFailure):
             if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{label} {value!r}: expected a whole number, {low} or more")
         _check_threads(threads)
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+        if seed is not None and (not isinstance(seed, numbers.Integral) or
+                                 isinstance(seed, bool) or seed < 0):
             raise ValueError(f"seed {seed!r}: expected a whole number, 0 or more")
         if loss_scaler is not None and not isinstance(loss_scaler, LossScaler):
             raise TypeError(f"loss_scaler is a {type(loss_scaler).__name__}: expected a "
@@ -362,7 +404,9 @@ class Emulation(RecordFailure):
         stage_names = []
         for name, _, t in chosen:
             stage_names.extend(name + suffix for suffix in t.stages)
-        config = resolve_recipe(recipe, stage_names, int(seed))
+        config = resolve_recipe(recipe, stage_names, None if seed is None else int(seed),
+                                timeline)
+        seed = config.get("seed", 0)
         self.config = config
         self.scaler = loss_scaler or LossScaler(_loss_scaling_of(config), model=model)
         if not self.scaler._names:
@@ -410,6 +454,8 @@ class Emulation(RecordFailure):
             self._core.event("note", note)
             warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
         setattr(model, _MARK, self)
+        self._steering_failed = False
+        self._steer()  # a replayed timeline's edits of step 0
         ref = weakref.ref(self)
         _script_end.install()
         self._atexit = lambda: (ref() is not None and
@@ -423,8 +469,19 @@ class Emulation(RecordFailure):
         return self._core.step
 
     def format(self, stage_name, role):
-        """The format the recipe casts ``role`` of the module ``stage_name`` to."""
+        """The format the recipe casts ``role`` of the module ``stage_name`` to (now: after the
+        edits applied so far)."""
         return self._core.format(self.stage_names.index(stage_name), role)
+
+    @property
+    def effective_config(self):
+        """The run's config with every edit applied so far (the app's, a replayed timeline's)."""
+        return json.loads(self._core.effective_config())
+
+    @property
+    def paused(self):
+        """Paused from the app: ``step()`` waits for Resume or Step."""
+        return self._core.paused
 
     def step(self, loss=None, lr=None):
         """Ends a training step (after ``optimizer.step()`` or ``scaler.update()``): its loss,
@@ -450,6 +507,7 @@ class Emulation(RecordFailure):
         except OSError as e:
             self._recording_failed(e, step, _WHO, _GOES_ON)
         self._scale = None
+        self._steer()
 
     def flush(self):
         """Waits until every step handed over is in the record."""
@@ -475,6 +533,40 @@ class Emulation(RecordFailure):
         return False
 
     # -- internals ---------------------------------------------------------------------------
+    def _steer(self):
+        """The commands and due timeline edits at this step boundary, applied; waits here while
+        the app holds the run paused (Ctrl-C interrupts the wait as it would the step)."""
+        if self._steering_failed:
+            return
+        try:
+            self._apply_steering(self._core.steer())
+            if not self._core.holding:
+                return
+            print(f"{_WHO}: paused from the app before step {self._core.step}; waiting for "
+                  f"Resume or Step (or: precision-lab-cli steer {self.run_dir} --resume)",
+                  file=sys.stderr, flush=True)
+            while self._core.holding:
+                time.sleep(_HOLD_POLL_SECONDS)
+                self._apply_steering(self._core.steer())
+        except Exception as e:  # steering is the app's: it never stops the script's training
+            self._steering_failed = True
+            warnings.warn(f"{_WHO}: steering from the app stopped ({e}); training goes on",
+                          stacklevel=3)
+
+    def _apply_steering(self, changes):
+        """The loss scaler's part of each change (the casts took theirs in the core)."""
+        for action, patch in changes:
+            if action != "set" or not patch:
+                continue
+            scaling = json.loads(patch).get("scaling")
+            if scaling is None:
+                continue
+            if set(scaling) == {"scale"}:  # the slider: the scale the policy goes on from
+                self.scaler._core.set_scale(float(scaling["scale"]))
+            else:
+                self.scaler._reconfigure(
+                    {"scaling": json.loads(self._core.effective_config())["scaling"]})
+
     def _on_model_forward(self, module, inputs):
         if self._scale is None and torch.is_grad_enabled():
             self._scale = self.scaler.get_scale()  # before update() changes it

@@ -138,6 +138,11 @@ class LossScaler:
         self._found_inf = False
         self._first_overflow = None
 
+    def _reconfigure(self, config):
+        """Another policy or its settings from now on (an emulated run steered from the app)."""
+        self._core = _core.LossScaler(json.dumps(config))
+        self._config = config
+
     def state_dict(self):
         state = dict(self._core.state())
         state["config"] = self._config
