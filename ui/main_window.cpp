@@ -4,6 +4,8 @@
 // record on show), main_window_files.cpp (sessions and exports).
 #include "main_window.h"
 
+#include "run_steering.h"
+
 #include "util/folder_size.h"
 
 #include "blocks_view.h"
@@ -124,6 +126,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
     m_policy->setToolTip(tr("Scaling policy, switched at the next step"));
     connect(m_policy, &QComboBox::activated, this, [this] {
+        if (steeringViewedRun()) {
+            sendPolicyToScript(static_cast<ScalingPolicy>(m_policy->currentData().toInt()));
+            return;
+        }
         m_controller->setScalingPolicy(static_cast<ScalingPolicy>(m_policy->currentData().toInt()),
                                        m_slider->scale());
     });
@@ -176,6 +182,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     recipeDock->setWidget(recipeScroll);
     addDockWidget(Qt::RightDockWidgetArea, recipeDock);
     connect(m_recipeEditor, &RecipeEditor::recipeChanged, this, [this](const PrecisionRecipe& r) {
+        if (steeringViewedRun()) {
+            sendRecipeToScript(r);
+            return;
+        }
         if (const QString error = m_controller->setRecipe(r); !error.isEmpty()) { // next step
             showError(tr("Cannot use this recipe"), error);
             return;
@@ -186,6 +196,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     buildControls();
     buildActions();
+    rememberControlTips();
 
     m_status = new QLabel(this);
     m_progress = new QProgressBar(this);
@@ -199,6 +210,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
         m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
+        if (steeringViewedRun()) { // while dragging only a preview: the release sends it
+            if (m_slider->slider()->isSliderDown())
+                statusBar()->showMessage(tr("Release to send a loss scale of 2^%1 to the script")
+                                             .arg(std::log2(scale), 0, 'f', 2),
+                                         8000);
+            else
+                sendScaleToScript(scale);
+            return;
+        }
         if (!m_controller->hasSession() && !m_viewedRun.isEmpty()) {
             statusBar()->showMessage(
                 tr("Previewing a loss scale of 2^%1 on the recorded histograms: a recorded "
@@ -216,6 +236,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             return;
         }
         m_controller->setLossScale(scale); // training takes it at the next step
+    });
+    connect(m_slider->slider(), &QSlider::sliderReleased, this, [this] {
+        if (steeringViewedRun())
+            sendScaleToScript(m_slider->scale());
     });
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
         if (const TrainingSnapshot* s = m_controller->latest()) {

@@ -36,7 +36,9 @@ class GradientView;
 class LossScaleSlider;
 class RecipeEditor;
 class RunRecord;
+class RunSteering;
 class TimeView;
+struct RecordedEvent;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -101,6 +103,11 @@ public:
     QPlainTextEdit* textSample() const { return m_textSample; }
     QTabWidget* detailTabs() const { return m_detailTabs; }
     FormatInspector* formatInspector();
+    // Steering an emulated run on show (ui/main_window_steering.cpp): null for the app's own
+    // run; the last message sent or received.
+    RunSteering* steering() const { return m_steering.get(); }
+    QString lastSteeringReply() const { return m_steeringReply; }
+    QAction* resetAction() const { return m_resetAction; }
     // Test hook: errors go to this string instead of a modal dialog when set.
     void setErrorSink(QString* sink) { m_errorSink = sink; }
 
@@ -138,6 +145,19 @@ private:
     std::int64_t m_viewedStep = 0;
     TrainConfig m_viewedConfig;
     std::vector<std::string> m_viewedNames;
+    // Steering (main_window_steering.cpp).
+    std::unique_ptr<RunSteering> m_steering;
+    QString m_steeringReply;
+    QStringList m_controlTips; // the controls' own tooltips, restored for the app's own runs
+    bool steeringViewedRun() const;
+    void rememberControlTips();
+    void updateRunControls();
+    void reportSteering(const std::string& error, const QString& sent);
+    void sendScaleToScript(double scale);
+    void sendPolicyToScript(ScalingPolicy policy);
+    void sendRecipeToScript(const PrecisionRecipe& recipe);
+    void sendActionToScript(const std::string& action);
+    void showSteeringReplies(const std::vector<RecordedEvent>& replies);
     void updateDiskUse();
     QLabel* m_disk = nullptr;
     QElapsedTimer m_diskCheck;

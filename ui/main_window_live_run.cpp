@@ -11,6 +11,7 @@
 #include "recipe_editor.h"
 #include "record/run_folder.h"
 #include "record/run_record.h"
+#include "run_steering.h"
 #include "train/run_config_builder.h"
 #include "train/run_log.h"
 #include "training_controller.h"
@@ -211,6 +212,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
     m_viewedRun.clear();
     m_followTimer->stop();
     m_viewedRecord.reset();
+    m_steering.reset();
     m_viewedLive = false;
     m_watchedFormat->hide();
     if (const int last = m_preset->count() - 1; // the watched run's entry (never current here)
@@ -244,6 +246,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
         removeRunWithoutSteps(previousDir.toStdString());
     showDeviceChoice(config);
     showRunSettings(config);
+    updateRunControls();
     updateStatus();
     return {};
 }

@@ -2,6 +2,8 @@
 // format inspector.
 #include "main_window.h"
 
+#include "run_steering.h"
+
 #include "compare_dialog.h"
 #include "format_inspector.h"
 #include "plot_export.h"
@@ -31,13 +33,22 @@ void MainWindow::buildActions() {
     m_trainAction->setShortcut(Qt::Key_Space);
     m_trainAction->setToolTip(tr("Train / pause (Space)"));
     connect(m_trainAction, &QAction::triggered, this, [this] {
+        if (steeringViewedRun()) {
+            sendActionToScript(m_steering->paused() ? "resume" : "pause");
+            return;
+        }
         m_controller->toggleTraining();
         updateStatus();
     });
     m_stepAction = toolbar->addAction(tr("Step"));
     m_stepAction->setShortcut(Qt::Key_S);
     m_stepAction->setToolTip(tr("One training step, then pause (S)"));
-    connect(m_stepAction, &QAction::triggered, m_controller, &TrainingController::step);
+    connect(m_stepAction, &QAction::triggered, this, [this] {
+        if (steeringViewedRun())
+            sendActionToScript("step");
+        else
+            m_controller->step();
+    });
     m_resetAction = toolbar->addAction(tr("Reset"));
     m_resetAction->setToolTip(
         tr("Fresh weights from the seed, step 0: a new run, with the edits made so far"));

@@ -9,6 +9,7 @@
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
 #include "record/run_record.h"
+#include "run_steering.h"
 #include "stats/what_if_formats.h"
 #include "time_view.h"
 #include "training_controller.h"
@@ -83,6 +84,7 @@ QString MainWindow::openRun(const QString& dir) {
         m_watchedFormat->setVisible(record->judgesSeveralFormats());
     }
     m_viewedRecord = std::move(record);
+    m_steering = std::make_unique<RunSteering>(dir.toStdString());
     m_recordedWhatIfKey = {-1, -1, -1, {}}; // another record: read its rows afresh
     m_viewedVersion = -1;
     m_viewedStep = 0;
@@ -130,6 +132,7 @@ QString MainWindow::refreshViewedRun() {
     const QString dir = m_viewedRun;
     std::vector<StepScalars> history;
     std::vector<std::int64_t> scrubSteps;
+    std::vector<RecordedEvent> replies;
     RunSummary summary;
     bool live = false;
     try {
@@ -148,11 +151,14 @@ QString MainWindow::refreshViewedRun() {
         }
         summary = record.summary();
         scrubSteps = record.histogramSteps();
+        replies = m_steering->refresh(record, history.empty() ? 0 : history.back().step);
     } catch (const std::exception& e) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
     }
     m_viewedLive = live;
     m_viewedHistory = history;
+    showSteeringReplies(replies);
+    updateRunControls();
     // As the live views do: at most ~4k points, evaluations always kept.
     const std::size_t every = history.size() / TrainingController::kHistoryCapacity + 1;
     std::vector<StepScalars> shown;
@@ -186,9 +192,12 @@ QString MainWindow::refreshViewedRun() {
     const std::int64_t steps = history.empty() ? 0 : history.back().step;
     // A watched or emulated run has no settings the app could train (its toolbar fields are
     // disabled).
-    const QString next = m_viewedRecord->judgesSeveralFormats() || isEmulatedRun(*m_viewedRecord)
-                             ? tr("Pick a preset to train a run of the app's own.")
-                             : tr("Apply starts a new run from its settings.");
+    const QString next =
+        m_steering->steerable()
+            ? tr("The slider, the policy box, the recipe and Pause / Step steer its script.")
+        : m_viewedRecord->judgesSeveralFormats() || isEmulatedRun(*m_viewedRecord)
+            ? tr("Pick a preset to train a run of the app's own.")
+            : tr("Apply starts a new run from its settings.");
     if (live)
         m_status->setText(
             tr("Following run %1 (live: another process is writing it), %2 steps so far. %3")

@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
         plab::cli::addBenchCommand(app),   plab::cli::addTrainCommand(app),
         plab::cli::addPresetsCommand(app), plab::cli::addCompareCommand(app),
         plab::cli::addDevicesCommand(app), plab::cli::addExportCommand(app),
-        plab::cli::addSweepCommand(app),
+        plab::cli::addSweepCommand(app),   plab::cli::addSteerCommand(app),
     };
 
     if (argc > 1)

@@ -527,6 +527,20 @@ TrainConfig applyEdit(const TrainConfig& config, const json& patch) {
     return next;
 }
 
+TrainConfig configAfterSteps(const TrainConfig& config, std::int64_t stepsTaken) {
+    TrainConfig now = config;
+    now.timeline.clear();
+    for (const TimedEdit& edit : config.timeline) {
+        if (edit.step > stepsTaken)
+            break; // in step order
+        try {
+            now = applyEdit(now, edit.set);
+        } catch (const ConfigError&) {
+        }
+    }
+    return now;
+}
+
 // "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf that differs.
 std::string describeConfigChange(const json& before, const json& after, const std::string& path) {
     if (before.is_object() && after.is_object()) {

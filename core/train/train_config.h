@@ -116,6 +116,10 @@ TrainConfig configFromJson(const nlohmann::json& j);
 // ConfigError naming the patch's key for a patch that changes what cannot change mid-run or
 // gives a bad value.
 TrainConfig applyEdit(const TrainConfig& config, const nlohmann::json& patch);
+// The settings a run had after `stepsTaken` steps: config with its timeline's edits of those
+// steps applied (the timeline cleared). An edit the config refuses is skipped, as the run that
+// replayed it refused it.
+TrainConfig configAfterSteps(const TrainConfig& config, std::int64_t stepsTaken);
 // "recipe.weights.format: fp8-e5m2 -> fp8-e4m3; ..." for every leaf of `after` that differs
 // from `before` (what an event says an edit changed).
 std::string describeConfigChange(const nlohmann::json& before, const nlohmann::json& after,

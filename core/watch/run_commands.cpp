@@ -46,7 +46,11 @@ std::int64_t countLines(int fd, const std::string& path) {
 } // namespace
 
 std::string whyNotSteerable(const std::string& dir) {
-    const RunRecord record(dir);
+    return whyNotSteerable(RunRecord(dir));
+}
+
+std::string whyNotSteerable(const RunRecord& record) {
+    const std::string& dir = record.dir();
     const nlohmann::json source = record.meta("source");
     if (source == "pytorch-watch")
         return dir + " is a watched run: precision_lab.torch.watch only observes its script's "

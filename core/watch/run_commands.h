@@ -20,6 +20,8 @@
 
 namespace plab {
 
+class RunRecord;
+
 inline constexpr const char* kCommandsFile = "commands.jsonl";
 // A command line longer than this is refused (a recipe with per-stage overrides is a few KB).
 inline constexpr std::size_t kMaxCommandBytes = 1u << 20;
@@ -35,6 +37,7 @@ struct RunCommand {
 // steerable. A watched run only observes its script; an ended run, a copy or a run of the core's
 // own trainer has no one who would read a command. Throws RecordError when dir holds no record.
 std::string whyNotSteerable(const std::string& dir);
+std::string whyNotSteerable(const RunRecord& record); // the same, on a record open already
 
 // Appends one command to dir's commands file (created if needed) as one whole line; returns its
 // number. Throws RecordError with whyNotSteerable's reason when the run takes no commands, or

@@ -1,0 +1,168 @@
+// The app steering an emulated PyTorch run that another process trains (precision_lab.torch.
+// emulate, tests/ui/steered_script.py): the slider's release, Pause, Step and Resume reach the
+// script through its record and the script's next recorded steps show them; every other run on
+// show is view-only, its controls disabled with the reason.
+#include <QAction>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QProcess>
+#include <QProcessEnvironment>
+#include <QSlider>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "loss_scale_slider.h"
+#include "main_window.h"
+#include "recipe_editor.h"
+#include "run_steering.h"
+#include "train/run_config_builder.h"
+#include "watch/emulated_run.h"
+
+#include <QApplication>
+
+#include <cmath>
+
+using namespace plab;
+
+class TestSteerRun : public QObject {
+    Q_OBJECT
+private slots:
+    void steersAnEmulatedRunOfAnotherProcess();
+    void viewOnlyRunsSayWhy();
+};
+
+namespace {
+
+std::int64_t lastStep(const MainWindow& w) {
+    return w.viewedHistory().empty() ? 0 : w.viewedHistory().back().step;
+}
+
+} // namespace
+
+void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
+#if !defined(PLAB_PYTHON_EXECUTABLE)
+    QSKIP("the Python module is not built here (no pybind11 or a sanitizer build)");
+#else
+    QTemporaryDir runs;
+    const QString dir = runs.path() + QStringLiteral("/steered");
+    const QString stop = runs.path() + QStringLiteral("/stop");
+    QProcess script;
+    script.setProcessChannelMode(QProcess::ForwardedChannels);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("PYTHONPATH"), QStringLiteral(PLAB_PYTHON_PACKAGE_DIR));
+    script.setProcessEnvironment(env);
+    script.start(QStringLiteral(PLAB_PYTHON_EXECUTABLE),
+                 {QStringLiteral(PLAB_STEERED_SCRIPT), dir, stop});
+    QVERIFY(script.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(dir + QStringLiteral("/run.sqlite")), 30000);
+
+    QString error;
+    MainWindow w;
+    w.setErrorSink(&error);
+    w.resize(1280, 820);
+    w.show();
+    QTRY_COMPARE_WITH_TIMEOUT(w.openRun(dir), QString(), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) >= 3, 20000);
+    // A live emulated run takes commands: its controls are enabled and say what they do.
+    QVERIFY(w.steering() && w.steering()->steerable());
+    QVERIFY(w.trainAction()->isEnabled());
+    QCOMPARE(w.trainAction()->text(), QStringLiteral("Pause"));
+    QVERIFY(w.policyBox()->isEnabled() && w.recipeEditor()->isEnabled());
+    QVERIFY(!w.resetAction()->isEnabled());
+    QCOMPARE(w.viewedHistory().back().scale, 65536.0); // fp16-amp's dynamic scaler starts there
+
+    // The slider, moved as a release or a key press moves it, sends 2^5: the script's next
+    // recorded steps use it.
+    const std::int64_t sentAfter = lastStep(w);
+    w.scaleSlider()->setLog2Scale(5.0);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QVERIFY(w.lastSteeringReply().contains(QLatin1String("loss scale 2^5.00")));
+    QTRY_VERIFY_WITH_TIMEOUT(w.viewedHistory().back().scale == 32.0, 20000);
+    std::int64_t firstAtNewScale = 0;
+    for (const StepScalars& s : w.viewedHistory())
+        if (s.scale == 32.0 && firstAtNewScale == 0)
+            firstAtNewScale = s.step;
+    QVERIFY(firstAtNewScale > sentAfter);
+    for (const StepScalars& s : w.viewedHistory()) // only 65536 before, only 32 from there
+        QCOMPARE(s.scale, s.step < firstAtNewScale ? 65536.0 : 32.0);
+    QTRY_VERIFY_WITH_TIMEOUT(w.lastSteeringReply().contains(QLatin1String("loss scale set to 32 "
+                                                                          "(2^5) from the app")),
+                             10000);
+
+    // Pause holds the script at a step boundary; Step runs one step; Resume lets it go.
+    w.trainAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(w.steering()->paused(), 10000);
+    QCOMPARE(w.trainAction()->text(), QStringLiteral("Resume"));
+    QVERIFY(w.stepAction()->isEnabled());
+    QTest::qWait(500);
+    const std::int64_t held = lastStep(w);
+    QTest::qWait(500);
+    QCOMPARE(lastStep(w), held);
+    w.stepAction()->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(lastStep(w), held + 1, 10000);
+    QTest::qWait(500);
+    QCOMPARE(lastStep(w), held + 1);
+    w.trainAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) > held + 5, 10000);
+    QVERIFY(!w.steering()->paused());
+
+    // The script ends: the run is view-only now, saying why.
+    QFile(stop).open(QIODevice::WriteOnly);
+    QVERIFY(script.waitForFinished(30000));
+    QCOMPARE(script.exitCode(), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!w.trainAction()->isEnabled(), 10000);
+    QVERIFY2(w.trainAction()->toolTip().contains(QLatin1String("has ended")),
+             qPrintable(w.trainAction()->toolTip()));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+#endif
+}
+
+// A watched run (its script only observed) and an ended emulated run: the controls that would
+// steer are disabled, each tooltip says why, and the slider previews.
+void TestSteerRun::viewOnlyRunsSayWhy() {
+    QTemporaryDir runs;
+    const QString watched = runs.path() + QStringLiteral("/watched");
+    QProcess writer;
+    writer.setProcessChannelMode(QProcess::ForwardedChannels);
+    writer.start(QStringLiteral(PLAB_SLOW_RECORD_WRITER),
+                 {watched, QStringLiteral("40"), QStringLiteral("100")});
+    QVERIFY(writer.waitForStarted());
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(watched + QStringLiteral("/run.sqlite")), 10000);
+    QString error;
+    MainWindow w;
+    w.setErrorSink(&error);
+    w.show();
+    QTRY_COMPARE_WITH_TIMEOUT(w.openRun(watched), QString(), 10000);
+    QVERIFY(w.viewedRunIsLive());
+    for (QAction* a : {w.trainAction(), w.stepAction(), w.resetAction()}) {
+        QVERIFY(!a->isEnabled());
+        QVERIFY2(a->toolTip().contains(QLatin1String("is a watched run")),
+                 qPrintable(a->toolTip()));
+    }
+    QVERIFY(!w.policyBox()->isEnabled() && !w.recipeEditor()->isEnabled());
+    QVERIFY(w.scaleSlider()->isEnabled());
+    QVERIFY(w.scaleSlider()->slider()->toolTip().startsWith(QLatin1String("Preview only")));
+    writer.kill();
+    writer.waitForFinished(10000);
+
+    const QString ended = runs.path() + QStringLiteral("/ended");
+    {
+        EmulationSettings settings;
+        RunConfigParts parts;
+        parts.preset = "bf16";
+        settings.config = configFromJson(buildRunConfigJson(parts));
+        settings.stageNames = {"fc1"};
+        settings.description = {{"train_config", settings.config.toJson()}};
+        EmulatedRun run(ended.toStdString(), settings);
+        run.endStep(1.0, 0.1, 1.0, false);
+        run.close("completed", true);
+    }
+    QCOMPARE(w.openRun(ended), QString());
+    QVERIFY(!w.trainAction()->isEnabled() && !w.policyBox()->isEnabled());
+    QVERIFY2(w.trainAction()->toolTip().contains(QLatin1String("has ended")),
+             qPrintable(w.trainAction()->toolTip()));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+}
+
+QTEST_MAIN(TestSteerRun)
+#include "test_steer_run.moc"
