@@ -245,6 +245,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
     if (!previousDir.isEmpty())
         removeRunWithoutSteps(previousDir.toStdString());
     showDeviceChoice(config);
+    m_recipeEditor->setStageNames(m_controller->stageNames());
     showRunSettings(config);
     updateRunControls();
     updateStatus();

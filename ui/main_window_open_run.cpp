@@ -8,6 +8,7 @@
 #include "loss_scale_slider.h"
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
+#include "recipe_editor.h"
 #include "record/run_record.h"
 #include "run_steering.h"
 #include "stats/what_if_formats.h"
@@ -91,6 +92,7 @@ QString MainWindow::openRun(const QString& dir) {
     m_viewedColumns.clear();
     m_viewedStatsSeq = 0;
     m_scrubSteps.clear();
+    m_recipeEditor->setStageNames(m_viewedNames);
     showRunSettings(config);
     if (m_viewedRecord->judgesSeveralFormats()) // a PyTorch script's run: nothing to replay
         showWatchedRunInControls(tr("watched: %1").arg(QFileInfo(dir).fileName()));

@@ -5,6 +5,7 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QSignalBlocker>
 
 #include <cmath>
 
@@ -23,10 +24,17 @@ QString formatSummary(const FormatSpec& f) {
 
 RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
     auto* grid = new QGridLayout(this);
-    grid->addWidget(new QLabel(tr("<b>Tensor</b>"), this), 0, 0);
-    grid->addWidget(new QLabel(tr("<b>Format</b>"), this), 0, 1);
-    grid->addWidget(new QLabel(tr("<b>Rounding</b>"), this), 0, 2);
-    grid->addWidget(new QLabel(tr("<b>Overflow</b>"), this), 0, 3);
+    grid->addWidget(new QLabel(tr("<b>Layer</b>"), this), 0, 0);
+    m_layer = new QComboBox(this);
+    m_layer->addItem(tr("all layers"));
+    m_layer->setToolTip(tr("All layers: the recipe's rows. One layer: its own formats (an "
+                           "exception to the rows, as a preset's first and last layers are)"));
+    grid->addWidget(m_layer, 0, 1, 1, 3);
+    connect(m_layer, &QComboBox::currentIndexChanged, this, [this] { showRows(); });
+    grid->addWidget(new QLabel(tr("<b>Tensor</b>"), this), 1, 0);
+    grid->addWidget(new QLabel(tr("<b>Format</b>"), this), 1, 1);
+    grid->addWidget(new QLabel(tr("<b>Rounding</b>"), this), 1, 2);
+    grid->addWidget(new QLabel(tr("<b>Overflow</b>"), this), 1, 3);
     const char* tips[] = {
         "Weights as the forward pass reads them (rounded from the master copy each step)",
         "Each layer's output as the next layer reads it",
@@ -34,7 +42,7 @@ RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
         "Loss-scaled weight gradients",
         "The copy of the weights the optimiser updates: new = round(master - update)",
         "Momentum / Adam moments"};
-    int row = 1;
+    int row = 2;
     for (TensorRole role : kAllRoles) {
         const auto r = static_cast<std::size_t>(role);
         auto* label = new QLabel(
@@ -109,7 +117,9 @@ std::string describeRoles(const std::array<std::optional<QuantConfig>, kRoleCoun
 QString RecipeEditor::exceptionsText() const {
     std::string text;
     for (const auto& [stage, roles] : m_recipe.stageOverrides) {
-        const std::string which = stage == -1  ? "last layer"
+        const bool named = stage >= 0 && static_cast<std::size_t>(stage) < m_stageNames.size();
+        const std::string which = stage == -1 ? "last layer"
+                                  : named ? "layer " + m_stageNames[static_cast<std::size_t>(stage)]
                                   : stage == 0 ? "first layer"
                                                : "layer " + std::to_string(stage + 1);
         text += "\n" + which + ": " + describeRoles(roles);
@@ -132,12 +142,38 @@ QString RecipeEditor::lastError() const {
     return m_error->text();
 }
 
+void RecipeEditor::setStageNames(const std::vector<std::string>& names) {
+    if (names == m_stageNames)
+        return;
+    m_stageNames = names;
+    const QSignalBlocker block(m_layer);
+    m_layer->clear();
+    m_layer->addItem(tr("all layers"));
+    for (const std::string& name : names)
+        m_layer->addItem(QString::fromStdString(name));
+    showRows();
+}
+
+int RecipeEditor::shownStage() const {
+    return m_layer->currentIndex() - 1;
+}
+
+const QuantConfig& RecipeEditor::shownConfig(TensorRole role) const {
+    const int stage = shownStage();
+    return stage < 0 ? m_recipe.roles[static_cast<std::size_t>(role)]
+                     : m_recipe.stageConfig(stage, m_stageNames, role);
+}
+
 void RecipeEditor::setRecipe(const PrecisionRecipe& recipe) {
-    m_loading = true;
     m_recipe = recipe;
+    showRows();
+}
+
+void RecipeEditor::showRows() {
+    m_loading = true;
     for (TensorRole role : kAllRoles) {
         const auto r = static_cast<std::size_t>(role);
-        const QuantConfig& q = recipe.roles[r];
+        const QuantConfig& q = shownConfig(role);
         m_rows[r].format->setEditText(QString::fromStdString(q.format.name));
         m_rows[r].format->setToolTip(formatSummary(q.format));
         m_rows[r].rounding->setCurrentText(QString::fromLatin1(toString(q.rounding).data()));
@@ -163,11 +199,16 @@ void RecipeEditor::onEdited(TensorRole role) {
         // A valid entry clears a refused one's marker, also when it is the format in use.
         w.format->setStyleSheet({});
         m_error->clear();
-        const QuantConfig& old = m_recipe.roles[r];
+        const QuantConfig& old = shownConfig(role);
         if (q.format.sameParameters(old.format) && q.rounding == old.rounding &&
             q.overflow == old.overflow)
             return;
-        m_recipe.roles[r] = q;
+        if (const int stage = shownStage(); stage >= 0)
+            m_recipe.stageOverrides[stage][r] = q; // this layer's cell
+        else
+            m_recipe.roles[r] = q;
+        m_exceptions->setText(exceptionsText());
+        m_exceptions->setVisible(!m_exceptions->text().isEmpty());
         w.format->setToolTip(formatSummary(q.format));
         emit recipeChanged(m_recipe);
     } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
-// RecipeEditor: format, rounding and overflow for every tensor role. Edits apply to the running
-// session at the next step; a custom eXmY that does not parse is marked and not applied.
+// RecipeEditor: format, rounding and overflow for every tensor role, of all layers or of one
+// (the Layer box: an edit there is that layer's override, a recipe cell). Edits apply to the
+// running session (or a steered script) at the next step; a custom eXmY that does not parse is
+// marked and not applied.
 #pragma once
 
 #include "train/precision_recipe.h"
@@ -7,6 +9,8 @@
 #include <QWidget>
 
 #include <array>
+#include <string>
+#include <vector>
 
 class QComboBox;
 class QLabel;
@@ -19,6 +23,11 @@ public:
     explicit RecipeEditor(QWidget* parent = nullptr);
 
     void setRecipe(const PrecisionRecipe& recipe); // shows it; emits nothing
+    // The model's layers, for the Layer box (its choice is kept while the names stay the same).
+    void setStageNames(const std::vector<std::string>& names);
+    QComboBox* layerBox() const { return m_layer; }
+    // The layer the rows show and edit, or -1 for all layers (the recipe's rows).
+    int shownStage() const;
     const PrecisionRecipe& recipe() const { return m_recipe; }
     QComboBox* formatBox(TensorRole role) const {
         return m_rows[static_cast<std::size_t>(role)].format;
@@ -40,9 +49,13 @@ private:
         QComboBox* overflow;
     };
     void onEdited(TensorRole role);
+    void showRows(); // the shown layer's formats
+    const QuantConfig& shownConfig(TensorRole role) const;
 
     std::array<Row, kRoleCount> m_rows;
     PrecisionRecipe m_recipe;
+    std::vector<std::string> m_stageNames;
+    QComboBox* m_layer;
     QLabel* m_error;
     QLabel* m_exceptions;
     bool m_loading = false;

@@ -14,6 +14,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
+#include "record/run_record.h"
 #include "run_steering.h"
 #include "train/run_config_builder.h"
 #include "watch/emulated_run.h"
@@ -88,6 +89,37 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
     QTRY_VERIFY_WITH_TIMEOUT(w.lastSteeringReply().contains(QLatin1String("loss scale set to 32 "
                                                                           "(2^5) from the app")),
                              10000);
+
+    // A recipe cell: layer "2" (the MLP's head) casts its weights in bf16 from the next step;
+    // the other layer keeps fp16, and the dock shows the script's recipe as it now is.
+    RecipeEditor* dock = w.recipeEditor();
+    dock->layerBox()->setCurrentText(QStringLiteral("2"));
+    QCOMPARE(dock->shownStage(), 1);
+    QComboBox* weights = dock->formatBox(TensorRole::Weights);
+    QCOMPARE(weights->currentText(), QStringLiteral("fp16"));
+    const std::int64_t recipeSentAfter = lastStep(w);
+    weights->setCurrentText(QStringLiteral("bf16"));
+    QVERIFY(QMetaObject::invokeMethod(weights, "activated", Q_ARG(int, weights->currentIndex())));
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(w.lastSteeringReply().contains(QLatin1String("from the app")) &&
+                                 w.lastSteeringReply().contains(QLatin1String("overrides")),
+                             10000);
+    QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) > recipeSentAfter + 2, 10000);
+    {
+        const RunRecord record(dir.toStdString());
+        std::int64_t firstBf16 = 0;
+        for (const StatsRow& row : record.statsRows({}, TensorRole::Weights)) {
+            if (row.stage == 0)
+                QCOMPARE(QString::fromStdString(row.format), QStringLiteral("fp16"));
+            else if (row.format == "bf16" && firstBf16 == 0)
+                firstBf16 = row.step;
+            else if (firstBf16 != 0)
+                QCOMPARE(QString::fromStdString(row.format), QStringLiteral("bf16"));
+        }
+        QVERIFY(firstBf16 > recipeSentAfter);
+    }
+    dock->layerBox()->setCurrentIndex(0); // all layers: the rows stay fp16
+    QCOMPARE(dock->formatBox(TensorRole::Weights)->currentText(), QStringLiteral("fp16"));
 
     // Pause holds the script at a step boundary; Step runs one step; Resume lets it go.
     w.trainAction()->trigger();
