@@ -234,3 +234,37 @@ def test_timeline_argument_is_checked_before_anything_is_written(tmp_path):
         emulate(model, "bf16", tmp_path / "b",
                 timeline=[{"step": 1, "set": {"scaling": {"scale": -2}}}])
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_the_cli_steers_a_running_script(tmp_path, cli):
+    """precision-lab-cli steer: the same commands from a shell (a server without the app)."""
+    import subprocess
+    torch = require_torch()
+    from precision_lab import open_run
+    from precision_lab.torch import emulate
+    model = _model(torch)
+    d = tmp_path / "run"
+    em = emulate(model, "fp16-amp", d)
+    sent = []
+
+    def after(step):
+        if step == 2:
+            done = subprocess.run([cli, "steer", str(d), "--scale", "512",
+                                   "--set", "recipe.weights.format=bf16"],
+                                  capture_output=True, text=True)
+            sent.append(done)
+    _train(torch, model, em, 5, after_step=after)
+    bad = subprocess.run([cli, "steer", str(d), "--scale", "-4"], capture_output=True, text=True)
+    both = subprocess.run([cli, "steer", str(d), "--pause", "--resume"], capture_output=True,
+                          text=True)
+    em.remove()
+    assert sent[0].returncode == 0, sent[0].stderr
+    assert sent[0].stdout.startswith(f"command 1 sent to {d}")
+    assert bad.returncode == 2 and "config.scaling.scale" in bad.stderr
+    assert both.returncode == 2 and "give one of" in both.stderr
+    run = open_run(d)
+    assert list(run.steps.scale) == [65536.0] * 3 + [512.0] * 2
+    assert set(run.stats[(run.stats.step >= 4) & (run.stats.role == "weights")].format) == \
+        {"bf16"}
+    ended = subprocess.run([cli, "steer", str(d), "--resume"], capture_output=True, text=True)
+    assert ended.returncode == 2 and "has ended" in ended.stderr
