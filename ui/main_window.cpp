@@ -237,8 +237,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         }
         m_controller->setLossScale(scale); // training takes it at the next step
     });
+    // A drag sends its scale on release, and only when it moved: a click that leaves the handle
+    // where it was changes nothing in the script.
+    connect(m_slider->slider(), &QSlider::sliderPressed, this,
+            [this] { m_scaleAtPress = m_slider->scale(); });
     connect(m_slider->slider(), &QSlider::sliderReleased, this, [this] {
-        if (steeringViewedRun())
+        if (steeringViewedRun() && m_slider->scale() != m_scaleAtPress)
             sendScaleToScript(m_slider->scale());
     });
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {

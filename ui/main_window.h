@@ -148,7 +148,8 @@ private:
     // Steering (main_window_steering.cpp).
     std::unique_ptr<RunSteering> m_steering;
     QString m_steeringReply;
-    QStringList m_controlTips; // the controls' own tooltips, restored for the app's own runs
+    double m_scaleAtPress = 0.0; // the slider's scale when a drag began
+    QStringList m_controlTips;   // the controls' own tooltips, restored for the app's own runs
     bool steeringViewedRun() const;
     void rememberControlTips();
     void updateRunControls();

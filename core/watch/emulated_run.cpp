@@ -2,10 +2,10 @@
 #include "watch/emulated_run.h"
 
 #include "record/record_error.h"
-#include "record/record_number.h"
 #include "train/training_run.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 namespace plab {
@@ -126,12 +126,16 @@ void EmulatedRun::event(const std::string& type, const std::string& message) {
 // -- steering -----------------------------------------------------------------------------------
 namespace {
 
-// "4096 (2^12)" for a power of two, else the number as the record writes it.
+// "4096 (2^12)", "9741.98 (2^13.25)" (the slider's quarter binades), or the number alone.
 std::string scaleText(double scale) {
-    const double e = std::log2(scale);
-    if (std::isfinite(e) && e == std::round(e))
-        return recordNumber(scale) + " (2^" + std::to_string(static_cast<long long>(e)) + ")";
-    return recordNumber(scale);
+    char number[32];
+    std::snprintf(number, sizeof number, "%.6g", scale);
+    const double quarters = std::log2(scale) * 4.0;
+    if (!std::isfinite(quarters) || quarters != std::round(quarters))
+        return number;
+    char power[48];
+    std::snprintf(power, sizeof power, "%s (2^%g)", number, quarters / 4.0);
+    return power;
 }
 
 bool onlyScale(const nlohmann::json& patch) {

@@ -36,6 +36,8 @@ COVERED_ELSEWHERE = {
     "python3 -m venv --system-site-packages v": "tests/python/test_install.py makes the venv",
     "v/bin/pip install --no-build-isolation .": "tests/python/test_install.py installs into it "
                                                 "and imports and quantizes",
+    "precision-lab-cli steer": "tests/python/test_emulate_steering.py steers a running script "
+                               "with it (here the example has ended: nothing to steer)",
 }
 
 # The PyTorch examples, each run with --steps 20 and its record exported: (script, out folder).
@@ -127,7 +129,10 @@ def main():
                 if not pathlib.Path("/usr/share/datasets/fashion-mnist").is_dir():
                     print(f"- {command}\n    skipped: dataset-fashion-mnist is not installed")
                     continue
-                out = EXAMPLES[words[1]]
+                if "gpt" in words and not pathlib.Path("/usr/share/games/fortunes").is_dir():
+                    print(f"- {command}\n    skipped: fortunes (the GPT's text) is not installed")
+                    continue
+                out = words[words.index("--out") + 1] if "--out" in words else EXAMPLES[words[1]]
                 run(shlex.join(words) + " --steps 20", scratch, env)
                 run(f"precision-lab-cli export {out} --out {out}-csv", scratch, env)
                 ran += 1

@@ -72,10 +72,19 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
     QVERIFY(!w.resetAction()->isEnabled());
     QCOMPARE(w.viewedHistory().back().scale, 65536.0); // fp16-amp's dynamic scaler starts there
 
-    // The slider, moved as a release or a key press moves it, sends 2^5: the script's next
-    // recorded steps use it.
+    // The slider dragged to 2^5: a preview while held, sent on release; the script's next
+    // recorded steps use it. A press and release that leave it where it was send nothing.
+    QSlider* handle = w.scaleSlider()->slider();
+    const QString commands = dir + QStringLiteral("/commands.jsonl");
+    handle->setSliderDown(true);
+    handle->setSliderDown(false);
+    QVERIFY(!QFileInfo::exists(commands));
     const std::int64_t sentAfter = lastStep(w);
+    handle->setSliderDown(true);
     w.scaleSlider()->setLog2Scale(5.0);
+    QVERIFY(!QFileInfo::exists(commands)); // dragging only previews
+    handle->setSliderDown(false);
+    QVERIFY(QFileInfo::exists(commands));
     QVERIFY2(error.isEmpty(), qPrintable(error));
     QVERIFY(w.lastSteeringReply().contains(QLatin1String("loss scale 2^5.00")));
     QTRY_VERIFY_WITH_TIMEOUT(w.viewedHistory().back().scale == 32.0, 20000);

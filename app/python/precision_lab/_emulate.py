@@ -455,6 +455,7 @@ class Emulation(RecordFailure):
             warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
         setattr(model, _MARK, self)
         self._steering_failed = False
+        self._said_paused = False
         self._steer()  # a replayed timeline's edits of step 0
         ref = weakref.ref(self)
         _script_end.install()
@@ -540,11 +541,15 @@ class Emulation(RecordFailure):
             return
         try:
             self._apply_steering(self._core.steer())
+            if not self._core.paused:
+                self._said_paused = False
             if not self._core.holding:
                 return
-            print(f"{_WHO}: paused from the app before step {self._core.step}; waiting for "
-                  f"Resume or Step (or: precision-lab-cli steer {self.run_dir} --resume)",
-                  file=sys.stderr, flush=True)
+            if not self._said_paused:  # once a pause, not at every step the app lets through
+                print(f"{_WHO}: paused from the app before step {self._core.step}; waiting for "
+                      f"Resume or Step (or: precision-lab-cli steer {self.run_dir} --resume)",
+                      file=sys.stderr, flush=True)
+                self._said_paused = True
             while self._core.holding:
                 time.sleep(_HOLD_POLL_SECONDS)
                 self._apply_steering(self._core.steer())
