@@ -1,6 +1,8 @@
 // TensorCast: the options checked once, then the quantiser or the block quantiser.
 #include "numerics/tensor_cast.h"
 
+#include <cmath>
+
 #include "numerics/block_quantizer.h"
 #include "numerics/format_spec.h"
 
@@ -89,8 +91,15 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
             m_element, m_block->scheme, source, out, layout, stats,
             result ? &result->blocks : nullptr, options, blocksOut ? *blocksOut : scratch,
             blocksOut ? BlockRecords::All : BlockRecords::Scratch);
-        if (result)
+        if (result) {
             result->tensorScale = r.tensorScale;
+            // The tensor's own amax, as an element format's row says it (the block-scaled
+            // elements' largest is about the element format's max by construction).
+            float amax = 0.0f;
+            for (const float v : source)
+                amax = std::fabs(v) > amax ? std::fabs(v) : amax; // NaN compares false: skipped
+            result->stats.amax = amax;
+        }
         if (measure) // the block passes measure no error of their own
             result->stats.error.merge(measureError(source, out));
     }

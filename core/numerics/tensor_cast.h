@@ -30,7 +30,8 @@ struct TensorCastSpec {
 };
 
 struct TensorCastResult {
-    QuantStats stats;         // as the element format saw the (scaled) values
+    QuantStats stats;         // as the element format saw the (scaled) values, but amax: the
+                              // input's own largest |x| (before any block scale)
     BlockStats blocks;        // block formats: per-block statistics
     float tensorScale = 1.0f; // NVFP4's s_enc; 1 for the others
 };

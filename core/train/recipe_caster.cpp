@@ -141,8 +141,12 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
     } else if (m_tensorScaling == TensorScalingKind::Blocks) {
         const float amax = castBlocks(q, in, values, layout, counters, opts);
         // NVFP4's cast took the tensor amax; the other block casts a pass when it is wanted.
-        if (collect)
+        if (collect) {
             tensorAmax = amax < 0.0f ? m_ops.amax(kept) : (std::isfinite(amax) ? amax : 0.0);
+            // The row's amax is the tensor's, not its block-scaled elements' (about the element
+            // format's max by construction): what a plain cast's row and the histogram say.
+            counters.stats->amax = static_cast<float>(tensorAmax);
+        }
     } else {
         AmaxHistory* history = nullptr;
         if (m_tensorScaling == TensorScalingKind::AmaxDelayed)

@@ -194,6 +194,8 @@ def test_block_recipes_count_activations_as_quantize(tmp_path, preset, block_for
     for c in COUNTS:
         assert row[c] == expected[c], c
     assert row["blocks"] == expected["blocks"]["blocks"]
+    # The row's amax is the tensor's (the trainer's caster), as quantize's and a plain row's.
+    assert row["amax"] == expected["amax"] == float(np.abs(taken["x"].numpy()).max())
 
 
 def test_hadamard_changes_only_the_weight_gradients_it_should(tmp_path):

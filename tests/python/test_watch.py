@@ -76,6 +76,9 @@ def test_recorded_counts_equal_quantize_of_the_same_tensors(torch, tmp_path):
                 for c in COUNTS:
                     assert row[c] == expected[c], (step, role, fmt, c)
                 assert row["amax"] == pytest.approx(expected["amax"], rel=0, abs=0)
+                # The tensor's own amax in every format, a block format's too (not its
+                # block-scaled elements' largest, about the element format's max).
+                assert row["amax"] == float(np.abs(tensor).max()), (step, role, fmt)
                 assert row["grad_scale"] == scale
                 if fmt == "nvfp4":
                     assert row["blocks"] == expected["blocks"]["blocks"]
