@@ -222,10 +222,11 @@ int runCompare(const CompareArgs& args) {
     for (const RunResult& r : results) {
         const auto& s = r.summary;
         const bool failed = !r.failure.empty();
-        const std::string status = failed                       ? "failed"
-                                   : s.value("finished", false) ? "completed"
-                                                                : "ended early";
         const std::string reason = failed ? r.failure : s.value("stop_reason", std::string());
+        const std::string status = failed                             ? "failed"
+                                   : s.value("finished", false)       ? "completed"
+                                   : reason.rfind("diverged", 0) == 0 ? "diverged"
+                                                                      : "ended early";
         const double nan = std::numeric_limits<double>::quiet_NaN();
         const double loss = failed ? nan : summaryNumber(s, "final_train_loss");
         const double accuracy = failed ? nan : summaryNumber(s, "test_accuracy");

@@ -124,7 +124,7 @@ StepResult GptTrainer::step() {
 
 Evaluation GptTrainer::evaluate() {
     const GptEvaluation e = m_run->evaluate();
-    Evaluation out{e.loss, e.accuracy, {}};
+    Evaluation out = Evaluation::of(e.loss, e.accuracy);
     // What the model writes after the validation text's first line (a fixed prompt, so samples
     // from one evaluation to the next show what changed), drawn from a generator seeded by the
     // run's seed and the step: a replay writes the same text.

@@ -636,9 +636,8 @@ Evaluation Trainer::evaluate() {
         lossSum += r.loss * static_cast<double>(n);
         correct += static_cast<std::size_t>(r.correct);
     }
-    return {lossSum / static_cast<double>(test.count()),
-            static_cast<double>(correct) / static_cast<double>(test.count()),
-            {}};
+    return Evaluation::of(lossSum / static_cast<double>(test.count()),
+                          static_cast<double>(correct) / static_cast<double>(test.count()));
 }
 
 } // namespace plab

@@ -7,6 +7,7 @@
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +30,15 @@ struct Evaluation {
     double accuracy = 0.0; // of the class, or of the next byte
     // Text models: a few lines the model writes, to read at each evaluation (empty otherwise).
     std::string sample;
+
+    // A model whose test loss is Inf or NaN (diverged weights) has no accuracy either: an
+    // argmax over NaN logits still picks a class (class 0: 10% on ten balanced classes). Both
+    // are NaN then, null in the record.
+    static Evaluation of(double loss, double accuracy, std::string sample = {}) {
+        if (!std::isfinite(loss))
+            accuracy = std::nan("");
+        return {loss, accuracy, std::move(sample)};
+    }
 };
 
 class TrainingRun {

@@ -50,6 +50,7 @@ private slots:
     void trainDivergenceExitsCleanly();
     void compareWritesTableAndPlots();
     void compareKeepsFailedRunsInTheTable();
+    void compareSaysWhichRunsDiverged();
     void sweepResumesAndKeepsFailures();
     void sweepWithoutStatisticsShowsNoFlushedShares();
     void sweepVerdictNamesARealDifference();
@@ -628,6 +629,28 @@ void TestCli::compareKeepsFailedRunsInTheTable() {
     const Result again = runCli(compare);
     QCOMPARE(again.exitCode, 2);
     QVERIFY2(again.err.contains("--overwrite"), again.err.constData());
+}
+
+// lr 1e6 makes FP32 and FP16 diverge to a NaN model: their rows say "diverged" (not "ended
+// early"), and a NaN model has no test accuracy (it was 9.90%: an argmax over NaN logits).
+void TestCli::compareSaysWhichRunsDiverged() {
+    QTemporaryDir dir;
+    const Result r =
+        runCli(QStringList{QStringLiteral("compare"), QStringLiteral("--presets"),
+                           QStringLiteral("fp32,fp16-static"), QStringLiteral("--steps"),
+                           QStringLiteral("40"), QStringLiteral("--set"),
+                           QStringLiteral("train.lr=1e6"), QStringLiteral("--out"), dir.path()} +
+               kTinyRun);
+    QVERIFY2(r.exitCode == 0 || r.exitCode == 3, r.err.constData());
+    const QList<QByteArray> rows = fileLines(dir.path() + QStringLiteral("/compare.csv"));
+    QCOMPARE(rows.size(), 3);
+    for (int i = 1; i < 3; ++i) {
+        const QList<QByteArray> cells = rows[i].split(',');
+        QCOMPARE(cells[1], QByteArray("diverged"));
+        QCOMPARE(cells[3], QByteArray("nan")); // test loss
+        QCOMPARE(cells[5], QByteArray("nan")); // test accuracy
+    }
+    QVERIFY2(r.out.contains("| fp32 | diverged |"), r.out.constData());
 }
 
 // A sweep: presets x a grid value x seeds, one folder per run, a table of means and intervals

@@ -23,6 +23,7 @@ private slots:
     void fp16MasterWeightsLoseUpdates();
     void sameSeedSameCurve();
     void overflowAtStaticScaleDiverges();
+    void aDivergedModelHasNoAccuracy();
     void cnnTrains();
     void lowPrecisionAccumulationHurts();
     void replayedConfigReplaysTheRun();
@@ -148,6 +149,17 @@ void TestTraining::overflowAtStaticScaleDiverges() {
     QVERIFY(r.scalars.skipped);
     QVERIFY(r.diverged);
     QVERIFY(!r.event.empty());
+}
+
+// lr 50 in FP32 (compare --set train.lr=50): the weights become Inf/NaN, the test loss NaN; the
+// accuracy of such a model is not a measurement (its argmax still picks class 0: ~10%).
+void TestTraining::aDivergedModelHasNoAccuracy() {
+    Trainer t(config({{"train", {{"lr", 50.0}}}}), m_data);
+    for (int i = 0; i < 40; ++i)
+        t.step();
+    const Evaluation e = t.evaluate();
+    QVERIFY2(!std::isfinite(e.loss), qPrintable(QString::number(e.loss)));
+    QVERIFY2(std::isnan(e.accuracy), qPrintable(QString::number(e.accuracy)));
 }
 
 void TestTraining::cnnTrains() {
