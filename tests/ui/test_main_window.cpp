@@ -918,7 +918,8 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QVERIFY(view->role() == TensorRole::ActivationGradients);
     view->stageBox()->setCurrentIndex(view->stageBox()->count() - 1); // the last layer
     const double lastBefore = view->currentFractions().flushed;
-    QVERIFY2(lastBefore > 0.3, qPrintable(QString::number(lastBefore))); // "about half"
+    // "two fifths or more" (0.40-0.43 here; the probe saw 0.56-0.58 later in a run)
+    QVERIFY2(lastBefore > 0.35, qPrintable(QString::number(lastBefore)));
     view->stageBox()->setCurrentIndex(0);
     const double firstBefore = view->currentFractions().flushed;
     QVERIFY2(firstBefore > 0.0 && firstBefore < 0.05, qPrintable(QString::number(firstBefore)));
