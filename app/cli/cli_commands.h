@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <limits>
 #include <string>
 
 namespace plab::cli {
@@ -26,10 +27,14 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Option check: a whole number no smaller than least ("--steps: -1: expected a whole number >= 1").
-inline CLI::Validator wholeNumberAtLeast(long long least) {
+// Option check: a whole number from least to most ("--steps: -1: expected a whole number >= 1",
+// "--threads: 1000: expected a whole number from 0 to 256").
+inline CLI::Validator wholeNumberBetween(long long least, long long most) {
+    const std::string range = most == std::numeric_limits<long long>::max()
+                                  ? ">= " + std::to_string(least)
+                                  : "from " + std::to_string(least) + " to " + std::to_string(most);
     return CLI::Validator(
-        [least](std::string& text) {
+        [least, most, range](std::string& text) {
             long long v = 0;
             std::size_t used = 0;
             try {
@@ -37,14 +42,15 @@ inline CLI::Validator wholeNumberAtLeast(long long least) {
             } catch (const std::exception&) {
                 used = 0;
             }
-            if (used == 0 || used != text.size() || v < least)
-                return "\"" + text.substr(0, 40) +
-                       "\": expected a whole number >= " + std::to_string(least);
+            if (used == 0 || used != text.size() || v < least || v > most)
+                return "\"" + text.substr(0, 40) + "\": expected a whole number " + range;
             return std::string();
         },
-        ">= " + std::to_string(least));
+        range);
 }
-
+inline CLI::Validator wholeNumberAtLeast(long long least) {
+    return wholeNumberBetween(least, std::numeric_limits<long long>::max());
+}
 // Option check: an unsigned 64-bit whole number (a seed): digits only, no sign, no wrap-around.
 inline CLI::Validator unsigned64() {
     return CLI::Validator(

@@ -200,6 +200,7 @@ Command addBenchCommand(CLI::App& app) {
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
     quantize->add_option("--threads", args->threads, "Threads (0: all cores)")
+        ->check(wholeNumberBetween(0, static_cast<long long>(kMaxThreads)))
         ->capture_default_str();
     quantize->add_option("--kernel", args->kernel, "auto | generic | avx2 | avx512")
         ->capture_default_str();

@@ -4,6 +4,8 @@
 // byte bigram model's validation bits/byte, the baseline a model must beat.
 #include "cli_commands.h"
 
+#include "util/thread_pool.h"
+
 #include "data/text_corpus.h"
 #include "train/gpt_run.h"
 #include "train/train_config.h"
@@ -129,7 +131,7 @@ void addBenchGptSubcommand(CLI::App* bench, std::function<int()>& action) {
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
     cmd->add_option("--threads", args->threads, "Threads for the matrix products")
-        ->check(wholeNumberAtLeast(1))
+        ->check(wholeNumberBetween(1, static_cast<long long>(kMaxThreads)))
         ->capture_default_str();
     cmd->add_option("--seed", args->seed, "Initialisation, batches and synthetic text")
         ->capture_default_str();

@@ -3,7 +3,9 @@
 // plots (PNG, SVG and PDF, drawn with Cairo) from their run directories.
 #include "charts.h"
 #include "cli_commands.h"
+
 #include "stop_signals.h"
+#include "sweep/sweep_plan.h"
 #include "sweep_runner.h"
 
 #include "record/record_file.h"
@@ -295,7 +297,7 @@ Command addCompareCommand(CLI::App& app) {
     cmd->add_option("--set", args->sets, "key.path=value applied to every run");
     cmd->add_option("--seeds", args->seeds,
                     "Seeds per preset; more than 1 runs a sweep (means, intervals, verdicts)")
-        ->check(wholeNumberAtLeast(1))
+        ->check(wholeNumberBetween(1, kMaxSweepSeeds))
         ->capture_default_str();
     cmd->add_option("--data", args->data, "synthetic, fashion-mnist, or a directory");
     cmd->add_flag("--overwrite", args->overwrite,

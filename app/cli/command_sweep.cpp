@@ -358,7 +358,7 @@ Command addSweepCommand(CLI::App& app) {
                            ->delimiter(',')
                            ->capture_default_str());
     defining.push_back(cmd->add_option("--seeds", args->sweep.seeds, "Seeds 1..N per grid point")
-                           ->check(wholeNumberAtLeast(1))
+                           ->check(wholeNumberBetween(1, kMaxSweepSeeds))
                            ->capture_default_str());
     defining.push_back(cmd->add_option(
         "--grid", args->grid,

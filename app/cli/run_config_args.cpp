@@ -1,6 +1,8 @@
 // `train`'s and `bench train`'s shared options and the config they build.
 #include "run_config_args.h"
 
+#include "util/thread_pool.h"
+
 #include "cli_commands.h"
 
 #include "train/run_config_builder.h"
@@ -44,7 +46,7 @@ void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
                     "synthetic, fashion-mnist, a directory of IDX files; for the gpt: synthetic, "
                     "fortunes or text:FILE");
     cmd->add_option("--threads", args.threads, "Threads (0: all cores)")
-        ->check(wholeNumberAtLeast(0));
+        ->check(wholeNumberBetween(0, static_cast<long long>(kMaxThreads)));
     cmd->add_option("--device", args.device,
                     "auto | cpu | cuda | cuda:N (default: config's, auto)");
 }

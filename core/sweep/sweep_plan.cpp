@@ -104,6 +104,10 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
     }
     if (s.presets.empty() || s.seeds < 1)
         throw std::invalid_argument(where + ": nothing to run (expected presets and seeds >= 1)");
+    if (s.seeds > kMaxSweepSeeds)
+        throw std::invalid_argument(where + ": seeds " + std::to_string(s.seeds) +
+                                    ": expected at most " + std::to_string(kMaxSweepSeeds) +
+                                    " per grid point");
     return s;
 }
 

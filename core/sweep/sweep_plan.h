@@ -13,6 +13,9 @@
 
 namespace plab {
 
+// Seeds per grid point (each one a run: more is a typo, and the plan alone would fill memory).
+inline constexpr int kMaxSweepSeeds = 1000;
+
 struct Sweep;
 
 // One grid point: a preset and one value per grid key.
@@ -27,7 +30,7 @@ struct SweepPoint {
 
 struct Sweep {
     std::vector<std::string> presets = {"fp32"};
-    int seeds = 1;
+    int seeds = 1; // at most kMaxSweepSeeds
     std::vector<std::pair<std::string, std::vector<nlohmann::json>>> grid;
     std::vector<std::string> sets; // key.path=value applied to every run
     std::int64_t steps = 300;

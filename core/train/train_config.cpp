@@ -1,6 +1,8 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
+#include "util/thread_pool.h"
+
 #include "device/compute_backend.h"
 
 #include <algorithm>
@@ -332,11 +334,11 @@ TrainConfig configFromJson(const json& j) {
     TrainConfig c;
     Reader top(j, "config");
     top.number("seed", c.seed, 0, kUint64Max);
-    top.number("threads", c.threads, 0, 256);
+    top.number("threads", c.threads, 0u, kMaxThreads);
     // 0 means every core of this machine: the count it stands for is what the run uses and what
     // its config.json says, so that a replay elsewhere runs with as many (results depend on it).
     if (c.threads == 0)
-        c.threads = std::clamp(std::thread::hardware_concurrency(), 1u, 256u);
+        c.threads = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxThreads);
     top.text("device", c.device);
     try {
         c.device = toString(parseDeviceSpec(c.device));

@@ -12,6 +12,10 @@
 
 namespace plab {
 
+// The most threads any command, config or Python call takes (train's `threads`, bench's
+// --threads, quantize's threads=).
+inline constexpr unsigned kMaxThreads = 256;
+
 class ThreadPool {
 public:
     // threads == 0 means std::thread::hardware_concurrency(). The calling thread takes part in

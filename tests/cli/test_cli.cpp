@@ -302,7 +302,20 @@ void TestCli::badInput_data() {
     QTest::newRow("negative epochs") << args({"train", "--epochs", "-3"}) << QByteArray()
                                      << "--epochs: \"-3\": expected a whole number >= 1";
     QTest::newRow("negative threads") << args({"train", "--threads", "-1"}) << QByteArray()
-                                      << "--threads: \"-1\": expected a whole number >= 0";
+                                      << "--threads: \"-1\": expected a whole number from 0 to 256";
+    // One bound on threads for every command, and on seeds for compare and sweep.
+    QTest::newRow("bench threads")
+        << args({"bench", "quantize", "--threads", "1000"}) << QByteArray()
+        << "--threads: \"1000\": expected a whole number from 0 to 256";
+    QTest::newRow("bench gpt threads")
+        << args({"bench", "gpt", "--threads", "100000"}) << QByteArray()
+        << "--threads: \"100000\": expected a whole number from 1 to 256";
+    QTest::newRow("compare seeds")
+        << args({"compare", "--presets", "fp32", "--seeds", "100000000"}) << QByteArray()
+        << "--seeds: \"100000000\": expected a whole number from 1 to 1000";
+    QTest::newRow("sweep seeds") << args({"sweep", "--presets", "fp32", "--seeds", "1001"})
+                                 << QByteArray()
+                                 << "--seeds: \"1001\": expected a whole number from 1 to 1000";
     QTest::newRow("compare zero steps")
         << args({"compare", "--presets", "fp32", "--steps", "0"}) << QByteArray()
         << "--steps: \"0\": expected a whole number >= 1";
