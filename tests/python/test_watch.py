@@ -314,3 +314,36 @@ def test_a_watched_config_is_not_a_training_config(torch, tmp_path, cli):
                              "--out", str(tmp_path / "t")], capture_output=True, text=True)
     assert result.returncode == 2
     assert "watched PyTorch run's description" in result.stderr
+
+
+def test_a_tied_weight_is_recorded_once_with_its_aliases(torch, tmp_path):
+    """nanoGPT ties lm_head.weight to transformer.wte.weight: one tensor, one set of rows."""
+    import precision_lab.torch as plt
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(32, 16)
+            self.lm_head = torch.nn.Linear(16, 32, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, x):
+            return self.lm_head(self.wte(x))
+
+    torch.manual_seed(0)
+    model = Tied()
+    with plt.watch(model, tmp_path / "run", formats="fp16", every=1) as watcher:
+        for _ in range(2):
+            x = torch.randint(0, 32, (4, 8))
+            loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), x.flatten())
+            loss.backward()
+            watcher.step(loss=loss)
+            model.zero_grad()
+    run = pl.open_run(tmp_path / "run")
+    roles = run.stats.groupby("stage_name").role.agg(set)
+    assert roles["wte"] >= {"weights", "weight_gradients"}
+    assert roles["lm_head"] == {"activations", "activation_gradients"}
+    assert run.watch["tied_weights"] == [{"parameter": "wte.weight",
+                                          "aliases": ["lm_head.weight"]}]
+    notes = list(run.events[run.events.type == "note"].message)
+    assert any(n.startswith("lm_head.weight is wte.weight (tied)") for n in notes)

@@ -192,6 +192,19 @@ class Watcher(RecordFailure):
         self._every = int(every)
         self._roles = frozenset(roles)
         self._loss_scale = loss_scale
+        # A weight two modules share (tied embeddings: nanoGPT's lm_head.weight is
+        # transformer.wte.weight) is one tensor: recorded once, under its first module.
+        self._tied, tied = set(), {}
+        owners = {}
+        for stage, (name, module) in enumerate(self._modules):
+            w = _weight_of(module)
+            if w is None:
+                continue
+            if id(w) in owners:
+                self._tied.add(stage)
+                tied.setdefault(owners[id(w)], []).append(f"{name}.weight")
+            else:
+                owners[id(w)] = f"{name}.weight"
         description = {
             "model": type(model).__name__,
             "torch": torch.__version__,
@@ -203,11 +216,18 @@ class Watcher(RecordFailure):
         }
         if selection is not None:  # a chosen subset: say how it was chosen
             description["module_selection"] = selection
+        if tied:
+            description["tied_weights"] = [{"parameter": p, "aliases": a}
+                                           for p, a in tied.items()]
         # The core checks the formats (ValueError with the CLI's message) and the folder
         # (OSError: locked by another run, or holding one and overwrite is off).
         self._recorder = _core.Recorder(str(run_dir), formats, [n for n, _ in self._modules],
                                         self._every, int(queue_steps), int(threads),
                                         json.dumps(description), bool(overwrite))
+        for parameter, aliases in tied.items():
+            self._recorder.event(0, "note", f"{', '.join(aliases)} is {parameter} (tied): its "
+                                            f"weights and weight gradients are recorded once, "
+                                            f"under {parameter.rsplit('.', 1)[0]}")
         self.run_dir = str(run_dir)
         self.formats = tuple(self._recorder.formats)
         self._step = 1
@@ -258,6 +278,8 @@ class Watcher(RecordFailure):
         scale = self._scale if self._scale is not None else self._current_scale()
         if self._capturing and "weight_gradients" in self._roles:
             for stage, (name, module) in enumerate(self._modules):
+                if stage in self._tied:
+                    continue
                 w = _weight_of(module)
                 if w is None or w.grad is None:
                     if name not in self._missing_grads and w is not None and w.requires_grad:
@@ -322,7 +344,7 @@ class Watcher(RecordFailure):
             x = _first_tensor(inputs)
             if x is not None and x.is_floating_point():
                 self._capture(stage, "activations", x, self._rows_of_values(x))
-        if "weights" in self._roles:
+        if "weights" in self._roles and stage not in self._tied:
             w = _weight_of(module)
             if w is not None and w.is_floating_point():
                 self._capture(stage, "weights", w, self._rows_of_weight(w))
