@@ -347,3 +347,37 @@ def test_a_tied_weight_is_recorded_once_with_its_aliases(torch, tmp_path):
                                           "aliases": ["lm_head.weight"]}]
     notes = list(run.events[run.events.type == "note"].message)
     assert any(n.startswith("lm_head.weight is wte.weight (tied)") for n in notes)
+
+
+def test_attentions_out_proj_records_what_it_can_and_says_what_it_cannot(torch, tmp_path):
+    """MultiheadAttention calls out_proj's weight functionally (its forward never runs): the
+    watcher takes its weights and output gradient at the attention's forward, and says that its
+    input is not recorded. Before, it was listed with weight-gradient rows only."""
+    import precision_lab.torch as plt
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0)
+    with plt.watch(layer, tmp_path / "run", formats="fp16", every=1) as watcher:
+        for _ in range(2):
+            out = layer(torch.randn(6, 3, 16))
+            out.square().mean().backward()
+            watcher.step()
+            layer.zero_grad()
+    run = pl.open_run(tmp_path / "run")
+    roles = run.stats.groupby("stage_name").role.agg(set)
+    assert roles["self_attn.out_proj"] == {"weights", "activation_gradients", "weight_gradients"}
+    assert run.watch["not_recorded"] == {"self_attn.out_proj": ["activations"]}
+    # Its output gradient is the attention's: the same counts.
+    rows = run.stats[(run.stats.role == "activation_gradients") & (run.stats.step == 2)]
+    attention = rows[rows.stage_name == "self_attn"].iloc[0]
+    out_proj = rows[rows.stage_name == "self_attn.out_proj"].iloc[0]
+    for c in ("total", "zero", "flushed", "subnormal", "normal"):
+        assert attention[c] == out_proj[c], c
+    # Its weights as forward used them: quantize's counts of out_proj.weight.
+    _, expected = pl.quantize(layer.self_attn.out_proj.weight.detach().numpy(), "fp16")
+    weights = run.stats[(run.stats.role == "weights") & (run.stats.step == 1) &
+                        (run.stats.stage_name == "self_attn.out_proj")]
+    assert len(weights) == 1
+    for c in ("total", "zero", "flushed", "subnormal", "normal", "overflow"):
+        assert weights.iloc[0][c] == expected[c], c
+    notes = " ".join(run.events[run.events.type == "note"].message)
+    assert "self_attn.out_proj: MultiheadAttention calls it functionally" in notes

@@ -108,6 +108,15 @@ def _select_modules(model, modules):
     return chosen, list(patterns)
 
 
+def _functional_children(model, watched):
+    """Watched modules whose parent uses their weight functionally and never runs their forward:
+    nn.MultiheadAttention's out_proj (F.multi_head_attention_forward takes out_proj.weight; also
+    inside TransformerEncoderLayer). [(parent, [child stage, ...])]."""
+    stage_of = {id(m): stage for stage, (_, m) in enumerate(watched)}
+    return [(m, [stage_of[id(m.out_proj)]]) for _, m in model.named_modules()
+            if isinstance(m, torch.nn.MultiheadAttention) and id(m.out_proj) in stage_of]
+
+
 def _watched(module):
     """A module with parameters of its own (Linear, Conv*, Embedding, LayerNorm, attention...)."""
     return any(True for _ in module.parameters(recurse=False))
@@ -205,6 +214,8 @@ class Watcher(RecordFailure):
                 tied.setdefault(owners[id(w)], []).append(f"{name}.weight")
             else:
                 owners[id(w)] = f"{name}.weight"
+        functional = _functional_children(model, self._modules)
+        unseen = {self._modules[c][0]: ["activations"] for _, cs in functional for c in cs}
         description = {
             "model": type(model).__name__,
             "torch": torch.__version__,
@@ -216,6 +227,8 @@ class Watcher(RecordFailure):
         }
         if selection is not None:  # a chosen subset: say how it was chosen
             description["module_selection"] = selection
+        if unseen:
+            description["not_recorded"] = unseen
         if tied:
             description["tied_weights"] = [{"parameter": p, "aliases": a}
                                            for p, a in tied.items()]
@@ -224,6 +237,12 @@ class Watcher(RecordFailure):
         self._recorder = _core.Recorder(str(run_dir), formats, [n for n, _ in self._modules],
                                         self._every, int(queue_steps), int(threads),
                                         json.dumps(description), bool(overwrite))
+        for name in unseen:
+            self._recorder.event(0, "note", f"{name}: MultiheadAttention calls it functionally, "
+                                            f"so its input (activations) stays inside the "
+                                            f"attention and is not recorded; its weights, "
+                                            f"activation gradients (the attention's output "
+                                            f"gradient) and weight gradients are")
         for parameter, aliases in tied.items():
             self._recorder.event(0, "note", f"{', '.join(aliases)} is {parameter} (tied): its "
                                             f"weights and weight gradients are recorded once, "
@@ -240,6 +259,12 @@ class Watcher(RecordFailure):
         for stage, (_, module) in enumerate(self._modules):
             self._handles.append(
                 module.register_forward_hook(functools.partial(self._on_forward, stage)))
+        # A child its parent calls functionally (MHA's out_proj): its weights and output
+        # gradient are taken at the parent's forward (the parent's output is the child's); its
+        # input stays inside the attention and is not recorded, which the record says.
+        for parent, children in functional:
+            self._handles.append(parent.register_forward_hook(
+                functools.partial(self._on_functional_parent, children)))
         # A script that ends without close() (an exception, Ctrl-C outside a with block) still
         # leaves a summary saying so.
         ref = weakref.ref(self)
@@ -352,6 +377,23 @@ class Watcher(RecordFailure):
             y = _first_tensor(output)
             if y is not None and y.requires_grad:
                 y.register_hook(functools.partial(self._on_output_grad, stage))
+
+    def _on_functional_parent(self, children, module, inputs, output):
+        if not self._capturing or not torch.is_grad_enabled():
+            return
+        for stage in children:
+            if stage in self._captured:
+                continue
+            self._captured.add(stage)
+            child = self._modules[stage][1]
+            if "weights" in self._roles and stage not in self._tied:
+                w = _weight_of(child)
+                if w is not None and w.is_floating_point():
+                    self._capture(stage, "weights", w, self._rows_of_weight(w))
+            if "activation_gradients" in self._roles:
+                y = _first_tensor(output)
+                if y is not None and y.requires_grad:
+                    y.register_hook(functools.partial(self._on_output_grad, stage))
 
     def _on_output_grad(self, stage, grad):
         if not self._closed and self._error is None:
