@@ -381,3 +381,27 @@ def test_attentions_out_proj_records_what_it_can_and_says_what_it_cannot(torch, 
         assert weights.iloc[0][c] == expected[c], c
     notes = " ".join(run.events[run.events.type == "note"].message)
     assert "self_attn.out_proj: MultiheadAttention calls it functionally" in notes
+
+
+def test_under_autocast_the_weights_are_those_forward_used(torch, tmp_path):
+    """torch.autocast(bfloat16) runs a Linear with its weight cast to bf16: the weights role is
+    that cast (no error left to a bf16 cast), not the float32 master (55.6 dB before)."""
+    import precision_lab.torch as plt
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(16, 32), torch.nn.Linear(32, 32))
+    with plt.watch(model, tmp_path / "run", formats=("bf16", "fp16"), every=1) as watcher:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(torch.randint(0, 16, (8,)))
+        out.float().square().mean().backward()
+        watcher.step()
+    run = pl.open_run(tmp_path / "run")
+    w = run.stats[(run.stats.role == "weights") & (run.stats.format == "bf16")]
+    embedding, linear = w[w.stage_name == "0"].iloc[0], w[w.stage_name == "1"].iloc[0]
+    assert linear["mse"] == 0.0  # already bf16: the cast changes nothing
+    _, expected = pl.quantize(model[1].weight.detach().bfloat16().float().numpy(), "fp16")
+    row = run.stats[(run.stats.role == "weights") & (run.stats.format == "fp16") &
+                    (run.stats.stage_name == "1")].iloc[0]
+    for c in ("total", "zero", "flushed", "subnormal", "normal"):
+        assert row[c] == expected[c], c
+    # An embedding's lookup runs in float32 under autocast: its float32 weight is what it used.
+    assert embedding["mse"] > 0.0

@@ -117,6 +117,23 @@ def _functional_children(model, watched):
             if isinstance(m, torch.nn.MultiheadAttention) and id(m.out_proj) in stage_of]
 
 
+# The modules whose product torch.autocast runs in its lower dtype (its weight cast to it): the
+# weight forward used is that cast, not the float32 parameter the optimiser holds.
+_AUTOCAST_PRODUCTS = (torch.nn.Linear, torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+
+
+def _as_forward_used(module, w):
+    """``w`` as the module's forward used it: under torch.autocast a product's weight is cast to
+    the autocast dtype (bf16, fp16) first; otherwise the parameter itself."""
+    if not isinstance(module, _AUTOCAST_PRODUCTS) or w.dtype != torch.float32:
+        return w
+    if w.device.type == "cuda" and torch.is_autocast_enabled():
+        return w.to(torch.get_autocast_gpu_dtype())
+    if w.device.type == "cpu" and torch.is_autocast_cpu_enabled():
+        return w.to(torch.get_autocast_cpu_dtype())
+    return w
+
+
 def _watched(module):
     """A module with parameters of its own (Linear, Conv*, Embedding, LayerNorm, attention...)."""
     return any(True for _ in module.parameters(recurse=False))
@@ -372,7 +389,8 @@ class Watcher(RecordFailure):
         if "weights" in self._roles and stage not in self._tied:
             w = _weight_of(module)
             if w is not None and w.is_floating_point():
-                self._capture(stage, "weights", w, self._rows_of_weight(w))
+                self._capture(stage, "weights", _as_forward_used(module, w),
+                              self._rows_of_weight(w))
         if "activation_gradients" in self._roles:
             y = _first_tensor(output)
             if y is not None and y.requires_grad:
