@@ -1,6 +1,7 @@
 #include "sweep_plan.h"
 
 #include "data/dataset.h"
+#include "numerics/format_spec.h"
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
 #include "util/bounded_read.h"
@@ -12,6 +13,36 @@
 #include <stdexcept>
 
 namespace plab {
+
+namespace {
+
+// The config with every "format" named as the built-in format of the same parameters, so that
+// two spellings of one format ("e5m10" and "fp16", "e4m3:fn" and "fp8-e4m3") compare equal.
+nlohmann::json canonicalFormats(nlohmann::json j) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            if (it.key() == "format" && it->is_string()) {
+                try {
+                    const FormatSpec f = parseFormat(it->get<std::string>());
+                    for (const FormatSpec& named : namedFormats())
+                        if (named.sameParameters(f)) {
+                            *it = named.name;
+                            break;
+                        }
+                } catch (const std::exception&) { // not an element format: as it is
+                }
+            } else {
+                *it = canonicalFormats(*it);
+            }
+        }
+    } else if (j.is_array()) {
+        for (nlohmann::json& v : j)
+            v = canonicalFormats(v);
+    }
+    return j;
+}
+
+} // namespace
 
 std::string gridValueText(const nlohmann::json& v) {
     return v.is_string() ? v.get<std::string>() : v.dump();
@@ -190,25 +221,30 @@ void Sweep::check() const {
             if (grid[g].first == grid[h].first)
                 throw std::invalid_argument("sweep: --grid " + grid[g].first +
                                             " is given twice; put its values in one --grid");
-        const auto& values = grid[g].second;
-        for (std::size_t i = 0; i < values.size(); ++i)
-            for (std::size_t k = 0; k < i; ++k)
-                if (values[i] == values[k])
-                    throw std::invalid_argument(
-                        "sweep: --grid " + grid[g].first + " lists " + gridValueText(values[i]) +
-                        " twice (2^k and its number are one value); each point runs once");
-    }
-    for (const auto& [key, values] : grid)
+        // Each value as the config it makes (formats in their canonical spelling, 2^k as its
+        // number): two values making one config are one point under two names.
+        const auto& [key, values] = grid[g];
+        std::vector<nlohmann::json> made;
         for (const nlohmann::json& v : values) {
             nlohmann::json j = findPreset(presets.front()).json;
             try {
                 applySetting(j, key + "=" + v.dump());
-                configFromJson(j);
+                made.push_back(canonicalFormats(configFromJson(j).toJson()));
             } catch (const ConfigError& e) {
                 throw std::invalid_argument("sweep: --grid " + key + "=" + gridValueText(v) + ": " +
                                             e.what());
             }
         }
+        for (std::size_t i = 0; i < values.size(); ++i)
+            for (std::size_t k = 0; k < i; ++k)
+                if (values[i] == values[k] || made[i] == made[k])
+                    throw std::invalid_argument(
+                        "sweep: --grid " + key + " lists " + gridValueText(values[k]) +
+                        (values[i] == values[k] ? " twice (2^k and its number are one value)"
+                                                : " and " + gridValueText(values[i]) +
+                                                      ", one setting under two names") +
+                        "; each point runs once");
+    }
     // The data every run reads must be there: one missing folder would fail every child.
     if (!data.empty() && data != "synthetic" && data != "fortunes") {
         const std::string path = data == "fashion-mnist"       ? std::string(kFashionMnistDir)

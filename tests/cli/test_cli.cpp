@@ -313,6 +313,10 @@ void TestCli::badInput_data() {
     QTest::newRow("compare seeds")
         << args({"compare", "--presets", "fp32", "--seeds", "100000000"}) << QByteArray()
         << "--seeds: \"100000000\": expected a whole number from 1 to 1000";
+    // One format under two names is one point: it would run twice.
+    QTest::newRow("sweep grid aliases")
+        << args({"sweep", "--presets", "fp32", "--grid", "recipe.weights=fp8-e4m3,e4m3:fn"})
+        << QByteArray() << "lists fp8-e4m3 and e4m3:fn, one setting under two names";
     QTest::newRow("sweep seeds") << args({"sweep", "--presets", "fp32", "--seeds", "1001"})
                                  << QByteArray()
                                  << "--seeds: \"1001\": expected a whole number from 1 to 1000";
