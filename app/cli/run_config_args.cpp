@@ -11,8 +11,6 @@
 namespace plab::cli {
 namespace {
 
-constexpr std::size_t kConfigMaxBytes = std::size_t{16} << 20;
-
 nlohmann::json readConfigFile(const std::string& path) {
     std::string text;
     switch (readBounded(path, kConfigMaxBytes, text)) {

@@ -291,6 +291,15 @@ std::vector<TimedEdit> readTimeline(const json& j, const TrainConfig& start) {
     if (!j.is_array())
         throw ConfigError("config.timeline: expected an array of {\"step\", \"set\"} edits, got " +
                           j.dump().substr(0, 80));
+    if (j.size() > kTimelineMaxEdits)
+        throw ConfigError("config.timeline: " + std::to_string(j.size()) + " edits: at most " +
+                          std::to_string(kTimelineMaxEdits) +
+                          " (a run's config.json replays its edits; edits at one step are one)");
+    // Before each edit is checked (~0.2 ms each): its run's config.json would hold at least this.
+    if (const std::size_t bytes = j.dump(2).size(); bytes > kConfigMaxBytes)
+        throw ConfigError("config.timeline: its " + std::to_string(j.size()) +
+                          " edits make a config.json of " + std::to_string(bytes >> 20) +
+                          " MiB, more than the 16 MiB a config may be to replay");
     std::vector<TimedEdit> timeline;
     TrainConfig state = start;
     for (std::size_t i = 0; i < j.size(); ++i) {
@@ -503,8 +512,15 @@ TrainConfig configFromJson(const json& j) {
         s.flag("hadamard", c.hadamard);
         s.finish();
     }
-    if (top.has("timeline"))
+    if (top.has("timeline")) {
         c.timeline = readTimeline(top.at("timeline"), c);
+        // Its run writes it back as config.json, which must read again.
+        if (!c.timeline.empty())
+            if (const std::size_t bytes = c.toJson().dump(2).size() + 1; bytes > kConfigMaxBytes)
+                throw ConfigError("config.timeline: its " + std::to_string(c.timeline.size()) +
+                                  " edits make a config.json of " + std::to_string(bytes >> 20) +
+                                  " MiB, more than the 16 MiB a config may be to replay");
+    }
     top.finish();
     return c;
 }

@@ -103,6 +103,12 @@ struct TrainConfig {
 // kConfigMaxDepth levels of nesting (configs need 4), no key twice in one object. Errors name
 // the source (a file path) and what was expected.
 inline constexpr int kConfigMaxDepth = 16;
+// The largest config file any reader takes (train --config, Open session, a sweep's configs).
+// What is accepted must replay: a config whose timeline would make its run's config.json larger
+// than this is refused when it is read, not when its replay is (configFromJson).
+inline constexpr std::size_t kConfigMaxBytes = std::size_t{16} << 20;
+// Timeline edits a config may hold (each is checked as it is read: ~0.2 ms an edit).
+inline constexpr std::size_t kTimelineMaxEdits = 20000;
 nlohmann::json parseConfigText(const std::string& text, const std::string& source);
 // `from` merged into `into` (objects merged key by key, everything else replaced).
 void mergeConfig(nlohmann::json& into, const nlohmann::json& from);

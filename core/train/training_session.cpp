@@ -161,6 +161,12 @@ TrainConfig TrainingSession::finalReplayConfig() const {
 
 void TrainingSession::noteEdit(std::int64_t step, nlohmann::json patch) {
     std::lock_guard lock(m_effectiveMutex);
+    // Edits at one step are one edit (a slider dragged on a paused run makes dozens): merged,
+    // they leave the config where applying them one by one would.
+    if (!m_plan.timeline.empty() && m_plan.timeline.back().step == step) {
+        mergeConfig(m_plan.timeline.back().set, patch);
+        return;
+    }
     m_plan.timeline.push_back({step, std::move(patch)});
 }
 

@@ -21,6 +21,7 @@ private slots:
     void everyKeyReplaysFieldByField();
     void everyPresetReplaysFieldByField();
     void roleOverridesMergeIntoPresetRoles();
+    void aTimelineThatCouldNotReplayIsRefused();
 };
 
 void TestConfig::defaultsRoundTrip() {
@@ -148,6 +149,46 @@ void TestConfig::errors() {
         QVERIFY2(QString::fromUtf8(e.what()).contains(mustMention), e.what());
         QVERIFY(!QString::fromUtf8(e.what()).contains(QLatin1Char('\n')));
     }
+}
+
+// What is accepted must replay: a timeline whose run's config.json would be larger than a
+// config may be read back at is refused on the way in (it was accepted, and its replay refused).
+void TestConfig::aTimelineThatCouldNotReplayIsRefused() {
+    nlohmann::json many = {{"timeline", nlohmann::json::array()}};
+    for (std::size_t i = 0; i <= kTimelineMaxEdits; ++i)
+        many["timeline"].push_back({{"step", 1}, {"set", {{"scaling", {{"scale", 2.0}}}}}});
+    try {
+        configFromJson(many);
+        QFAIL("20001 edits accepted");
+    } catch (const ConfigError& e) {
+        QVERIFY2(std::string(e.what()).find("20001 edits: at most 20000") != std::string::npos,
+                 e.what());
+    }
+    // Few edits, each a recipe with many per-stage overrides: the file it writes is too large.
+    nlohmann::json overrides = nlohmann::json::array();
+    for (int stage = 0; stage < 1000; ++stage)
+        overrides.push_back(
+            {{"stage", stage},
+             {"weights", {{"format", "fp16"}, {"rounding", "stochastic"}}},
+             {"activations", {{"format", "bf16"}, {"rounding", "stochastic"}}},
+             {"activation_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}},
+             {"weight_gradients", {{"format", "fp8-e5m2"}, {"rounding", "stochastic"}}}});
+    nlohmann::json bulky = {{"timeline", nlohmann::json::array()}};
+    for (int i = 0; i < 60; ++i)
+        bulky["timeline"].push_back(
+            {{"step", i}, {"set", {{"recipe", {{"overrides", overrides}}}}}});
+    try {
+        configFromJson(bulky);
+        QFAIL("a config whose config.json cannot be read back was accepted");
+    } catch (const ConfigError& e) {
+        QVERIFY2(std::string(e.what()).find("more than the 16 MiB a config may be to replay") !=
+                     std::string::npos,
+                 e.what());
+    }
+    bulky["timeline"].erase(bulky["timeline"].begin() + 2, bulky["timeline"].end());
+    const TrainConfig fits = configFromJson(bulky); // two such edits fit, and read back
+    QVERIFY(fits.toJson().dump(2).size() < kConfigMaxBytes);
+    QCOMPARE(configFromJson(fits.toJson()).timeline.size(), std::size_t{2});
 }
 
 QTEST_APPLESS_MAIN(TestConfig)
