@@ -1,6 +1,8 @@
 // Trainer: forward, loss, backward, update, with the format engine at every rounding point.
 #include "train/trainer.h"
 
+#include "util/system_memory.h"
+
 #include "device/compute_backend.h"
 #include "engine/cpu_ops.h"
 #include "nn/linear.h"
@@ -51,6 +53,50 @@ std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& con
     return {std::make_unique<CpuOps>(), notice};
 }
 
+namespace {
+
+// A run whose parameters, optimiser state and activations the machine cannot hold is refused
+// before anything is allocated, naming the keys that set the size: on Linux the allocation
+// itself succeeds and the OOM killer ends the process later (exit 137 at 22.5 GB for
+// model.hidden [65536, 65536]). As the GPT's (gpt_run.cpp).
+void refuseWhatMemoryCannotHold(const TrainConfig& config, const Model& model) {
+    const std::optional<std::uint64_t> available = availableMemoryBytes();
+    if (!available)
+        return;
+    const double params = static_cast<double>(model.parameterCount());
+    // The initial values, master, weights, gradients, update, the optimiser's moment(s).
+    const double copies = config.optimizer == OptimizerKind::Sgd ? 6.0 : 7.0;
+    double activations = static_cast<double>(model.inputShape().size());
+    for (const auto& layer : model.layers())
+        activations += 2.0 * static_cast<double>(layer->outputShape().size()); // out, gradient
+    const double bytes =
+        sizeof(float) * (copies * params + static_cast<double>(config.batchSize) * activations);
+    if (bytes <= static_cast<double>(*available))
+        return;
+    const auto gb = [](double b) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
+        return std::string(text);
+    };
+    std::string sizes;
+    if (config.model.type == "cnn") {
+        sizes = "config.model.conv_channels1 " + std::to_string(config.model.convChannels1) +
+                ", conv_channels2 " + std::to_string(config.model.convChannels2);
+    } else {
+        sizes = "config.model.hidden [";
+        for (std::size_t i = 0; i < config.model.hidden.size(); ++i)
+            sizes += (i ? ", " : "") + std::to_string(config.model.hidden[i]);
+        sizes += "]";
+    }
+    throw ConfigError(sizes + ": " + std::to_string(model.parameterCount()) +
+                      " parameters need about " + gb(bytes) + " with the optimiser's state and " +
+                      "the activations of train.batch_size " + std::to_string(config.batchSize) +
+                      "; " + gb(static_cast<double>(*available)) +
+                      " of memory is available: a smaller model (or batch)");
+}
+
+} // namespace
+
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
     : Trainer(config, data, nullptr) {}
 
@@ -71,6 +117,8 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
     const bool engineChosenHere = !m_ops;
     if (engineChosenHere)
         std::tie(m_ops, m_deviceNotice) = opsFor(config);
+    if (m_ops->name() == "cpu") // a GPU's engine says when it is out of memory
+        refuseWhatMemoryCannotHold(config, m_model);
 #if defined(PLAB_HAVE_OPENBLAS)
     openblas_set_num_threads(static_cast<int>(m_pool.threadCount()));
 #endif

@@ -313,6 +313,15 @@ void TestCli::badInput_data() {
     QTest::newRow("compare seeds")
         << args({"compare", "--presets", "fp32", "--seeds", "100000000"}) << QByteArray()
         << "--seeds: \"100000000\": expected a whole number from 1 to 1000";
+    // An MLP no machine could hold (32 layers of 65536: ~3 TB with its optimiser state) is
+    // refused before anything is allocated (it was OOM-killed), naming the key.
+    QString huge = QStringLiteral("model.hidden=[65536");
+    for (int i = 1; i < 32; ++i)
+        huge += QStringLiteral(",65536");
+    huge += QLatin1Char(']');
+    QTest::newRow("mlp beyond memory")
+        << (args({"train", "--steps", "1", "--device", "cpu", "--set"}) << huge) << QByteArray()
+        << "config.model.hidden [65536, 65536";
     // One format under two names is one point: it would run twice.
     QTest::newRow("sweep grid aliases")
         << args({"sweep", "--presets", "fp32", "--grid", "recipe.weights=fp8-e4m3,e4m3:fn"})
