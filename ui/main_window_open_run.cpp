@@ -225,6 +225,7 @@ void MainWindow::showViewedStep(int index) {
     TrainingSnapshot snapshot;
     snapshot.stageNames = m_viewedNames;
     std::int64_t shown = 0;
+    TrainConfig shownConfig = m_viewedConfig;
     if (m_viewedRecord && index >= 0 && static_cast<std::size_t>(index) < m_scrubSteps.size()) {
         const std::int64_t step = m_scrubSteps[static_cast<std::size_t>(index)];
         std::optional<RecordedStatistics> stats;
@@ -239,6 +240,13 @@ void MainWindow::showViewedStep(int index) {
             for (const StepScalars& s : m_viewedHistory)
                 if (s.step == step)
                     snapshot.scalars = s;
+            // The settings that step ran with (the config's timeline up to it): the policy box,
+            // the dock and the bands say what that step used, not what the run started with.
+            shownConfig = configAfterSteps(m_viewedConfig, step - 1);
+            m_policy->setCurrentIndex( // emits no `activated`: sends nothing anywhere
+                m_policy->findData(static_cast<int>(shownConfig.scalingPolicy)));
+            if (!(shownConfig.recipe == m_recipeEditor->recipe()))
+                m_recipeEditor->setRecipe(shownConfig.recipe);
             // A step newly on show is drawn at the loss scale it was recorded at (a dynamic
             // policy's or a GradScaler's, not the run's first); the slider previews from there.
             if (step != m_viewedStep && snapshot.scalars.scale > 0 &&
@@ -252,7 +260,7 @@ void MainWindow::showViewedStep(int index) {
         m_scrubLabel->setText(tr("histograms of step %1").arg(step));
     }
     m_viewedStep = shown;
-    m_gradientView->setSnapshot(snapshot, m_viewedConfig);
+    m_gradientView->setSnapshot(snapshot, shownConfig);
 }
 
 void MainWindow::showRecordedWhatIf() {

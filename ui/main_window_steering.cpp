@@ -117,8 +117,7 @@ void MainWindow::showSteeringReplies(const std::vector<RecordedEvent>& replies) 
     if (!m_steering->settingsChanged())
         return;
     const TrainConfig& now = m_steering->settings();
-    m_viewedConfig.recipe = now.recipe;
-    m_viewedConfig.scalingPolicy = now.scalingPolicy;
+    m_viewedConfig = m_steering->recordedConfig(); // its start and the timeline so far
     m_recipeEditor->setRecipe(now.recipe);
     m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(now.scalingPolicy)));
 }

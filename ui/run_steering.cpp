@@ -26,7 +26,8 @@ std::vector<RecordedEvent> RunSteering::refresh(const RunRecord& record, std::in
     if (emulate.is_object() && emulate.contains("train_config") &&
         (emulate["train_config"] != m_recorded || stepsTaken != m_stepsTaken)) {
         const TrainConfig before = m_settings;
-        m_settings = configAfterSteps(configFromJson(emulate["train_config"]), stepsTaken);
+        m_recordedConfig = configFromJson(emulate["train_config"]);
+        m_settings = configAfterSteps(m_recordedConfig, stepsTaken);
         m_settingsChanged = m_recorded.is_null() || !(m_settings == before);
         m_recorded = emulate["train_config"];
         m_stepsTaken = stepsTaken;

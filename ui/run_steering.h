@@ -29,6 +29,8 @@ public:
     // The run's settings now (for the recipe dock and the policy box), and whether they changed
     // at the last refresh.
     const TrainConfig& settings() const { return m_settings; }
+    // The config the run started from, with its timeline of edits so far.
+    const TrainConfig& recordedConfig() const { return m_recordedConfig; }
     bool settingsChanged() const { return m_settingsChanged; }
 
     // The commands the controls send. Each returns the error (one line naming the run), or
@@ -42,7 +44,7 @@ private:
     std::string sendEdit(const nlohmann::json& patch);
     std::string m_dir;
     std::string m_why = "not read yet";
-    TrainConfig m_settings;
+    TrainConfig m_settings, m_recordedConfig;
     nlohmann::json m_recorded; // the recorded train_config the settings were made from
     std::int64_t m_stepsTaken = -1;
     bool m_settingsChanged = false, m_paused = false;

@@ -871,7 +871,9 @@ void TestMainWindow::openRunShowsAPastRun() {
         TrainConfig config = configFromJson(
             {{"data", {{"train_size", 200}, {"test_size", 50}}},
              {"model", {{"hidden", {8}}}},
-             {"train", {{"steps", 5}, {"batch_size", 16}, {"histograms_every", 1}}}});
+             {"train", {{"steps", 5}, {"batch_size", 16}, {"histograms_every", 1}}},
+             // switched to dynamic after step 2 (the probe's run did at step 2033)
+             {"timeline", {{{"step", 2}, {"set", {{"scaling", {{"policy", "dynamic"}}}}}}}}});
         TrainingSession session(config, c->data(), recorded);
         session.start();
         session.waitUntilDone();
@@ -882,8 +884,14 @@ void TestMainWindow::openRunShowsAPastRun() {
     QVERIFY(scrub->isVisible());
     QCOMPARE(scrub->maximum(), 4); // steps 1..5
     QCOMPARE(m_window->viewedStep(), std::int64_t{5});
+    // Each step's policy as it ran: dynamic from step 3, static before.
+    QCOMPARE(m_window->policyBox()->currentText(), QStringLiteral("dynamic"));
     scrub->setValue(1);
     QCOMPARE(m_window->viewedStep(), std::int64_t{2});
+    QCOMPARE(m_window->policyBox()->currentText(), QStringLiteral("static"));
+    scrub->setValue(2);
+    QCOMPARE(m_window->policyBox()->currentText(), QStringLiteral("dynamic"));
+    scrub->setValue(1);
     QVERIFY(m_window->gradientView()->currentFractions().normal > 0.0);
     QCOMPARE(m_window->applySettings(), QString());
 }
