@@ -155,7 +155,12 @@ Sweep readSweepFile(const std::string& path, nlohmann::json* whole) {
     case BoundedRead::CannotRead:
         throw std::invalid_argument(path + ": cannot read the sweep file");
     }
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json j;
+    try { // strictly, as configs are read: a key given twice is refused, not last-one-wins
+        j = parseConfigText(text, path);
+    } catch (const ConfigError& e) {
+        throw std::invalid_argument(e.what());
+    }
     if (whole != nullptr)
         *whole = j;
     return Sweep::fromJson(j, path);

@@ -1015,6 +1015,10 @@ void TestCli::inputsThatWouldBeIgnoredAreRefused() {
     QVERIFY(sweepJson.open(QIODevice::WriteOnly));
     sweepJson.write(R"({"presets": ["fp32"], "stepz": 3})");
     sweepJson.close();
+    QFile twice(dir.filePath(QStringLiteral("twice.json"))); // a key given twice
+    QVERIFY(twice.open(QIODevice::WriteOnly));
+    twice.write(R"({"presets": ["fp32"], "seeds": 1, "seeds": 2})");
+    twice.close();
     QFile timeline(dir.filePath(QStringLiteral("timeline.json")));
     QVERIFY(timeline.open(QIODevice::WriteOnly));
     timeline.write(R"({"timeline": [{"set": {"train": {"lr": 0.1}}}]})");
@@ -1028,6 +1032,7 @@ void TestCli::inputsThatWouldBeIgnoredAreRefused() {
         {{"sweep", "--presets", "fp32", "--steps", "2", "--epochs", "1", "--out", out}, "excludes"},
         {{"sweep", "--file", sweepJson.fileName(), "--presets", "bf16", "--out", out}, "excludes"},
         {{"sweep", "--file", sweepJson.fileName(), "--out", out}, "unknown key \"stepz\""},
+        {{"sweep", "--file", twice.fileName(), "--out", out}, "key \"seeds\" appears twice"},
         {{"sweep", "--collect", "--out", out}, "no such folder"},
         {{"train", "--set", "train.lr=0.1", "--set", "train=1", "--out", out},
          "train is a section of settings"},
