@@ -4,6 +4,9 @@
 #include "charts.h"
 #include "cli_commands.h"
 
+#include "record/folder_kind.h"
+#include "record/record_error.h"
+
 #include "stop_signals.h"
 #include "sweep/sweep_plan.h"
 #include "sweep_runner.h"
@@ -131,6 +134,11 @@ int runCompare(const CompareArgs& args) {
     if (ec || !std::filesystem::is_directory(args.out))
         throw std::runtime_error(args.out + ": cannot create the compare folder" +
                                  (ec ? " (" + ec.message() + ")" : std::string(" (not a folder)")));
+    try { // a run's or a sweep's folder is not a compare's
+        refuseOtherKind(args.out, FolderKind::Compare);
+    } catch (const RecordError& e) {
+        throw std::invalid_argument(e.what());
+    }
     if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
         throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
                                             "--overwrite to replace it, or choose another --out");

@@ -5,6 +5,9 @@
 // (core/sweep/sweep_results.h), as sweep.csv, sweep.md and charts.
 #include "charts.h"
 #include "cli_commands.h"
+
+#include "record/folder_kind.h"
+#include "record/record_error.h"
 #include "slurm_jobs.h"
 #include "stop_signals.h"
 #include "sweep_runner.h"
@@ -275,6 +278,11 @@ int runSweep(const SweepArgs& args) {
     if (ec || !std::filesystem::is_directory(out))
         throw std::runtime_error(out + ": cannot create the sweep folder (" +
                                  (ec ? ec.message() : std::string("not a folder")) + ")");
+    try { // a run's or a compare's folder is not a sweep's
+        refuseOtherKind(out, FolderKind::Sweep);
+    } catch (const RecordError& e) {
+        throw std::invalid_argument(e.what());
+    }
     // An earlier job of this sweep that still runs: wait for it (slurm) or refuse (local), so
     // that no run folder is trained twice at once.
     const std::string earlier = std::filesystem::exists(slurmDir(out)) ? activeJob(out) : "";

@@ -1,6 +1,8 @@
 // RunLog: the record database's writer.
 #include "train/run_log.h"
 
+#include "record/folder_kind.h"
+
 #include "gpt/gpt_model.h" // outlierChannelShare
 
 #include "record/histogram_blob.h"
@@ -95,7 +97,10 @@ constexpr const char* kPythonHint = "pass overwrite=True to replace it, or choos
 
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
-    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    // Before the lock, which would leave its file in a folder that is not a run's (not even
+    // with overwrite).
+    : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
+      m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
     if (!options.overwrite)
         refuseEarlierRun(dir, kCliHint);
     else // nothing of the earlier run may describe this one
@@ -108,7 +113,8 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
 
 RunLog::RunLog(const std::string& dir, const ExternalRun& run,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
-    : m_dir(dir), m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
+      m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
     if (!options.overwrite)
         refuseEarlierRun(dir, kPythonHint);
     else

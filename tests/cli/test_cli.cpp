@@ -51,6 +51,7 @@ private slots:
     void compareWritesTableAndPlots();
     void compareKeepsFailedRunsInTheTable();
     void compareSaysWhichRunsDiverged();
+    void aFolderOfAnotherKindIsRefused();
     void sweepResumesAndKeepsFailures();
     void sweepWithoutStatisticsShowsNoFlushedShares();
     void sweepVerdictNamesARealDifference();
@@ -677,6 +678,49 @@ void TestCli::compareSaysWhichRunsDiverged() {
         QCOMPARE(cells[5], QByteArray("nan")); // test accuracy
     }
     QVERIFY2(r.out.contains("| fp32 | diverged |"), r.out.constData());
+}
+
+// A run's, a compare's and a sweep's folder each refuse the other two commands (with
+// --overwrite too), naming what they hold; before, one folder ended holding all three.
+void TestCli::aFolderOfAnotherKindIsRefused() {
+    QTemporaryDir dir;
+    const QString run = dir.filePath(QStringLiteral("run"));
+    const QString compared = dir.filePath(QStringLiteral("compare"));
+    const QString swept = dir.filePath(QStringLiteral("sweep"));
+    const QStringList tiny = QStringList{QStringLiteral("--steps"), QStringLiteral("2")} + kTinyRun;
+    QCOMPARE(
+        runCli(QStringList{QStringLiteral("train"), QStringLiteral("--out"), run} + tiny).exitCode,
+        0);
+    QCOMPARE(runCli(QStringList{QStringLiteral("compare"), QStringLiteral("--presets"),
+                                QStringLiteral("fp32"), QStringLiteral("--out"), compared} +
+                    tiny)
+                 .exitCode,
+             0);
+    QCOMPARE(runCli(QStringList{QStringLiteral("sweep"), QStringLiteral("--presets"),
+                                QStringLiteral("fp32"), QStringLiteral("--out"), swept} +
+                    tiny)
+                 .exitCode,
+             0);
+    const struct {
+        QStringList args;
+        const char* says;
+    } cases[] = {
+        {{"compare", "--presets", "fp32", "--out", run}, "holds a run's record (run.sqlite)"},
+        {{"sweep", "--presets", "fp32", "--out", run}, "holds a run's record (run.sqlite)"},
+        {{"train", "--out", compared, "--overwrite"}, "holds a compare's record (compare.csv)"},
+        {{"sweep", "--presets", "fp32", "--out", compared}, "holds a compare's record"},
+        {{"train", "--out", swept, "--overwrite"}, "holds a sweep's record (sweep.json)"},
+        {{"compare", "--presets", "fp32", "--out", swept, "--overwrite"}, "holds a sweep's record"},
+    };
+    for (const auto& c : cases) {
+        const Result r = runCli(c.args + tiny);
+        QVERIFY2(r.exitCode == 2, qPrintable(c.args.join(u' ') + QStringLiteral(" -> ") +
+                                             QString::number(r.exitCode) + QLatin1Char(' ') +
+                                             QString::fromUtf8(r.err)));
+        QVERIFY2(r.err.contains(c.says), r.err.constData());
+    }
+    QVERIFY(!QFile::exists(swept + QStringLiteral("/.lock"))); // nothing written into them
+    QVERIFY(!QFile::exists(compared + QStringLiteral("/metrics.csv")));
 }
 
 // A sweep: presets x a grid value x seeds, one folder per run, a table of means and intervals
