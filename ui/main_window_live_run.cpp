@@ -200,7 +200,10 @@ QString MainWindow::applySettings() {
 QString MainWindow::resetRun() {
     if (!m_controller->hasSession())
         return {};
-    TrainConfig config = m_controller->effectiveConfig();
+    // What the controls show: an ended run's session takes no more edits, so the lr typed or the
+    // recipe set after it ended are in the controller's config only (they were dropped before).
+    TrainConfig config =
+        hasEnded(m_controller->state()) ? m_controller->config() : m_controller->effectiveConfig();
     config.timeline.clear(); // the edits are in its settings from step 0
     const QString error = startRun(config);
     if (!error.isEmpty())

@@ -805,6 +805,30 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
     QCOMPARE(old.steps().size(), std::size_t{2});
     QVERIFY(old.summary().stopReason != "running");
     QCOMPARE(old.summary().steps, 2);
+
+    // A run that has finished: the lr typed and the recipe set after its end are what Reset
+    // starts from (they were dropped: the ended session took no more edits).
+    QTemporaryDir sessions;
+    const QString session = sessions.filePath(QStringLiteral("two-steps.json"));
+    {
+        QFile f(session);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"train": {"steps": 2, "lr": 0.05}})");
+    }
+    QCOMPARE(m_window->loadSession(session), QString());
+    c->train();
+    QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Finished, kWorkerWaitMs);
+    c->setLearningRate(0.02);
+    PrecisionRecipe bf16 = c->config().recipe;
+    bf16.roles[static_cast<std::size_t>(TensorRole::Weights)] =
+        QuantConfig::forFormat(parseFormat("bf16"));
+    QCOMPARE(c->setRecipe(bf16), QString());
+    QCOMPARE(m_window->resetRun(), QString());
+    QCOMPARE(c->effectiveConfig().learningRate, 0.02);
+    QCOMPARE(c->effectiveConfig()
+                 .recipe.roles[static_cast<std::size_t>(TensorRole::Weights)]
+                 .format.name,
+             std::string("bf16"));
     QCOMPARE(m_window->applySettings(), QString());
 }
 
