@@ -133,7 +133,7 @@ std::string scaleText(double scale) {
     const double quarters = std::log2(scale) * 4.0;
     if (!std::isfinite(quarters) || quarters != std::round(quarters))
         return number;
-    char power[48];
+    char power[64];
     std::snprintf(power, sizeof power, "%s (2^%g)", number, quarters / 4.0);
     return power;
 }
