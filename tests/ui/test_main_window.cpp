@@ -125,6 +125,7 @@ private slots:
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
     void resetStartsANewRunWithTheEdits();
+    void resetAfterTheEndKeepsTheEdits();
     void statusShowsTheRealThroughput();
     void openRunShowsAPastRun();
     void readmeFirstSessionHoldsAsWritten();
@@ -805,9 +806,17 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
     QCOMPARE(old.steps().size(), std::size_t{2});
     QVERIFY(old.summary().stopReason != "running");
     QCOMPARE(old.summary().steps, 2);
+    QCOMPARE(m_window->applySettings(), QString());
+}
 
-    // A run that has finished: the lr typed and the recipe set after its end are what Reset
-    // starts from (they were dropped: the ended session took no more edits).
+// A run that has finished: the lr typed and the recipe set after its end are what Reset starts
+// from (they were dropped: the ended session took no more edits). A window of its own: the
+// session it loads would stay in the shared window's toolbar.
+void TestMainWindow::resetAfterTheEndKeepsTheEdits() {
+    QString error;
+    MainWindow w;
+    w.setErrorSink(&error);
+    TrainingController* c = w.controller();
     QTemporaryDir sessions;
     const QString session = sessions.filePath(QStringLiteral("two-steps.json"));
     {
@@ -815,7 +824,7 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write(R"({"train": {"steps": 2, "lr": 0.05}})");
     }
-    QCOMPARE(m_window->loadSession(session), QString());
+    QCOMPARE(w.loadSession(session), QString());
     c->train();
     QTRY_VERIFY_WITH_TIMEOUT(c->state() == SessionState::Finished, kWorkerWaitMs);
     c->setLearningRate(0.02);
@@ -823,13 +832,13 @@ void TestMainWindow::resetStartsANewRunWithTheEdits() {
     bf16.roles[static_cast<std::size_t>(TensorRole::Weights)] =
         QuantConfig::forFormat(parseFormat("bf16"));
     QCOMPARE(c->setRecipe(bf16), QString());
-    QCOMPARE(m_window->resetRun(), QString());
+    QCOMPARE(w.resetRun(), QString());
     QCOMPARE(c->effectiveConfig().learningRate, 0.02);
     QCOMPARE(c->effectiveConfig()
                  .recipe.roles[static_cast<std::size_t>(TensorRole::Weights)]
                  .format.name,
              std::string("bf16"));
-    QCOMPARE(m_window->applySettings(), QString());
+    QVERIFY2(error.isEmpty(), qPrintable(error));
 }
 
 // The status bar's samples/s is what the run gets over wall time: paced at 5 steps/s of 64
