@@ -26,10 +26,13 @@ std::vector<RecordedEvent> RunSteering::refresh(const RunRecord& record, std::in
     if (emulate.is_object() && emulate.contains("train_config") &&
         (emulate["train_config"] != m_recorded || stepsTaken != m_stepsTaken)) {
         const TrainConfig before = m_settings;
-        m_recordedConfig = configFromJson(emulate["train_config"]);
+        const bool first = m_recorded.is_null();
+        if (emulate["train_config"] != m_recorded) { // parsed only when the script rewrote it
+            m_recordedConfig = configFromJson(emulate["train_config"]);
+            m_recorded = emulate["train_config"];
+        }
         m_settings = configAfterSteps(m_recordedConfig, stepsTaken);
-        m_settingsChanged = m_recorded.is_null() || !(m_settings == before);
-        m_recorded = emulate["train_config"];
+        m_settingsChanged = first || !(m_settings == before);
         m_stepsTaken = stepsTaken;
     }
     std::vector<RecordedEvent> replies;

@@ -95,9 +95,13 @@ void TensorCast::cast(std::span<const float> in, std::span<float> out, std::size
             result->tensorScale = r.tensorScale;
             // The tensor's own amax, as an element format's row says it (the block-scaled
             // elements' largest is about the element format's max by construction).
-            float amax = 0.0f;
-            for (const float v : source)
-                amax = std::fabs(v) > amax ? std::fabs(v) : amax; // NaN compares false: skipped
+            // NVFP4's cast took it already; the others take no tensor amax: one pass for it.
+            float amax = r.inputAmax;
+            if (amax < 0.0f) {
+                amax = 0.0f;
+                for (const float v : source) // NaN compares false: skipped
+                    amax = std::fabs(v) > amax ? std::fabs(v) : amax;
+            }
             result->stats.amax = amax;
         }
         if (measure) // the block passes measure no error of their own
