@@ -144,6 +144,7 @@ int runCompare(const CompareArgs& args) {
                                             "--overwrite to replace it, or choose another --out");
     const std::vector<SweepRun> runs = planComparisonRuns(comparison, args.out);
     std::map<std::string, std::string> failures; // preset -> why its run gave no result
+    bool recordFailed = false; // a run's record could not be written (a full disk): exit 4
     std::vector<bool> started(runs.size(), false);
     catchStopSignals(); // passed on to the children once, so that each writes its summary
     ChildProcessLauncher children(selfExecutable(), args.overwrite);
@@ -163,6 +164,7 @@ int runCompare(const CompareArgs& args) {
                                                                : "FAILED");
         if (end.outcome == RunEnd::Outcome::Failed)
             failures[preset] = end.reason;
+        recordFailed = recordFailed || end.recordFailed;
     };
     hooks.stop = []() -> std::optional<StopRequest> {
         if (stopSignal() == 0)
@@ -285,7 +287,7 @@ int runCompare(const CompareArgs& args) {
                                          [](const RunResult& r) { return !r.failure.empty(); })) {
         std::fprintf(stderr, "compare: some runs failed (see the table's reason column and "
                              "each run's .stderr.log)\n");
-        return kExitTrainingFailed;
+        return recordFailed ? kExitRecordFailed : kExitTrainingFailed;
     }
     return 0;
 }

@@ -84,6 +84,8 @@ Command addSteerCommand(CLI::App& app) {
                 std::int64_t number = 0;
                 try {
                     number = sendRunCommand(o->run, command);
+                } catch (const RecordWriteError&) {
+                    throw; // the disk refused the command: exit 4, not bad input
                 } catch (const RecordError& e) {
                     throw std::invalid_argument(e.what());
                 }

@@ -188,7 +188,10 @@ int runTask(const Sweep& sweep, const SweepArgs& args, const SlurmOptions& optio
         if (r.relative == line) {
             std::fprintf(stderr, "sweep: task %d: %s\n", args.taskIndex, r.dir.c_str());
             catchStopSignals();
-            return runChildren({r}, 1, /*rerunFailed=*/true).failed == 0 ? 0 : kExitTrainingFailed;
+            const SweepTally tally = runChildren({r}, 1, /*rerunFailed=*/true);
+            return tally.recordFailed > 0 ? kExitRecordFailed
+                   : tally.failed == 0    ? 0
+                                          : kExitTrainingFailed;
         }
     throw std::invalid_argument(args.taskList + ": \"" + line + "\" is no run of " + args.file);
 }
@@ -303,6 +306,7 @@ int runSweep(const SweepArgs& args) {
     // The Slurm backend submits what is to do; the local one lets the executor decide.
     std::vector<SweepRun> todo;
     int skipped = 0;
+    SweepTally tally; // the local backend's (a Slurm job's runs report through their markers)
     for (const SweepRun& r : all) {
         const SweepRunState state = sweepRunState(r.dir);
         if (state == SweepRunState::Done || (state == SweepRunState::Failed && !args.rerunFailed) ||
@@ -338,12 +342,19 @@ int runSweep(const SweepArgs& args) {
         }
     } else {
         catchStopSignals();
-        const SweepTally tally = runChildren(
-            all, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(), args.rerunFailed);
+        tally = runChildren(all, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
+                            args.rerunFailed);
         std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n",
                      tally.started, tally.skippedDone + tally.skippedFailed);
     }
     const int status = report(sweep, out);
+    if (tally.recordFailed > 0) {
+        std::fprintf(stderr,
+                     "sweep: %d run(s) could not write their record (see each run's "
+                     ".failed marker)\n",
+                     tally.recordFailed);
+        return kExitRecordFailed;
+    }
     if (stopSignal() != 0) {
         std::fprintf(stderr,
                      "sweep: stopped by signal %d; the same command (or `sweep --file "

@@ -1,5 +1,6 @@
 // precision-lab-cli: the headless front end of the Precision Lab core. No Qt.
 #include "cli_commands.h"
+#include "record/record_error.h"
 
 #if PLAB_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -139,6 +140,9 @@ int main(int argc, char** argv) {
                 status = command.run();
                 break;
             }
+    } catch (const plab::RecordWriteError& e) { // the disk refused, not the input
+        std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
+        status = plab::cli::kExitRecordFailed;
     } catch (const plab::cli::OutputError& e) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
         status = plab::cli::kExitRecordFailed;

@@ -39,7 +39,7 @@ std::string systemError(const std::string& what, const std::string& path) {
 RowFile::RowFile(std::string path) : m_path(std::move(path)) {
     m_fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (m_fd < 0)
-        throw RecordError(systemError("cannot create", m_path));
+        throw RecordWriteError(systemError("cannot create", m_path));
 }
 
 RowFile::~RowFile() {
@@ -79,7 +79,7 @@ void RowFile::append(const std::string& rows) {
         if (::ftruncate(m_fd, static_cast<off_t>(m_size)) == 0)
             ::lseek(m_fd, static_cast<off_t>(m_size), SEEK_SET);
         errno = error;
-        throw RecordError(systemError("cannot write", m_path));
+        throw RecordWriteError(systemError("cannot write", m_path));
     }
     m_size += rows.size();
 }
@@ -88,7 +88,7 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
     const std::string temp = path + ".tmp";
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        throw RecordError(systemError("cannot create", temp));
+        throw RecordWriteError(systemError("cannot create", temp));
     bool ok = writeAll(fd, contents.data(), contents.size()) && ::fsync(fd) == 0;
     int error = ok ? 0 : errno;
     if (::close(fd) != 0 && ok) { // some file systems report a full disk only here
@@ -98,13 +98,13 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
     if (!ok) {
         ::unlink(temp.c_str());
         errno = error;
-        throw RecordError(systemError("cannot write", path));
+        throw RecordWriteError(systemError("cannot write", path));
     }
     if (::rename(temp.c_str(), path.c_str()) != 0) {
         const int renameError = errno;
         ::unlink(temp.c_str());
         errno = renameError;
-        throw RecordError(systemError("cannot replace", path));
+        throw RecordWriteError(systemError("cannot replace", path));
     }
 }
 

@@ -56,6 +56,15 @@ std::string describe(sqlite3* db, int code, const std::string& path) {
     return path + ": " + what + " [sqlite: " + (message ? message : sqlite3_errstr(code)) + "]";
 }
 
+// A write the storage refused (full, I/O error) is a RecordWriteError; the rest (a busy, missing
+// or foreign file) a RecordError.
+[[noreturn]] void throwFailure(sqlite3* db, int code, const std::string& path) {
+    const int primary = code & 0xff;
+    if (primary == SQLITE_FULL || primary == SQLITE_IOERR)
+        throw RecordWriteError(describe(db, code, path));
+    throw RecordError(describe(db, code, path));
+}
+
 } // namespace
 
 SqliteStatement::SqliteStatement(sqlite3_stmt* statement, std::string path)
@@ -81,7 +90,7 @@ SqliteStatement& SqliteStatement::operator=(SqliteStatement&& other) noexcept {
 }
 
 void SqliteStatement::fail(int code) const {
-    throw RecordError(describe(sqlite3_db_handle(m_statement), code, m_path));
+    throwFailure(sqlite3_db_handle(m_statement), code, m_path);
 }
 
 SqliteStatement& SqliteStatement::bind(int index, std::int64_t value) {
@@ -211,7 +220,7 @@ void SqliteDb::exec(const std::string& sql) {
     const int rc = sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, &message);
     sqlite3_free(message);
     if (rc != SQLITE_OK)
-        throw RecordError(describe(m_db, rc, m_path));
+        throwFailure(m_db, rc, m_path);
 }
 
 SqliteStatement SqliteDb::prepare(std::string_view sql) {
@@ -219,7 +228,7 @@ SqliteStatement SqliteDb::prepare(std::string_view sql) {
     const int rc = sqlite3_prepare_v3(m_db, sql.data(), static_cast<int>(sql.size()),
                                       SQLITE_PREPARE_PERSISTENT, &statement, nullptr);
     if (rc != SQLITE_OK)
-        throw RecordError(describe(m_db, rc, m_path));
+        throwFailure(m_db, rc, m_path);
     return SqliteStatement(statement, m_path);
 }
 

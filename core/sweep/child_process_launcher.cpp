@@ -124,6 +124,7 @@ std::vector<RunEnd> ChildProcessLauncher::collectEnded(std::chrono::milliseconds
             } else if (code != 0 && code != 3) {
                 end.outcome = RunEnd::Outcome::Failed;
                 end.reason = failureReason(code, it->second.stderrPath);
+                end.recordFailed = code == 4; // `train`'s status for a record it could not write
             }
             ended.push_back(std::move(end));
             it = m_children.erase(it);

@@ -21,6 +21,7 @@ struct RunEnd {
     std::size_t run = 0; // the index given to start()
     Outcome outcome = Outcome::Failed;
     std::string reason;
+    bool recordFailed = false; // Failed because its record could not be written (a full disk)
 };
 
 struct StopRequest {

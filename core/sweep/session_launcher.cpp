@@ -41,6 +41,7 @@ std::vector<RunEnd> SessionLauncher::collectEnded(std::chrono::milliseconds wait
             } else if (state == SessionState::Failed || state == SessionState::Stopped) {
                 end.outcome = RunEnd::Outcome::Failed;
                 end.reason = it->session->stopReason();
+                end.recordFailed = !it->session->recordError().empty();
             }
             ended.push_back(std::move(end));
             it = m_going.erase(it);

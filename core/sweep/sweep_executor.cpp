@@ -26,6 +26,7 @@ SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
             break;
         case RunEnd::Outcome::Failed:
             ++tally.failed;
+            tally.recordFailed += end.recordFailed;
             writeFileAtomically(failedMarker(r.dir), end.reason + "\n");
             break;
         }

@@ -17,6 +17,7 @@ namespace plab {
 
 struct SweepTally {
     int started = 0, done = 0, failed = 0, stopped = 0;
+    int recordFailed = 0; // of `failed`: their record could not be written (a full disk)
     int skippedDone = 0, skippedFailed = 0, runningElsewhere = 0;
     bool stopRequested = false;
 };

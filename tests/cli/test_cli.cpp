@@ -77,6 +77,7 @@ private slots:
     void killedBeforeItsFirstStep();
     void inputReadersAreBounded();
     void fileSizeLimitIsAFullDisk();
+    void compareAndSweepOnAFullDiskExit4();
     void configTooLargeForTheMachineIsRefused();
     void nanShownWithItsCodesSign();
     void runFolderRemovedMidRunIsAnError();
@@ -1406,6 +1407,46 @@ void TestCli::fileSizeLimitIsAFullDisk() {
     QCOMPARE(quantize.exitStatus(), QProcess::NormalExit);
     QCOMPARE(quantize.exitCode(), 4);
     QVERIFY2(quantize.readAllStandardError().contains("File too large"), "no reason given");
+}
+
+// compare and sweep on a full disk (a file-size limit plays it, inherited by their `train`
+// children) exit 4 with the system's reason, as `train` does: not 3 (a training failure) when
+// the runs could not write their records, not 2 (bad input) when the command's own table could
+// not be written (issue 52 item 36).
+void TestCli::compareAndSweepOnAFullDiskExit4() {
+    QTemporaryDir dir;
+    const auto limitedRun = [](const QStringList& args, rlim_t bytes) {
+        QProcess p;
+        p.setChildProcessModifier([bytes] {
+            const rlimit limit{bytes, bytes};
+            ::setrlimit(RLIMIT_FSIZE, &limit);
+            std::signal(SIGXFSZ, SIG_IGN);
+        });
+        p.start(QStringLiteral(PLAB_CLI_PATH), args);
+        p.waitForFinished(120000);
+        return Result{p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3,
+                      p.readAllStandardOutput(), p.readAllStandardError()};
+    };
+    const QStringList compare = {QStringLiteral("compare"), QStringLiteral("--presets"),
+                                 QStringLiteral("fp32,bf16"), QStringLiteral("--steps"),
+                                 QStringLiteral("200")};
+    // The runs' records cannot grow past 200 kB; the table (small) is written.
+    const Result runs = limitedRun(
+        compare + QStringList{QStringLiteral("--out"), dir.filePath(QStringLiteral("c1"))}, 200000);
+    QCOMPARE(runs.exitCode, 4);
+    QVERIFY2(runs.out.contains("cannot write (File too large)"), runs.out.constData());
+    // Nothing past 600 bytes: the runs fail at once and the table itself cannot be written.
+    const Result table = limitedRun(
+        compare + QStringList{QStringLiteral("--out"), dir.filePath(QStringLiteral("c2"))}, 600);
+    QCOMPARE(table.exitCode, 4);
+    QVERIFY2(table.err.contains("cannot write (File too large)"), table.err.constData());
+    const Result sweep =
+        limitedRun({QStringLiteral("sweep"), QStringLiteral("--presets"), QStringLiteral("fp32"),
+                    QStringLiteral("--steps"), QStringLiteral("200"), QStringLiteral("--out"),
+                    dir.filePath(QStringLiteral("s"))},
+                   200000);
+    QCOMPARE(sweep.exitCode, 4);
+    QVERIFY2(sweep.err.contains("could not write their record"), sweep.err.constData());
 }
 
 // A GPT whose activations no machine holds (a terabyte here) is refused before anything is
