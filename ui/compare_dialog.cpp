@@ -346,7 +346,7 @@ void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
     std::vector<RunCurves> runs;
     RunMetricsCache metrics;
     for (const SweepRun& r : planSweepRuns(sweep, folder)) {
-        if (sweepRunState(r.dir) != SweepRunState::Done)
+        if (sweepRunState(r.dir, r.config) != SweepRunState::Done)
             continue;
         const RunAnalysis a = analyseRun(RunRecord(r.dir));
         runs.push_back({r.point, a.loss, a.flushedActGrads});

@@ -143,12 +143,25 @@ int runCompare(const CompareArgs& args) {
         throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
                                             "--overwrite to replace it, or choose another --out");
     const std::vector<SweepRun> runs = planComparisonRuns(comparison, args.out);
+    // A compare that was killed or stopped resumes, as a sweep does: a run done with these
+    // settings is kept, an interrupted or failed one runs again. A done run with other settings
+    // (another compare into the folder) is replaced only on --overwrite.
+    if (!args.overwrite)
+        for (const SweepRun& r : runs)
+            if (runEndedWithResult(r.dir))
+                if (const std::string differs = runDiffersFromPlan(r.dir, r.config);
+                    !differs.empty())
+                    throw std::runtime_error(r.dir + ": holds a run with other settings (" +
+                                             differs +
+                                             "); pass --overwrite to replace it, or "
+                                             "choose another --out");
     std::map<std::string, std::string> failures; // preset -> why its run gave no result
     bool recordFailed = false; // a run's record could not be written (a full disk): exit 4
     std::vector<bool> started(runs.size(), false);
     catchStopSignals(); // passed on to the children once, so that each writes its summary
-    ChildProcessLauncher children(selfExecutable(), args.overwrite);
-    SweepExecutor executor(runs, {std::thread::hardware_concurrency(), /*resume=*/false, false});
+    ChildProcessLauncher children(selfExecutable(), /*overwrite=*/true); // checked above
+    SweepExecutor executor(runs, {std::thread::hardware_concurrency(), /*resume=*/!args.overwrite,
+                                  /*rerunFailed=*/true});
     SweepExecutor::Hooks hooks;
     hooks.started = [&](std::size_t i) {
         started[i] = true;
@@ -176,6 +189,10 @@ int runCompare(const CompareArgs& args) {
         const std::string& preset = args.presets[runs[i].point];
         if (started[i] || failures.count(preset) != 0)
             continue;
+        if (sweepRunState(runs[i].dir, runs[i].config) == SweepRunState::Done) {
+            std::fprintf(stderr, "compare: %s found done earlier\n", preset.c_str());
+            continue;
+        }
         failures[preset] =
             stopSignal() != 0
                 ? "not started: the compare was stopped by signal " + std::to_string(stopSignal())

@@ -133,7 +133,7 @@ bool waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double
         const JobState state = jobState(id, &why);
         int done = 0, failed = 0, running = 0;
         for (const SweepRun& r : runs) {
-            const SweepRunState s = sweepRunState(r.dir);
+            const SweepRunState s = sweepRunState(r.dir, r.config);
             done += s == SweepRunState::Done;
             failed += s == SweepRunState::Failed;
             running +=
@@ -224,7 +224,7 @@ int report(const Sweep& sweep, const std::string& out) {
             std::fprintf(stderr, "sweep: %s/%s (rerun with --rerun-failed)\n", r.name.c_str(),
                          f.c_str());
         for (const std::string& m : r.missing)
-            std::fprintf(stderr, "sweep: %s/%s: not run yet\n", r.name.c_str(), m.c_str());
+            std::fprintf(stderr, "sweep: %s/%s\n", r.name.c_str(), m.c_str());
         incomplete = incomplete || !r.failed.empty() || !r.missing.empty();
     }
     return incomplete ? kExitTrainingFailed : 0;
@@ -308,7 +308,7 @@ int runSweep(const SweepArgs& args) {
     int skipped = 0;
     SweepTally tally; // the local backend's (a Slurm job's runs report through their markers)
     for (const SweepRun& r : all) {
-        const SweepRunState state = sweepRunState(r.dir);
+        const SweepRunState state = sweepRunState(r.dir, r.config);
         if (state == SweepRunState::Done || (state == SweepRunState::Failed && !args.rerunFailed) ||
             runDirectoryLocked(r.dir))
             ++skipped;

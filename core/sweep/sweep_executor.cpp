@@ -56,7 +56,7 @@ SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
             continue;
         }
         if (m_options.resume) {
-            const SweepRunState state = sweepRunState(r.dir);
+            const SweepRunState state = sweepRunState(r.dir, r.config);
             if (state == SweepRunState::Done) {
                 ++tally.skippedDone;
                 continue;

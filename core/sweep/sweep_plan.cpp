@@ -299,20 +299,58 @@ std::pair<std::string, std::vector<nlohmann::json>> parseGridOption(const std::s
     return {option.substr(0, eq), std::move(values)};
 }
 
-SweepRunState sweepRunState(const std::string& runDir) {
-    if (std::ifstream(failedMarker(runDir)))
-        return SweepRunState::Failed;
+std::string runDiffersFromPlan(const std::string& runDir, const nlohmann::json& planned) {
+    const std::string path = runDir + "/config.json";
+    std::string text;
+    if (readBounded(path, kConfigMaxBytes, text) != BoundedRead::Ok)
+        return path + ": cannot be read as the run's config";
+    try {
+        TrainConfig recorded = configFromJson(parseConfigText(text, path));
+        const TrainConfig wanted = configFromJson(planned);
+        recorded.threads = wanted.threads;
+        recorded.device = wanted.device;
+        if (recorded == wanted)
+            return {};
+        const std::string change = describeConfigChange(recorded.toJson(), wanted.toJson());
+        return change.empty() ? "its config.json differs from the sweep's" : change;
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+}
+
+namespace {
+
+// A run folder's summary.json (a null JSON when missing or unreadable).
+nlohmann::json runSummary(const std::string& runDir) {
     std::ifstream in(runDir + "/summary.json");
     if (!in)
-        return SweepRunState::ToRun;
+        return {};
     const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+    return s.is_object() ? s : nlohmann::json();
+}
+
+bool isResult(const nlohmann::json& summary) {
+    return summary.is_object() &&
+           (summary.value("finished", false) ||
+            summary.value("stop_reason", std::string()).rfind("diverged", 0) == 0);
+}
+
+} // namespace
+
+bool runEndedWithResult(const std::string& runDir) {
+    return isResult(runSummary(runDir));
+}
+
+SweepRunState sweepRunState(const std::string& runDir, const nlohmann::json& planned) {
+    if (std::ifstream(failedMarker(runDir)))
+        return SweepRunState::Failed;
+    const nlohmann::json s = runSummary(runDir);
     if (!s.is_object())
         return SweepRunState::ToRun;
-    if (s.value("finished", false))
-        return SweepRunState::Done;
+    if (isResult(s))
+        return runDiffersFromPlan(runDir, planned).empty() ? SweepRunState::Done
+                                                           : SweepRunState::ToRun;
     const std::string reason = s.value("stop_reason", std::string());
-    if (reason.rfind("diverged", 0) == 0)
-        return SweepRunState::Done;
     if (reason == "running" || reason.rfind("ended without writing its summary", 0) == 0 ||
         reason.rfind("interrupted", 0) == 0 || reason.rfind("stopped", 0) == 0)
         return SweepRunState::ToRun; // killed, interrupted: the sweep was stopped, not the run

@@ -67,9 +67,15 @@ std::pair<std::string, std::vector<nlohmann::json>> parseGridOption(const std::s
 std::string gridValueText(const nlohmann::json& v);
 
 // What a run folder holds: done (finished, or ended early with a result: diverged), to run (never
-// started, killed, interrupted), or failed (DIR.failed says why; rerun on request).
+// started, killed, interrupted; or its run trained other settings than `planned`, the config the
+// sweep gives it: an edited sweep.json), or failed (DIR.failed says why; rerun on request).
 enum class SweepRunState { Done, ToRun, Failed };
-SweepRunState sweepRunState(const std::string& runDir);
+SweepRunState sweepRunState(const std::string& runDir, const nlohmann::json& planned);
+// How the run in runDir differs from `planned` ("train.steps: 30 -> 40"; threads and device
+// aside, which choose where it runs, not what it learns); empty when it trained the same config.
+std::string runDiffersFromPlan(const std::string& runDir, const nlohmann::json& planned);
+// Whether runDir's run ended with a result (finished, or diverged), whatever its settings.
+bool runEndedWithResult(const std::string& runDir);
 inline std::string failedMarker(const std::string& runDir) {
     return runDir + ".failed";
 }

@@ -2,6 +2,8 @@
 
 #include "record/record_number.h"
 
+#include <filesystem>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -74,7 +76,8 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
         for (int seed = 1; seed <= sweep.seeds; ++seed) {
             const std::string run = sweep.runFolder(dir, p, seed);
             const std::string label = "seed-" + std::to_string(seed);
-            switch (sweepRunState(run)) {
+            const nlohmann::json planned = sweep.runConfigJson(p, seed);
+            switch (sweepRunState(run, planned)) {
             case SweepRunState::Done: {
                 ++r.runs;
                 for (const auto& [key, v] : metricsOf(run, cache))
@@ -89,7 +92,15 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
                 break;
             }
             case SweepRunState::ToRun:
-                r.missing.push_back(label);
+                // A run that trained other settings (sweep.json edited since) says how.
+                if (const std::string differs = std::filesystem::exists(run + "/summary.json")
+                                                    ? runDiffersFromPlan(run, planned)
+                                                    : std::string();
+                    !differs.empty())
+                    r.missing.push_back(label + ": to run again, its run trained other settings (" +
+                                        differs + ")");
+                else
+                    r.missing.push_back(label + ": not run yet");
                 break;
             }
         }

@@ -33,8 +33,9 @@ struct SweepPointResult {
     std::string name;
     int baseline = -1;    // index of the baseline point at the same grid values; -1: none
     std::size_t runs = 0; // runs done and counted
-    std::vector<std::string> failed;  // "seed-2: why" for runs that failed
-    std::vector<std::string> missing; // seed folders not run yet (or killed)
+    std::vector<std::string> failed; // "seed-2: why" for runs that failed
+    std::vector<std::string>
+        missing; // "seed-k: not run yet" (or killed), "seed-k: to run again, ..."
     std::map<std::string, SeedSummary> metrics;
     std::map<std::string, Difference> differences; // absent for the baseline and without one
     std::map<std::string, std::string> verdicts;   // "baseline", "no fp32 run here", a verdict

@@ -62,6 +62,7 @@ private slots:
     void slurmValuesCannotReachTheScript_data();
     void slurmValuesCannotReachTheScript();
     void compareSpeaksForItself();
+    void killedCompareResumes();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
@@ -993,6 +994,31 @@ void TestCli::sweepFolderHoldsOneSweep() {
     const Result again = runCli(first);
     QCOMPARE(again.exitCode, 0);
     QVERIFY2(again.err.contains("0 run(s) started, 1 found done"), again.err.constData());
+
+    // An edited sweep.json (steps 5 -> 7) is not answered with the 5-step runs: a run whose
+    // config differs from its point is not done; --collect says how, the resume reruns it
+    // (issue 52 item 32).
+    const QString file = dir.filePath(QStringLiteral("sweep.json"));
+    QFile edit(file);
+    QVERIFY(edit.open(QIODevice::ReadOnly));
+    QByteArray text = edit.readAll();
+    edit.close();
+    QVERIFY(text.contains("\"steps\": 5"));
+    text.replace("\"steps\": 5", "\"steps\": 7");
+    QVERIFY(edit.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    edit.write(text);
+    edit.close();
+    const QStringList fromFile = {QStringLiteral("sweep"), QStringLiteral("--file"), file,
+                                  QStringLiteral("--out"), dir.path()};
+    const Result collected = runCli(fromFile + QStringList{QStringLiteral("--collect")});
+    QCOMPARE(collected.exitCode, 3);
+    QVERIFY2(collected.err.contains("to run again, its run trained other settings "
+                                    "(train.steps: 5 -> 7)"),
+             collected.err.constData());
+    const Result resumed = runCli(fromFile);
+    QCOMPARE(resumed.exitCode, 0);
+    QVERIFY2(resumed.err.contains("1 run(s) started, 0 found done"), resumed.err.constData());
+    QCOMPARE(recordedSteps(dir.filePath(QStringLiteral("fp32/seed-1"))), 7);
 }
 
 // kill -9 of a sweep stops its children too (they get SIGTERM when their parent dies and write
@@ -1026,7 +1052,7 @@ void TestCli::killedSweepLeavesNoOrphans() {
         const nlohmann::json summary = nlohmann::json::parse(in, nullptr, false);
         QVERIFY2(summary.value("stop_reason", std::string()).find("SIGTERM") != std::string::npos,
                  summary.dump().c_str());
-        QVERIFY(plab::sweepRunState(run) == plab::SweepRunState::ToRun);
+        QVERIFY(plab::sweepRunState(run, nlohmann::json::object()) == plab::SweepRunState::ToRun);
     }
     QVERIFY(!QFileInfo::exists(QString::fromStdString(runs[0] + ".failed")));
 }
@@ -1722,4 +1748,60 @@ void TestCli::compareSpeaksForItself() {
         kTinyRun);
     QVERIFY2(noFp32.exitCode == 0, noFp32.err.constData());
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("two/compare.csv"))));
+}
+
+// Rerunning a killed compare resumes it, as sweep does: the run that ended keeps its record,
+// the interrupted one runs again; nothing is marked failed (it was: "holds an earlier run",
+// .failed markers, exit 3). A finished run with other settings is not replaced without
+// --overwrite (issue 52 item 35).
+void TestCli::killedCompareResumes() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath(QStringLiteral("c"));
+    const QStringList args = QStringList{QStringLiteral("compare"),
+                                         QStringLiteral("--presets"),
+                                         QStringLiteral("fp32,bf16"),
+                                         QStringLiteral("--steps"),
+                                         QStringLiteral("5"),
+                                         QStringLiteral("--out"),
+                                         out} +
+                             kTinyRun;
+    QCOMPARE(runCli(args).exitCode, 0);
+    // What a kill mid-run leaves: no table, fp32's run interrupted at step 3.
+    QVERIFY(QFile::remove(out + QStringLiteral("/compare.csv")));
+    QVERIFY(recordExec(out + QStringLiteral("/fp32"), "DELETE FROM steps WHERE step > 3"));
+    QFile summary(out + QStringLiteral("/fp32/summary.json"));
+    QVERIFY(summary.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    summary.write(
+        R"({"finished": false, "steps": 3, "stop_reason": "interrupted by SIGTERM at step 3"})");
+    summary.close();
+    const QByteArray bf16Before = readSummary(out + QStringLiteral("/bf16"))
+                                      .value(QStringLiteral("wall_seconds"))
+                                      .toVariant()
+                                      .toByteArray();
+
+    const Result resumed = runCli(args);
+    QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+    QVERIFY2(resumed.err.contains("compare: fp32 started") &&
+                 resumed.err.contains("compare: bf16 found done earlier") &&
+                 !resumed.err.contains("FAILED"),
+             resumed.err.constData());
+    QVERIFY(!QFileInfo::exists(out + QStringLiteral("/fp32.failed")));
+    QCOMPARE(recordedSteps(out + QStringLiteral("/fp32")), 5);
+    QCOMPARE(readSummary(out + QStringLiteral("/bf16"))
+                 .value(QStringLiteral("wall_seconds"))
+                 .toVariant()
+                 .toByteArray(),
+             bf16Before); // kept, not trained again
+    QVERIFY2(resumed.out.contains("| fp32 | completed") &&
+                 resumed.out.contains("| bf16 | completed"),
+             resumed.out.constData());
+
+    QVERIFY(QFile::remove(out + QStringLiteral("/compare.csv")));
+    QStringList other = args;
+    other[other.indexOf(QStringLiteral("5"))] = QStringLiteral("6");
+    const Result refused = runCli(other);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains("holds a run with other settings (train.steps: 5 -> 6)"),
+             refused.err.constData());
+    QCOMPARE(recordedSteps(out + QStringLiteral("/fp32")), 5);
 }

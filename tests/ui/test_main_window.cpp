@@ -610,7 +610,7 @@ void TestMainWindow::compareStopLeavesRunsToDo() {
     for (const char* run : {"/fp32/seed-1", "/fp16-noscale/seed-1"}) {
         const std::string dir = (dialog.compareDir() + QLatin1String(run)).toStdString();
         QVERIFY2(!QFileInfo::exists(QString::fromStdString(failedMarker(dir))), run);
-        QVERIFY2(sweepRunState(dir) == SweepRunState::ToRun, run);
+        QVERIFY2(sweepRunState(dir, nlohmann::json::object()) == SweepRunState::ToRun, run);
     }
 }
 
