@@ -55,22 +55,45 @@ int runTrain(const TrainArgs& args) {
     // The stop signals are caught from the start, and then let in: a sweep's launcher starts
     // its children with them blocked (child_process_launcher.cpp), so that one sent while this
     // process starts up waits for the handler instead of killing it before its summary.
-    sigset_t stops;
-    sigemptyset(&stops);
-    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
-        std::signal(signal, onStopSignal);
-        sigaddset(&stops, signal);
-    }
-    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
-    const TrainConfig config = buildConfig(args.run);
-    const auto data = loadRunData(config); // bad input fails before anything else is printed
-    if (const int signal = g_signal; signal != 0) { // before the run's folder is made
+    // While the data loads the handler interrupts system calls (no SA_RESTART): an open or read
+    // that waits for a writer (a FIFO, a stalled network file) returns, and the stop is seen.
+    // Afterwards interrupted calls restart, as the record's writers expect.
+    const auto catchStops = [](int flags) {
+        struct sigaction action {};
+        action.sa_handler = onStopSignal;
+        sigemptyset(&action.sa_mask);
+        action.sa_flags = flags;
+        for (int signal : {SIGINT, SIGTERM, SIGHUP})
+            if (g_signal != signal) // the one caught already stays at its default
+                sigaction(signal, &action, nullptr);
+    };
+    const auto interruptedBeforeStart = [](int signal) {
         std::fprintf(stderr,
                      "precision-lab-cli: train: interrupted by %s before the run started; "
                      "nothing recorded\n",
                      signalName(signal));
         return 128 + signal;
+    };
+    catchStops(0);
+    sigset_t stops;
+    sigemptyset(&stops);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP})
+        sigaddset(&stops, signal);
+    sigprocmask(SIG_UNBLOCK, &stops, nullptr);
+    const TrainConfig config = buildConfig(args.run);
+    if (const int signal = g_signal; signal != 0) // let in before a read that may never return
+        return interruptedBeforeStart(signal);
+    std::shared_ptr<const DataSplit> data;
+    try {
+        data = loadRunData(config); // bad input fails before anything else is printed
+    } catch (const std::exception&) {
+        if (const int signal = g_signal; signal != 0) // the failure is the interrupted read's
+            return interruptedBeforeStart(signal);
+        throw;
     }
+    if (const int signal = g_signal; signal != 0) // before the run's folder is made
+        return interruptedBeforeStart(signal);
+    catchStops(SA_RESTART);
     const DeviceChoice device = resolveDevice(parseDeviceSpec(config.device));
     if (!device.notice.empty())
         std::fprintf(stderr, "%s\n", device.notice.c_str());

@@ -28,8 +28,11 @@
 
 #include <fstream>
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -73,6 +76,7 @@ private slots:
     void stopSignalsWriteTheSummary_data();
     void stopSignalsWriteTheSummary();
     void stopBeforeTheRunStartsRecordsNothing();
+    void stopWhileDataLoadsFromAFifo();
     void fullDiskIsAnErrorAndKeepsWholeRows();
     void neverMeasuredTestMetricsAreNull();
     void killedBeforeItsFirstStep();
@@ -1308,6 +1312,45 @@ void TestCli::stopBeforeTheRunStartsRecordsNothing() {
     const QByteArray err = p.readAllStandardError();
     QVERIFY2(err.contains("interrupted by SIGTERM before the run started; nothing recorded"),
              err.constData());
+    QVERIFY(!QFileInfo::exists(run));
+}
+
+// A SIGTERM while the data is read from a FIFO that gives nothing stops the run at once: the
+// first one was lost (the read restarted) and `train` waited until a second killed it
+// (issue 52 item 38). The test holds the FIFO's writing end open, so the read waits; once the
+// signal is sent it closes it after 3 s, which a lost signal would have turned into exit 2.
+void TestCli::stopWhileDataLoadsFromAFifo() {
+    QTemporaryDir dir;
+    const QString data = dir.filePath(QStringLiteral("data"));
+    QVERIFY(QDir().mkpath(data));
+    const QByteArray fifo = (data + QStringLiteral("/train-images-idx3-ubyte")).toLocal8Bit();
+    QCOMPARE(::mkfifo(fifo.constData(), 0600), 0);
+    for (const char* name :
+         {"/train-labels-idx1-ubyte", "/t10k-images-idx3-ubyte", "/t10k-labels-idx1-ubyte"}) {
+        QFile f(data + QLatin1String(name));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+    }
+    const QString run = dir.filePath(QStringLiteral("run"));
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH),
+            {QStringLiteral("train"), QStringLiteral("--data"), data, QStringLiteral("--steps"),
+             QStringLiteral("3"), QStringLiteral("--out"), run});
+    QVERIFY(p.waitForStarted());
+    // A writer's non-blocking open succeeds once the reader is in its open: then it reads.
+    int writer = -1;
+    QTRY_VERIFY_WITH_TIMEOUT((writer = ::open(fifo.constData(), O_WRONLY | O_NONBLOCK)) >= 0,
+                             20000);
+    QTest::qWait(200);
+    QCOMPARE(::kill(static_cast<pid_t>(p.processId()), SIGTERM), 0);
+    const bool endedBySignal = p.waitForFinished(3000);
+    ::close(writer);
+    QVERIFY(endedBySignal || p.waitForFinished(10000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(p.exitCode() == 128 + SIGTERM, err.constData());
+    QVERIFY2(err.contains("interrupted by SIGTERM before the run started; nothing recorded"),
+             err.constData());
+    QVERIFY(endedBySignal);
     QVERIFY(!QFileInfo::exists(run));
 }
 
