@@ -10,6 +10,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace plab {
@@ -50,8 +51,9 @@ FormatWhatIfTable::FormatWhatIfTable(QWidget* parent) : QWidget(parent) {
     m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 6);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_table->setToolTip(tr("Flushed: nonzero values that would become zero, of the nonzero "
-                           "values. SQNR: signal over quantisation noise, 10 log10(sum x^2 / "
+    m_table->setToolTip(tr("Shares of the nonzero values (as the shares line): flushed, nonzero "
+                           "values that would become zero; subnormal; overflow. SQNR: signal over "
+                           "quantisation noise, 10 log10(sum x^2 / "
                            "sum (q - x)^2). \"tensor amax\": the values first scaled by "
                            "(format max / amax) / 2^margin with the whole tensor's amax and the "
                            "run's margin (Transformer Engine's current scaling). Scaled and block "
@@ -100,18 +102,41 @@ void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig
                               "optimiser state)."));
         return;
     }
-    const std::vector<FormatOutcome> outcomes =
+    std::vector<FormatOutcome> outcomes =
         compareFormats(sample.values, sample.runLength, config.amaxMargin, sample.tensorAmax);
+    // The row in use is the step's own cast: its exact counts and error over every value it
+    // cast, the numbers of the shares line above (a sample's estimate contradicted them).
+    const QuantStats& cast = snapshot.stages[static_cast<std::size_t>(stage)].role(role);
+    if (cast.total() > 0) {
+        FormatOutcome exact = recordedOutcome(current, false, cast.counts, cast.error);
+        const auto same = std::find_if(outcomes.begin(), outcomes.end(),
+                                       [&](const FormatOutcome& o) { return o.name == current; });
+        if (same != outcomes.end()) {
+            exact.blockFormat = same->blockFormat;
+            exact.tensorScaled = same->tensorScaled;
+            *same = exact;
+        } else { // a custom format: its row first
+            outcomes.insert(outcomes.begin(), exact);
+        }
+    }
+    const bool wholeTensor = sample.values.size() < kSampleRuns * kSampleRunLength;
+    // A sample's share p of n values is within 1.96 sqrt(p (1 - p) / n) of the tensor's in 95%
+    // of samples (independent values); p = 1/2 bounds it.
+    const double halfWidth = 1.96 * std::sqrt(0.25 / static_cast<double>(sample.values.size()));
     m_caption->setText(
-        tr("%1 values of %2 at step %3 (%4), blocks along rows of %5. In use: %6.")
-            .arg(sample.values.size())
+        tr("%1 at step %2. <b>In use: %3</b>, its exact counts over every value the step cast "
+           "(as the shares line). The other rows: %4, blocks along rows of %5.")
             .arg(QString::fromStdString(snapshot.stageNames[static_cast<std::size_t>(stage)]))
             .arg(snapshot.statsStep)
-            .arg(sample.values.size() < kSampleRuns * kSampleRunLength
-                     ? tr("the whole tensor")
-                     : tr("%1 evenly spaced runs of %2").arg(kSampleRuns).arg(kSampleRunLength))
-            .arg(sample.runLength)
-            .arg(QString::fromStdString(current)));
+            .arg(QString::fromStdString(current))
+            .arg(wholeTensor ? tr("the whole tensor (%1 values), exact").arg(sample.values.size())
+                             : tr("a sample of %1 values (%2 evenly spaced runs of %3), each "
+                                  "share within about ±%4 points of the whole tensor's (95%)")
+                                   .arg(sample.values.size())
+                                   .arg(kSampleRuns)
+                                   .arg(kSampleRunLength)
+                                   .arg(100.0 * halfWidth, 0, 'f', 1))
+            .arg(sample.runLength));
     fillRows(outcomes, current);
 }
 

@@ -1,7 +1,8 @@
 // FormatWhatIfTable: "what would this tensor look like in another format", for the tensor the
 // gradient view shows: every element and block format side by side (flushed, subnormal,
 // overflow, SQNR) on the sample the last statistics step kept of it (stats/tensor_sample.h),
-// computed at once (stats/what_if_formats.h), without retraining. The format in use is bold.
+// computed at once (stats/what_if_formats.h), without retraining. The format in use is bold,
+// with the step's exact counts over the whole tensor (the shares line's numbers).
 #pragma once
 
 #include "stats/training_snapshot.h"

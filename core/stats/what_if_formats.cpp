@@ -24,9 +24,15 @@ FormatOutcome recordedOutcome(std::string name, bool blockFormat, const ClassCou
     FormatOutcome o;
     o.name = std::move(name);
     o.blockFormat = blockFormat;
+    o.values = stats.total();
+    const std::uint64_t nonzero = o.values - stats.count(QuantClass::Zero);
+    const auto ofNonzero = [&](QuantClass c) {
+        return nonzero == 0 ? 0.0
+                            : static_cast<double>(stats.count(c)) / static_cast<double>(nonzero);
+    };
     o.flushed = stats.flushedShare();
-    o.subnormal = stats.fraction(QuantClass::Subnormal);
-    o.overflow = stats.fraction(QuantClass::Overflow);
+    o.subnormal = ofNonzero(QuantClass::Subnormal);
+    o.overflow = ofNonzero(QuantClass::Overflow);
     o.sqnrDb = error.sqnrDb();
     return o;
 }

@@ -18,10 +18,14 @@ struct FormatOutcome {
     std::string name;
     bool blockFormat = false;
     bool tensorScaled = false; // an element format under a per-tensor amax scale
-    double flushed = 0.0;      // of the nonzero values (QuantStats::flushedShare)
-    double subnormal = 0.0;    // of all values, as the element format sees them
-    double overflow = 0.0;     // of all values (saturated or Inf)
-    double sqnrDb = 0.0;       // +Inf for an exact cast
+    // Shares of the nonzero values, as the gradient view's shares line gives them (a ReLU's
+    // zeros dilute none of them): flushed (QuantStats::flushedShare), subnormal (as the element
+    // format sees them), overflow (saturated or Inf).
+    double flushed = 0.0;
+    double subnormal = 0.0;
+    double overflow = 0.0;
+    double sqnrDb = 0.0;      // +Inf for an exact cast
+    std::uint64_t values = 0; // how many values the shares count (a sample's or a tensor's)
 };
 
 // runLength: the sample's values form rows of this length (block formats make blocks within a

@@ -182,7 +182,7 @@ void TestWhatIfFormats::recordedCountsGiveTheSameRow() {
         QCOMPARE(recorded.overflow, same->overflow);
         QCOMPARE(recorded.sqnrDb, same->sqnrDb);
     }
-    // Shares from counts alone: flushed of the nonzero values, the others of all values.
+    // Shares from counts alone, each of the nonzero values (as the shares line gives them).
     ClassCounts counts{};
     counts[static_cast<std::size_t>(QuantClass::Zero)] = 2;
     counts[static_cast<std::size_t>(QuantClass::Underflow)] = 2;
@@ -191,8 +191,9 @@ void TestWhatIfFormats::recordedCountsGiveTheSameRow() {
     counts[static_cast<std::size_t>(QuantClass::Overflow)] = 1;
     const FormatOutcome o = recordedOutcome("x", true, counts, QuantError{});
     QCOMPARE(o.flushed, 2.0 / 8.0);
-    QCOMPARE(o.subnormal, 1.0 / 10.0);
-    QCOMPARE(o.overflow, 1.0 / 10.0);
+    QCOMPARE(o.subnormal, 1.0 / 8.0);
+    QCOMPARE(o.overflow, 1.0 / 8.0);
+    QCOMPARE(o.values, std::uint64_t{10});
     QVERIFY(o.blockFormat);
     QVERIFY(std::isnan(o.sqnrDb)); // not measured
 }

@@ -23,6 +23,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "numerics/reference_quantize.h"
+#include "percent_text.h"
 #include "recipe_editor.h"
 #include "record/run_folder.h"
 #include "record/run_record.h"
@@ -1056,6 +1057,14 @@ void TestMainWindow::blocksAndFormatWhatIfFollowTheView() {
     QVERIFY(bold >= 0);
     QCOMPARE(table->item(bold, 0)->text(), QStringLiteral("nvfp4"));
     QVERIFY2(m_window->formatWhatIf()->caption().contains(QLatin1String("In use: nvfp4")),
+             qPrintable(m_window->formatWhatIf()->caption()));
+    // The row in use says what the shares line says: the step's exact counts over the whole
+    // tensor, not the sample's estimate (issue 52 item 14); the other rows say they are a sample.
+    const WhatIfFractions::OfNonzero shown = view->currentFractions().ofNonzero;
+    QCOMPARE(table->item(bold, 1)->text(), percentText(shown.flushed));
+    QCOMPARE(table->item(bold, 2)->text(), percentText(shown.subnormal));
+    QCOMPARE(table->item(bold, 3)->text(), percentText(shown.overflow));
+    QVERIFY2(m_window->formatWhatIf()->caption().contains(QLatin1String("a sample of 4096 values")),
              qPrintable(m_window->formatWhatIf()->caption()));
 
     // Under an amax policy the row in use is the format under its tensor scale.
