@@ -54,9 +54,15 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
         for (int r = 0; r < rows && r < static_cast<int>(flushed.size()); ++r)
             m_map->data()->setCell(c, r, flushed[static_cast<std::size_t>(r)]);
     }
+    // Each row by its layer's name (a module's, for a PyTorch run), its tail where it is long
+    // ("…h.11.mlp.c_proj"): the end tells the layers of one model apart.
     QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-    for (int r = 0; r < static_cast<int>(stageNames.size()); ++r)
-        ticker->addTick(r, QStringLiteral("L%1").arg(r));
+    for (int r = 0; r < static_cast<int>(stageNames.size()); ++r) {
+        const QString name = QString::fromStdString(stageNames[static_cast<std::size_t>(r)]);
+        ticker->addTick(r, name.size() > kMaxLabelLength
+                               ? QStringLiteral("…") + name.right(kMaxLabelLength - 1)
+                               : name);
+    }
     m_plot->yAxis->setTicker(ticker);
     m_plot->rescaleAxes();
     // Whole rows: each layer's row from half a row below its tick to half above (the first and
@@ -64,6 +70,11 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
     if (rows > 1)
         m_plot->yAxis->setRange(-0.5, rows - 0.5);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+QStringList FlushHeatmapView::rowLabels() const {
+    const auto ticker = m_plot->yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    return ticker ? QStringList(ticker->ticks().values()) : QStringList();
 }
 
 double FlushHeatmapView::valueAt(double step, int layer) const {

@@ -20,7 +20,10 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     // The share shown at a step and layer (what a person reads off the map there).
     double valueAt(double step, int layer) const;
-    static constexpr int kMaxCells = 2048; // across the x axis
+    // The rows' labels, first layer first (the layers' names).
+    QStringList rowLabels() const;
+    static constexpr int kMaxCells = 2048;     // across the x axis
+    static constexpr int kMaxLabelLength = 24; // longer names show their tail
 
 private:
     QCustomPlot* m_plot;

@@ -9,6 +9,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -109,6 +110,25 @@ GradientView::GradientView(QWidget* parent) : QWidget(parent) {
 
 int GradientView::stage() const {
     return m_stage->currentIndex();
+}
+
+void GradientView::setRoles(const std::vector<TensorRole>& roles) {
+    const TensorRole before = role();
+    bool same = m_role->count() == static_cast<int>(roles.size());
+    for (int i = 0; same && i < m_role->count(); ++i)
+        same = m_role->itemData(i).toInt() == static_cast<int>(roles[static_cast<std::size_t>(i)]);
+    if (same || roles.empty())
+        return;
+    {
+        const QSignalBlocker block(m_role);
+        m_role->clear();
+        for (TensorRole r : roles)
+            m_role->addItem(tr(roleTitle(r)), static_cast<int>(r));
+        const int kept = m_role->findData(static_cast<int>(before));
+        const int gradients = m_role->findData(static_cast<int>(TensorRole::ActivationGradients));
+        m_role->setCurrentIndex(kept >= 0 ? kept : gradients >= 0 ? gradients : 0);
+    }
+    refresh();
 }
 
 TensorRole GradientView::role() const {

@@ -11,6 +11,7 @@
 #include <QWidget>
 
 #include <map>
+#include <vector>
 
 class QCheckBox;
 class QComboBox;
@@ -35,6 +36,9 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     QComboBox* stageBox() const { return m_stage; }
     QComboBox* roleBox() const { return m_role; }
+    // The roles the Tensor box offers: those the run on show records (a watched run has no
+    // master weights or optimiser state). The choice is kept where it is offered.
+    void setRoles(const std::vector<TensorRole>& roles);
     TensorRole role() const;
     int stage() const;
     const TrainingSnapshot& snapshot() const { return m_snapshot; }

@@ -218,6 +218,8 @@ QString MainWindow::startRun(const TrainConfig& config) {
     m_steering.reset();
     m_viewedLive = false;
     m_watchedFormat->hide();
+    m_recipeEditor->showRecordOnly({}); // the app's own run: a recipe, every role
+    m_gradientView->setRoles({kAllRoles.begin(), kAllRoles.end()});
     if (const int last = m_preset->count() - 1; // the watched run's entry (never current here)
         m_preset->itemData(last, kWatchedRunRole).isValid() && m_preset->currentIndex() != last)
         m_preset->removeItem(last);

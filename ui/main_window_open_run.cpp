@@ -94,9 +94,21 @@ QString MainWindow::openRun(const QString& dir) {
     m_scrubSteps.clear();
     m_recipeEditor->setStageNames(m_viewedNames);
     showRunSettings(config);
-    if (m_viewedRecord->judgesSeveralFormats()) // a PyTorch script's run: nothing to replay
+    m_recipeEditor->showRecordOnly({});
+    m_viewedRolesKnown = false;
+    if (m_viewedRecord->judgesSeveralFormats()) { // a PyTorch script's run: nothing to replay
         showWatchedRunInControls(tr("watched: %1").arg(QFileInfo(dir).fileName()));
-    else if (isEmulatedRun(*m_viewedRecord))
+        QStringList judged;
+        for (const std::string& f : m_viewedRecord->judgedFormats())
+            judged << QString::fromStdString(f);
+        m_recipeEditor->showRecordOnly(
+            tr("<b>A watched run has no recipe.</b> Its script trains in its own precision; the "
+               "watcher recorded each module's weights, activations, activation gradients and "
+               "weight gradients as they were, judged in %1 (the format box right of the step "
+               "slider picks the "
+               "one on show). Master weights and optimiser state are not recorded.")
+                .arg(judged.join(QStringLiteral(", "))));
+    } else if (isEmulatedRun(*m_viewedRecord))
         showWatchedRunInControls(tr("emulated: %1").arg(QFileInfo(dir).fileName()));
     else
         showConfigInControls(config, tr("run: %1").arg(QFileInfo(dir).fileName()));
@@ -106,6 +118,22 @@ QString MainWindow::openRun(const QString& dir) {
     }
     m_followTimer->start();
     return {};
+}
+
+// The Tensor box offers what the record holds: a PyTorch run's four product tensors (no master
+// weights, no optimiser state), a trained run's every role; until the first statistics step,
+// what its kind of run records.
+void MainWindow::showRecordedRoles() {
+    std::vector<TensorRole> roles = m_viewedRecord->recordedRoles();
+    m_viewedRolesKnown = !roles.empty();
+    if (roles.empty()) {
+        const bool script =
+            m_viewedRecord->judgesSeveralFormats() || isEmulatedRun(*m_viewedRecord);
+        for (TensorRole r : kAllRoles)
+            if (!script || (r != TensorRole::MasterWeights && r != TensorRole::OptimizerState))
+                roles.push_back(r);
+    }
+    m_gradientView->setRoles(roles);
 }
 
 std::string MainWindow::watchedFormat() const {
@@ -153,6 +181,8 @@ QString MainWindow::refreshViewedRun() {
         }
         summary = record.summary();
         scrubSteps = record.histogramSteps();
+        if (!m_viewedRolesKnown) // until its first statistics step is in
+            showRecordedRoles();
         replies = m_steering->refresh(record, history.empty() ? 0 : history.back().step);
     } catch (const std::exception& e) {
         return dir + QStringLiteral(": ") + QString::fromStdString(e.what());

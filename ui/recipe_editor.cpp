@@ -90,7 +90,25 @@ RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
                                 "overrides): these layers use these formats instead of the rows "
                                 "above. The gradient view shows each layer's own."));
     grid->addWidget(m_exceptions, row + 1, 0, 1, 4);
-    grid->setRowStretch(row + 2, 1);
+    m_recordNote = new QLabel(this);
+    m_recordNote->setWordWrap(true);
+    m_recordNote->hide();
+    grid->addWidget(m_recordNote, row + 2, 0, 1, 4);
+    grid->setRowStretch(row + 3, 1);
+    for (int i = 0; i < grid->count(); ++i)
+        if (QWidget* w = grid->itemAt(i)->widget(); w != m_recordNote)
+            m_recipeWidgets.push_back(w);
+}
+
+void RecipeEditor::showRecordOnly(const QString& note) {
+    for (QWidget* w : m_recipeWidgets)
+        w->setVisible(note.isEmpty());
+    m_recordNote->setText(note);
+    m_recordNote->setVisible(!note.isEmpty());
+}
+
+QString RecipeEditor::recordOnlyNote() const {
+    return m_recordNote->isVisible() ? m_recordNote->text() : QString();
 }
 
 namespace {

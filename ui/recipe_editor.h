@@ -38,6 +38,10 @@ public:
     QString exceptionsText() const;
     // The style a format box shows: empty, or the red border of a refused entry.
     QString formatBoxStyle(TensorRole role) const;
+    // A watched run has no recipe: the rows give way to a note saying what the record holds
+    // (empty: the rows again).
+    void showRecordOnly(const QString& note);
+    QString recordOnlyNote() const; // empty while the rows show
 
 signals:
     void recipeChanged(const PrecisionRecipe& recipe);
@@ -58,6 +62,8 @@ private:
     QComboBox* m_layer;
     QLabel* m_error;
     QLabel* m_exceptions;
+    QLabel* m_recordNote;
+    std::vector<QWidget*> m_recipeWidgets; // what showRecordOnly() hides
     bool m_loading = false;
 };
 

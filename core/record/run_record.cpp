@@ -6,6 +6,7 @@
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <stdexcept>
@@ -280,6 +281,19 @@ std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
     if (role)
         s.bind(4, toString(*role));
     return readStatsRows(s, m_stageNames.size());
+}
+
+std::vector<TensorRole> RunRecord::recordedRoles() const {
+    SqliteStatement s = m_db->prepare(
+        "SELECT DISTINCT role FROM stats WHERE attempt = ?1 AND step = (SELECT step FROM stats "
+        "WHERE attempt = ?1 ORDER BY seq LIMIT 1)");
+    s.bind(1, lastAttempt());
+    std::vector<TensorRole> roles;
+    while (s.next())
+        if (const std::optional<TensorRole> r = parseRole(s.text(0)))
+            roles.push_back(*r);
+    std::sort(roles.begin(), roles.end());
+    return roles;
 }
 
 std::vector<StatsRow> RunRecord::tensorRows(std::int64_t step, std::size_t stage,

@@ -93,6 +93,10 @@ public:
     // every format it judges the tensor in (the format what-if of a watched run), a trained
     // run's one row. Empty when that step recorded no such tensor.
     std::vector<StatsRow> tensorRows(std::int64_t step, std::size_t stage, TensorRole role) const;
+    // The roles the record holds statistics of, in TensorRole order (a watched run: the four a
+    // product reads and writes, no master weights or optimiser state); empty before its first
+    // statistics step. Read at that step (by the step index, no scan).
+    std::vector<TensorRole> recordedRoles() const;
     std::vector<RecordedEvent> events() const;
     // The summary (refreshed every 2 s while the run goes; final once it has ended). A run that
     // says "running" while no process holds its folder says instead that it ended without its

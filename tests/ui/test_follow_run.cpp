@@ -85,6 +85,21 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     QVERIFY(w.applyAction()->isEnabled() && w.deviceBox()->isEnabled());
     presets->setCurrentIndex(watchedEntry);
     QVERIFY(!w.applyAction()->isEnabled());
+    // What the record holds, only (issue 52 item 6): the dock says a watched run has no recipe
+    // and which formats judged it (it showed every role, master weights included, in the
+    // format on show); the Tensor box offers the roles recorded (here two: it offered master
+    // weights and optimiser state, empty); the heat map's rows are the modules' names (L0, L1).
+    const QString note = w.recipeEditor()->recordOnlyNote();
+    QVERIFY2(note.contains(QLatin1String("A watched run has no recipe")) &&
+                 note.contains(QLatin1String("fp16, fp8-e4m3, nvfp4")),
+             qPrintable(note));
+    QVERIFY(!w.recipeEditor()->formatBox(TensorRole::MasterWeights)->isVisible());
+    QComboBox* roles = w.gradientView()->roleBox();
+    QCOMPARE(roles->count(), 2);
+    QCOMPARE(roles->itemData(0).toInt(), static_cast<int>(TensorRole::Activations));
+    QCOMPARE(roles->itemData(1).toInt(), static_cast<int>(TensorRole::ActivationGradients));
+    QCOMPARE(w.heatmapView()->rowLabels(),
+             QStringList({QStringLiteral("fc1"), QStringLiteral("fc2"), QStringLiteral("head")}));
 
     // Steps arrive while the writer goes, with no user action: many sizes are seen on the way.
     std::set<std::size_t> seen;
