@@ -3,6 +3,7 @@
 // curves, the progress and fresh results under a mutex on a timer, and draws means, bands,
 // error bars and the table.
 #include "compare_dialog.h"
+#include "plot_export.h"
 
 #include "record/record_file.h"
 #include "record/run_folder.h"
@@ -117,7 +118,7 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     connect(exportButton, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Export plots to"));
         if (!dir.isEmpty())
-            if (const QString err = exportPng(dir); !err.isEmpty())
+            if (const QString err = exportPlots(dir); !err.isEmpty())
                 QMessageBox::warning(this, tr("Export failed"), err);
     });
     m_loss = new QCustomPlot(this);
@@ -507,14 +508,24 @@ void CompareDialog::refresh() {
     emit comparisonEnded();
 }
 
-QString CompareDialog::exportPng(const QString& dir) {
+QString CompareDialog::exportPlots(const QString& dir) {
     if (!m_running.load())
         refresh();
+    // Nothing drawn yet: three empty plots would read as a comparison that showed nothing.
+    bool drawn = false;
+    for (int g = 0; g < m_loss->graphCount(); ++g)
+        drawn = drawn || !m_loss->graph(g)->data()->isEmpty();
+    if (!drawn && !m_shown)
+        return tr("Nothing to export yet: no run of a comparison has a step (run one, or open a "
+                  "sweep folder, first)");
+    // Each plot whole or not at all (plot_export.h): a full disk names the file and the reason
+    // and leaves no empty file behind.
     for (const auto& [plot, name] : {std::pair{m_loss, QStringLiteral("loss")},
                                      std::pair{m_flushed, QStringLiteral("flushed")},
                                      std::pair{m_metrics, QStringLiteral("test_accuracy")}})
-        if (!plot->savePng(dir + QLatin1Char('/') + name + QStringLiteral(".png"), 900, 500, 2.0))
-            return tr("%1/%2.png: cannot write").arg(dir, name);
+        if (const QString error = exportPlot(plot, dir + QLatin1Char('/') + name, 900, 500);
+            !error.isEmpty())
+            return error;
     if (m_shown) {
         try {
             writeFileAtomically((dir + QStringLiteral("/results.csv")).toStdString(),

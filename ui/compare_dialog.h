@@ -53,8 +53,9 @@ public:
     QCustomPlot* flushedPlot() const { return m_flushed; }
     QCustomPlot* metricsPlot() const { return m_metrics; }
     QTableWidget* resultsTable() const { return m_table; }
-    // loss.png, flushed.png, test_accuracy.png and results.csv; error text or empty.
-    QString exportPng(const QString& dir);
+    // loss, flushed and test_accuracy as PNG, PDF and SVG, and results.csv, each written whole;
+    // the error text (a file and the system's reason; nothing drawn yet) or empty.
+    QString exportPlots(const QString& dir);
     QStringList checkedPresets() const;
     QString progressText() const; // "3 of 10 runs done; going: fp16-amp seed 2 (step 120 of 300)"
     QString compareDir() const;   // the folder of the last comparison (or the opened sweep)

@@ -685,10 +685,32 @@ void TestMainWindow::compareOverlaysCurves() {
     m_window->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
     QTemporaryDir dir;
-    QCOMPARE(dialog.exportPng(dir.path()), QString());
+    QCOMPARE(dialog.exportPlots(dir.path()), QString());
     for (const char* png : {"/loss.png", "/flushed.png", "/test_accuracy.png"})
         QVERIFY2(!QImage(dir.path() + QLatin1String(png)).isNull(), png);
+    for (const char* vector : {"/loss.pdf", "/loss.svg", "/test_accuracy.svg"})
+        QVERIFY2(QFileInfo(dir.path() + QLatin1String(vector)).size() > 1000, vector);
     QVERIFY(QFileInfo(dir.path() + QStringLiteral("/results.csv")).size() > 100);
+    // On a full disk (a file-size limit plays it) the error names the file and the reason, and
+    // no empty file is left (it said "loss.png: cannot write" over a 0-byte loss.png); with
+    // nothing drawn, nothing is written (three empty PNGs were) (issue 52 item 21).
+    QTemporaryDir full;
+    rlimit before{};
+    QVERIFY(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit small{20000, before.rlim_max};
+    QVERIFY(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    const QString fullError = dialog.exportPlots(full.path());
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous);
+    QVERIFY2(fullError.contains(QLatin1String("File too large")), qPrintable(fullError));
+    for (const QFileInfo& f : QDir(full.path()).entryInfoList(QDir::Files | QDir::Hidden))
+        QVERIFY2(f.size() > 0, qPrintable(f.fileName()));
+    CompareDialog empty(base, nullptr, runs.path());
+    QTemporaryDir nothing;
+    QVERIFY2(empty.exportPlots(nothing.path()).startsWith(QLatin1String("Nothing to export")),
+             qPrintable(empty.exportPlots(nothing.path())));
+    QVERIFY(QDir(nothing.path()).isEmpty());
 
     CompareDialog reader(base, nullptr, runs.path());
     QSignalSpy read(&reader, &CompareDialog::comparisonEnded);
