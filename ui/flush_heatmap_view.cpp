@@ -3,9 +3,11 @@
 
 #include <qcustomplot.h>
 
+#include <QCheckBox>
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace plab {
 
@@ -25,9 +27,33 @@ FlushHeatmapView::FlushHeatmapView(QWidget* parent) : QWidget(parent) {
     m_map->setInterpolate(false);
     m_plot->setToolTip(tr("Each cell: of the nonzero activation gradients arriving at that layer "
                           "on that step, the share the cast flushed to zero"));
+    m_logScale = new QCheckBox(tr("log colour scale"), this);
+    m_logScale->setToolTip(tr("Colour by the share's order of magnitude (0.01% to 100%): small "
+                              "shares such as 1.8% stand out from 0"));
+    connect(m_logScale, &QCheckBox::toggled, this, &FlushHeatmapView::setLogScale);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_plot);
+    layout->addWidget(m_logScale);
+    layout->addWidget(m_plot, 1);
+}
+
+void FlushHeatmapView::setLogScale(bool on) {
+    if (m_logScale->isChecked() != on)
+        m_logScale->setChecked(on); // comes back here through toggled
+    QCPColorGradient gradient = m_map->gradient();
+    gradient.setNanHandling(QCPColorGradient::nhLowestColor); // log10(0): the lowest colour
+    m_map->setGradient(gradient);
+    m_map->setDataScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    m_map->setDataRange(on ? QCPRange(1e-4, 1.0) : QCPRange(0.0, 1.0));
+    setColumns(m_columns, m_stageNames); // zeros become NaN on the log scale, and back
+    if (QCPColorScale* scale = m_map->colorScale())
+        scale->axis()->setTicker(on ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog)
+                                    : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+bool FlushHeatmapView::logScale() const {
+    return m_map->dataScaleType() == QCPAxis::stLogarithmic;
 }
 
 // The x axis is the step: cells sit on an even grid of steps from the first column's to the
@@ -36,6 +62,10 @@ FlushHeatmapView::FlushHeatmapView(QWidget* parent) : QWidget(parent) {
 // statistics), and spreading them evenly instead would put step 4,000 where step 2,000 is.
 void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushColumn>& columns,
                                   const std::vector<std::string>& stageNames) {
+    if (&columns != &m_columns)
+        m_columns = columns;
+    if (&stageNames != &m_stageNames)
+        m_stageNames = stageNames;
     const int rows = columns.empty() ? 1 : static_cast<int>(columns.front().flushed.size());
     const double first = columns.empty() ? 0.0 : static_cast<double>(columns.front().step);
     const double last = columns.empty() ? 1.0 : static_cast<double>(columns.back().step);
@@ -51,8 +81,11 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
                static_cast<double>(columns[column + 1].step) <= step + 1e-9)
             ++column;
         const std::vector<double>& flushed = columns[column].flushed;
-        for (int r = 0; r < rows && r < static_cast<int>(flushed.size()); ++r)
-            m_map->data()->setCell(c, r, flushed[static_cast<std::size_t>(r)]);
+        for (int r = 0; r < rows && r < static_cast<int>(flushed.size()); ++r) {
+            const double v = flushed[static_cast<std::size_t>(r)];
+            // On the log scale a zero is NaN, drawn in the lowest colour (its log is -Inf).
+            m_map->data()->setCell(c, r, logScale() && !(v > 0.0) ? qQNaN() : v);
+        }
     }
     // Each row by its layer's name (a module's, for a PyTorch run), its tail where it is long
     // ("…h.11.mlp.c_proj"): the end tells the layers of one model apart.
@@ -80,7 +113,8 @@ QStringList FlushHeatmapView::rowLabels() const {
 double FlushHeatmapView::valueAt(double step, int layer) const {
     int key = 0, value = 0;
     m_map->data()->coordToCell(step, layer, &key, &value);
-    return m_map->data()->cell(key, value);
+    const double v = m_map->data()->cell(key, value);
+    return std::isnan(v) && logScale() ? 0.0 : v;
 }
 
 } // namespace plab

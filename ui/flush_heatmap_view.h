@@ -6,6 +6,8 @@
 
 #include <QWidget>
 
+class QCheckBox;
+
 class QCustomPlot;
 class QCPColorMap;
 
@@ -22,12 +24,21 @@ public:
     double valueAt(double step, int layer) const;
     // The rows' labels, first layer first (the layers' names).
     QStringList rowLabels() const;
+    // Colours by log10 of the share (1e-4 .. 1), so that 1.8% stands out from 0; zero cells
+    // take the lowest colour. Off by default.
+    void setLogScale(bool on);
+    bool logScale() const;
+    QCheckBox* logScaleBox() const { return m_logScale; }
     static constexpr int kMaxCells = 2048;     // across the x axis
     static constexpr int kMaxLabelLength = 24; // longer names show their tail
 
 private:
     QCustomPlot* m_plot;
     QCPColorMap* m_map;
+    QCheckBox* m_logScale;
+    // What is drawn, kept to redraw it on the other colour scale.
+    std::vector<TrainingController::FlushColumn> m_columns;
+    std::vector<std::string> m_stageNames;
 };
 
 } // namespace plab

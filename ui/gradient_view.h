@@ -36,6 +36,9 @@ public:
     QCustomPlot* plot() const { return m_plot; }
     QComboBox* stageBox() const { return m_stage; }
     QComboBox* roleBox() const { return m_role; }
+    // The layer, tensor, format, scale and step on show, as a line of plain text (empty before
+    // a snapshot): the title of an exported figure.
+    QString caption() const { return m_caption; }
     // The roles the Tensor box offers: those the run on show records (a watched run has no
     // master weights or optimiser state). The choice is kept where it is offered.
     void setRoles(const std::vector<TensorRole>& roles);
@@ -71,6 +74,7 @@ private:
     TrainConfig m_config;
     bool m_hasSnapshot = false;
     double m_whatIfScale = 1.0;
+    QString m_caption;
     WhatIfFractions m_fractions;
 };
 

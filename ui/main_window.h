@@ -137,7 +137,7 @@ private:
     QTimer* m_followTimer = nullptr;
     QComboBox* m_watchedFormat = nullptr;
     std::string watchedFormat() const;
-    void showRecordedRoles(); // the Tensor box: the roles the viewed record holds
+    void showRecordedRoles();        // the Tensor box: the roles the viewed record holds
     bool m_viewedRolesKnown = false; // read from its first statistics step
     static TrainConfig watchedRunDisplayConfig(const std::string& format, double scale);
     QSlider* m_scrub = nullptr;

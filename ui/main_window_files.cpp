@@ -10,6 +10,7 @@
 #include "record/run_record.h"
 #include "time_view.h"
 #include "training_controller.h"
+#include <QComboBox>
 #include <QDir>
 #include <QFileInfo>
 #include <filesystem>
@@ -107,14 +108,26 @@ QString MainWindow::exportPlots(const QString& dir) {
     if (!std::filesystem::create_directories(dir.toStdString(), ec) && ec)
         return tr("%1: cannot create the folder (%2)")
             .arg(dir, QString::fromStdString(ec.message()));
-    const std::pair<QCustomPlot*, QString> plots[] = {
-        {m_gradientView->plot(), QStringLiteral("gradients")},
-        {m_timeView->plot(), QStringLiteral("training")},
-        {m_heatmap->plot(), QStringLiteral("flushed_per_layer")}};
-    for (const auto& [plot, name] : plots)
+    // Each figure names its run and what it shows: cut from the window, it must stand alone.
+    const QString runPath = !m_viewedRun.isEmpty() ? m_viewedRun : m_controller->runDir();
+    const QString run =
+        runPath.isEmpty() ? tr("Precision Lab") : tr("run %1").arg(QFileInfo(runPath).fileName());
+    const QString recipe = m_preset->currentText();
+    const struct {
+        QCustomPlot* plot;
+        QString name, title;
+    } plots[] = {
+        {m_gradientView->plot(), QStringLiteral("gradients"),
+         tr("%1 (%2): %3").arg(run, recipe, m_gradientView->caption())},
+        {m_timeView->plot(), QStringLiteral("training"),
+         tr("%1 (%2): loss, accuracy and loss scale per step").arg(run, recipe)},
+        {m_heatmap->plot(), QStringLiteral("flushed_per_layer"),
+         tr("%1 (%2): share of nonzero activation gradients flushed, per layer and step%3")
+             .arg(run, recipe, m_heatmap->logScale() ? tr(" (log colour scale)") : QString())}};
+    for (const auto& p : plots)
         if (const QString error =
-                exportPlot(plot, dir + QLatin1Char('/') + name, std::max(plot->width(), 800),
-                           std::max(plot->height(), 400));
+                exportPlot(p.plot, dir + QLatin1Char('/') + p.name, std::max(p.plot->width(), 800),
+                           std::max(p.plot->height(), 400), p.title);
             !error.isEmpty())
             return error;
     return {};

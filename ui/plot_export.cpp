@@ -75,11 +75,26 @@ QString writeWholeFile(const QString& path, const QByteArray& bytes) {
     return {};
 }
 
-QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h) {
+QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h, const QString& title) {
+    // The title on the files only: a row above the plot while it is drawn into them.
+    QCPTextElement* heading = nullptr;
+    if (!title.isEmpty()) {
+        plot->plotLayout()->insertRow(0);
+        QFont font = plot->font();
+        font.setPointSizeF(font.pointSizeF() * 0.9);
+        heading = new QCPTextElement(plot, title, font);
+        plot->plotLayout()->addElement(0, 0, heading);
+        plot->plotLayout()->setRowStretchFactor(0, 0.001); // as tall as its text
+    }
     const std::pair<QString, QByteArray> files[] = {
         {base + QStringLiteral(".png"), png(plot, w, h)},
         {base + QStringLiteral(".pdf"), pdf(plot, w, h)},
         {base + QStringLiteral(".svg"), svg(plot, w, h)}};
+    if (heading) {
+        plot->plotLayout()->remove(heading);
+        plot->plotLayout()->simplify();
+        plot->replot(QCustomPlot::rpQueuedReplot);
+    }
     for (const auto& [path, bytes] : files) {
         if (bytes.isEmpty())
             return QObject::tr("%1: cannot draw the plot").arg(path);

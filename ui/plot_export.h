@@ -9,9 +9,11 @@ class QCustomPlot;
 
 namespace plab {
 
-// Writes base.png, base.pdf and base.svg of `plot` at width x height; returns the first error
-// (empty: all three written).
-QString exportPlot(QCustomPlot* plot, const QString& base, int width, int height);
+// Writes base.png, base.pdf and base.svg of `plot` at width x height, with `title` above it in
+// the files (what a figure cut from its window needs: the run, layer, tensor, format, scale,
+// step); returns the first error (empty: all three written).
+QString exportPlot(QCustomPlot* plot, const QString& base, int width, int height,
+                   const QString& title = {});
 
 // path replaced by bytes as a whole, by the record's writer (temporary file, every write checked,
 // fsync, rename), or left as it was; the error names the file and the system's reason, where

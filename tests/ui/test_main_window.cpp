@@ -297,6 +297,40 @@ void TestMainWindow::exportWritesFiles() {
     }
     QVERIFY(!m_window->exportPlots(QStringLiteral("/proc/no-such-place/plots")).isEmpty());
 
+    // Each figure names its run and what it shows (issue 52 item 24: gradients.svg named no
+    // run, layer, tensor, format, scale or step); the window's plots stay without the title.
+    TrainingController* c = m_window->controller();
+    const std::int64_t stepBefore = c->latest() ? c->latest()->scalars.step : 0;
+    c->step();
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step > stepBefore, kWorkerWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(!m_window->gradientView()->caption().isEmpty(), kWorkerWaitMs);
+    QCOMPARE(m_window->exportPlots(dir.path()), QString());
+    const QString caption = m_window->gradientView()->caption();
+    QVERIFY2(caption.contains(QLatin1String(" in fp16")) &&
+                 caption.contains(QLatin1String("step ")) &&
+                 caption.contains(QLatin1String("layer ")),
+             qPrintable(caption));
+    const auto svgText = [&](const char* name) {
+        QFile f(dir.path() + QLatin1Char('/') + QLatin1String(name) + QStringLiteral(".svg"));
+        return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    const QString run = QFileInfo(m_window->controller()->runDir()).fileName();
+    QVERIFY(!run.isEmpty());
+    for (const char* name : {"gradients", "training", "flushed_per_layer"})
+        QVERIFY2(svgText(name).contains(QStringLiteral("run ") + run), name);
+    QVERIFY(svgText("gradients").contains(caption.toHtmlEscaped()));
+    QCOMPARE(m_window->gradientView()->plot()->plotLayout()->rowCount(), 1);
+    // The heat map on a log colour scale: 1.8% no longer looks like 0; the shares read the same.
+    FlushHeatmapView* heatmap = m_window->heatmapView();
+    const double cell = heatmap->valueAt(1, 0);
+    heatmap->logScaleBox()->setChecked(true);
+    QVERIFY(heatmap->logScale());
+    QCOMPARE(heatmap->valueAt(1, 0), cell);
+    QCOMPARE(m_window->exportPlots(dir.path()), QString());
+    QVERIFY(svgText("flushed_per_layer").contains(QLatin1String("(log colour scale)")));
+    heatmap->logScaleBox()->setChecked(false);
+    QVERIFY(!heatmap->logScale());
+
     // A disk that fills up (a file-size limit plays it, as in the CLI's tests): the error names
     // the file and the system's reason, and no file is left cut short or empty (issue 42 item
     // 17: training.svg was left at 0 bytes without a word).
