@@ -305,6 +305,9 @@ void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
             m_runs[run].loss.emplace_back(static_cast<double>(sc.step), sc.loss);
             going[run] = static_cast<double>(sc.step);
         });
+        sessions.drainFlushed([&](std::size_t run, double step, double share) {
+            m_runs[run].flushed.emplace_back(step, share);
+        });
         QString goingText;
         for (const auto& [run, step] : going)
             goingText += tr("%1%2 seed %3 (step %4)")
@@ -419,6 +422,9 @@ void CompareDialog::drawCurves() {
     m_loss->rescaleAxes();
     m_flushed->rescaleAxes();
     m_flushed->yAxis->setRangeLower(0.0);
+    // One x axis for both plots: the steps of this comparison (with no flushed point yet the
+    // flushed plot kept the previous comparison's range).
+    m_flushed->xAxis->setRange(m_loss->xAxis->range());
     m_loss->replot(QCustomPlot::rpQueuedReplot);
     m_flushed->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -9,6 +9,7 @@
 #include <QElapsedTimer>
 #include <QMainWindow>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -110,6 +111,11 @@ public:
     QAction* resetAction() const { return m_resetAction; }
     // Test hook: errors go to this string instead of a modal dialog when set.
     void setErrorSink(QString* sink) { m_errorSink = sink; }
+    // Test hook: what the data source's "Directory…" / "Text file…" dialog answers (empty:
+    // cancelled) when set, instead of the dialog.
+    void setPathPicker(std::function<QString()> picker) { m_pathPicker = std::move(picker); }
+    QComboBox* dataBox() const { return m_data; }
+    QComboBox* modelBox() const { return m_model; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -138,6 +144,7 @@ private:
     QComboBox* m_watchedFormat = nullptr;
     std::string watchedFormat() const;
     void showRecordedRoles();        // the Tensor box: the roles the viewed record holds
+    void leaveViewedRun();           // the recorded run on show gives way to the app's own
     bool m_viewedRolesKnown = false; // read from its first statistics step
     static TrainConfig watchedRunDisplayConfig(const std::string& format, double scale);
     QSlider* m_scrub = nullptr;
@@ -219,6 +226,9 @@ private:
     QString m_deviceNotice; // the last device fallback notice, for the tooltip and tests
     QProgressBar* m_progress;
     QString m_dataDir, m_textFile;
+    int m_dataChoice = 0; // the data box's entry before a dialog that may be cancelled
+    std::function<QString()> m_pathPicker;
+    void showChosenPath(const QString& choice, const QString& path); // in the data box's entry
     QString* m_errorSink = nullptr;
 };
 

@@ -17,6 +17,7 @@
 #include "training_controller.h"
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -59,12 +60,16 @@ void MainWindow::buildControls() {
         m_lr->setValue(defaultLearningRate(m_model->currentData().toString().toStdString()));
         fillDataChoices();
     });
+    // A folder or file entry opens its dialog every time it is chosen (again: another one);
+    // the entry then names what it holds, and a cancelled first choice goes back to where the
+    // box was.
     connect(m_data, &QComboBox::activated, this, [this](int index) {
         const QString choice = m_data->itemData(index).toString();
         if (choice == QLatin1String("dir"))
             chooseDataDirectory();
         else if (choice == QLatin1String("text-file"))
             chooseTextFile();
+        m_dataChoice = m_data->currentIndex();
     });
     m_seed = new QSpinBox(this);
     m_seed->setRange(0, 1 << 30);
@@ -133,18 +138,49 @@ void MainWindow::fillDataChoices() {
                     QStringLiteral("dataset-fashion-mnist"));
         m_data->addItem(tr("Directory…"), QStringLiteral("dir"));
     }
+    showChosenPath(QStringLiteral("dir"), m_dataDir);
+    showChosenPath(QStringLiteral("text-file"), m_textFile);
+    m_dataChoice = m_data->currentIndex();
 }
 
 void MainWindow::chooseTextFile() {
-    const QString file = QFileDialog::getOpenFileName(this, tr("Text to train the GPT on"));
+    const QString file = m_pathPicker
+                             ? m_pathPicker()
+                             : QFileDialog::getOpenFileName(this, tr("Text to train the GPT on"),
+                                                            QFileInfo(m_textFile).absolutePath());
     if (!file.isEmpty())
         m_textFile = file;
+    showChosenPath(QStringLiteral("text-file"), m_textFile);
 }
 
 void MainWindow::chooseDataDirectory() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Directory with IDX files"));
+    const QString dir =
+        m_pathPicker
+            ? m_pathPicker()
+            : QFileDialog::getExistingDirectory(this, tr("Directory with IDX files"), m_dataDir);
     if (!dir.isEmpty())
         m_dataDir = dir;
+    showChosenPath(QStringLiteral("dir"), m_dataDir);
+}
+
+// "Folder: fashion" (the whole path in its tooltip), "Text file…" while none is chosen; a
+// cancelled first choice returns the box to its previous entry.
+void MainWindow::showChosenPath(const QString& choice, const QString& path) {
+    const int i = m_data->findData(choice);
+    if (i < 0)
+        return;
+    const bool dir = choice == QLatin1String("dir");
+    if (path.isEmpty()) {
+        if (m_data->currentIndex() == i && m_dataChoice != i)
+            m_data->setCurrentIndex(m_dataChoice);
+        return;
+    }
+    const QString name = QFileInfo(path).fileName().isEmpty() ? path : QFileInfo(path).fileName();
+    m_data->setItemText(i, dir ? tr("Folder: %1").arg(name) : tr("Text: %1").arg(name));
+    m_data->setItemData(i,
+                        tr("%1 (choose this entry again for another %2)")
+                            .arg(QDir::toNativeSeparators(path), dir ? tr("folder") : tr("file")),
+                        Qt::ToolTipRole);
 }
 
 TrainConfig MainWindow::configFromControls(QString* error) const {
@@ -159,10 +195,23 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     // The toolbar's values as settings over the preset or session, by the one builder.
     RunConfigParts parts;
     try {
-        if (session.isValid())
+        if (session.isValid()) {
             parts.base = nlohmann::json::parse(session.toString().toStdString());
-        else
+            // Another network than the session's takes its own defaults (the GPT trains with
+            // AdamW, its batch and evaluation), not the settings of the session's network.
+            const std::string chosen = m_model->currentData().toString().toStdString();
+            nlohmann::json& base = parts.base;
+            if (base.contains("model") && base["model"].value("type", "mlp") != chosen) {
+                base.erase("model");
+                if (base.contains("train"))
+                    for (const char* key :
+                         {"optimizer", "momentum", "weight_decay", "beta1", "beta2", "eps",
+                          "clip_norm", "batch_size", "eval_every"})
+                        base["train"].erase(key);
+            }
+        } else {
             parts.preset = m_preset->currentText().toStdString();
+        }
         parts.settings = {
             "model.type=" + nlohmann::json(m_model->currentData().toString().toStdString()).dump(),
             "train.lr=" + nlohmann::json(m_lr->value()).dump()};
@@ -211,7 +260,9 @@ QString MainWindow::resetRun() {
     return error;
 }
 
-QString MainWindow::startRun(const TrainConfig& config) {
+// The recorded run on show gives way to the app's own (only once that one could start: a
+// failed Apply leaves the view as it was).
+void MainWindow::leaveViewedRun() {
     m_viewedRun.clear();
     m_followTimer->stop();
     m_viewedRecord.reset();
@@ -225,6 +276,9 @@ QString MainWindow::startRun(const TrainConfig& config) {
         m_preset->removeItem(last);
     m_scrub->hide();
     m_scrubLabel->hide();
+}
+
+QString MainWindow::startRun(const TrainConfig& config) {
     // Every run keeps its record: say when they add up.
     const QString runsFolder =
         QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
@@ -246,6 +300,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
         removeRunWithoutSteps(runDir.toStdString()); // the folder made for a run that never was
         return error;
     }
+    leaveViewedRun();
     // The run this one replaces took no step (ten quick Applies): its folder goes with it.
     if (!previousDir.isEmpty())
         removeRunWithoutSteps(previousDir.toStdString());
@@ -310,6 +365,9 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
         m_dataDir = dataSource;
         m_data->setCurrentIndex(m_data->findData(QStringLiteral("dir")));
     }
+    showChosenPath(QStringLiteral("dir"), m_dataDir);
+    showChosenPath(QStringLiteral("text-file"), m_textFile);
+    m_dataChoice = m_data->currentIndex();
     m_seed->setValue(static_cast<int>(config.seed));
     m_lr->setValue(config.learningRate);
     if (config.steps > 0)

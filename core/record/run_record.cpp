@@ -398,8 +398,6 @@ RunAnalysis analyseRun(const RunRecord& record) {
     std::map<std::string, std::pair<double, int>> sums;
     double lost = 0.0, updates = 0.0;
     for (const RecordedStatistics& step : record.statistics()) {
-        double actSum = 0.0;
-        int actCount = 0;
         for (const StageStats& st : step.stages) {
             for (TensorRole role : kAllRoles) {
                 const QuantStats& q = st.role(role);
@@ -408,16 +406,12 @@ RunAnalysis analyseRun(const RunRecord& record) {
                 auto& [sum, n] = sums[std::string(toString(role))];
                 sum += q.flushedShare();
                 ++n;
-                if (role == TensorRole::ActivationGradients) {
-                    actSum += q.flushedShare();
-                    ++actCount;
-                }
             }
             updates += static_cast<double>(st.updates);
             lost += static_cast<double>(st.lostUpdates);
         }
-        if (actCount > 0)
-            a.flushedActGrads.emplace_back(static_cast<double>(step.step), actSum / actCount);
+        if (const double act = meanFlushedActivationGradients(step.stages); !std::isnan(act))
+            a.flushedActGrads.emplace_back(static_cast<double>(step.step), act);
     }
     for (const auto& [role, sn] : sums)
         a.meanFlushed[role] = sn.first / sn.second;

@@ -59,6 +59,22 @@ struct StageStats {
     QuantStats& role(TensorRole r) { return roles[static_cast<std::size_t>(r)]; }
 };
 
+// The mean over layers of the share of nonzero activation gradients flushed (layers whose
+// gradients were all zero left out): the one curve Compare draws per run, live from snapshots
+// and afterwards from the record. NaN when no layer had a nonzero gradient.
+inline double meanFlushedActivationGradients(const std::vector<StageStats>& stages) {
+    double sum = 0.0;
+    int count = 0;
+    for (const StageStats& st : stages) {
+        const QuantStats& q = st.role(TensorRole::ActivationGradients);
+        if (q.total() == q.count(QuantClass::Zero))
+            continue; // nothing nonzero: no share to average
+        sum += q.flushedShare();
+        ++count;
+    }
+    return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+}
+
 struct TrainingSnapshot {
     StepScalars scalars;
     // Text models: what the model wrote at the latest evaluation (empty otherwise).

@@ -68,4 +68,16 @@ void SessionLauncher::drainScalars(
             take(g.index, *s);
 }
 
+void SessionLauncher::drainFlushed(
+    const std::function<void(std::size_t run, double step, double share)>& take) {
+    for (Going& g : m_going) {
+        const TrainingSnapshot* s = g.session->latestSnapshot();
+        if (s == nullptr || s->statsStep <= g.flushedStep)
+            continue;
+        g.flushedStep = s->statsStep;
+        if (const double share = meanFlushedActivationGradients(s->stages); !std::isnan(share))
+            take(g.index, static_cast<double>(s->statsStep), share);
+    }
+}
+
 } // namespace plab

@@ -25,11 +25,17 @@ public:
 
     // The scalars each going run has published since the last call, in step order.
     void drainScalars(const std::function<void(std::size_t run, const StepScalars&)>& take);
+    // Each going run's newest statistics step not passed on yet: its step and the mean share
+    // of activation gradients flushed (meanFlushedActivationGradients), so that the curve
+    // draws live (the snapshots in between are not kept: a live curve thins, the record's
+    // curve replaces it when the run ends).
+    void drainFlushed(const std::function<void(std::size_t run, double step, double share)>& take);
 
 private:
     struct Going {
         std::size_t index;
         std::unique_ptr<TrainingSession> session;
+        std::int64_t flushedStep = 0; // the statistics step drainFlushed passed on last
     };
     std::vector<Going> m_going;
     std::map<std::string, std::shared_ptr<const DataSplit>> m_data; // by runDataKey

@@ -122,6 +122,7 @@ private slots:
     void reportAndHeatmap();
     void compareOverlaysCurves();
     void compareStopLeavesRunsToDo();
+    void dataFolderIsShownAndChosenAgain();
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
@@ -628,6 +629,43 @@ void TestMainWindow::reportAndHeatmap() {
              qPrintable(error));
 }
 
+// The data box's "Directory…" names the folder in use once chosen, opens its dialog again when
+// chosen again (another folder), and a cancelled first choice leaves the box where it was
+// (issue 52 item 17: no dialog the second time, no folder shown, Apply failing on an old one).
+void TestMainWindow::dataFolderIsShownAndChosenAgain() {
+    QComboBox* data = m_window->dataBox();
+    const int builtIn = data->currentIndex();
+    const int dir = data->findData(QStringLiteral("dir"));
+    QVERIFY(dir >= 0);
+    QString answer;
+    int asked = 0;
+    m_window->setPathPicker([&] {
+        ++asked;
+        return answer;
+    });
+    const auto choose = [&](const QString& path) {
+        answer = path;
+        data->setCurrentIndex(dir);
+        emit data->activated(dir);
+    };
+    choose(QString()); // cancelled
+    QCOMPARE(asked, 1);
+    QCOMPARE(data->currentIndex(), builtIn);
+    QTemporaryDir first, second;
+    choose(first.path());
+    QCOMPARE(data->currentIndex(), dir);
+    QCOMPARE(data->itemText(dir), QStringLiteral("Folder: ") + QFileInfo(first.path()).fileName());
+    QVERIFY(data->itemData(dir, Qt::ToolTipRole).toString().contains(first.path()));
+    choose(second.path());
+    QCOMPARE(asked, 3);
+    QCOMPARE(data->itemText(dir), QStringLiteral("Folder: ") + QFileInfo(second.path()).fileName());
+    choose(QString()); // cancelled: the folder chosen stays
+    QCOMPARE(data->currentIndex(), dir);
+    QCOMPARE(data->itemText(dir), QStringLiteral("Folder: ") + QFileInfo(second.path()).fileName());
+    m_window->setPathPicker({});
+    data->setCurrentIndex(builtIn);
+}
+
 // Stopping a Compare leaves the stopped runs to do, not failed: their summaries say stopped, no
 // .failed marker, and the CLI's resume would run them (issue 42 item 16).
 void TestMainWindow::compareStopLeavesRunsToDo() {
@@ -638,6 +676,15 @@ void TestMainWindow::compareStopLeavesRunsToDo() {
     dialog.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 1000000, 1);
     const QString first = dialog.compareDir() + QStringLiteral("/fp32/seed-1/summary.json");
     QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(first), 30000);
+    // The flushed-share curves draw while the runs go, on the loss curves' steps (issue 52 item
+    // 15: empty until Stop, on the previous comparison's x range).
+    const auto flushedPoints = [&](int graph) {
+        QCustomPlot* plot = dialog.flushedPlot();
+        return plot->graphCount() > graph ? plot->graph(graph)->data()->size() : 0;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(flushedPoints(0) >= 2 && flushedPoints(1) >= 2, 30000);
+    QVERIFY(dialog.isRunning());
+    QCOMPARE(dialog.flushedPlot()->xAxis->range().upper, dialog.lossPlot()->xAxis->range().upper);
     dialog.stop();
     QVERIFY(ended.wait(30000));
     QVERIFY2(dialog.progressText().startsWith(QLatin1String("Stopped after")),
@@ -983,7 +1030,39 @@ void TestMainWindow::openRunShowsAPastRun() {
     QCOMPARE(m_window->policyBox()->currentText(), QStringLiteral("dynamic"));
     scrub->setValue(1);
     QVERIFY(m_window->gradientView()->currentFractions().normal > 0.0);
+    // An Apply that fails (a data folder that does not exist) leaves the recorded run on show
+    // as it was: its scrubber, its step, the status (issue 52 item 18: the scrubber went, the
+    // status still said "Viewing run", Step did nothing without a word).
+    QComboBox* data = m_window->dataBox();
+    const int dataBefore = data->currentIndex();
+    m_window->setPathPicker([] { return QStringLiteral("/nonexistent/fashion"); });
+    data->setCurrentIndex(data->findData(QStringLiteral("dir")));
+    emit data->activated(data->currentIndex());
+    m_window->setPathPicker({});
+    QString failed;
+    m_window->setErrorSink(&failed);
+    QVERIFY(m_window->applySettings().contains(QLatin1String("/nonexistent/fashion")));
+    m_window->setErrorSink(nullptr);
+    QCOMPARE(m_window->viewedRun(), QString::fromStdString(recorded));
+    QVERIFY(scrub->isVisible());
+    QCOMPARE(m_window->viewedStep(), std::int64_t{2});
+    QVERIFY(!c->hasSession());
+    data->setCurrentIndex(dataBefore);
+    // Another network chosen over an opened run's settings takes what that network needs (issue
+    // 52 item 19: "GPT on text" was refused, "the gpt model trains with adamw", until a preset
+    // was picked); the MLP again takes the MLP's.
+    QComboBox* model = m_window->modelBox();
+    model->setCurrentIndex(model->findData(QStringLiteral("gpt")));
+    m_window->setErrorSink(&failed); // a refusal is a failed comparison, not a modal dialog
+    const QString gptError = m_window->applySettings();
+    m_window->setErrorSink(nullptr);
+    QCOMPARE(gptError, QString());
+    QCOMPARE(c->config().model.type, std::string("gpt"));
+    QVERIFY(c->config().optimizer == OptimizerKind::AdamW);
+    model->setCurrentIndex(model->findData(QStringLiteral("mlp")));
     QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(c->config().model.type, std::string("mlp"));
+    QVERIFY(c->config().optimizer == OptimizerKind::Sgd);
 }
 
 // README "A first session", step by step on a fresh window, with the numbers it promises.
