@@ -197,6 +197,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildControls();
     buildActions();
     rememberControlTips();
+    watchForPendingValues();
 
     m_status = new QLabel(this);
     m_progress = new QProgressBar(this);

@@ -116,6 +116,9 @@ public:
     void setPathPicker(std::function<QString()> picker) { m_pathPicker = std::move(picker); }
     QComboBox* dataBox() const { return m_data; }
     QComboBox* modelBox() const { return m_model; }
+    // The toolbar fields whose values are not the run on show's ("network", "lr", ...): marked,
+    // they take effect at Apply (ui/main_window_pending.cpp).
+    QStringList pendingValues() const;
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -197,6 +200,11 @@ private:
     void showWatchedRunInControls(const QString& label);
     void removeRunEntry(); // the preset box's last entry, when it is a session's, run's or watch's
     void updateTrainingFields();
+    void watchForPendingValues(); // connects the fields to markPendingValues()
+    void markPendingValues();
+    std::vector<QWidget*> pendingFields() const;
+    QStringList m_fieldTips; // the fields' own tooltips, as pendingFields() lists them
+    QString m_applyTip;
     void showDeviceChoice(const TrainConfig& config);
     void rememberRecentFile(const QString& path);
     void rebuildRecentMenu();

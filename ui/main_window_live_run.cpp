@@ -309,6 +309,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
     showRunSettings(config);
     updateRunControls();
     updateStatus();
+    markPendingValues();
     return {};
 }
 
@@ -403,6 +404,7 @@ void MainWindow::updateTrainingFields() {
          std::initializer_list<QWidget*>{m_model, m_data, m_seed, m_lr, m_steps, m_device, m_pace})
         field->setEnabled(!watched);
     m_applyAction->setEnabled(!watched);
+    markPendingValues();
     m_preset->setToolTip(watched ? tr("A PyTorch script's run (watched or emulated): its model "
                                       "and settings are its script's, not the app's. Pick a "
                                       "preset to train here.")

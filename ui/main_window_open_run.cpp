@@ -117,6 +117,7 @@ QString MainWindow::openRun(const QString& dir) {
         return err;
     }
     m_followTimer->start();
+    markPendingValues();
     return {};
 }
 

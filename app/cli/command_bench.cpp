@@ -104,9 +104,38 @@ int runDeviceQuantizeBench(const BenchArgs& args, const DeviceChoice& device) {
     return 0;
 }
 
+// Every --formats name resolves, and none is measured twice (fp16 and e5m10 are one format),
+// before anything is printed: a bad name came after the table's header, a twice-given one was
+// measured twice.
+void checkBenchFormats(const std::vector<std::string>& names) {
+    std::vector<FormatSpec> seen;
+    std::vector<std::string> blocks;
+    for (const std::string& name : names) {
+        if (findBlockFormat(name) != nullptr) {
+            if (std::find(blocks.begin(), blocks.end(), name) != blocks.end())
+                throw std::invalid_argument("bench quantize: --formats: " + name +
+                                            " given twice");
+            blocks.push_back(name);
+            continue;
+        }
+        FormatSpec format;
+        try {
+            format = parseFormat(name);
+        } catch (const std::exception& e) {
+            throw std::invalid_argument("bench quantize: --formats: " + std::string(e.what()));
+        }
+        for (const FormatSpec& s : seen)
+            if (s.sameParameters(format))
+                throw std::invalid_argument("bench quantize: --formats: " + name + " is " +
+                                            s.name + ", given twice");
+        seen.push_back(format);
+    }
+}
+
 int runQuantizeBench(const BenchArgs& args) {
     if (args.size == 0 || args.repeat < 1)
         throw std::invalid_argument("bench quantize: --size and --repeat must be positive");
+    checkBenchFormats(args.formats);
     if (const DeviceChoice device = resolveDevice(parseDeviceSpec(args.device)); device.cuda) {
         std::fprintf(stderr, "%s\n", device.notice.c_str());
         return runDeviceQuantizeBench(args, device);

@@ -1,6 +1,7 @@
 // precision-lab-cli: the headless front end of the Precision Lab core. No Qt.
 #include "cli_commands.h"
 #include "record/record_error.h"
+#include "util/nearest_name.h"
 
 #if PLAB_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -38,40 +39,21 @@ std::string oneLine(const std::string& text) {
     return message;
 }
 
-std::size_t editDistance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j)
-        row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 // An unknown first word, named with the nearest command; empty when it is one (or an option).
 std::string unknownCommand(const CLI::App& app, const std::string& word) {
     if (word.empty() || word[0] == '-')
         return {};
-    std::string nearest, all;
-    std::size_t best = word.size() + 1;
+    std::string all;
+    std::vector<std::string> names;
     for (const CLI::App* sub : app.get_subcommands({})) {
         const std::string& name = sub->get_name();
         if (name == word)
             return {};
         all += (all.empty() ? "" : ", ") + name;
-        if (const std::size_t d = editDistance(word, name); d < best) {
-            best = d;
-            nearest = name;
-        }
+        names.push_back(name);
     }
     std::string message = "unknown command \"" + oneLine(word) + "\"";
-    if (best <= 2)
+    if (const std::string nearest = plab::nearestName(word, names); !nearest.empty())
         message += "; did you mean \"" + nearest + "\"?";
     return message + " (commands: " + all + ")";
 }
@@ -86,6 +68,38 @@ void refuseEmptyValues(const CLI::App& app) {
                 if (value.empty() && option->get_type_size_max() > 0)
                     throw std::invalid_argument(option->get_name() + ": empty value");
         refuseEmptyValues(*sub);
+    }
+}
+
+// A comma-separated list with an empty item ("fp32," or "fp32,,bf16"): CLI11 drops the empty
+// item, so that a typo ran one preset fewer without a word. Read from the arguments as typed.
+void refuseEmptyListItems(const CLI::App& app, int argc, char** argv) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+        if (!sub->parsed())
+            continue;
+        for (const CLI::Option* option : sub->get_options()) {
+            if (option->get_delimiter() != ',')
+                continue;
+            for (const std::string& name : option->get_lnames()) {
+                const std::string flag = "--" + name;
+                for (int i = 1; i < argc; ++i) {
+                    const std::string arg = argv[i];
+                    std::string value;
+                    if (arg == flag && i + 1 < argc)
+                        value = argv[i + 1];
+                    else if (arg.rfind(flag + "=", 0) == 0)
+                        value = arg.substr(flag.size() + 1);
+                    else
+                        continue;
+                    if (!value.empty() && (value.front() == ',' || value.back() == ',' ||
+                                           value.find(",,") != std::string::npos))
+                        throw std::invalid_argument(flag + ": \"" + value +
+                                                    "\" has an empty item (expected names "
+                                                    "separated by single commas)");
+                }
+            }
+        }
+        refuseEmptyListItems(*sub, argc, argv);
     }
 }
 
@@ -119,6 +133,7 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
         refuseEmptyValues(app);
+        refuseEmptyListItems(app, argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

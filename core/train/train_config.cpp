@@ -1,6 +1,8 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
+#include "util/nearest_name.h"
+
 #include "util/thread_pool.h"
 
 #include "device/compute_backend.h"
@@ -955,12 +957,17 @@ const std::vector<Preset>& presets() {
 
 const Preset& findPreset(const std::string& name) {
     std::string names;
+    std::vector<std::string> all;
     for (const Preset& p : presets()) {
         if (p.name == name)
             return p;
         names += (names.empty() ? "" : ", ") + p.name;
+        all.push_back(p.name);
     }
-    throw ConfigError("preset \"" + name + "\": unknown (expected one of: " + names + ")");
+    const std::string nearest = nearestName(name, all);
+    throw ConfigError("preset \"" + name + "\": unknown" +
+                      (nearest.empty() ? std::string() : "; did you mean \"" + nearest + "\"?") +
+                      " (expected one of: " + names + ")");
 }
 
 } // namespace plab

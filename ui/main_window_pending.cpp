@@ -1,0 +1,92 @@
+// Pending toolbar values: a field whose value is not the run on show's (a network chosen, a seed
+// or step count typed, the lr a new network suggests) takes effect at Apply, so it is marked as
+// such; the lr typed during the app's own run goes to it at once and is never pending.
+#include "main_window.h"
+
+#include "training_controller.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QSpinBox>
+#include <QVariant>
+
+#include <cmath>
+
+namespace plab {
+namespace {
+
+// A pale yellow, readable in light and dark themes, on the field itself.
+constexpr const char* kPendingStyle = "background-color: rgba(240, 200, 40, 90);";
+
+} // namespace
+
+void MainWindow::watchForPendingValues() {
+    m_fieldTips.clear();
+    for (QWidget* field : pendingFields())
+        m_fieldTips.push_back(field->toolTip());
+    m_applyTip = m_applyAction->toolTip();
+    for (QComboBox* box : {m_preset, m_model, m_data, m_device})
+        connect(box, &QComboBox::currentIndexChanged, this, &MainWindow::markPendingValues);
+    for (QSpinBox* box : {m_seed, m_steps})
+        connect(box, &QSpinBox::valueChanged, this, &MainWindow::markPendingValues);
+    connect(m_lr, &QDoubleSpinBox::valueChanged, this, &MainWindow::markPendingValues);
+}
+
+std::vector<QWidget*> MainWindow::pendingFields() const {
+    return {m_model, m_data, m_seed, m_lr, m_steps, m_device};
+}
+
+void MainWindow::markPendingValues() {
+    // The run on show: the app's own (its config follows every live edit), or a recorded one.
+    const bool own = m_controller->hasSession();
+    const bool watched = m_preset->currentData(kWatchedRunRole).toBool();
+    const TrainConfig& shown = own ? m_controller->config() : m_viewedConfig;
+    const bool compare = !watched && (own || !m_viewedRun.isEmpty());
+    QString source = m_data->currentData().toString();
+    if (source == QLatin1String("dir"))
+        source = m_dataDir;
+    else if (source == QLatin1String("text-file"))
+        source = QStringLiteral("text:") + m_textFile;
+    const bool pending[] = {m_model->currentData().toString().toStdString() != shown.model.type,
+                            source.toStdString() != shown.dataSource,
+                            static_cast<std::uint64_t>(m_seed->value()) != shown.seed,
+                            std::abs(m_lr->value() - shown.learningRate) >
+                                1e-9 * std::max(1.0, shown.learningRate),
+                            shown.steps > 0 && m_steps->value() != shown.steps,
+                            m_device->currentData().toString().toStdString() != shown.device};
+    const char* names[] = {"network", "data", "seed", "lr", "steps", "device"};
+    QStringList waiting;
+    const std::vector<QWidget*> fields = pendingFields();
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        const bool mark = compare && pending[i];
+        QWidget* field = fields[i];
+        if (field->property("pending").toBool() == mark)
+            continue;
+        field->setProperty("pending", mark);
+        field->setStyleSheet(mark ? QString::fromLatin1(kPendingStyle) : QString());
+        field->setToolTip(mark ? m_fieldTips.value(static_cast<qsizetype>(i)) +
+                                     tr(" (pending: not the run on show's; Apply starts a run "
+                                        "with it)")
+                               : m_fieldTips.value(static_cast<qsizetype>(i)));
+    }
+    for (std::size_t i = 0; i < fields.size(); ++i)
+        if (compare && pending[i])
+            waiting << tr(names[i]);
+    m_applyAction->setToolTip(
+        waiting.isEmpty()
+            ? m_applyTip
+            : tr("%1 (pending: %2)").arg(m_applyTip, waiting.join(QStringLiteral(", "))));
+}
+
+QStringList MainWindow::pendingValues() const {
+    QStringList names;
+    const char* fieldNames[] = {"network", "data", "seed", "lr", "steps", "device"};
+    const std::vector<QWidget*> fields = pendingFields();
+    for (std::size_t i = 0; i < fields.size(); ++i)
+        if (fields[i]->property("pending").toBool())
+            names << QString::fromLatin1(fieldNames[i]);
+    return names;
+}
+
+} // namespace plab
