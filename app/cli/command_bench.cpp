@@ -113,8 +113,7 @@ void checkBenchFormats(const std::vector<std::string>& names) {
     for (const std::string& name : names) {
         if (findBlockFormat(name) != nullptr) {
             if (std::find(blocks.begin(), blocks.end(), name) != blocks.end())
-                throw std::invalid_argument("bench quantize: --formats: " + name +
-                                            " given twice");
+                throw std::invalid_argument("bench quantize: --formats: " + name + " given twice");
             blocks.push_back(name);
             continue;
         }
@@ -126,8 +125,8 @@ void checkBenchFormats(const std::vector<std::string>& names) {
         }
         for (const FormatSpec& s : seen)
             if (s.sameParameters(format))
-                throw std::invalid_argument("bench quantize: --formats: " + name + " is " +
-                                            s.name + ", given twice");
+                throw std::invalid_argument("bench quantize: --formats: " + name + " is " + s.name +
+                                            ", given twice");
         seen.push_back(format);
     }
 }

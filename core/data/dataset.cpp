@@ -16,9 +16,17 @@ namespace {
 
 std::string findFile(const std::string& dir, const std::string& stem) {
     namespace fs = std::filesystem;
+    std::error_code folder;
+    const fs::file_type type = fs::status(dir, folder).type();
+    if (type == fs::file_type::not_found || (type != fs::file_type::directory && !folder))
+        throw DataError(dir +
+                        (type == fs::file_type::not_found ? ": no such folder" : ": not a folder") +
+                        " (expected a folder holding the four MNIST-style IDX files)");
     for (const char* suffix : {"", ".gz"}) {
         const fs::path p = fs::path(dir) / (stem + suffix);
         std::error_code ec; // a folder we may not read: say so, not the library's own text
+        if (fs::is_directory(p, ec))
+            throw DataError(p.string() + ": a folder where the IDX file " + stem + " was expected");
         if (fs::exists(p, ec))
             return p.string();
         if (ec)

@@ -781,6 +781,15 @@ void applySetting(json& j, const std::string& assignment) {
                           std::to_string(kConfigMaxDepth) + " levels");
     if (parsed.is_discarded())
         parsed = value;
+    // A number too small for a double reads as 0 ("1e-400" was reported as "0.0 is out of
+    // range"): named as typed.
+    if (parsed.is_number_float() && parsed.get<double>() == 0.0) {
+        const std::string mantissa = value.substr(0, value.find_first_of("eE"));
+        if (mantissa.find_first_of("123456789") != std::string::npos)
+            throw ConfigError("--set \"" + assignment + "\": " + value +
+                              " is below the smallest double (about 4.9e-324) and would read as "
+                              "0");
+    }
     applyParsedSetting(j, assignment, key, std::move(parsed));
 }
 

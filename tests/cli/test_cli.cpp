@@ -66,6 +66,7 @@ private slots:
     void slurmValuesCannotReachTheScript();
     void compareSpeaksForItself();
     void killedCompareResumes();
+    void minorMessagesSayWhatWasMeant();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
     void lockedRunFolderIsLeftToItsWriter();
@@ -1847,4 +1848,65 @@ void TestCli::killedCompareResumes() {
     QVERIFY2(refused.err.contains("holds a run with other settings (train.steps: 5 -> 6)"),
              refused.err.constData());
     QCOMPARE(recordedSteps(out + QStringLiteral("/fp32")), 5);
+}
+
+// The minor CLI group of issue 52: each input that was taken silently or answered with a
+// misleading message is refused in one line naming it, before anything runs or is printed.
+void TestCli::minorMessagesSayWhatWasMeant() {
+    QTemporaryDir dir;
+    const auto refused = [](const QStringList& args, const char* expected) {
+        const Result r = runCli(args);
+        if (r.exitCode != 2 || !r.err.contains(expected) || !r.out.isEmpty())
+            return QStringLiteral("%1: exit %2, out \"%3\", err \"%4\"")
+                .arg(args.join(QLatin1Char(' ')))
+                .arg(r.exitCode)
+                .arg(QString::fromUtf8(r.out), QString::fromUtf8(r.err));
+        return QString();
+    };
+    const QString out = dir.filePath(QStringLiteral("c"));
+    // "fp32," and "fp32,,bf16" ran one preset fewer without a word.
+    QCOMPARE(refused({QStringLiteral("compare"), QStringLiteral("--presets"),
+                      QStringLiteral("fp32,"), QStringLiteral("--out"), out},
+                     "--presets: \"fp32,\" has an empty item"),
+             QString());
+    QCOMPARE(refused({QStringLiteral("compare"), QStringLiteral("--presets=fp32,,bf16"),
+                      QStringLiteral("--out"), out},
+                     "has an empty item"),
+             QString());
+    QVERIFY(!QFileInfo::exists(out));
+    // A misspelled preset names the nearest one.
+    QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--preset"),
+                      QStringLiteral("fp16-amq"), QStringLiteral("--steps"), QStringLiteral("1")},
+                     "unknown; did you mean \"fp16-amp\"?"),
+             QString());
+    // A data folder that does not exist, or a folder in a file's place.
+    QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--data"),
+                      dir.filePath(QStringLiteral("nowhere")), QStringLiteral("--steps"),
+                      QStringLiteral("1")},
+                     "nowhere: no such folder"),
+             QString());
+    QVERIFY(QDir().mkpath(dir.filePath(QStringLiteral("data/train-images-idx3-ubyte"))));
+    QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--data"),
+                      dir.filePath(QStringLiteral("data")), QStringLiteral("--steps"),
+                      QStringLiteral("1")},
+                     "a folder where the IDX file train-images-idx3-ubyte was expected"),
+             QString());
+    // 1e-400 reads as 0 in a double: named as typed, not as "0.0 is out of range".
+    QCOMPARE(
+        refused({QStringLiteral("train"), QStringLiteral("--set"),
+                 QStringLiteral("train.lr=1e-400"), QStringLiteral("--steps"), QStringLiteral("1")},
+                "1e-400 is below the smallest double"),
+        QString());
+    // bench quantize: one format twice (under two names), an unknown one: refused before the
+    // table's header is printed.
+    QCOMPARE(
+        refused({QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--formats"),
+                 QStringLiteral("fp16,e5m10"), QStringLiteral("--size"), QStringLiteral("1000")},
+                "e5m10 is fp16, given twice"),
+        QString());
+    QCOMPARE(
+        refused({QStringLiteral("bench"), QStringLiteral("quantize"), QStringLiteral("--formats"),
+                 QStringLiteral("fp16,nope"), QStringLiteral("--size"), QStringLiteral("1000")},
+                "--formats: format \"nope\""),
+        QString());
 }
