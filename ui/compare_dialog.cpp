@@ -475,7 +475,7 @@ void CompareDialog::drawResults(const SweepResults& results) {
         for (const std::string& f : r.failed)
             notes << QString::fromStdString("failed " + f);
         for (const std::string& m : r.missing)
-            notes << QString::fromStdString(m + " not run yet");
+            notes << QString::fromStdString(m); // "seed-2: not run yet", ...
         put(QString::number(r.runs) +
                 (r.failed.empty() ? QString() : tr(" (%1 failed)").arg(r.failed.size())),
             notes.isEmpty() ? tr("runs done") : notes.join(QLatin1Char('\n')));

@@ -91,17 +91,20 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
                 r.failed.push_back(label + ": " + (why.empty() ? "failed" : why));
                 break;
             }
-            case SweepRunState::ToRun:
-                // A run that trained other settings (sweep.json edited since) says how.
-                if (const std::string differs = std::filesystem::exists(run + "/summary.json")
-                                                    ? runDiffersFromPlan(run, planned)
-                                                    : std::string();
-                    !differs.empty())
-                    r.missing.push_back(label + ": to run again, its run trained other settings (" +
-                                        differs + ")");
-                else
-                    r.missing.push_back(label + ": not run yet");
+            case SweepRunState::ToRun: {
+                // Why it is to run: never started, stopped before its end (a signal, Stop), or
+                // it trained other settings (sweep.json edited since), which it says.
+                const bool started = std::filesystem::exists(run + "/summary.json");
+                const std::string differs =
+                    started && runEndedWithResult(run) ? runDiffersFromPlan(run, planned) : "";
+                r.missing.push_back(
+                    label + (!differs.empty() ? ": to run again, its run trained other settings (" +
+                                                    differs + ")"
+                             : started ? ": stopped before its end; runs again when the sweep "
+                                         "resumes"
+                                       : ": not run yet"));
                 break;
+            }
             }
         }
         for (const SweepMetric& m : sweepMetrics())

@@ -57,6 +57,7 @@ ScaleDecision DynamicScaler::update(bool overflow) {
     ++m_steps;
     const double before = m_scale;
     ScaleDecision d;
+    m_overflowAtLowest = overflow && before <= kLowestLossScale;
     if (overflow) {
         d.skipStep = true;
         m_cleanSteps = 0;

@@ -36,7 +36,10 @@ public:
     double scale() const override { return m_scale; }
     void setScale(double scale) override;
     ScaleDecision update(bool overflow) override;
-    bool overflowIsDivergence() const override { return false; } // it backs off and skips
+    // It backs off and skips, until the scale is the lowest a float holds: an overflow there
+    // cannot be backed off from (the loss itself is Inf or NaN), and every later step would be
+    // skipped: the run has diverged.
+    bool overflowIsDivergence() const override { return m_overflowAtLowest; }
     double floor() const; // the enhanced floor at the current step (0 when not enhanced)
     // Everything that decides the next steps' scales: what a checkpoint keeps (the PyTorch
     // LossScaler's state_dict) and a restart restores.
@@ -56,6 +59,7 @@ private:
     std::int64_t m_steps = 0;      // updates seen
     std::int64_t m_cleanSteps = 0; // since the last overflow or growth
     int m_hysteresisLeft;
+    bool m_overflowAtLowest = false; // the last update's overflow came at kLowestLossScale
 };
 
 } // namespace plab

@@ -235,6 +235,10 @@ double defaultLearningRate(const std::string& modelType) {
 }
 
 nlohmann::json parseConfigText(const std::string& text, const std::string& source) {
+    // JSON text has no NUL: what follows one (a file padded or cut and glued) would be dropped.
+    if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
+        throw ConfigError(source + ": a NUL byte at offset " + std::to_string(nul) +
+                          " (a config is JSON text)");
     // The parser's callback sees every value as it is read: depth and duplicate keys are
     // refused there, before a deep document can reach any recursive code.
     // Per open object (arrays: an empty entry); a hash set, so that a document of many keys is
@@ -745,7 +749,12 @@ void applyParsedSetting(json& j, const std::string& assignment, const std::strin
         *node = json{{"format", *node}};
     // A section replaced by a number or a truth value loses every setting in it (`train=1`); a
     // string stays allowed: a role given as a format name ("recipe.weights=fp16").
-    if (node->is_object() && !node->empty() && (parsed.is_number() || parsed.is_boolean()))
+    // The same for a top-level section not set yet (`--set train=1` then `--steps`, which blamed
+    // the --steps).
+    const bool section =
+        key == "data" || key == "model" || key == "train" || key == "recipe" || key == "scaling";
+    if ((section || (node->is_object() && !node->empty())) &&
+        (parsed.is_number() || parsed.is_boolean()))
         throw ConfigError("--set \"" + assignment + "\": " + key +
                           " is a section of settings (expected " + key + ".<key>=value)");
     if (node->is_object() && parsed.is_object())

@@ -876,7 +876,10 @@ void TestCli::sweepStopsItsRunsOnASignal() {
                 dir.filePath(QStringLiteral("sweep.json")), QStringLiteral("--out"), dir.path(),
                 QStringLiteral("--collect")});
     QCOMPARE(collected.exitCode, 3);
-    QCOMPARE(collected.err.count("not run yet"), 3);
+    // Each as it is: the two interrupted say so (they said "interrupted" and then "not run
+    // yet"), the third was never started.
+    QCOMPARE(collected.err.count("stopped before its end; runs again when the sweep resumes"), 2);
+    QCOMPARE(collected.err.count("not run yet"), 1);
 }
 
 // A run of a sweep trains what Sweep::runConfigJson says (which the app's Compare dialog uses):
@@ -1897,6 +1900,22 @@ void TestCli::minorMessagesSayWhatWasMeant() {
                  QStringLiteral("train.lr=1e-400"), QStringLiteral("--steps"), QStringLiteral("1")},
                 "1e-400 is below the smallest double"),
         QString());
+    // A section set to a number is named, not the --steps that came after it.
+    QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("train=1"),
+                      QStringLiteral("--steps"), QStringLiteral("3")},
+                     "--set \"train=1\": train is a section of settings"),
+             QString());
+    // A config followed by a NUL and garbage was read up to the NUL.
+    const QString padded = dir.filePath(QStringLiteral("padded.json"));
+    {
+        QFile f(padded);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray("{\"train\": {\"steps\": 2}}\0garbage", 31));
+    }
+    QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--config"), padded,
+                      QStringLiteral("--out"), dir.filePath(QStringLiteral("run"))},
+                     "a NUL byte at offset 23"),
+             QString());
     // bench quantize: one format twice (under two names), an unknown one: refused before the
     // table's header is printed.
     QCOMPARE(

@@ -146,6 +146,16 @@ void TestScalers::scaleStaysAPositiveFiniteFloat() {
     QVERIFY2(last.find("2^-126 -> 2^-126 (held at the lowest scale a float holds)") !=
                  std::string::npos,
              last.c_str());
+    // An overflow at that lowest scale cannot be backed off from: the run has diverged (it
+    // skipped every step with a NaN loss and was reported completed, issue 52); a clean step
+    // there is no divergence, nor is an overflow above it.
+    QVERIFY(down.overflowIsDivergence());
+    down.update(false);
+    QVERIFY(!down.overflowIsDivergence());
+    DynamicScaler above(settings);
+    above.update(true);
+    QVERIFY(!above.overflowIsDivergence());
+    QVERIFY(!DynamicScaler(DynamicScalerSettings{}).overflowIsDivergence());
     settings.growthFactor = 1e6;
     settings.growthInterval = 1;
     DynamicScaler up(settings);
