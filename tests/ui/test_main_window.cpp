@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include <csignal>
+#include <functional>
 #include <sys/resource.h>
 
 #include "blocks_view.h"
@@ -92,6 +93,22 @@ QComboBox* boxOffering(QWidget* window, const QString& item) {
 
 void showRole(GradientView* view, TensorRole role) {
     view->roleBox()->setCurrentIndex(view->roleBox()->findData(static_cast<int>(role)));
+}
+
+// What `write` answers while no file may grow past 20 kB (a full disk, as the CLI's tests play
+// it: writes past the limit fail with EFBIG instead of killing the process).
+QString underFileSizeLimit(const std::function<QString()>& write) {
+    rlimit before{};
+    if (::getrlimit(RLIMIT_FSIZE, &before) != 0)
+        return QStringLiteral("getrlimit failed");
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit small{20000, before.rlim_max};
+    if (::setrlimit(RLIMIT_FSIZE, &small) != 0)
+        return QStringLiteral("setrlimit failed");
+    const QString answer = write();
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous);
+    return answer;
 }
 
 // The what-if table's row in bold (the format in use), or -1.
@@ -337,14 +354,7 @@ void TestMainWindow::exportWritesFiles() {
     // the file and the system's reason, and no file is left cut short or empty (issue 42 item
     // 17: training.svg was left at 0 bytes without a word).
     QTemporaryDir full;
-    rlimit before{};
-    QVERIFY(::getrlimit(RLIMIT_FSIZE, &before) == 0);
-    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
-    const rlimit small{20000, before.rlim_max};
-    QVERIFY(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    const QString error = m_window->exportPlots(full.path());
-    ::setrlimit(RLIMIT_FSIZE, &before);
-    std::signal(SIGXFSZ, previous);
+    const QString error = underFileSizeLimit([&] { return m_window->exportPlots(full.path()); });
     QVERIFY2(error.contains(QLatin1String("cannot write (")) &&
                  error.contains(QLatin1String("File too large")),
              qPrintable(error));
@@ -805,14 +815,7 @@ void TestMainWindow::compareOverlaysCurves() {
     // no empty file is left (it said "loss.png: cannot write" over a 0-byte loss.png); with
     // nothing drawn, nothing is written (three empty PNGs were) (issue 52 item 21).
     QTemporaryDir full;
-    rlimit before{};
-    QVERIFY(::getrlimit(RLIMIT_FSIZE, &before) == 0);
-    const auto previous = std::signal(SIGXFSZ, SIG_IGN);
-    const rlimit small{20000, before.rlim_max};
-    QVERIFY(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-    const QString fullError = dialog.exportPlots(full.path());
-    ::setrlimit(RLIMIT_FSIZE, &before);
-    std::signal(SIGXFSZ, previous);
+    const QString fullError = underFileSizeLimit([&] { return dialog.exportPlots(full.path()); });
     QVERIFY2(fullError.contains(QLatin1String("File too large")), qPrintable(fullError));
     for (const QFileInfo& f : QDir(full.path()).entryInfoList(QDir::Files | QDir::Hidden))
         QVERIFY2(f.size() > 0, qPrintable(f.fileName()));
