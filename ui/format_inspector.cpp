@@ -177,18 +177,19 @@ void FormatInspector::refresh() {
     m_value->setStyleSheet(ok ? QString()
                               : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));
     m_value->setToolTip(ok ? tr("Any float32 value") : m_valueError);
-    // The named formats, then the custom ones that parse; a spec that does not is named.
+    // The named formats, then every custom one that parses; each spec that does not is named
+    // (the first bad one used to hide the rest, and the valid ones after it were dropped).
     std::vector<FormatSpec> formats = namedFormats();
-    m_customError.clear();
+    QStringList refused;
     for (const QString& spec : m_custom->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
         try {
             formats.push_back(parseFormat(spec.trimmed().toStdString()));
         } catch (const std::exception& e) {
-            m_customError =
-                tr("Custom format \"%1\": %2").arg(spec.trimmed(), QString::fromUtf8(e.what()));
-            break;
+            refused
+                << tr("Custom format \"%1\": %2").arg(spec.trimmed(), QString::fromUtf8(e.what()));
         }
     }
+    m_customError = refused.join(QLatin1Char('\n'));
     m_custom->setStyleSheet(m_customError.isEmpty()
                                 ? QString()
                                 : QStringLiteral("QLineEdit { border: 1px solid #c03030; }"));

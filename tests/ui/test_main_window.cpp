@@ -560,6 +560,13 @@ void TestMainWindow::formatInspectorRefusesAndReportsHonestly() {
              qPrintable(inspector->customFormatsError()));
     QVERIFY(!inspector->messageLabel()->isHidden());
     QCOMPARE(table->rowCount(), static_cast<int>(namedFormats().size()));
+    // Every bad entry is named and the good ones after a bad one stay (issue 52 item 25: only
+    // the first was reported, the valid ones after it dropped).
+    inspector->setCustomFormatsText(QStringLiteral("e9m2, e3m4, e0m1"));
+    QVERIFY2(inspector->customFormatsError().contains(QLatin1String("\"e9m2\"")) &&
+                 inspector->customFormatsError().contains(QLatin1String("\"e0m1\"")),
+             qPrintable(inspector->customFormatsError()));
+    QCOMPARE(table->rowCount(), static_cast<int>(namedFormats().size()) + 1);
     inspector->setCustomFormatsText(QString());
     for (const char* good : {"inf", "-Infinity", "NaN", "+inf", "3.4028235e38", "1.4e-45"}) {
         inspector->setValueText(QString::fromLatin1(good));
