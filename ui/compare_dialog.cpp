@@ -123,11 +123,11 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     });
     m_loss = new QCustomPlot(this);
     m_loss->xAxis->setLabel(tr("step"));
-    m_loss->yAxis->setLabel(tr("training loss (mean over seeds)"));
-    m_loss->legend->setVisible(true);
+    m_loss->yAxis->setLabel(tr("train loss (seed mean)")); // short: a low plot cuts a title
+    m_loss->legend->setVisible(false); // shown once a comparison has curves (not empty before)
     m_flushed = new QCustomPlot(this);
     m_flushed->xAxis->setLabel(tr("step"));
-    m_flushed->yAxis->setLabel(tr("act. gradients flushed (mean over layers)"));
+    m_flushed->yAxis->setLabel(tr("flushed act. grads (layer mean)"));
     m_metrics = new QCustomPlot(this);
     // Short enough to fit the plot's height in a small dialog (the long one was cut to
     // "est accuracy (%"); the error bars' meaning is in the dialog's table and tooltip.
@@ -220,6 +220,11 @@ QString CompareDialog::openSweep(const QString& dir) {
         return tr("%1: a comparison is still going; stop it first").arg(dir);
     try {
         const Sweep sweep = readSweepFile((dir + QStringLiteral("/sweep.json")).toStdString());
+        // The controls show the sweep on show (Seeds said 1 after opening a 3-seed sweep).
+        m_seeds->setValue(sweep.seeds);
+        if (sweep.steps > 0)
+            m_steps->setValue(
+                static_cast<int>(std::min<std::int64_t>(sweep.steps, m_steps->maximum())));
         startWorker(sweep, dir, false);
         return {};
     } catch (const std::exception& e) {
@@ -403,6 +408,7 @@ void CompareDialog::drawCurves() {
             flushed.push_back(bandOverSeeds(f));
         }
     }
+    m_loss->legend->setVisible(!loss.empty());
     // Means first (graph(i) is point i's mean), then the bands, drawn behind them.
     for (std::size_t p = 0; p < loss.size(); ++p) {
         QCPGraph* mean = m_loss->addGraph();

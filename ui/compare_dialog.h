@@ -53,6 +53,7 @@ public:
     QCustomPlot* flushedPlot() const { return m_flushed; }
     QCustomPlot* metricsPlot() const { return m_metrics; }
     QTableWidget* resultsTable() const { return m_table; }
+    QSpinBox* seedsBox() const { return m_seeds; }
     // loss, flushed and test_accuracy as PNG, PDF and SVG, and results.csv, each written whole;
     // the error text (a file and the system's reason; nothing drawn yet) or empty.
     QString exportPlots(const QString& dir);

@@ -827,6 +827,7 @@ void TestMainWindow::compareOverlaysCurves() {
     for (const QFileInfo& f : QDir(full.path()).entryInfoList(QDir::Files | QDir::Hidden))
         QVERIFY2(f.size() > 0, qPrintable(f.fileName()));
     CompareDialog empty(base, nullptr, runs.path());
+    QVERIFY(!empty.lossPlot()->legend->visible()); // no empty legend before any run
     QTemporaryDir nothing;
     QVERIFY2(empty.exportPlots(nothing.path()).startsWith(QLatin1String("Nothing to export")),
              qPrintable(empty.exportPlots(nothing.path())));
@@ -835,6 +836,7 @@ void TestMainWindow::compareOverlaysCurves() {
     CompareDialog reader(base, nullptr, runs.path());
     QSignalSpy read(&reader, &CompareDialog::comparisonEnded);
     QCOMPARE(reader.openSweep(dialog.compareDir()), QString());
+    QCOMPARE(reader.seedsBox()->value(), 2); // the sweep's seeds, not 1
     QVERIFY(read.wait(30000));
     QCOMPARE(reader.resultsTable()->rowCount(), 2);
     for (int column = 0; column < table->columnCount(); ++column)
