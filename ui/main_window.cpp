@@ -28,6 +28,7 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSlider>
@@ -35,6 +36,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
+#include <QToolBar>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -172,6 +174,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setCentralWidget(central);
 
     auto* recipeDock = new QDockWidget(tr("Precision recipe"), this);
+    m_recipeDock = recipeDock;
     recipeDock->setObjectName(QStringLiteral("recipeDock"));
     // Scrolls rather than widening the window: at 800 px the rows would not fit beside the view.
     auto* recipeScroll = new QScrollArea(recipeDock);
@@ -359,6 +362,23 @@ void MainWindow::updateDiskUse() {
                            .arg(run, QString::fromStdString(megabytesText(record)),
                                 QFileInfo(run).path(),
                                 QString::fromStdString(megabytesText(m_runsFolderBytes))));
+}
+
+void MainWindow::resizeEvent(QResizeEvent* event) {
+    QMainWindow::resizeEvent(event);
+    if (m_runToolbar && m_settingsToolbar) {
+        const bool narrow =
+            width() < m_runToolbar->sizeHint().width() + m_settingsToolbar->sizeHint().width() + 24;
+        if (narrow != toolBarBreak(m_settingsToolbar)) { // a restored layout may hold one
+            if (narrow)
+                insertToolBarBreak(m_settingsToolbar);
+            else
+                removeToolBarBreak(m_settingsToolbar);
+        }
+    }
+    if (width() < 1000 && m_recipeDock && m_recipeDock->isVisible() &&
+        !m_recipeDock->isFloating() && m_recipeDock->width() > width() / 3)
+        resizeDocks({m_recipeDock}, {width() * 3 / 10}, Qt::Horizontal);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -22,6 +22,8 @@ class QScrollArea;
 class QSlider;
 class QDoubleSpinBox;
 class QLabel;
+class QToolBar;
+class QDockWidget;
 class QProgressBar;
 class QSpinBox;
 class QTimer;
@@ -122,6 +124,9 @@ public:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    // A narrow window: the settings toolbar on a row of its own, the recipe dock at most a
+    // third of the width.
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void showRunSettings(const TrainConfig& config);
@@ -204,6 +209,9 @@ private:
     void markPendingValues();
     std::vector<QWidget*> pendingFields() const;
     QStringList m_fieldTips; // the fields' own tooltips, as pendingFields() lists them
+    QToolBar* m_runToolbar = nullptr;
+    QToolBar* m_settingsToolbar = nullptr;
+    QDockWidget* m_recipeDock = nullptr;
     QString m_applyTip;
     void showDeviceChoice(const TrainConfig& config);
     void rememberRecentFile(const QString& path);

@@ -57,15 +57,20 @@ void MainWindow::buildActions() {
     for (QWidget* w : {static_cast<QWidget*>(m_preset), static_cast<QWidget*>(m_model),
                        static_cast<QWidget*>(m_data)})
         toolbar->addWidget(w);
-    toolbar->addWidget(new QLabel(tr(" seed "), this));
-    toolbar->addWidget(m_seed);
-    toolbar->addWidget(new QLabel(tr(" lr "), this));
-    toolbar->addWidget(m_lr);
-    toolbar->addWidget(new QLabel(tr(" steps "), this));
-    toolbar->addWidget(m_steps);
-    toolbar->addWidget(m_device);
-    toolbar->addWidget(m_pace);
-    m_applyAction = toolbar->addAction(tr("Apply"));
+    // The settings a new run takes, in a toolbar of their own: beside the run's in a wide
+    // window, on a row of their own in a narrow one (at 800 px they hid behind "»").
+    m_settingsToolbar = addToolBar(tr("Settings"));
+    m_settingsToolbar->setObjectName(QStringLiteral("settingsToolbar"));
+    m_settingsToolbar->addWidget(new QLabel(tr(" seed "), this));
+    m_settingsToolbar->addWidget(m_seed);
+    m_settingsToolbar->addWidget(new QLabel(tr(" lr "), this));
+    m_settingsToolbar->addWidget(m_lr);
+    m_settingsToolbar->addWidget(new QLabel(tr(" steps "), this));
+    m_settingsToolbar->addWidget(m_steps);
+    m_settingsToolbar->addWidget(m_device);
+    m_settingsToolbar->addWidget(m_pace);
+    m_runToolbar = toolbar;
+    m_applyAction = m_settingsToolbar->addAction(tr("Apply"));
     m_applyAction->setToolTip(tr("Start a new run with these settings (Ctrl+Return)"));
     m_applyAction->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     connect(m_applyAction, &QAction::triggered, this, [this] { applySettings(); });

@@ -37,6 +37,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -45,6 +46,7 @@
 #include <QLineEdit>
 #include <QStatusBar>
 #include <QTableWidget>
+#include <QToolBar>
 #include <qcustomplot.h>
 
 #include <filesystem>
@@ -141,6 +143,7 @@ private slots:
     void compareStopLeavesRunsToDo();
     void dataFolderIsShownAndChosenAgain();
     void unappliedValuesArePending();
+    void narrowWindowKeepsTheSettingsInView();
     void screenshotAfterTraining();
     void spaceOnAnEndedRunDoesNothing();
     void applyShowsTheNewRunAtOnce();
@@ -710,6 +713,27 @@ void TestMainWindow::unappliedValuesArePending() {
     model->setCurrentIndex(model->findData(QStringLiteral("mlp")));
     QCOMPARE(m_window->applySettings(), QString());
     QCOMPARE(m_window->pendingValues(), QStringList());
+}
+
+// At 800 x 600 the settings a new run takes stay in view (issue 52 item 25: lr, steps, device,
+// pace and Apply hid behind the toolbar's "»") and the recipe dock leaves the views room (it
+// took ~40% of the width).
+void TestMainWindow::narrowWindowKeepsTheSettingsInView() {
+    const QSize before = m_window->size();
+    m_window->resize(800, 600);
+    QTest::qWait(50);
+    auto* settings = m_window->findChild<QToolBar*>(QStringLiteral("settingsToolbar"));
+    QVERIFY(settings != nullptr);
+    QWidget* apply = settings->widgetForAction(m_window->applyAction());
+    QVERIFY(apply != nullptr);
+    QTRY_VERIFY(apply->isVisible());
+    QVERIFY(m_window->rect().contains(apply->mapTo(m_window.get(), apply->rect().bottomRight())));
+    QVERIFY(m_window->deviceBox()->isVisible() && m_window->paceBox()->isVisible());
+    auto* dock = m_window->findChild<QDockWidget*>(QStringLiteral("recipeDock"));
+    QVERIFY(dock != nullptr);
+    QTRY_VERIFY2(dock->width() <= m_window->width() / 3 + 8,
+                 qPrintable(QStringLiteral("%1 of %2").arg(dock->width()).arg(m_window->width())));
+    m_window->resize(before);
 }
 
 // Stopping a Compare leaves the stopped runs to do, not failed: their summaries say stopped, no
