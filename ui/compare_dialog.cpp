@@ -159,6 +159,10 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_progress = new QLabel(tr("Tick presets and press Run."), this);
     m_progress->setWordWrap(true);
     m_progress->setMaximumWidth(220);
+    // A fixed height (eight lines, top-aligned): as the text reflows the buttons stay put (they
+    // jumped ~28 px with each new line).
+    m_progress->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_progress->setFixedHeight(8 * m_progress->fontMetrics().lineSpacing());
     left->addWidget(m_progress);
     left->addWidget(m_openButton);
     left->addWidget(exportButton);
@@ -509,6 +513,7 @@ void CompareDialog::refresh() {
         m_shown = std::move(fresh);
     }
     m_progress->setText(progressText());
+    m_progress->setToolTip(m_progress->text()); // whole, where eight lines cut it
     if (!ended)
         return;
     m_timer->stop();

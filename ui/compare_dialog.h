@@ -54,6 +54,7 @@ public:
     QCustomPlot* metricsPlot() const { return m_metrics; }
     QTableWidget* resultsTable() const { return m_table; }
     QSpinBox* seedsBox() const { return m_seeds; }
+    QPushButton* runButton() const { return m_runButton; }
     // loss, flushed and test_accuracy as PNG, PDF and SVG, and results.csv, each written whole;
     // the error text (a file and the system's reason; nothing drawn yet) or empty.
     QString exportPlots(const QString& dir);

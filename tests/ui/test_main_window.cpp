@@ -832,6 +832,17 @@ void TestMainWindow::compareOverlaysCurves() {
     QCoreApplication::processEvents();
     QVERIFY(dialog.grab().save(QCoreApplication::applicationDirPath() +
                                QStringLiteral("/compare_seeds.png")));
+    // Run and Stop stay where they are whatever the progress text's length (they moved ~28 px
+    // as it reflowed, issue 52 item 25): beside a fresh dialog's one-line text, the same place.
+    {
+        CompareDialog fresh(base, nullptr, runs.path());
+        fresh.resize(dialog.size());
+        fresh.show();
+        QCoreApplication::processEvents();
+        QVERIFY(dialog.progressText().size() > 80);
+        QCOMPARE(fresh.runButton()->geometry(), dialog.runButton()->geometry());
+        fresh.close();
+    }
     dialog.close(); // the main window takes the keyboard again for the tests after this one
     m_window->activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
