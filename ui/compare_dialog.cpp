@@ -28,7 +28,9 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -210,8 +212,14 @@ void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
     base["train"].erase("epochs");
     for (const char* key : {"model", "data", "train"})
         sweep.sets.push_back(std::string(key) + "=" + base[key].dump());
+    // The sweep of the folder opened last: resumed there (its done runs kept, the stopped ones
+    // run again), as `sweep --file` does; another sweep gets a folder of its own.
+    nlohmann::json asked = sweep.toJson();
+    asked.erase("baseline");
     const QString folder =
-        QString::fromStdString(newTimestampedFolder(m_runsRoot.toStdString(), "compare-"));
+        !m_openedFolder.isEmpty() && asked == m_openedSweep
+            ? m_openedFolder
+            : QString::fromStdString(newTimestampedFolder(m_runsRoot.toStdString(), "compare-"));
     startWorker(sweep, folder, true);
 }
 
@@ -224,6 +232,15 @@ QString CompareDialog::openSweep(const QString& dir) {
         return tr("%1: a comparison is still going; stop it first").arg(dir);
     try {
         const Sweep sweep = readSweepFile((dir + QStringLiteral("/sweep.json")).toStdString());
+        m_openedFolder = dir;
+        m_openedSweep = sweep.toJson();
+        m_openedSweep.erase("baseline");
+        for (int i = 0; i < m_list->count(); ++i) // its presets ticked, for Run to resume it
+            m_list->item(i)->setCheckState(std::find(sweep.presets.begin(), sweep.presets.end(),
+                                                     m_list->item(i)->text().toStdString()) !=
+                                                   sweep.presets.end()
+                                               ? Qt::Checked
+                                               : Qt::Unchecked);
         // The controls show the sweep on show (Seeds said 1 after opening a 3-seed sweep).
         m_seeds->setValue(sweep.seeds);
         if (sweep.steps > 0)
@@ -358,21 +375,38 @@ void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
     const std::vector<SweepPoint> points = sweep.points();
     std::vector<RunCurves> runs;
     RunMetricsCache metrics;
+    int done = 0;
+    QStringList stopped; // runs stopped before their end: their curves so far, not their metrics
     for (const SweepRun& r : planSweepRuns(sweep, folder)) {
-        if (sweepRunState(r.dir, r.config) != SweepRunState::Done)
+        const bool isDone = sweepRunState(r.dir, r.config) == SweepRunState::Done;
+        if (!isDone && !(std::filesystem::exists(r.dir + "/summary.json") &&
+                         std::filesystem::exists(r.dir + "/run.sqlite")))
             continue;
-        const RunAnalysis a = analyseRun(RunRecord(r.dir));
+        const RunRecord record(r.dir);
+        const RunAnalysis a = analyseRun(record);
         runs.push_back({r.point, a.loss, a.flushedActGrads});
-        metrics[r.dir] = readRunMetrics(r.dir, a);
+        if (isDone) {
+            ++done;
+            metrics[r.dir] = readRunMetrics(r.dir, a);
+        } else {
+            stopped << tr("%1 (%2 steps)")
+                           .arg(QString::fromStdString(r.relative))
+                           .arg(a.loss.empty() ? 0 : static_cast<qlonglong>(a.loss.back().first));
+        }
     }
     SweepResults results = collectSweep(sweep, folder, &metrics);
     std::lock_guard lock(m_mutex);
     m_progressText = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
                          .arg(QString::fromStdString(folder))
-                         .arg(runs.size())
+                         .arg(done)
                          .arg(points.size() * static_cast<std::size_t>(sweep.seeds))
                          .arg(points.size())
                          .arg(sweep.seeds);
+    if (!stopped.isEmpty())
+        m_progressText += tr("; stopped before their end: %1. Run resumes the sweep here: the "
+                             "done runs are kept, these run again from step 0 (runs keep no "
+                             "checkpoint)")
+                              .arg(stopped.join(QStringLiteral(", ")));
     m_runs = std::move(runs);
     m_fresh = std::move(results);
 }

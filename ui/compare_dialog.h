@@ -97,6 +97,10 @@ private:
     QString m_error;                     // guarded by m_mutex
     QString m_progressText;              // guarded by m_mutex
     QString m_compareDir;                // guarded by m_mutex
+    // The sweep folder opened last (Open sweep folder): Run of the same sweep resumes there
+    // instead of starting a new folder. GUI thread only.
+    QString m_openedFolder;
+    nlohmann::json m_openedSweep;
     std::atomic<bool> m_running{false};
     std::jthread m_worker;
 };

@@ -764,6 +764,24 @@ void TestMainWindow::compareStopLeavesRunsToDo() {
         QVERIFY2(!QFileInfo::exists(QString::fromStdString(failedMarker(dir))), run);
         QVERIFY2(sweepRunState(dir, nlohmann::json::object()) == SweepRunState::ToRun, run);
     }
+    // Opened again, the stopped sweep shows its runs' curves so far and says how Run resumes
+    // it; Run resumes it in that folder (issue 52 item 20: "0 of 2 runs done" with empty
+    // curves, and Run started a new folder).
+    CompareDialog reader(base, nullptr, runs.path());
+    QSignalSpy read(&reader, &CompareDialog::comparisonEnded);
+    const QString folder = dialog.compareDir();
+    QCOMPARE(reader.openSweep(folder), QString());
+    QVERIFY(read.wait(30000));
+    QVERIFY2(reader.progressText().contains(QLatin1String("0 of 2 runs done")) &&
+                 reader.progressText().contains(QLatin1String("stopped before their end: fp32/")) &&
+                 reader.progressText().contains(QLatin1String("Run resumes the sweep here")),
+             qPrintable(reader.progressText()));
+    QVERIFY(reader.lossPlot()->graphCount() >= 2 &&
+            reader.lossPlot()->graph(0)->data()->size() > 0);
+    reader.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 1000000, 1);
+    QCOMPARE(reader.compareDir(), folder);
+    reader.stop();
+    QVERIFY(read.wait(30000));
 }
 
 // Two presets x two seeds: four runs, each with its own record in the sweep layout beside a
