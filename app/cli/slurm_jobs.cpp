@@ -78,11 +78,22 @@ void SlurmOptions::update(const nlohmann::json& j, const std::string& where, boo
     check("time", time, timeSyntax,
           "a Slurm time: minutes, [days-]hours:minutes:seconds, days-hours or UNLIMITED");
     check("mem", mem, memSyntax, "a size such as 2000 or 2G (units K, M, G, T)");
-    for (const std::string& a : sbatchArgs)
+    for (const std::string& a : sbatchArgs) {
         if (a.empty() || !std::regex_match(a, sbatchArgSyntax))
             throw std::invalid_argument(
                 name("sbatch_args") + ": " + printable(a) +
                 ": expected one sbatch option such as --account=lab (no control characters)");
+        // The lines the job script writes itself: a later #SBATCH line would override them
+        // (`--array=0-99` ran 100 tasks of a 3-run sweep; `--output` lost the logs).
+        const std::string option = a.substr(0, a.find('='));
+        for (const char* own : {"--array", "--job-name", "--output", "--error", "--ntasks",
+                                "--cpus-per-task", "--partition", "--time", "--mem"})
+            if (option == own)
+                throw std::invalid_argument(
+                    name("sbatch_args") + ": " + printable(a) + ": " + option +
+                    " is written by the sweep itself (its array of runs, their logs, and the "
+                    "--partition, --time, --mem and --cpus-per-task options)");
+    }
 }
 
 std::string printable(const std::string& text) {

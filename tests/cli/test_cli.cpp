@@ -1900,6 +1900,16 @@ void TestCli::minorMessagesSayWhatWasMeant() {
                  QStringLiteral("train.lr=1e-400"), QStringLiteral("--steps"), QStringLiteral("1")},
                 "1e-400 is below the smallest double"),
         QString());
+    // An sbatch option the job script writes itself would override it (--array=0-99 ran 100
+    // tasks of a one-run sweep).
+    QCOMPARE(refused({QStringLiteral("sweep"), QStringLiteral("--backend"), QStringLiteral("slurm"),
+                      QStringLiteral("--presets"), QStringLiteral("fp32"),
+                      QStringLiteral("--steps"), QStringLiteral("2"), QStringLiteral("--out"),
+                      dir.filePath(QStringLiteral("slurm")), QStringLiteral("--no-wait"),
+                      QStringLiteral("--sbatch-arg=--array=0-99")},
+                     "--array is written by the sweep itself"),
+             QString());
+    QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("slurm"))));
     // A section set to a number is named, not the --steps that came after it.
     QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("train=1"),
                       QStringLiteral("--steps"), QStringLiteral("3")},
