@@ -88,6 +88,7 @@ std::vector<float> readTextNumbers(std::istream& in) {
     std::vector<float> values;
     std::string word;
     std::size_t index = 0;
+    std::size_t outOfRange = 0; // words float32 cannot hold: said once each, the first few
     while (nextWord(in, word)) {
         ++index;
         if (word.size() > kMaxNumberText)
@@ -109,8 +110,17 @@ std::vector<float> readTextNumbers(std::istream& in) {
                                         "\" is not a number (expected e.g. 0.1, -3e-5, "
                                         "inf, nan)");
         }
+        // Out of float32's range, the text becomes 0 or Inf: the table's input column shows
+        // that value, so the word itself is named here ("1e-400" looked like an input of 0).
+        if (errno == ERANGE && (v == 0.0f || std::isinf(v)) && ++outOfRange <= 5)
+            std::fprintf(stderr,
+                         "quantize: stdin word %zu \"%.60s\" is %s float32's range: read as %s\n",
+                         index, word.c_str(), v == 0.0f ? "below" : "above",
+                         v == 0.0f ? (std::signbit(v) ? "-0" : "0") : (v < 0.0f ? "-inf" : "inf"));
         values.push_back(v);
     }
+    if (outOfRange > 5)
+        std::fprintf(stderr, "quantize: %zu more words out of float32's range\n", outOfRange - 5);
     return values;
 }
 

@@ -1910,6 +1910,15 @@ void TestCli::minorMessagesSayWhatWasMeant() {
                      "--array is written by the sweep itself"),
              QString());
     QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("slurm"))));
+    // A number out of float32's range is named as typed (1e-400 showed as an input of 0).
+    const Result tiny =
+        runCli({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("fp16")},
+               "1e-400 1e40 0.5\n");
+    QCOMPARE(tiny.exitCode, 0);
+    QVERIFY2(tiny.err.contains("stdin word 1 \"1e-400\" is below float32's range: read as 0") &&
+                 tiny.err.contains("stdin word 2 \"1e40\" is above float32's range: read as inf") &&
+                 !tiny.err.contains("word 3"),
+             tiny.err.constData());
     // A section set to a number is named, not the --steps that came after it.
     QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("train=1"),
                       QStringLiteral("--steps"), QStringLiteral("3")},
