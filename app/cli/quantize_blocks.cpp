@@ -8,6 +8,7 @@
 #include "numerics/philox.h"
 #include "numerics/reference_quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -49,10 +50,22 @@ int quantizeBlocksText(const BlockQuantizeArgs& args, const std::vector<float>& 
     const auto size = static_cast<std::size_t>(scheme.blockSize);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockInfo& info = blocks[b];
-        std::printf("block %zu: amax %.9g, scale %.9g, elements x %.9g%s\n", b,
-                    static_cast<double>(info.finiteAmax), static_cast<double>(info.scale.decoded),
-                    static_cast<double>(info.scale.toElement),
-                    info.saturated > 0 ? ", saturated" : "");
+        // An Inf that set the block's scale (NVFP4, FP32 scales: amax Inf, the largest scale)
+        // leaves the finite values far below the element format's range, where they flush: the
+        // amax printed is the finite one, so this says why. (MX scales from the finite amax.)
+        const bool scaledByInf =
+            info.finiteAmax * info.scale.toElement < 0.25 * element.format.maxFinite() &&
+            std::any_of(values.begin() + static_cast<std::ptrdiff_t>(b * size),
+                        values.begin() +
+                            static_cast<std::ptrdiff_t>(std::min(values.size(), (b + 1) * size)),
+                        [](float v) { return std::isinf(v); });
+        std::printf(
+            "block %zu: amax %.9g, scale %.9g, elements x %.9g%s%s\n", b,
+            static_cast<double>(info.finiteAmax), static_cast<double>(info.scale.decoded),
+            static_cast<double>(info.scale.toElement), info.saturated > 0 ? ", saturated" : "",
+            scaledByInf ? " (the scale comes from the block's Inf, not its finite amax: its "
+                          "finite values are scaled toward 0)"
+                        : "");
         std::printf("  %-16s %-16s %-10s %s\n", "input", "dequantized", "class", "rel.error");
         for (std::size_t i = b * size; i < std::min(values.size(), (b + 1) * size); ++i) {
             const float x = values[i];

@@ -1919,6 +1919,19 @@ void TestCli::minorMessagesSayWhatWasMeant() {
                  tiny.err.contains("stdin word 2 \"1e40\" is above float32's range: read as inf") &&
                  !tiny.err.contains("word 3"),
              tiny.err.constData());
+    // NVFP4 with an Inf: the block's scale comes from the Inf, every finite value flushing; the
+    // amax printed is the finite one (3), so the line says why (it did not). MX scales from the
+    // finite amax: no such note.
+    const Result inf = runCli(
+        {QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("nvfp4")}, "1 2 3 inf\n");
+    QCOMPARE(inf.exitCode, 0);
+    QVERIFY2(inf.out.contains("amax 3,") &&
+                 inf.out.contains("the scale comes from the block's Inf, not its finite amax"),
+             inf.out.constData());
+    const Result mx =
+        runCli({QStringLiteral("quantize"), QStringLiteral("-f"), QStringLiteral("mxfp8-e4m3")},
+               "1 2 3 inf\n");
+    QVERIFY2(mx.exitCode == 0 && !mx.out.contains("block's Inf"), mx.out.constData());
     // A section set to a number is named, not the --steps that came after it.
     QCOMPARE(refused({QStringLiteral("train"), QStringLiteral("--set"), QStringLiteral("train=1"),
                       QStringLiteral("--steps"), QStringLiteral("3")},
