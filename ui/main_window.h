@@ -193,6 +193,7 @@ private:
     void chooseDataDirectory();
     void chooseTextFile();
     void fillDataChoices();
+    QString dataSourceFromControls() const;
     TrainConfig configFromControls(QString* error) const;
     QString startRun(const TrainConfig& config);
     // label: the preset box's entry for it ("session: FILE", "run: FOLDER").

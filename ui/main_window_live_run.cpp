@@ -183,15 +183,22 @@ void MainWindow::showChosenPath(const QString& choice, const QString& path) {
                         Qt::ToolTipRole);
 }
 
+// The data box's choice as a config's data.source: a named source, the folder chosen for
+// "Directory…", or "text:FILE".
+QString MainWindow::dataSourceFromControls() const {
+    const QString source = m_data->currentData().toString();
+    if (source == QLatin1String("dir"))
+        return m_dataDir;
+    if (source == QLatin1String("text-file"))
+        return QStringLiteral("text:") + m_textFile;
+    return source;
+}
+
 TrainConfig MainWindow::configFromControls(QString* error) const {
     // An opened session is an entry of the preset box holding its whole config: Apply starts
     // from it (with the toolbar's values), not from the preset the box showed before.
     const QVariant session = m_preset->currentData(kSessionConfigRole);
-    QString source = m_data->currentData().toString();
-    if (source == QLatin1String("dir"))
-        source = m_dataDir;
-    else if (source == QLatin1String("text-file"))
-        source = QStringLiteral("text:") + m_textFile;
+    const QString source = dataSourceFromControls();
     // The toolbar's values as settings over the preset or session, by the one builder.
     RunConfigParts parts;
     try {

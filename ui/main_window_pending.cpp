@@ -18,6 +18,8 @@ namespace {
 
 // A pale yellow, readable in light and dark themes, on the field itself.
 constexpr const char* kPendingStyle = "background-color: rgba(240, 200, 40, 90);";
+// pendingFields()' names, in its order.
+constexpr const char* kFieldNames[] = {"network", "data", "seed", "lr", "steps", "device"};
 
 } // namespace
 
@@ -43,23 +45,19 @@ void MainWindow::markPendingValues() {
     const bool watched = m_preset->currentData(kWatchedRunRole).toBool();
     const TrainConfig& shown = own ? m_controller->config() : m_viewedConfig;
     const bool compare = !watched && (own || !m_viewedRun.isEmpty());
-    QString source = m_data->currentData().toString();
-    if (source == QLatin1String("dir"))
-        source = m_dataDir;
-    else if (source == QLatin1String("text-file"))
-        source = QStringLiteral("text:") + m_textFile;
     const bool pending[] = {m_model->currentData().toString().toStdString() != shown.model.type,
-                            source.toStdString() != shown.dataSource,
+                            dataSourceFromControls().toStdString() != shown.dataSource,
                             static_cast<std::uint64_t>(m_seed->value()) != shown.seed,
                             std::abs(m_lr->value() - shown.learningRate) >
                                 1e-9 * std::max(1.0, shown.learningRate),
                             shown.steps > 0 && m_steps->value() != shown.steps,
                             m_device->currentData().toString().toStdString() != shown.device};
-    const char* names[] = {"network", "data", "seed", "lr", "steps", "device"};
     QStringList waiting;
     const std::vector<QWidget*> fields = pendingFields();
     for (std::size_t i = 0; i < fields.size(); ++i) {
         const bool mark = compare && pending[i];
+        if (mark)
+            waiting << tr(kFieldNames[i]);
         QWidget* field = fields[i];
         if (field->property("pending").toBool() == mark)
             continue;
@@ -70,9 +68,6 @@ void MainWindow::markPendingValues() {
                                         "with it)")
                                : m_fieldTips.value(static_cast<qsizetype>(i)));
     }
-    for (std::size_t i = 0; i < fields.size(); ++i)
-        if (compare && pending[i])
-            waiting << tr(names[i]);
     m_applyAction->setToolTip(
         waiting.isEmpty()
             ? m_applyTip
@@ -81,11 +76,10 @@ void MainWindow::markPendingValues() {
 
 QStringList MainWindow::pendingValues() const {
     QStringList names;
-    const char* fieldNames[] = {"network", "data", "seed", "lr", "steps", "device"};
     const std::vector<QWidget*> fields = pendingFields();
     for (std::size_t i = 0; i < fields.size(); ++i)
         if (fields[i]->property("pending").toBool())
-            names << QString::fromLatin1(fieldNames[i]);
+            names << QString::fromLatin1(kFieldNames[i]);
     return names;
 }
 

@@ -128,12 +128,18 @@ bool waitForJob(const std::string& id, const std::vector<SweepRun>& runs, double
     catchStopSignals();
     std::string last;
     int squeueFailures = 0;
+    // A run found done stays done while the job goes (the job runs only what was to do): its
+    // config is not read again at every poll.
+    std::vector<bool> seenDone(runs.size(), false);
     for (;;) {
         std::string why;
         const JobState state = jobState(id, &why);
         int done = 0, failed = 0, running = 0;
-        for (const SweepRun& r : runs) {
-            const SweepRunState s = sweepRunState(r.dir, r.config);
+        for (std::size_t i = 0; i < runs.size(); ++i) {
+            const SweepRun& r = runs[i];
+            const SweepRunState s =
+                seenDone[i] ? SweepRunState::Done : sweepRunState(r.dir, r.config);
+            seenDone[i] = s == SweepRunState::Done;
             done += s == SweepRunState::Done;
             failed += s == SweepRunState::Failed;
             running +=

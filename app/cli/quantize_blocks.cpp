@@ -50,9 +50,10 @@ int quantizeBlocksText(const BlockQuantizeArgs& args, const std::vector<float>& 
     const auto size = static_cast<std::size_t>(scheme.blockSize);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockInfo& info = blocks[b];
-        // An Inf that set the block's scale (NVFP4, FP32 scales: amax Inf, the largest scale)
-        // leaves the finite values far below the element format's range, where they flush: the
-        // amax printed is the finite one, so this says why. (MX scales from the finite amax.)
+        // An Inf that set the block's scale (NVFP4's: amax Inf, the largest E4M3 scale) leaves
+        // the finite values far below the element format's range, where they flush: the amax
+        // printed is the finite one, so this says why. (MX and FP32 block scales come from the
+        // finite amax and leave the finite values in range: no note.)
         const bool scaledByInf =
             info.finiteAmax * info.scale.toElement < 0.25 * element.format.maxFinite() &&
             std::any_of(values.begin() + static_cast<std::ptrdiff_t>(b * size),

@@ -6,30 +6,8 @@
 #include "cli_commands.h"
 
 #include "train/run_config_builder.h"
-#include "util/bounded_read.h"
 
 namespace plab::cli {
-namespace {
-
-nlohmann::json readConfigFile(const std::string& path) {
-    std::string text;
-    switch (readBounded(path, kConfigMaxBytes, text)) {
-    case BoundedRead::Ok:
-        return parseConfigText(text, path);
-    case BoundedRead::CannotOpen:
-        throw ConfigError(path + ": cannot open the config file");
-    case BoundedRead::IsADirectory:
-        throw ConfigError(path + ": is a directory (expected a JSON config file)");
-    case BoundedRead::CannotRead:
-        throw ConfigError(path + ": cannot read the config file");
-    case BoundedRead::TooLarge:
-        break;
-    }
-    throw ConfigError(path + ": larger than " + describeBytes(kConfigMaxBytes) +
-                      " (a config is a few KB of JSON)");
-}
-
-} // namespace
 
 void addRunConfigOptions(CLI::App* cmd, RunConfigArgs& args) {
     cmd->add_option("--config", args.config, "JSON config file (see docs/config.md)");

@@ -300,12 +300,8 @@ std::pair<std::string, std::vector<nlohmann::json>> parseGridOption(const std::s
 }
 
 std::string runDiffersFromPlan(const std::string& runDir, const nlohmann::json& planned) {
-    const std::string path = runDir + "/config.json";
-    std::string text;
-    if (readBounded(path, kConfigMaxBytes, text) != BoundedRead::Ok)
-        return path + ": cannot be read as the run's config";
     try {
-        TrainConfig recorded = configFromJson(parseConfigText(text, path));
+        TrainConfig recorded = configFromJson(readConfigFile(runDir + "/config.json"));
         const TrainConfig wanted = configFromJson(planned);
         recorded.threads = wanted.threads;
         recorded.device = wanted.device;

@@ -77,7 +77,10 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
             const std::string run = sweep.runFolder(dir, p, seed);
             const std::string label = "seed-" + std::to_string(seed);
             const nlohmann::json planned = sweep.runConfigJson(p, seed);
-            switch (sweepRunState(run, planned)) {
+            // A run whose metrics are cached was done with this plan: its files are not read
+            // again (Compare collects after every run that ends).
+            const bool cached = cache != nullptr && cache->count(run) != 0;
+            switch (cached ? SweepRunState::Done : sweepRunState(run, planned)) {
             case SweepRunState::Done: {
                 ++r.runs;
                 for (const auto& [key, v] : metricsOf(run, cache))

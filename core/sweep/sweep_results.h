@@ -53,7 +53,8 @@ struct SweepResults {
 using RunMetricsCache = std::map<std::string, std::map<std::string, double>>;
 
 // Reads every run folder of the sweep under `dir` (those not done are left out and listed);
-// with a cache, only the done runs it does not hold yet, which it then does.
+// with a cache, a run it holds counts as done unread, and the done runs it does not hold yet
+// are read into it.
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir,
                           RunMetricsCache* cache = nullptr);
 

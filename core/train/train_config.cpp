@@ -1,6 +1,7 @@
 // TrainConfig <-> JSON, with every key checked: type, range, and no unknown keys.
 #include "train/train_config.h"
 
+#include "util/bounded_read.h"
 #include "util/nearest_name.h"
 
 #include "util/thread_pool.h"
@@ -275,6 +276,24 @@ nlohmann::json parseConfigText(const std::string& text, const std::string& sourc
         throw ConfigError(source + ": the top level must be a JSON object ({...}), not " +
                           (j.is_null() ? std::string("null") : std::string(j.type_name())));
     return j;
+}
+
+nlohmann::json readConfigFile(const std::string& path) {
+    std::string text;
+    switch (readBounded(path, kConfigMaxBytes, text)) {
+    case BoundedRead::Ok:
+        return parseConfigText(text, path);
+    case BoundedRead::CannotOpen:
+        throw ConfigError(path + ": cannot open the config file");
+    case BoundedRead::IsADirectory:
+        throw ConfigError(path + ": is a directory (expected a JSON config file)");
+    case BoundedRead::CannotRead:
+        throw ConfigError(path + ": cannot read the config file");
+    case BoundedRead::TooLarge:
+        break;
+    }
+    throw ConfigError(path + ": larger than " + describeBytes(kConfigMaxBytes) +
+                      " (a config is a few KB of JSON)");
 }
 
 void mergeConfig(nlohmann::json& into, const nlohmann::json& from) {

@@ -110,6 +110,9 @@ inline constexpr std::size_t kConfigMaxBytes = std::size_t{16} << 20;
 // Timeline edits a config may hold (each is checked as it is read: ~0.2 ms an edit).
 inline constexpr std::size_t kTimelineMaxEdits = 20000;
 nlohmann::json parseConfigText(const std::string& text, const std::string& source);
+// A config file read whole (at most kConfigMaxBytes: a FIFO or /dev/zero is not read without
+// bound) and parsed by parseConfigText; ConfigError naming the file and what is wrong with it.
+nlohmann::json readConfigFile(const std::string& path);
 // `from` merged into `into` (objects merged key by key, everything else replaced).
 void mergeConfig(nlohmann::json& into, const nlohmann::json& from);
 
