@@ -6,19 +6,24 @@ costs, and precision_lab.quantize's speed against its peers, each in one run.
    Fashion-MNIST, its own training loop, one thread) trained for EPOCHS epochs unwatched, watched
    every 10th step and watched every step (the five default formats, all four roles), in
    interleaved rounds; samples/s and the loss against the unwatched run of the same round.
-2. shared/peers/watch_naive_torch.py, the hand-written torch-op watcher, for scale.
-3. precision_lab.quantize (with and without statistics) against `precision-lab-cli bench
+2. The PyTorch tiny-GPT peer (shared/peers/gpt_torch.py: byte-level, 2 blocks, d_model 128,
+   batch 32 x 64, AdamW, its own loop, one thread) for GPT_STEPS steps, unwatched and watched
+   every 10th step, in interleaved rounds; tokens/s against the unwatched run of the same round.
+3. shared/peers/watch_naive_torch.py, the hand-written torch-op watcher, for scale.
+4. precision_lab.quantize (with and without statistics) against `precision-lab-cli bench
    quantize` (the same distribution and size: normal values over 24 binades), torch's own
    .to(float16 / bfloat16) round trips, and the numpy FP8 emulation of shared/peers/convert_peers.py.
-Knobs (env): ROUNDS (3), EPOCHS (1), QUANT_N (16Mi), PEERS (../shared/peers), PLAB_CLI, and
+Knobs (env): ROUNDS (3), EPOCHS (1), GPT_STEPS (200), QUANT_N (16Mi), PEERS (../shared/peers), PLAB_CLI, and
 PLAB_PYTHON_PATH (the build's python/ folder).
 """
 
 import contextlib
 import importlib.util
+import inspect
 import io
 import os
 import re
+import runpy
 import statistics
 import subprocess
 import sys
@@ -35,6 +40,7 @@ import precision_lab.torch as plt  # noqa: E402
 
 ROUNDS = int(os.environ.get("ROUNDS", 3))
 EPOCHS = int(os.environ.get("EPOCHS", 1))
+GPT_STEPS = int(os.environ.get("GPT_STEPS", 200))
 QUANT_N = int(os.environ.get("QUANT_N", 16 * 1024 * 1024))
 PEERS = os.environ.get("PEERS", "../shared/peers")
 CLI = os.environ.get("PLAB_CLI", "build/default/app/precision-lab-cli")
@@ -131,6 +137,54 @@ def mlp_rounds():
           f"beside it)", flush=True)
 
 
+def gpt_run(every, out):
+    """One run of the GPT peer as its own script, watched every `every` steps (0: unwatched).
+    The peer builds its model and AdamW at module level, so the watcher starts in a stand-in
+    AdamW that finds the model in the script's globals, and steps after each optimiser step."""
+    real = torch.optim.AdamW
+    started = {}
+
+    class WatchedAdamW(real):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            if every:
+                model = inspect.currentframe().f_back.f_globals["model"]
+                started["watcher"] = plt.watch(model, out, every=every, overwrite=True)
+
+        def step(self, closure=None):
+            result = super().step(closure)
+            if "watcher" in started:
+                started["watcher"].step()
+            return result
+
+    text = io.StringIO()
+    torch.optim.AdamW = WatchedAdamW
+    try:
+        with contextlib.redirect_stdout(text):
+            runpy.run_path(os.path.join(PEERS, "gpt_torch.py"), run_name="__main__")
+    finally:
+        torch.optim.AdamW = real
+    dropped = 0
+    if "watcher" in started:
+        dropped = started["watcher"].dropped_steps
+        started["watcher"].close()
+    return float(re.search(r"(\d+) tokens/s", text.getvalue())[1]), dropped
+
+
+def gpt_rounds():
+    os.environ["GPT_STEPS"] = str(GPT_STEPS)
+    costs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(ROUNDS):
+            plain, _ = gpt_run(0, None)
+            watched, dropped = gpt_run(10, os.path.join(tmp, "gpt"))
+            costs.append(plain / watched - 1)
+            print(f"round {r}: unwatched {plain:.0f} tokens/s; every 10: {watched:.0f} "
+                  f"({costs[-1]:+.1%}, {dropped} statistics steps dropped)", flush=True)
+    print(f"median cost of watching the GPT peer every 10 steps: {statistics.median(costs):+.1%}",
+          flush=True)
+
+
 def best_rate(fn, n, repeat=5):
     fn()
     best = min(timed(fn) for _ in range(repeat))
@@ -182,6 +236,8 @@ if __name__ == "__main__":
     print(f"watch_overhead: torch {torch.__version__}, numpy {np.__version__}, rounds {ROUNDS}, "
           f"epochs {EPOCHS}, cpus {os.cpu_count()}", flush=True)
     mlp_rounds()
+    print(f"\nthe GPT peer, {GPT_STEPS} steps a run:", flush=True)
+    gpt_rounds()
     print("\nshared/peers/watch_naive_torch.py (hand-written torch-op watcher, rough counts):",
           flush=True)
     subprocess.run([sys.executable, os.path.join(PEERS, "watch_naive_torch.py")],
