@@ -82,6 +82,7 @@ Command addSweepCommand(CLI::App& app);
 Command addDevicesCommand(CLI::App& app);
 Command addExportCommand(CLI::App& app);
 Command addSteerCommand(CLI::App& app);
+Command addAdviseCommand(CLI::App& app);
 // `bench train`, registered under `bench`: sets `action` when it is the subcommand parsed.
 void addBenchTrainSubcommand(CLI::App* bench, std::function<int()>& action);
 // `bench gpt`, registered under `bench` likewise.

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
         plab::cli::addPresetsCommand(app), plab::cli::addCompareCommand(app),
         plab::cli::addDevicesCommand(app), plab::cli::addExportCommand(app),
         plab::cli::addSweepCommand(app),   plab::cli::addSteerCommand(app),
+        plab::cli::addAdviseCommand(app),
     };
 
     if (argc > 1)

@@ -283,6 +283,38 @@ std::vector<StatsRow> RunRecord::statsRows(const std::string& format,
     return readStatsRows(s, m_stageNames.size());
 }
 
+double BlockRow::flushedBlockShare() const {
+    const std::uint64_t live = blocks - zeroBlocks;
+    return live == 0 ? 0.0 : static_cast<double>(flushedBlocks) / static_cast<double>(live);
+}
+
+std::vector<BlockRow> RunRecord::blockRows(const std::string& format) const {
+    std::vector<BlockRow> out;
+    if (m_version < 2)
+        return out;
+    SqliteStatement s = m_db->prepare(
+        std::string("SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, "
+                    "saturated_blocks, ") +
+        (m_version >= 4 ? "format" : "''") +
+        " FROM blocks WHERE attempt = ?1" +
+        (m_version >= 4 ? " AND (?2 IS NULL OR format = ?2)" : "") + " ORDER BY seq");
+    s.bind(1, lastAttempt());
+    if (!format.empty() && m_version >= 4)
+        s.bind(2, std::string_view(format));
+    while (s.next()) {
+        const std::optional<TensorRole> role = parseRole(s.text(2));
+        const std::int64_t stage = s.integer(1);
+        if (!role || stage < 0 || static_cast<std::size_t>(stage) >= m_stageNames.size())
+            continue;
+        out.push_back({s.integer(0), static_cast<std::size_t>(stage), *role, s.text(7),
+                       static_cast<std::uint64_t>(s.integer(3)),
+                       static_cast<std::uint64_t>(s.integer(4)),
+                       static_cast<std::uint64_t>(s.integer(5)),
+                       static_cast<std::uint64_t>(s.integer(6))});
+    }
+    return out;
+}
+
 std::vector<TensorRole> RunRecord::recordedRoles() const {
     SqliteStatement s = m_db->prepare(
         "SELECT DISTINCT role FROM stats WHERE attempt = ?1 AND step = (SELECT step FROM stats "

@@ -51,6 +51,16 @@ struct StatsRow {
     double flushedShare() const { return plab::flushedShare(counts); }
 };
 
+// One row of the blocks table, counts only (no scale or range histograms).
+struct BlockRow {
+    std::int64_t step = 0;
+    std::size_t stage = 0;
+    TensorRole role = TensorRole::Weights;
+    std::string format; // empty in records before schema 4 (one block format per role)
+    std::uint64_t blocks = 0, zeroBlocks = 0, flushedBlocks = 0, saturatedBlocks = 0;
+    double flushedBlockShare() const; // of the blocks with a nonzero input, as BlockStats's
+};
+
 class RunRecord {
 public:
     // Throws RecordError naming the file when DIR holds no readable run record.
@@ -89,6 +99,9 @@ public:
     std::vector<StatsRow> statsRows(const std::string& format = {},
                                     std::optional<TensorRole> role = std::nullopt,
                                     std::int64_t afterSeq = 0) const;
+    // The block rows since the last reset (every block format; one when given), in the order
+    // written.
+    std::vector<BlockRow> blockRows(const std::string& format = {}) const;
     // One tensor's rows at one statistics step, in the order written: a watched run's row for
     // every format it judges the tensor in (the format what-if of a watched run), a trained
     // run's one row. Empty when that step recorded no such tensor.

@@ -1,0 +1,227 @@
+// The advice's three exports.
+#include "advise/advice_exports.h"
+
+#include "numerics/block_scheme.h"
+#include "numerics/format_spec.h"
+
+#include <cctype>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace plab {
+namespace {
+
+// How a recipe says a format: its role format and, for a block format, its scaling policy.
+struct RecipeFormat {
+    std::string element;
+    nlohmann::json scaling; // null: an element format
+};
+
+RecipeFormat recipeFormatOf(const std::string& format) {
+    const BlockFormat* block = findBlockFormat(format);
+    if (block == nullptr)
+        return {format, nullptr};
+    const BlockScheme& s = block->scheme;
+    // The watcher's what-if casts blocks along rows (no weight tiles, no Hadamard): so does the
+    // recipe, so that the run does what was judged.
+    nlohmann::json scaling = {{"block_size", s.blockSize}, {"weight_tiles", false}};
+    switch (s.kind) {
+    case BlockScaleKind::Nvfp4:
+        scaling["policy"] = "nvfp4";
+        break;
+    case BlockScaleKind::Mx:
+        scaling["policy"] = "mx";
+        scaling["scale_rounding"] = std::string(toString(s.scaleRounding));
+        break;
+    case BlockScaleKind::Fp32:
+        scaling["policy"] = "blockwise";
+        break;
+    }
+    return {block->element.name, scaling};
+}
+
+// Bits of a format's element (a block format's element): what decides an FP8 GEMM.
+int elementBits(const std::string& format) {
+    if (const BlockFormat* block = findBlockFormat(format))
+        return block->element.totalBits();
+    return parseFormat(format).totalBits();
+}
+
+const char* teGemm(const std::string& gemm) {
+    return gemm == "forward" ? "fprop" : gemm == "data_gradient" ? "dgrad" : "wgrad";
+}
+
+std::string regexQuoted(const std::string& name) {
+    static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
+    return std::regex_replace(name, special, R"(\$&)");
+}
+
+std::string describeCriteria(const RunAdvice& a) {
+    std::ostringstream s;
+    const AdviceCriteria& c = a.criteria;
+    s << "ladder ";
+    for (std::size_t i = 0; i < c.ladder.size(); ++i)
+        s << (i ? "," : "") << c.ladder[i];
+    s << "; max flushed " << c.maxFlushed * 100 << "%, max overflow " << c.maxOverflow * 100
+      << "%, min SQNR " << c.minSqnrDb << " dB; steps " << a.firstStep << ".." << a.lastStep;
+    return s.str();
+}
+
+} // namespace
+
+nlohmann::json adviceRecipe(const RunAdvice& advice) {
+    constexpr TensorRole kRoles[] = {TensorRole::Weights, TensorRole::Activations,
+                                     TensorRole::ActivationGradients,
+                                     TensorRole::WeightGradients};
+    nlohmann::json blockScaling = nullptr;
+    std::string blockFormat;
+    // Per role, the recipe format of each stage, and how many stages took each.
+    std::map<TensorRole, std::map<std::size_t, std::string>> byStage;
+    std::map<TensorRole, std::map<std::string, int>> votes;
+    for (const RoleAdvice& r : advice.roles) {
+        const std::string chosen = r.chosen.empty() ? "fp32" : r.chosen;
+        const RecipeFormat f = recipeFormatOf(chosen);
+        if (!f.scaling.is_null()) {
+            if (!blockFormat.empty() && blockFormat != chosen)
+                throw std::invalid_argument(
+                    "the advice takes two block formats (" + blockFormat + " and " + chosen +
+                    "): a recipe scales with one block policy; advise again with one of them in "
+                    "--ladder");
+            blockFormat = chosen;
+            blockScaling = f.scaling;
+        }
+        byStage[r.role][r.stage] = f.element;
+        ++votes[r.role][f.element];
+    }
+    // Under a block policy every narrow role is block-scaled: a format judged unscaled (E4M3 at
+    // the loss scale) would then be cast otherwise than it was judged.
+    if (!blockFormat.empty())
+        for (const RoleAdvice& r : advice.roles)
+            if (!r.chosen.empty() && findBlockFormat(r.chosen) == nullptr &&
+                parseFormat(r.chosen).hasNarrowRange())
+                throw std::invalid_argument(
+                    "the advice takes " + blockFormat + " (a block format) and " + r.chosen +
+                    " unscaled (" + r.module + " " + std::string(toString(r.role)) +
+                    "): a recipe block-scales every narrow role under one policy; advise again "
+                    "with a ladder of " + blockFormat + " and wide formats, or without it");
+    nlohmann::json recipe = nlohmann::json::object();
+    std::map<TensorRole, std::string> base;
+    for (TensorRole role : kRoles) {
+        int best = 0;
+        for (const auto& [format, n] : votes[role])
+            if (n > best) {
+                best = n;
+                base[role] = format;
+            }
+        if (best > 0)
+            recipe[toString(role)] = base[role];
+    }
+    // Per-layer exceptions, one entry per stage that differs somewhere.
+    std::map<std::size_t, nlohmann::json> exceptions;
+    std::map<std::size_t, std::string> names;
+    for (const RoleAdvice& r : advice.roles)
+        names[r.stage] = r.module;
+    for (TensorRole role : kRoles)
+        for (const auto& [stage, format] : byStage[role])
+            if (format != base[role])
+                exceptions[stage][toString(role)] = format;
+    nlohmann::json overrides = nlohmann::json::array();
+    for (auto& [stage, roles] : exceptions) {
+        nlohmann::json entry = advice.watched
+                                   ? nlohmann::json{{"modules", names[stage]}}
+                                   : nlohmann::json{{"stage", static_cast<int>(stage)}};
+        entry.update(roles);
+        overrides.push_back(entry);
+    }
+    if (!overrides.empty())
+        recipe["overrides"] = overrides;
+    nlohmann::json scaling;
+    if (!blockScaling.is_null())
+        scaling = blockScaling;
+    else if (advice.scaleVaried)
+        scaling = {{"policy", "dynamic"}, {"scale", advice.lossScale}};
+    else if (advice.lossScale != 1.0)
+        scaling = {{"policy", "static"}, {"scale", advice.lossScale}};
+    else
+        scaling = {{"policy", "none"}};
+    return {{"recipe", recipe}, {"scaling", scaling}};
+}
+
+std::string adviceTeYaml(const RunAdvice& advice) {
+    std::ostringstream y;
+    y << "# Precision Lab advice for " << advice.runDir << "\n"
+      << "# " << describeCriteria(advice) << "\n"
+      << "# Transformer Engine precision debug tools (nvidia-dlframework-inspect, TE 2.4 or later):\n"
+      << "# the GEMMs whose operands need more than 8 bits stay in high precision.\n";
+    std::map<std::size_t, std::vector<const GemmAdvice*>> wide;
+    std::map<std::size_t, std::string> names;
+    for (const GemmAdvice& g : advice.gemms) {
+        names[g.stage] = g.module;
+        if (elementBits(g.format) > 8)
+            wide[g.stage].push_back(&g);
+    }
+    if (wide.empty())
+        y << "# every GEMM of every layer may run in FP8: no section needed\n{}\n";
+    for (const auto& [stage, gemms] : wide) {
+        std::string section = "keep_high_precision_" + names[stage];
+        for (char& ch : section)
+            if (!std::isalnum(static_cast<unsigned char>(ch)))
+                ch = '_';
+        y << section << ":\n"
+          << "  enabled: True\n"
+          << "  layers:\n"
+          << "    layer_name_regex_pattern: '^" << regexQuoted(names[stage]) << "$'\n"
+          << "  transformer_engine:\n"
+          << "    DisableFP8GEMM:\n"
+          << "      enabled: True\n"
+          << "      gemms: [";
+        for (std::size_t i = 0; i < gemms.size(); ++i)
+            y << (i ? ", " : "") << teGemm(gemms[i]->gemm);
+        y << "]\n"
+          << "      # ";
+        for (std::size_t i = 0; i < gemms.size(); ++i)
+            y << (i ? "; " : "") << teGemm(gemms[i]->gemm) << ": " << gemms[i]->reason;
+        y << "\n";
+    }
+    return y.str();
+}
+
+std::string adviceTorchao(const RunAdvice& advice) {
+    std::map<std::string, bool> narrow; // module -> all three products in 8 bits or fewer
+    for (const GemmAdvice& g : advice.gemms) {
+        const bool fits = elementBits(g.format) <= 8;
+        const auto [it, added] = narrow.emplace(g.module, fits);
+        if (!added)
+            it->second = it->second && fits;
+    }
+    std::ostringstream p;
+    p << "# Precision Lab advice for " << advice.runDir << "\n"
+      << "# " << describeCriteria(advice) << "\n"
+      << "# The modules whose three GEMMs may all run in 8 bits or fewer:\n"
+      << "FLOAT8_MODULES = {\n";
+    for (const auto& [module, fits] : narrow)
+        if (fits)
+            p << "    \"" << module << "\",\n";
+    p << "}\n\n\n"
+      << "def module_filter_fn(module, fqn):\n"
+      << "    \"\"\"torchao.float8.convert_to_float8_training(model, "
+         "module_filter_fn=module_filter_fn)\"\"\"\n"
+      << "    return fqn in FLOAT8_MODULES\n";
+    return p.str();
+}
+
+std::string adviceExport(const RunAdvice& advice, const std::string& kind) {
+    if (kind == "recipe")
+        return adviceRecipe(advice).dump(2) + "\n";
+    if (kind == "te-yaml")
+        return adviceTeYaml(advice);
+    if (kind == "torchao")
+        return adviceTorchao(advice);
+    throw std::invalid_argument("--export: \"" + kind.substr(0, 40) +
+                                "\": expected recipe, te-yaml or torchao");
+}
+
+} // namespace plab

@@ -1,0 +1,368 @@
+// The recipe advisor: the ladder judged role by role from the record's statistics rows.
+#include "advise/recipe_advice.h"
+
+#include "numerics/tensor_cast.h"
+#include "record/run_record.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace plab {
+namespace {
+
+std::string percent(double share) {
+    char text[32];
+    std::snprintf(text, sizeof text, share >= 0.001 || share == 0 ? "%.2g%%" : "%.1e%%",
+                  100.0 * share);
+    return text;
+}
+
+std::string decibels(double db) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f dB", db);
+    return text;
+}
+
+std::string roleWords(TensorRole role) {
+    std::string words(toString(role));
+    std::replace(words.begin(), words.end(), '_', ' ');
+    return words;
+}
+
+bool readWhole(const std::string& text, std::int64_t& value) {
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+    return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// The worst value of one criterion over the window and where it was.
+struct Worst {
+    double value = 0.0;
+    std::int64_t step = 0;
+    bool seen = false;
+    void atLeast(double v, std::int64_t s) { // keep the largest
+        if (!seen || v > value)
+            *this = {v, s, true};
+    }
+    void atMost(double v, std::int64_t s) { // keep the smallest
+        if (!seen || v < value)
+            *this = {v, s, true};
+    }
+};
+
+struct Tally {
+    Worst flushed, overflow, sqnr, flushedBlocks, saturatedBlocks;
+    std::size_t rows = 0;
+};
+
+using TallyKey = std::tuple<std::string, std::size_t, TensorRole>; // format, stage, role
+
+FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole role,
+                    const AdviceCriteria& c, bool blockFormat) {
+    FormatVerdict v;
+    v.format = format;
+    const std::string what = roleWords(role);
+    if (format == "fp32") {
+        v.outcome = FormatVerdict::Outcome::Meets;
+        v.criterion = "exact";
+        v.reason = "float32 keeps the values as they are";
+        return v;
+    }
+    if (tally == nullptr || tally->rows == 0) {
+        v.outcome = FormatVerdict::Outcome::NoData;
+        v.reason = "no statistics of " + what + " in " + format + " in the window";
+        return v;
+    }
+    auto fail = [&](const char* criterion, const Worst& w, const std::string& sentence) {
+        v.outcome = FormatVerdict::Outcome::Fails;
+        v.criterion = criterion;
+        v.value = w.value;
+        v.step = w.step;
+        v.reason = sentence + " at step " + std::to_string(w.step);
+        return v;
+    };
+    if (tally->flushed.value > c.maxFlushed)
+        return fail("flushed", tally->flushed,
+                    percent(tally->flushed.value) + " of nonzero " + what + " flushed (limit " +
+                        percent(c.maxFlushed) + ")");
+    if (tally->overflow.value > c.maxOverflow)
+        return fail("overflow", tally->overflow,
+                    percent(tally->overflow.value) + " of nonzero " + what +
+                        " past the format's max (limit " + percent(c.maxOverflow) + ")");
+    if (tally->sqnr.seen && tally->sqnr.value < c.minSqnrDb)
+        return fail("sqnr", tally->sqnr,
+                    "SQNR " + decibels(tally->sqnr.value) + " (at least " +
+                        decibels(c.minSqnrDb) + " asked)");
+    if (blockFormat && tally->flushedBlocks.value > c.maxFlushedBlocks)
+        return fail("flushed_blocks", tally->flushedBlocks,
+                    percent(tally->flushedBlocks.value) +
+                        " of blocks with a nonzero value flushed whole (limit " +
+                        percent(c.maxFlushedBlocks) + ")");
+    if (blockFormat && tally->saturatedBlocks.value > c.maxSaturatedBlocks)
+        return fail("saturated_blocks", tally->saturatedBlocks,
+                    percent(tally->saturatedBlocks.value) + " of blocks clipped (limit " +
+                        percent(c.maxSaturatedBlocks) + ")");
+    v.outcome = FormatVerdict::Outcome::Meets;
+    // The number closest to its limit says how much room there was.
+    v.criterion = "flushed";
+    v.value = tally->flushed.value;
+    v.step = tally->flushed.step;
+    v.reason = "worst " + percent(tally->flushed.value) + " flushed (step " +
+               std::to_string(tally->flushed.step) + ")";
+    if (tally->sqnr.seen)
+        v.reason += ", worst SQNR " + decibels(tally->sqnr.value) + " (step " +
+                    std::to_string(tally->sqnr.step) + ")";
+    return v;
+}
+
+} // namespace
+
+double parseShare(const std::string& text, const std::string& what) {
+    std::string number = text;
+    double divisor = 1.0;
+    if (!number.empty() && number.back() == '%') {
+        number.pop_back();
+        divisor = 100.0;
+    }
+    double value = 0.0;
+    const char* end = number.data() + number.size();
+    const auto [ptr, ec] = std::from_chars(number.data(), end, value);
+    value /= divisor;
+    if (number.empty() || ec != std::errc() || ptr != end || !(value >= 0.0 && value <= 1.0))
+        throw std::invalid_argument(what + ": \"" + text.substr(0, 40) +
+                                    "\": expected a share from 0 to 1 or 0% to 100% (e.g. 1%)");
+    return value;
+}
+
+void parseStepWindow(const std::string& text, AdviceCriteria& c) {
+    std::int64_t a = 0, b = 0;
+    const std::size_t colon = text.find(':');
+    if (text == "all") {
+        c.lastSteps = 0;
+        c.firstStep = c.lastStep = 0;
+        return;
+    }
+    if (text.rfind("last:", 0) == 0 && readWhole(text.substr(5), a) && a >= 1) {
+        c.lastSteps = a;
+        c.firstStep = c.lastStep = 0;
+        return;
+    }
+    if (colon != std::string::npos && readWhole(text.substr(0, colon), a) &&
+        readWhole(text.substr(colon + 1), b) && a >= 1 && b >= a) {
+        c.lastSteps = 0;
+        c.firstStep = a;
+        c.lastStep = b;
+        return;
+    }
+    throw std::invalid_argument("--steps: \"" + text.substr(0, 40) +
+                                "\": expected all, last:N (N >= 1) or A:B (1 <= A <= B)");
+}
+
+void checkCriteria(const AdviceCriteria& c) {
+    if (c.ladder.empty())
+        throw std::invalid_argument("--ladder: empty: name formats narrowest first (e.g. "
+                                    "nvfp4,fp8-e4m3,bf16,fp32)");
+    for (std::size_t i = 0; i < c.ladder.size(); ++i) {
+        if (c.ladder[i] != "fp32")
+            (void)TensorCast(TensorCastSpec{.format = c.ladder[i]}); // FormatError names it
+        for (std::size_t j = 0; j < i; ++j)
+            if (c.ladder[j] == c.ladder[i])
+                throw std::invalid_argument("--ladder: " + c.ladder[i] + " is named twice");
+    }
+    auto share = [](double v, const char* what) {
+        if (!(v >= 0.0 && v <= 1.0))
+            throw std::invalid_argument(std::string(what) + ": " + std::to_string(v) +
+                                        ": expected a share from 0 to 1");
+    };
+    share(c.maxFlushed, "--max-flushed");
+    share(c.maxOverflow, "--max-overflow");
+    share(c.maxFlushedBlocks, "--max-flushed-blocks");
+    share(c.maxSaturatedBlocks, "--max-saturated-blocks");
+    if (!std::isfinite(c.minSqnrDb))
+        throw std::invalid_argument("--min-sqnr: expected a finite number of dB");
+    if (c.lastSteps < 0 || c.firstStep < 0 || c.lastStep < c.firstStep)
+        throw std::invalid_argument("--steps: expected all, last:N or A:B");
+}
+
+std::size_t ladderRank(const AdviceCriteria& c, const std::string& format) {
+    if (format == "fp32")
+        return c.ladder.size();
+    const auto it = std::find(c.ladder.begin(), c.ladder.end(), format);
+    return it == c.ladder.end() ? c.ladder.size() : static_cast<std::size_t>(it - c.ladder.begin());
+}
+
+RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
+    checkCriteria(c);
+    RunAdvice advice;
+    advice.runDir = record.dir();
+    advice.criteria = c;
+    advice.watched = !record.meta("watch").is_null() || !record.meta("emulate").is_null();
+
+    // The window: statistics steps since the last reset.
+    // A watched run's rows are read one judged format at a time; a trained run's all at once.
+    std::vector<StatsRow> rows;
+    if (record.judgesSeveralFormats())
+        for (const std::string& f : record.judgedFormats()) {
+            std::vector<StatsRow> some = record.statsRows(f);
+            rows.insert(rows.end(), some.begin(), some.end());
+        }
+    else
+        rows = record.statsRows();
+    std::int64_t newest = 0;
+    for (const StatsRow& r : rows)
+        newest = std::max(newest, r.step);
+    const std::int64_t from = c.lastStep > 0     ? c.firstStep
+                              : c.lastSteps > 0 ? newest - c.lastSteps + 1
+                                                : 1;
+    const std::int64_t to = c.lastStep > 0 ? c.lastStep : newest;
+    auto inWindow = [&](std::int64_t step) { return step >= from && step <= to; };
+
+    std::map<TallyKey, Tally> tallies;
+    std::vector<std::int64_t> steps;
+    std::vector<std::string> formats;
+    std::vector<std::vector<bool>> seenRole(record.stageNames().size(),
+                                            std::vector<bool>(kRoleCount, false));
+    for (const StatsRow& r : rows) {
+        if (std::find(formats.begin(), formats.end(), r.format) == formats.end())
+            formats.push_back(r.format);
+        if (!inWindow(r.step) || r.role == TensorRole::MasterWeights ||
+            r.role == TensorRole::OptimizerState)
+            continue;
+        if (steps.empty() || steps.back() != r.step)
+            steps.push_back(r.step);
+        seenRole[r.stage][static_cast<std::size_t>(r.role)] = true;
+        Tally& t = tallies[{r.format, r.stage, r.role}];
+        ++t.rows;
+        const auto count = [&](QuantClass k) {
+            return static_cast<double>(r.counts[static_cast<std::size_t>(k)]);
+        };
+        double total = 0.0;
+        for (std::uint64_t n : r.counts)
+            total += static_cast<double>(n);
+        const double nonzero = total - count(QuantClass::Zero) - count(QuantClass::NaN);
+        t.flushed.atLeast(r.flushedShare(), r.step);
+        t.overflow.atLeast(nonzero > 0 ? count(QuantClass::Overflow) / nonzero : 0.0, r.step);
+        if (r.error.measured() && r.error.signalSq > 0)
+            t.sqnr.atMost(r.error.sqnrDb(), r.step);
+        if (r.blocks > 0)
+            t.saturatedBlocks.atLeast(
+                static_cast<double>(r.saturatedBlocks) / static_cast<double>(r.blocks), r.step);
+    }
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    if (steps.empty())
+        throw std::invalid_argument(record.dir() + ": no statistics steps " +
+                                    (rows.empty() ? std::string("recorded yet")
+                                                  : "from step " + std::to_string(from) + " to " +
+                                                        std::to_string(to)) +
+                                    ": nothing to advise from");
+    // Block formats: the blocks flushed whole, from the block rows of the same window (a trained
+    // or emulated run casts a role in one format: its block rows go with that role's rows).
+    const bool several = record.judgesSeveralFormats();
+    for (const BlockRow& b : record.blockRows()) {
+        if (!inWindow(b.step) || b.blocks == 0)
+            continue;
+        for (auto& [key, tally] : tallies)
+            if (std::get<1>(key) == b.stage && std::get<2>(key) == b.role &&
+                (!several || std::get<0>(key) == b.format))
+                tally.flushedBlocks.atLeast(b.flushedBlockShare(), b.step);
+    }
+    advice.firstStep = steps.front();
+    advice.lastStep = steps.back();
+    advice.statisticsSteps = steps.size();
+    advice.recordedFormats = formats;
+    bool anyLadderFormat = false;
+    for (const std::string& f : c.ladder)
+        anyLadderFormat |= f != "fp32" && std::find(formats.begin(), formats.end(), f) !=
+                                              formats.end();
+    if (!anyLadderFormat) {
+        std::string ladder, held;
+        for (const std::string& f : c.ladder)
+            ladder += (ladder.empty() ? "" : ",") + f;
+        for (const std::string& f : formats)
+            held += (held.empty() ? "" : ",") + f;
+        throw std::invalid_argument(record.dir() + ": holds no statistics in any format of the " +
+                                    "ladder " + ladder + " (it recorded " + held +
+                                    "): give --ladder from those, narrowest first");
+    }
+    for (const StepScalars& s : record.steps())
+        if (inWindow(s.step)) {
+            if (advice.lossScale != s.scale && s.step > from)
+                advice.scaleVaried = true;
+            advice.lossScale = s.scale;
+        }
+
+    const std::vector<std::string>& names = record.stageNames();
+    for (std::size_t stage = 0; stage < names.size(); ++stage)
+        for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                TensorRole::ActivationGradients, TensorRole::WeightGradients}) {
+            if (!seenRole[stage][static_cast<std::size_t>(role)])
+                continue; // not recorded for this module (a functional child's input)
+            RoleAdvice a;
+            a.stage = stage;
+            a.module = names[stage];
+            a.role = role;
+            std::string rejected;
+            for (const std::string& f : c.ladder) {
+                const auto it = tallies.find({f, stage, role});
+                const bool block = f != "fp32" && TensorCast(TensorCastSpec{.format = f}).isBlockFormat();
+                FormatVerdict v =
+                    judge(f, it == tallies.end() ? nullptr : &it->second, role, c, block);
+                a.verdicts.push_back(v);
+                if (v.outcome == FormatVerdict::Outcome::Meets) {
+                    a.chosen = f;
+                    a.summary = rejected + f + " chosen: " + v.reason;
+                    break;
+                }
+                rejected += f + (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: "
+                                                                            : " not judged: ") +
+                            v.reason + "; ";
+            }
+            if (a.chosen.empty())
+                a.summary = rejected + "no format of the ladder meets the criteria";
+            advice.roles.push_back(std::move(a));
+        }
+
+    // The products: each takes the wider of its two operands' formats.
+    struct Product {
+        const char* name;
+        TensorRole a, b;
+    };
+    constexpr Product kProducts[] = {
+        {"forward", TensorRole::Activations, TensorRole::Weights},
+        {"data_gradient", TensorRole::ActivationGradients, TensorRole::Weights},
+        {"weight_gradient", TensorRole::ActivationGradients, TensorRole::Activations},
+    };
+    auto chosenOf = [&](std::size_t stage, TensorRole role) -> const RoleAdvice* {
+        for (const RoleAdvice& a : advice.roles)
+            if (a.stage == stage && a.role == role)
+                return &a;
+        return nullptr;
+    };
+    for (std::size_t stage = 0; stage < names.size(); ++stage) {
+        if (!seenRole[stage][static_cast<std::size_t>(TensorRole::Weights)])
+            continue; // no product of its own
+        for (const Product& p : kProducts) {
+            GemmAdvice g{stage, names[stage], p.name, p.a, p.b, {}, {}};
+            const RoleAdvice* a = chosenOf(stage, p.a);
+            const RoleAdvice* b = chosenOf(stage, p.b);
+            const std::string fa = a && !a->chosen.empty() ? a->chosen : "fp32";
+            const std::string fb = b && !b->chosen.empty() ? b->chosen : "fp32";
+            const bool aWider = ladderRank(c, fa) >= ladderRank(c, fb);
+            g.format = aWider ? fa : fb;
+            const TensorRole decider = aWider ? p.a : p.b;
+            const RoleAdvice* d = aWider ? a : b;
+            g.reason = d == nullptr ? roleWords(decider) + " not recorded: fp32"
+                       : fa == fb   ? "both operands take " + fa
+                                    : roleWords(decider) + " need " + g.format;
+            advice.gemms.push_back(std::move(g));
+        }
+    }
+    return advice;
+}
+
+} // namespace plab

@@ -1,0 +1,96 @@
+// The recipe advisor: for each module and role of a recorded run, the narrowest format of a
+// ladder whose recorded statistics meet every criterion over a window of steps, with the number
+// that decided it; and for each product (GEMM) the format its two operands allow. It reads only
+// what the record holds (a watched run judges every tensor in several formats; an emulated or
+// trained run casts each role in one): a format without statistics is said to have none, never
+// guessed.
+#pragma once
+
+#include "numerics/tensor_role.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+class RunRecord;
+
+// Defaults and their reasons: docs/advise.md.
+struct AdviceCriteria {
+    // Narrowest first; each a format `quantize` names ("fp32" keeps float32's values).
+    std::vector<std::string> ladder = {"nvfp4", "fp8-e4m3", "bf16", "fp32"};
+    double maxFlushed = 0.01;        // of nonzero values flushed to zero, at any step
+    double maxOverflow = 0.0;        // of nonzero values past the format's max, at any step
+    double minSqnrDb = 20.0;         // signal to quantisation noise, at every step
+    double maxFlushedBlocks = 0.001; // block formats: of blocks with a nonzero input, all flushed
+    double maxSaturatedBlocks = 1.0; // block formats: of blocks, one element or more clipped
+    // Which statistics steps count: the last `lastSteps` steps of the record (0: every step),
+    // or from firstStep to lastStep inclusive when lastStep > 0.
+    std::int64_t lastSteps = 200;
+    std::int64_t firstStep = 0, lastStep = 0;
+};
+
+// "all", "last:N" or "A:B" (inclusive) into criteria's window; std::invalid_argument naming the
+// text otherwise.
+void parseStepWindow(const std::string& text, AdviceCriteria& criteria);
+// "1%", "0.5%" or a plain fraction "0.01" (0 to 1); std::invalid_argument naming `what`.
+double parseShare(const std::string& text, const std::string& what);
+// Throws std::invalid_argument (one line naming the criterion) for a criterion out of range or
+// an unknown ladder format (the format's own message).
+void checkCriteria(const AdviceCriteria& criteria);
+
+// One format of the ladder judged for one module's role.
+struct FormatVerdict {
+    enum class Outcome { Meets, Fails, NoData };
+    std::string format;
+    Outcome outcome = Outcome::NoData;
+    std::string criterion;  // the failed or tightest criterion: "flushed", "overflow", "sqnr", ...
+    double value = 0.0;     // its worst value over the window (shares 0..1, SQNR in dB)
+    std::int64_t step = 0;  // the step of that worst value
+    std::string reason;     // one sentence: "3.2% of nonzero activation gradients flushed at step 812"
+};
+
+struct RoleAdvice {
+    std::size_t stage = 0;
+    std::string module;
+    TensorRole role = TensorRole::Weights;
+    std::string chosen;  // empty: no format of the ladder meets the criteria (or none recorded)
+    std::string summary; // "fp8-e4m3 rejected: ...; bf16 chosen: ..."
+    std::vector<FormatVerdict> verdicts; // the ladder's formats up to the chosen one, in order
+};
+
+// A layer's three products: forward = activations x weights, data gradient = activation
+// gradients x weights, weight gradient = activation gradients x activations.
+struct GemmAdvice {
+    std::size_t stage = 0;
+    std::string module;
+    std::string gemm; // "forward", "data_gradient", "weight_gradient"
+    TensorRole a = TensorRole::Activations, b = TensorRole::Weights;
+    std::string format; // the wider of its operands' chosen formats; empty when neither is known
+    std::string reason; // which operand decided it
+};
+
+struct RunAdvice {
+    std::string runDir;
+    AdviceCriteria criteria;
+    bool watched = false;       // stages are a PyTorch model's modules (names, not indices)
+    std::int64_t firstStep = 0; // the statistics steps the window held
+    std::int64_t lastStep = 0;
+    std::size_t statisticsSteps = 0;
+    std::vector<std::string> recordedFormats; // every format the record holds statistics of
+    double lossScale = 1.0;                   // the window's last step's loss scale
+    bool scaleVaried = false;                 // the loss scale changed within the window
+    std::vector<RoleAdvice> roles;
+    std::vector<GemmAdvice> gemms;
+};
+
+// Throws std::invalid_argument (one line) for bad criteria, a record with no statistics in the
+// window, or a ladder none of whose formats (fp32 aside) the record holds; RecordError for a
+// record that cannot be read.
+RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria);
+
+// Index of a format in the ladder's order (narrower first); fp32 and unknown formats last.
+std::size_t ladderRank(const AdviceCriteria& criteria, const std::string& format);
+
+} // namespace plab

@@ -1,0 +1,268 @@
+// The recipe advisor on hand-made records: each layer's choice and the number that decided it,
+// the products, the exports, and the one-line refusals.
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "advise/advice_exports.h"
+#include "advise/recipe_advice.h"
+#include "record/run_record.h"
+#include "train/run_log.h"
+#include "train/train_config.h"
+
+#include <memory>
+
+using namespace plab;
+
+class TestRecipeAdvice : public QObject {
+    Q_OBJECT
+private slots:
+    void choosesTheNarrowestFormatThatMeetsEveryCriterion();
+    void productsTakeTheWiderOperand();
+    void windowLimitsTheStepsJudged();
+    void recipeExportRunsAsAConfig();
+    void badCriteriaAndMissingFormatsAreOneLineErrors();
+};
+
+namespace {
+
+// Counts of 1,000 nonzero values: `flushed` flushed, `overflow` past the max, the rest normal;
+// SQNR from signal and error sums.
+QuantStats counts(std::uint64_t flushed, std::uint64_t overflow, double sqnrDb = 40.0) {
+    QuantStats q;
+    q.counts[static_cast<std::size_t>(QuantClass::Zero)] = 100;
+    q.counts[static_cast<std::size_t>(QuantClass::Underflow)] = flushed;
+    q.counts[static_cast<std::size_t>(QuantClass::Overflow)] = overflow;
+    q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 1000 - flushed - overflow;
+    q.error = {1000, 1.0, std::pow(10.0, -sqnrDb / 10.0), 1.0};
+    return q;
+}
+
+// A watched run judging every tensor in nvfp4, fp8-e4m3 and bf16, over `steps` statistics steps:
+//   "grads":  activation gradients flush 6% in fp8-e4m3 (at step 3 only) and 0% in bf16;
+//   "wide":   weights overflow in fp8-e4m3 only;
+//   "blocks": nvfp4's blocks flush whole (5% of the live blocks) on every tensor;
+// everything else is fine in fp8-e4m3, and every nvfp4 tensor's counts are fine.
+void writeRecord(const std::string& dir, int steps = 4) {
+    const std::vector<std::string> formats = {"nvfp4", "fp8-e4m3", "bf16"};
+    ExternalRun run;
+    run.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
+    run.meta = {{"source", "pytorch-watch"}, {"watch", {{"formats", formats}, {"every", 1}}}};
+    RunLog log(dir, run, {"grads", "wide", "blocks"});
+    for (int step = 1; step <= steps; ++step) {
+        log.logReportedStep(step, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(step);
+        for (std::size_t stage = 0; stage < 3; ++stage)
+            for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                    TensorRole::ActivationGradients, TensorRole::WeightGradients})
+                for (const std::string& f : formats) {
+                    QuantStats q = counts(0, 0);
+                    BlockStats b;
+                    if (f == "fp8-e4m3" && stage == 0 && role == TensorRole::ActivationGradients)
+                        q = counts(step == 3 ? 60 : 5, 0);
+                    if (f == "fp8-e4m3" && stage == 1 && role == TensorRole::Weights)
+                        q = counts(0, 2);
+                    if (f == "nvfp4") {
+                        b.blocks = 64;
+                        b.zeroBlocks = 4;
+                        b.flushedBlocks = stage == 2 ? 3 : 0;
+                        q = counts(0, 0, 25.0);
+                    }
+                    if (f == "nvfp4" && stage != 2)
+                        q = counts(0, 0, stage == 0 ? 15.0 : 25.0); // grads: SQNR too low
+                    log.logRoleStats(step, stage, role, {f, q, b, 1.0, 1.0}, histograms);
+                }
+        log.commit();
+    }
+}
+
+const RoleAdvice& roleOf(const RunAdvice& a, const std::string& module, TensorRole role) {
+    for (const RoleAdvice& r : a.roles)
+        if (r.module == module && r.role == role)
+            return r;
+    throw std::logic_error("no advice for " + module);
+}
+
+} // namespace
+
+void TestRecipeAdvice::choosesTheNarrowestFormatThatMeetsEveryCriterion() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeRecord(dir);
+    const RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    QCOMPARE(a.statisticsSteps, std::size_t{4});
+    QVERIFY(a.watched);
+
+    // Activation gradients that flush 6% in E4M3 at step 3: BF16, and the reason names it.
+    const RoleAdvice& grads = roleOf(a, "grads", TensorRole::ActivationGradients);
+    QCOMPARE(grads.chosen, std::string("bf16"));
+    QCOMPARE(grads.verdicts.size(), std::size_t{3});
+    QCOMPARE(grads.verdicts[0].criterion, std::string("sqnr")); // nvfp4: 15 dB < 20
+    QCOMPARE(grads.verdicts[1].criterion, std::string("flushed"));
+    QCOMPARE(grads.verdicts[1].step, std::int64_t{3});
+    QCOMPARE(grads.verdicts[1].value, 0.06);
+    QVERIFY2(grads.summary.find("fp8-e4m3 rejected: 6% of nonzero activation gradients flushed "
+                                "(limit 1%) at step 3") != std::string::npos,
+             grads.summary.c_str());
+    QVERIFY(grads.summary.find("bf16 chosen") != std::string::npos);
+    QCOMPARE(roleOf(a, "grads", TensorRole::Weights).chosen, std::string("fp8-e4m3"));
+
+    // Weights that overflow in E4M3 only: NVFP4's block scales fit them; without NVFP4 in the
+    // ladder, BF16, for overflow.
+    QCOMPARE(roleOf(a, "wide", TensorRole::Weights).chosen, std::string("nvfp4"));
+    AdviceCriteria fp8;
+    fp8.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    const RunAdvice withoutFp4 = adviseRun(RunRecord(dir), fp8);
+    const RoleAdvice& wide = roleOf(withoutFp4, "wide", TensorRole::Weights);
+    QCOMPARE(wide.chosen, std::string("bf16"));
+    QCOMPARE(wide.verdicts[0].criterion, std::string("overflow"));
+    QCOMPARE(wide.verdicts[0].value, 0.002);
+    // Its activations: NVFP4's counts and SQNR pass.
+    QCOMPARE(roleOf(a, "wide", TensorRole::Activations).chosen, std::string("nvfp4"));
+
+    // NVFP4 blocks flushed whole (3 of 60 live blocks): FP8 E4M3, for the blocks.
+    const RoleAdvice& blocks = roleOf(a, "blocks", TensorRole::Activations);
+    QCOMPARE(blocks.chosen, std::string("fp8-e4m3"));
+    QCOMPARE(blocks.verdicts[0].criterion, std::string("flushed_blocks"));
+    QCOMPARE(blocks.verdicts[0].value, 0.05);
+    // Loosen the block criterion and NVFP4 passes.
+    AdviceCriteria loose;
+    loose.maxFlushedBlocks = 0.1;
+    QCOMPARE(roleOf(adviseRun(RunRecord(dir), loose), "blocks", TensorRole::Activations).chosen,
+             std::string("nvfp4"));
+    // At step 4 alone the activation gradients flush 0.5% in E4M3: within 1%, not within 0.1%.
+    AdviceCriteria lastStep;
+    lastStep.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    parseStepWindow("last:1", lastStep);
+    QCOMPARE(roleOf(adviseRun(RunRecord(dir), lastStep), "grads", TensorRole::ActivationGradients)
+                 .chosen,
+             std::string("fp8-e4m3"));
+    lastStep.maxFlushed = 0.001;
+    QCOMPARE(roleOf(adviseRun(RunRecord(dir), lastStep), "grads", TensorRole::ActivationGradients)
+                 .chosen,
+             std::string("bf16"));
+}
+
+void TestRecipeAdvice::productsTakeTheWiderOperand() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeRecord(dir);
+    AdviceCriteria c;
+    c.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    const RunAdvice a = adviseRun(RunRecord(dir), c);
+    auto gemm = [&](const std::string& module, const std::string& name) {
+        for (const GemmAdvice& g : a.gemms)
+            if (g.module == module && g.gemm == name)
+                return g;
+        throw std::logic_error("no product");
+    };
+    QCOMPARE(a.gemms.size(), std::size_t{9});
+    // grads: activations and weights E4M3, activation gradients BF16.
+    QCOMPARE(gemm("grads", "forward").format, std::string("fp8-e4m3"));
+    QCOMPARE(gemm("grads", "data_gradient").format, std::string("bf16"));
+    QCOMPARE(gemm("grads", "weight_gradient").format, std::string("bf16"));
+    QCOMPARE(gemm("grads", "weight_gradient").reason, std::string("activation gradients need bf16"));
+    // wide: weights BF16 (overflow), activations E4M3: the forward product is BF16.
+    QCOMPARE(gemm("wide", "forward").format, std::string("bf16"));
+    QCOMPARE(gemm("wide", "forward").reason, std::string("weights need bf16"));
+    QCOMPARE(gemm("wide", "weight_gradient").format, std::string("fp8-e4m3"));
+    QCOMPARE(gemm("wide", "weight_gradient").reason, std::string("both operands take fp8-e4m3"));
+}
+
+void TestRecipeAdvice::windowLimitsTheStepsJudged() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeRecord(dir, 6);
+    AdviceCriteria c;
+    parseStepWindow("last:2", c); // steps 5 and 6: the 6% flush at step 3 is outside
+    const RunAdvice a = adviseRun(RunRecord(dir), c);
+    QCOMPARE(a.firstStep, std::int64_t{5});
+    QCOMPARE(a.statisticsSteps, std::size_t{2});
+    QCOMPARE(roleOf(a, "grads", TensorRole::ActivationGradients).chosen, std::string("fp8-e4m3"));
+    parseStepWindow("2:3", c);
+    QCOMPARE(roleOf(adviseRun(RunRecord(dir), c), "grads", TensorRole::ActivationGradients).chosen,
+             std::string("bf16"));
+    parseStepWindow("all", c);
+    QCOMPARE(adviseRun(RunRecord(dir), c).statisticsSteps, std::size_t{6});
+}
+
+void TestRecipeAdvice::recipeExportRunsAsAConfig() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeRecord(dir);
+    AdviceCriteria c;
+    c.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    RunAdvice a = adviseRun(RunRecord(dir), c);
+    // A watched run's exceptions name its modules (emulate's form).
+    const nlohmann::json watched = adviceRecipe(a);
+    QCOMPARE(watched["recipe"]["activation_gradients"].get<std::string>(), std::string("fp8-e4m3"));
+    QCOMPARE(watched["recipe"]["overrides"].size(), std::size_t{2});
+    QCOMPARE(watched["recipe"]["overrides"][0]["modules"].get<std::string>(), std::string("grads"));
+    QCOMPARE(watched["recipe"]["overrides"][0]["activation_gradients"].get<std::string>(),
+             std::string("bf16"));
+    QCOMPARE(watched["recipe"]["overrides"][1]["weights"].get<std::string>(), std::string("bf16"));
+    QCOMPARE(watched["scaling"]["policy"].get<std::string>(), std::string("none"));
+    // A trained run's name their stages, and train --config's reader takes the document as is.
+    a.watched = false;
+    const TrainConfig config = configFromJson(adviceRecipe(a));
+    QCOMPARE(config.recipe.stageOverrides.size(), std::size_t{2});
+    QCOMPARE(config.recipe.config(0, 3, TensorRole::ActivationGradients).format.name,
+             std::string("bf16"));
+    QCOMPARE(config.recipe.config(2, 3, TensorRole::ActivationGradients).format.name,
+             std::string("fp8-e4m3"));
+    QCOMPARE(config.recipe.config(1, 3, TensorRole::Weights).format.name, std::string("bf16"));
+    // TE: the layers with a product above 8 bits, and the products.
+    const std::string yaml = adviceTeYaml(a);
+    QVERIFY2(yaml.find("layer_name_regex_pattern: '^grads$'") != std::string::npos, yaml.c_str());
+    QVERIFY(yaml.find("gemms: [dgrad, wgrad]") != std::string::npos);
+    QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
+    QVERIFY(yaml.find("'^blocks$'") == std::string::npos);           // all E4M3
+    QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
+    // The default ladder mixes NVFP4 with unscaled E4M3: one recipe cannot hold both.
+    try {
+        adviceRecipe(adviseRun(RunRecord(dir), AdviceCriteria{}));
+        QFAIL("a recipe mixing a block format with unscaled narrow formats was written");
+    } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).find("nvfp4") != std::string::npos, e.what());
+    }
+}
+
+void TestRecipeAdvice::badCriteriaAndMissingFormatsAreOneLineErrors() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeRecord(dir);
+    auto refused = [&](const AdviceCriteria& c, const std::string& expected) {
+        try {
+            adviseRun(RunRecord(dir), c);
+        } catch (const std::invalid_argument& e) {
+            const std::string what = e.what();
+            if (what.find(expected) == std::string::npos || what.find('\n') != std::string::npos)
+                QFAIL(("unexpected message: " + what).c_str());
+            return;
+        }
+        QFAIL(("accepted: " + expected).c_str());
+    };
+    AdviceCriteria c;
+    c.ladder = {"fp16", "fp32"};
+    refused(c, "holds no statistics in any format of the ladder fp16,fp32 (it recorded nvfp4,"
+               "fp8-e4m3,bf16)");
+    c.ladder = {"fp9"};
+    refused(c, "fp9");
+    c.ladder = {"bf16", "bf16"};
+    refused(c, "bf16 is named twice");
+    c = {};
+    c.maxFlushed = 1.5;
+    refused(c, "--max-flushed");
+    c = {};
+    c.firstStep = 50;
+    c.lastStep = 60;
+    refused(c, "no statistics steps from step 50 to 60");
+    QCOMPARE(parseShare("0.5%", "--max-flushed"), 0.005);
+    QCOMPARE(parseShare("0.25", "--max-flushed"), 0.25);
+    for (const char* bad : {"", "%", "150%", "-1", "1e", "abc"})
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseShare(bad, "--max-flushed"));
+    for (const char* bad : {"last:0", "last:", "5:2", "x", "0:4"})
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseStepWindow(bad, c));
+}
+
+QTEST_GUILESS_MAIN(TestRecipeAdvice)
+#include "test_recipe_advice.moc"
