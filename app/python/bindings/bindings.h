@@ -16,6 +16,7 @@ void bindQuantize(py::module_& m);
 void bindRunRecord(py::module_& m);
 void bindWatch(py::module_& m);
 void bindEmulate(py::module_& m);
+void bindAdvise(py::module_& m);
 
 // A float32, C-contiguous, non-empty array of at least one dimension, or TypeError / ValueError
 // naming `name`, what it is and what to do. Never converts: a silent copy to float32 would hide

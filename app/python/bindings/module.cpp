@@ -65,4 +65,5 @@ PYBIND11_MODULE(_core, m) {
     plab::python::bindRunRecord(m);
     plab::python::bindWatch(m);
     plab::python::bindEmulate(m);
+    plab::python::bindAdvise(m);
 }

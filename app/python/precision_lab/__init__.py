@@ -8,8 +8,9 @@ the bits ``precision-lab-cli quantize --binary`` gives, and its counts are the o
 from . import _core
 from ._arrays import as_float32_array
 from ._runs import open_run
+from ._advise import advise, export_advice
 
-__all__ = ["formats", "quantize", "open_run", "ROUNDINGS"]
+__all__ = ["formats", "quantize", "open_run", "advise", "export_advice", "ROUNDINGS"]
 
 ROUNDINGS = ("nearest-even", "nearest-away", "toward-zero", "stochastic")
 # The most threads a cast takes (the CLI's config allows as many): more would only be refused by

@@ -1,0 +1,89 @@
+// advise(): the core's recipe advisor (core/advise) on a run record, as plain rows and the three
+// exports, which precision_lab.advise turns into DataFrames.
+#include "bindings.h"
+
+#include "advise/advice_exports.h"
+#include "advise/recipe_advice.h"
+#include "record/run_record.h"
+
+#include <pybind11/stl.h>
+
+namespace plab::python {
+
+void bindAdvise(py::module_& m) {
+    m.def(
+        "advise",
+        [](const std::string& runDir, const std::vector<std::string>& ladder, double maxFlushed,
+           double maxOverflow, double minSqnr, double maxFlushedBlocks, double maxSaturatedBlocks,
+           const std::string& steps) {
+            AdviceCriteria c;
+            c.ladder = ladder;
+            c.maxFlushed = maxFlushed;
+            c.maxOverflow = maxOverflow;
+            c.minSqnrDb = minSqnr;
+            c.maxFlushedBlocks = maxFlushedBlocks;
+            c.maxSaturatedBlocks = maxSaturatedBlocks;
+            parseStepWindow(steps, c);
+            RunAdvice a;
+            {
+                py::gil_scoped_release release;
+                a = adviseRun(RunRecord(runDir), c);
+            }
+            py::list roles, gemms;
+            for (const RoleAdvice& r : a.roles) {
+                py::dict row;
+                row["stage"] = r.stage;
+                row["module"] = r.module;
+                row["role"] = std::string(toString(r.role));
+                row["format"] = r.chosen.empty() ? py::object(py::none()) : py::str(r.chosen);
+                row["reason"] = r.summary;
+                py::list verdicts;
+                for (const FormatVerdict& v : r.verdicts) {
+                    py::dict d;
+                    d["format"] = v.format;
+                    d["outcome"] = v.outcome == FormatVerdict::Outcome::Meets   ? "meets"
+                                   : v.outcome == FormatVerdict::Outcome::Fails ? "fails"
+                                                                                : "no data";
+                    d["criterion"] = v.criterion;
+                    d["value"] = v.value;
+                    d["step"] = v.step;
+                    d["reason"] = v.reason;
+                    verdicts.append(d);
+                }
+                row["verdicts"] = verdicts;
+                roles.append(row);
+            }
+            for (const GemmAdvice& g : a.gemms) {
+                py::dict row;
+                row["stage"] = g.stage;
+                row["module"] = g.module;
+                row["product"] = g.gemm;
+                row["format"] = g.format;
+                row["reason"] = g.reason;
+                gemms.append(row);
+            }
+            py::dict out;
+            out["roles"] = roles;
+            out["gemms"] = gemms;
+            out["first_step"] = a.firstStep;
+            out["last_step"] = a.lastStep;
+            out["statistics_steps"] = a.statisticsSteps;
+            out["recorded_formats"] = a.recordedFormats;
+            out["loss_scale"] = a.lossScale;
+            py::dict exports;
+            for (const char* kind : {"recipe", "te-yaml", "torchao"}) {
+                try {
+                    exports[kind] = adviceExport(a, kind);
+                } catch (const std::invalid_argument& e) {
+                    exports[kind] = py::make_tuple(py::none(), e.what());
+                }
+            }
+            out["exports"] = exports;
+            return out;
+        },
+        py::arg("run_dir"), py::arg("ladder"), py::arg("max_flushed"), py::arg("max_overflow"),
+        py::arg("min_sqnr"), py::arg("max_flushed_blocks"), py::arg("max_saturated_blocks"),
+        py::arg("steps"));
+}
+
+} // namespace plab::python

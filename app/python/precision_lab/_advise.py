@@ -1,0 +1,95 @@
+"""advise: which format each module's tensors and products can take, from a run's record (the
+core's recipe advisor, as ``precision-lab-cli advise``), and its exports."""
+
+import numbers
+import os
+
+from . import _core
+
+DEFAULT_LADDER = ("nvfp4", "fp8-e4m3", "bf16", "fp32")
+EXPORTS = ("recipe", "te-yaml", "torchao")
+
+
+def _share(value, name):
+    """A share as a fraction (0.01) or a percentage text ("1%")."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            raise ValueError(f"{name} {value!r}: expected a share from 0 to 1 or a text such "
+                             f"as '1%'") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
+        raise ValueError(f"{name} {value!r}: expected a share from 0 to 1 (0.01) or '1%'")
+    return float(value)
+
+
+def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
+            max_saturated_blocks, steps):
+    if isinstance(ladder, str):
+        ladder = [f.strip() for f in ladder.split(",")]
+    if not isinstance(min_sqnr, numbers.Real) or isinstance(min_sqnr, bool):
+        raise ValueError(f"min_sqnr {min_sqnr!r}: expected a number of dB")
+    if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
+        steps = f"last:{steps}"
+    return _core.advise(os.fspath(run_dir), list(ladder), _share(max_flushed, "max_flushed"),
+                        _share(max_overflow, "max_overflow"), float(min_sqnr),
+                        _share(max_flushed_blocks, "max_flushed_blocks"),
+                        _share(max_saturated_blocks, "max_saturated_blocks"), str(steps))
+
+
+def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, min_sqnr=20.0,
+           max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200"):
+    """Per module and role of the run at ``run_dir`` (own, watched, emulated or a sweep's), the
+    narrowest format of ``ladder`` (narrowest first) whose recorded statistics meet every
+    criterion at every statistics step of ``steps`` ("all", "last:N", "A:B" or N): at most
+    ``max_flushed`` of the nonzero values flushed to zero, ``max_overflow`` past the format's
+    max, an SQNR of ``min_sqnr`` dB or more, and for block formats ``max_flushed_blocks`` of the
+    live blocks flushed whole and ``max_saturated_blocks`` of the blocks clipped. Shares are
+    fractions or texts ("1%").
+
+    Returns a DataFrame (stage, module, role, format, reason; format None where no format of the
+    ladder meets the criteria) with ``attrs``: "products" (a DataFrame: each layer's forward,
+    data-gradient and weight-gradient product and the wider of its operands' formats),
+    "verdicts" (per row, each format tried: meets / fails / no data, the criterion, its worst
+    value and step), "window" (first and last step, how many), "recorded_formats".
+    ValueError with one line for bad criteria, a window without statistics, or a ladder the
+    record holds none of."""
+    import pandas
+    raw = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
+                  max_saturated_blocks, steps)
+    table = pandas.DataFrame([{k: r[k] for k in ("stage", "module", "role", "format", "reason")}
+                              for r in raw["roles"]],
+                             columns=["stage", "module", "role", "format", "reason"])
+    table.attrs["products"] = pandas.DataFrame(
+        raw["gemms"], columns=["stage", "module", "product", "format", "reason"])
+    table.attrs["verdicts"] = [r["verdicts"] for r in raw["roles"]]
+    table.attrs["window"] = {"first_step": raw["first_step"], "last_step": raw["last_step"],
+                             "statistics_steps": raw["statistics_steps"]}
+    table.attrs["recorded_formats"] = list(raw["recorded_formats"])
+    return table
+
+
+def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_flushed=0.01,
+                  max_overflow=0.0, min_sqnr=20.0, max_flushed_blocks=0.001,
+                  max_saturated_blocks=1.0, steps="last:200"):
+    """The advice (as ``advise`` computes it) as ``kind``: "recipe" (a config document that
+    ``precision_lab.torch.emulate``, ``train --config`` and the app take), "te-yaml" (Transformer
+    Engine's debug-API config) or "torchao" (a ``module_filter_fn``). Returns the text and, with
+    ``out``, writes it there. ValueError when the advice cannot be that kind (a recipe mixing
+    a block format with unscaled narrow formats)."""
+    if kind not in EXPORTS:
+        raise ValueError(f"kind {kind!r}: expected one of {', '.join(EXPORTS)}")
+    raw = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
+                  max_saturated_blocks, steps)
+    text = raw["exports"][kind]
+    if isinstance(text, tuple):
+        raise ValueError(text[1])
+    if out is not None:
+        tmp = f"{os.fspath(out)}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+    return text

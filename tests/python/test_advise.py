@@ -1,0 +1,146 @@
+"""precision_lab.advise and export_advice: the round trip the advisor promises (watch a model,
+advise, emulate the advice, and the advised tensors meet the criteria in the new run), the
+exports parsed by what takes them, and the one-line refusals."""
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import require_torch
+
+
+def train(torch, model, steps, hook):
+    """A small fixed problem: the same batches every time (seeded), SGD; hook(loss) after each
+    optimiser step (watcher.step / emulation.step)."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(512, 32, generator=gen)
+    y = torch.randint(0, 4, (512,), generator=gen)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for s in range(steps):
+        i = (s * 32) % 512
+        loss = torch.nn.functional.cross_entropy(model(x[i:i + 32]), y[i:i + 32])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hook(loss)
+
+
+def mlp(torch):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64),
+                               torch.nn.ReLU(), torch.nn.Linear(64, 4))
+
+
+@pytest.fixture(scope="module")
+def watched(tmp_path_factory):
+    torch = require_torch()
+    import precision_lab.torch as plt
+    run = tmp_path_factory.mktemp("advise") / "watched"
+    model = mlp(torch)
+    with plt.watch(model, run, formats=("nvfp4", "fp8-e4m3", "bf16"), every=1,
+                   queue_steps=32) as w:  # no statistics step dropped
+        train(torch, model, 24, lambda loss: w.step(loss=loss))
+    return run
+
+
+LADDER = ("fp8-e4m3", "bf16", "fp32")
+
+
+def test_advice_names_the_deciding_number(watched):
+    import precision_lab as pl
+    table = pl.advise(watched, ladder=LADDER)
+    assert list(table.columns) == ["stage", "module", "role", "format", "reason"]
+    assert len(table) == 3 * 4 and table.attrs["window"]["statistics_steps"] == 24
+    # Unscaled E4M3 flushes most of this model's gradients (loss scale 1) and keeps its
+    # activations: the reason gives the share and the step.
+    grads = table[(table.module == "0") & (table.role == "activation_gradients")].iloc[0]
+    assert grads.format == "bf16"
+    assert "fp8-e4m3 rejected: " in grads.reason and "flushed (limit 1%) at step" in grads.reason
+    verdict = table.attrs["verdicts"][grads.name][0]
+    assert verdict["outcome"] == "fails" and verdict["criterion"] == "flushed"
+    assert verdict["value"] > 0.01
+    activations = table[(table.module == "0") & (table.role == "activations")].iloc[0]
+    assert activations.format == "fp8-e4m3"
+    products = table.attrs["products"]
+    assert len(products) == 9
+    forward = products[(products.module == "0") & (products["product"] == "forward")].iloc[0]
+    assert forward.format in ("fp8-e4m3", "bf16")
+
+
+def test_round_trip_the_advised_tensors_meet_the_criteria(watched, tmp_path):
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as plt
+    recipe_file = tmp_path / "advice.json"
+    pl.export_advice(watched, "recipe", out=recipe_file, ladder=LADDER)
+    advice = pl.advise(watched, ladder=LADDER)
+    model = mlp(torch)
+    run = tmp_path / "emulated"
+    with plt.emulate(model, str(recipe_file), str(run)) as em:
+        train(torch, model, 24, lambda loss: em.step(loss=loss))
+    stats = pl.open_run(run).stats
+    for _, row in advice.iterrows():
+        rows = stats[(stats.stage == row.stage) & (stats.role == row.role)]
+        assert len(rows) == 24, (row.module, row.role)
+        assert set(rows.format) == {row.format}, (row.module, row.role, set(rows.format))
+        assert rows.flushed_share.max() <= 0.01, (row.module, row.role)
+        assert (rows.overflow == 0).all(), (row.module, row.role)
+        assert rows.sqnr_db.min() >= 20, (row.module, row.role)
+
+
+def test_exports_parse_where_they_go(watched, cli, tmp_path):
+    import precision_lab as pl
+    # The recipe: the CLI writes the same text, and emulate's checks take it (resolve_recipe).
+    recipe = pl.export_advice(watched, "recipe", ladder=LADDER)
+    out = tmp_path / "cli.json"
+    subprocess.run([cli, "advise", str(watched), "--ladder", ",".join(LADDER), "--export",
+                    "recipe", "--out", str(out)], check=True, capture_output=True)
+    assert out.read_text() == recipe
+    from precision_lab._emulate import resolve_recipe
+    config = resolve_recipe(json.loads(recipe), ["0", "2", "4"])
+    assert config["recipe"]["activations"]["format"] == "fp8-e4m3"
+    # TE's YAML: sections with enabled, layers and the DisableFP8GEMM feature TE documents.
+    document = yaml.safe_load(pl.export_advice(watched, "te-yaml", ladder=LADDER))
+    assert document, "no layer kept in high precision"
+    for section in document.values():
+        assert section["enabled"] is True
+        assert set(section["layers"]) == {"layer_name_regex_pattern"}
+        feature = section["transformer_engine"]["DisableFP8GEMM"]
+        assert feature["enabled"] is True
+        assert feature["gemms"] and set(feature["gemms"]) <= {"fprop", "dgrad", "wgrad"}
+    # torchao: a module_filter_fn that runs.
+    scope = {}
+    exec(compile(pl.export_advice(watched, "torchao", ladder=LADDER), "torchao", "exec"), scope)
+    advice = pl.advise(watched, ladder=LADDER)
+    products = advice.attrs["products"]
+    for module in ("0", "2", "4"):
+        narrow = set(products[products.module == module].format) == {"fp8-e4m3"}
+        assert scope["module_filter_fn"](None, module) == narrow
+
+
+def test_bad_criteria_are_one_line_errors(watched, cli):
+    import precision_lab as pl
+    for kwargs, expected in (
+            ({"ladder": ("fp16", "fp32")}, "holds no statistics in any format of the ladder"),
+            ({"ladder": ("fp9",)}, "fp9"),
+            ({"max_flushed": "150%"}, "max_flushed"),
+            ({"max_flushed": 2}, "max_flushed"),
+            ({"steps": "last:0"}, "last:N"),
+            ({"steps": "900:950"}, "no statistics steps from step 900 to 950")):
+        with pytest.raises(ValueError, match=expected) as e:
+            pl.advise(watched, **kwargs)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="two block formats|a block format"):
+        pl.export_advice(watched, "recipe", ladder=("nvfp4", "fp8-e4m3", "bf16", "fp32"))
+    with pytest.raises(OSError, match="run.sqlite"):
+        pl.advise(os.path.join(str(watched), "nothing"))
+    for args, expected in ((["--max-flushed", "2"], "--max-flushed"),
+                           (["--ladder", "fp16"], "holds no statistics"),
+                           (["--export", "onnx"], "expected recipe, te-yaml or torchao"),
+                           (["--out", "x.json"], "give --export")):
+        r = subprocess.run([cli, "advise", str(watched), *args], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stderr)
+        assert expected in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
