@@ -147,7 +147,15 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         scaling = {{"policy", "static"}, {"scale", advice.lossScale}};
     else
         scaling = {{"policy", "none"}};
-    return {{"recipe", recipe}, {"scaling", scaling}};
+    if (!advice.runConfig.is_object())
+        return {{"recipe", recipe}, {"scaling", scaling}};
+    // A trained run: its whole config (model, data, training), the advised recipe in place of
+    // its own, without the timeline of edits its recipe went through.
+    nlohmann::json config = advice.runConfig;
+    config.erase("timeline");
+    config["recipe"] = recipe;
+    config["scaling"] = scaling;
+    return config;
 }
 
 std::string adviceTeYaml(const RunAdvice& advice) {

@@ -11,7 +11,9 @@
 
 namespace plab {
 
-// {"recipe": {role: format, ..., "overrides": [...]}, "scaling": {...}}: each role's base format
+// {"recipe": {role: format, ..., "overrides": [...]}, "scaling": {...}} (for a trained run, its
+// whole config.json with these two in place of its own, so that train --config retrains the same
+// model under the advice): each role's base format
 // is the one most modules were advised, the others per-layer overrides ({"modules": NAME} for a
 // watched or emulated run, {"stage": N} for a trained one). A block format becomes its element
 // format under the block scaling policy (nvfp4 -> fp4-e2m1 with scaling nvfp4). Element formats

@@ -201,6 +201,8 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
     advice.runDir = record.dir();
     advice.criteria = c;
     advice.watched = !record.meta("watch").is_null() || !record.meta("emulate").is_null();
+    if (!advice.watched)
+        advice.runConfig = record.config();
 
     // The window: statistics steps since the last reset.
     // A watched run's rows are read one judged format at a time; a trained run's all at once.

@@ -8,6 +8,8 @@
 
 #include "numerics/tensor_role.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,6 +77,7 @@ struct RunAdvice {
     std::string runDir;
     AdviceCriteria criteria;
     bool watched = false;       // stages are a PyTorch model's modules (names, not indices)
+    nlohmann::json runConfig;   // a trained run's config.json (what replays it); else null
     std::int64_t firstStep = 0; // the statistics steps the window held
     std::int64_t lastStep = 0;
     std::size_t statisticsSteps = 0;

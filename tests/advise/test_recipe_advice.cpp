@@ -201,9 +201,16 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
              std::string("bf16"));
     QCOMPARE(watched["recipe"]["overrides"][1]["weights"].get<std::string>(), std::string("bf16"));
     QCOMPARE(watched["scaling"]["policy"].get<std::string>(), std::string("none"));
-    // A trained run's name their stages, and train --config's reader takes the document as is.
+    // A trained run's name their stages, inside its own config (its model and data, its recipe
+    // and scaling replaced, its timeline of edits dropped); train --config's reader takes it.
     a.watched = false;
-    const TrainConfig config = configFromJson(adviceRecipe(a));
+    a.runConfig = {{"model", {{"type", "mlp"}, {"hidden", {16, 8}}}},
+                   {"recipe", {{"weights", "fp16"}}},
+                   {"timeline", {{{"step", 2}, {"set", {{"scaling", {{"scale", 8}}}}}}}}};
+    const nlohmann::json document = adviceRecipe(a);
+    QVERIFY(!document.contains("timeline"));
+    QVERIFY(document["model"]["hidden"] == nlohmann::json({16, 8}));
+    const TrainConfig config = configFromJson(document);
     QCOMPARE(config.recipe.stageOverrides.size(), std::size_t{2});
     QCOMPARE(config.recipe.config(0, 3, TensorRole::ActivationGradients).format.name,
              std::string("bf16"));
