@@ -30,6 +30,7 @@ class QTimer;
 
 namespace plab {
 
+class AdvisePanel;
 class BlocksView;
 class FlushHeatmapView;
 class FormatWhatIfTable;
@@ -106,6 +107,13 @@ public:
     QPlainTextEdit* textSample() const { return m_textSample; }
     QTabWidget* detailTabs() const { return m_detailTabs; }
     FormatInspector* formatInspector();
+    // Tools > Advise (ui/main_window_advise.cpp): the recipe advisor on the run in the window
+    // (the one on show, else the app's own); the error or empty. Apply in it starts a new own
+    // run under the advice, or sends the recipe to an emulated script that still runs.
+    QString openAdvise();
+    AdvisePanel* advisePanel();
+    // What Apply as recipe does with the advice's document; the error or empty.
+    QString applyAdvice(const nlohmann::json& document);
     // Steering an emulated run on show (ui/main_window_steering.cpp): null for the app's own
     // run; the last message sent or received.
     RunSteering* steering() const { return m_steering.get(); }
@@ -175,6 +183,7 @@ private:
     void sendPolicyToScript(ScalingPolicy policy);
     void sendRecipeToScript(const PrecisionRecipe& recipe);
     void sendActionToScript(const std::string& action);
+    AdvisePanel* m_advise = nullptr;
     void showSteeringReplies(const std::vector<RecordedEvent>& replies);
     void updateDiskUse();
     QLabel* m_disk = nullptr;

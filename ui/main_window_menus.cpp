@@ -134,6 +134,10 @@ void MainWindow::buildActions() {
     auto* tools = menuBar()->addMenu(tr("&Tools"));
     tools->addAction(tr("&Format inspector…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
                      [this] { formatInspector()->show(); });
+    tools->addAction(tr("&Advise…"), this, [this] {
+        if (const QString err = openAdvise(); !err.isEmpty())
+            showError(tr("Cannot advise on this run"), err);
+    });
     tools->addAction(tr("&Compare presets…"), this, [this] {
         auto* dialog = new CompareDialog(m_controller->config(), this);
         dialog->setAttribute(Qt::WA_DeleteOnClose);

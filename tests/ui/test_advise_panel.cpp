@@ -1,0 +1,156 @@
+// Tools > Advise on a recorded run: the table of each module's roles with the reason for each
+// format, Apply as recipe starting a new run whose config holds the per-layer exceptions,
+// Export, and Apply refused (with the reason) for a watched PyTorch run.
+#include <QPushButton>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QLineEdit>
+#include <QTest>
+
+#include "advise_panel.h"
+#include "data/dataset.h"
+#include "main_window.h"
+#include "train/run_log.h"
+#include "train/training_session.h"
+
+#include <fstream>
+
+using namespace plab;
+
+class TestAdvisePanel : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void advisesAndAppliesTheRecipeToANewRun();
+    void aWatchedRunExportsButDoesNotApply();
+
+private:
+    QTemporaryDir m_dataHome;
+    QString m_error;
+};
+
+void TestAdvisePanel::initTestCase() {
+    QCoreApplication::setOrganizationName(QStringLiteral("PrecisionLabTests"));
+    QVERIFY(m_dataHome.isValid());
+    qputenv("XDG_DATA_HOME", m_dataHome.path().toLocal8Bit());
+}
+
+void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
+    // An own run: FP16 everywhere but the last layer's activation gradients (FP32).
+    QTemporaryDir tmp;
+    const std::string run = tmp.path().toStdString() + "/run";
+    const nlohmann::json j = {
+        {"model", {{"hidden", {16}}}},
+        {"data", {{"train_size", 400}, {"test_size", 100}}},
+        {"train", {{"steps", 6}, {"batch_size", 16}}},
+        {"recipe",
+         {{"weights", "fp16"},
+          {"activations", "fp16"},
+          {"activation_gradients", "fp16"},
+          {"weight_gradients", "fp16"},
+          {"overrides", {{{"stage", -1}, {"activation_gradients", "fp32"}}}}}}};
+    {
+        TrainingSession session(configFromJson(j),
+                                std::make_shared<const DataSplit>(makeSyntheticData(3, 400, 100)),
+                                run);
+        session.start();
+        session.waitUntilDone();
+    }
+    MainWindow window;
+    window.setErrorSink(&m_error);
+    QCOMPARE(window.openRun(QString::fromStdString(run)), QString());
+    // The default ladder names formats this run never cast in: one line saying so.
+    const QString refused = window.openAdvise();
+    QVERIFY2(refused.contains(QStringLiteral("holds no statistics in any format of the ladder")) &&
+                 refused.contains(QStringLiteral("fp16")),
+             qPrintable(refused));
+    AdvisePanel* panel = window.advisePanel();
+    QCOMPARE(panel->rolesTable()->rowCount(), 0);
+    panel->ladderField()->setText(QStringLiteral("fp16,bf16,fp32"));
+    QCOMPARE(panel->advise(QString::fromStdString(run)), QString());
+    // Two layers x four roles, each with its format and what decided it.
+    QCOMPARE(panel->rolesTable()->rowCount(), 8);
+    QCOMPARE(panel->productsTable()->rowCount(), 6);
+    int exceptions = 0;
+    for (int row = 0; row < 8; ++row) {
+        const QString module = panel->rolesTable()->item(row, 0)->text();
+        const QString role = panel->rolesTable()->item(row, 1)->text();
+        const QString format = panel->rolesTable()->item(row, 2)->text();
+        const QString why = panel->rolesTable()->item(row, 3)->text();
+        if (row >= 4 && role == QLatin1String("activation_gradients")) {
+            QCOMPARE(format, QStringLiteral("fp32"));
+            QVERIFY2(why.contains(QStringLiteral("fp16 not judged")), qPrintable(why));
+            ++exceptions;
+        } else {
+            const QString row = QStringList({module, role, format, why}).join(QLatin1Char(' '));
+            QVERIFY2(format == QLatin1String("fp16") && why.contains(QStringLiteral("fp16 chosen")),
+                     qPrintable(row));
+        }
+    }
+    QCOMPARE(exceptions, 1);
+    // Apply: a new own run whose config holds the advice, the exception per layer.
+    QVERIFY(panel->applyButton()->isEnabled());
+    const QString before = window.controller()->runDir();
+    QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+    QCOMPARE(m_error, QString());
+    const QString after = window.controller()->runDir();
+    QVERIFY(!after.isEmpty() && after != before);
+    std::ifstream in((after + QStringLiteral("/config.json")).toStdString());
+    const nlohmann::json config = nlohmann::json::parse(in);
+    QCOMPARE(config["recipe"]["activation_gradients"]["format"].get<std::string>(),
+             std::string("fp16"));
+    const nlohmann::json& overrides = config["recipe"]["overrides"];
+    QCOMPARE(overrides.size(), std::size_t{1});
+    QCOMPARE(overrides[0]["stage"].get<int>(), 1);
+    QCOMPARE(overrides[0]["activation_gradients"]["format"].get<std::string>(),
+             std::string("fp32"));
+    QVERIFY(config["model"]["hidden"] == nlohmann::json({16})); // the run's own model
+    // Export: the three kinds, each written whole.
+    QTemporaryDir out;
+    panel->setPathPicker([&](const QString& kind) { return out.filePath(kind); });
+    QCOMPARE(panel->exportTo(out.filePath(QStringLiteral("advice.yaml")),
+                             QStringLiteral("te-yaml")),
+             QString());
+    std::ifstream yaml(out.filePath(QStringLiteral("advice.yaml")).toStdString());
+    const std::string text((std::istreambuf_iterator<char>(yaml)), {});
+    QVERIFY2(text.find("DisableFP8GEMM") != std::string::npos, text.c_str());
+    QVERIFY(panel->exportTo(QStringLiteral("/nonexistent/x.json"), QStringLiteral("recipe"))
+                .contains(QStringLiteral("/nonexistent")));
+}
+
+void TestAdvisePanel::aWatchedRunExportsButDoesNotApply() {
+    QTemporaryDir tmp;
+    const std::string run = tmp.path().toStdString() + "/watched";
+    {
+        const std::vector<std::string> formats = {"fp8-e4m3", "bf16"};
+        ExternalRun external;
+        external.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
+        external.meta = {{"source", "pytorch-watch"},
+                         {"watch", {{"formats", formats}, {"every", 1}}}};
+        RunLog log(run, external, {"fc"});
+        QuantStats q;
+        q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 100;
+        const BlockStats blocks;
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                TensorRole::ActivationGradients, TensorRole::WeightGradients})
+            for (const std::string& f : formats)
+                log.logRoleStats(1, 0, role, {f, q, blocks, 1.0, 1.0}, histograms);
+        log.commit();
+    }
+    MainWindow window;
+    window.setErrorSink(&m_error);
+    QCOMPARE(window.openRun(QString::fromStdString(run)), QString());
+    QCOMPARE(window.openAdvise(), QString());
+    AdvisePanel* panel = window.advisePanel();
+    QCOMPARE(panel->rolesTable()->rowCount(), 4);
+    QCOMPARE(panel->rolesTable()->item(0, 2)->text(), QStringLiteral("fp8-e4m3"));
+    QVERIFY(!panel->applyButton()->isEnabled());
+    QVERIFY2(panel->applyButton()->toolTip().contains(QStringLiteral("emulate")),
+             qPrintable(panel->applyButton()->toolTip()));
+}
+
+QTEST_MAIN(TestAdvisePanel)
+#include "test_advise_panel.moc"

@@ -1,0 +1,85 @@
+// MainWindow's Tools > Advise: the advisor on the run in the window, and what Apply does.
+#include "main_window.h"
+
+#include "advise_panel.h"
+#include "record/run_record.h"
+#include "run_steering.h"
+
+#include <QFileInfo>
+#include <QStatusBar>
+
+namespace plab {
+
+AdvisePanel* MainWindow::advisePanel() {
+    if (!m_advise) {
+        m_advise = new AdvisePanel(this);
+        connect(m_advise, &AdvisePanel::applyRequested, this, [this](const nlohmann::json& doc) {
+            if (const QString error = applyAdvice(doc); !error.isEmpty())
+                showError(tr("Cannot apply the advice"), error);
+        });
+    }
+    return m_advise;
+}
+
+QString MainWindow::openAdvise() {
+    const bool viewing = !m_controller->hasSession() && !m_viewedRun.isEmpty();
+    const QString dir = viewing ? m_viewedRun : m_controller->runDir();
+    if (dir.isEmpty())
+        return tr("No run to advise on: train one, or open a run folder (File > Open run)");
+    bool canApply = true;
+    QString why;
+    if (viewing && m_viewedRecord) {
+        const nlohmann::json source = m_viewedRecord->meta("source");
+        if (source == "pytorch-watch") {
+            canApply = false;
+            why = tr("A watched run's model is your script's: export the recipe and pass it to "
+                     "precision_lab.torch.emulate");
+        } else if (source == "pytorch-emulate" && !steeringViewedRun()) {
+            canApply = false;
+            why = tr("The emulated script no longer runs: export the recipe and run "
+                     "emulate(model, FILE)");
+        }
+    }
+    AdvisePanel* panel = advisePanel();
+    const QString error = panel->advise(dir, canApply, why);
+    panel->show();
+    panel->raise();
+    return error;
+}
+
+QString MainWindow::applyAdvice(const nlohmann::json& document) {
+    try {
+        if (steeringViewedRun()) {
+            // The script's stages are its modules: the advice's module names become stages.
+            nlohmann::json recipe = document.at("recipe");
+            if (recipe.contains("overrides"))
+                for (nlohmann::json& entry : recipe["overrides"])
+                    if (entry.contains("modules")) {
+                        const std::string name = entry["modules"].get<std::string>();
+                        const auto it = std::find(m_viewedNames.begin(), m_viewedNames.end(), name);
+                        if (it == m_viewedNames.end())
+                            return tr("The advice names module %1, which the run does not have")
+                                .arg(QString::fromStdString(name));
+                        entry.erase("modules");
+                        entry["stage"] = static_cast<int>(it - m_viewedNames.begin());
+                    }
+            const TrainConfig edited = applyEdit(m_viewedConfig, {{"recipe", recipe}});
+            sendRecipeToScript(edited.recipe);
+            return {};
+        }
+        const TrainConfig config = configFromJson(document);
+        const QString from = m_advise ? QFileInfo(m_viewedRun.isEmpty() ? m_controller->runDir()
+                                                                        : m_viewedRun)
+                                            .fileName()
+                                      : QString();
+        if (const QString error = startRun(config); !error.isEmpty())
+            return error;
+        showConfigInControls(config, tr("advice: %1").arg(from));
+        statusBar()->showMessage(tr("A new run under the advice for %1").arg(from), 5000);
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return {};
+}
+
+} // namespace plab
