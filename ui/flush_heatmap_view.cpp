@@ -52,6 +52,24 @@ void FlushHeatmapView::setLogScale(bool on) {
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void FlushHeatmapView::setQuantity(const QString& label, const QString& tooltip) {
+    m_quantity = label;
+    const bool share = label.isEmpty();
+    if (!share && logScale())
+        setLogScale(false);
+    m_logScale->setVisible(share);
+    m_map->colorScale()->setLabel(share ? tr("flushed share of activation gradients") : label);
+    QCPColorGradient gradient = m_map->gradient();
+    gradient.setNanHandling(share ? QCPColorGradient::nhLowestColor
+                                  : QCPColorGradient::nhTransparent);
+    m_map->setGradient(gradient);
+    if (share)
+        m_map->setDataRange(QCPRange(0.0, 1.0));
+    m_plot->setToolTip(share ? tr("Each cell: of the nonzero activation gradients arriving at "
+                                  "that layer on that step, the share the cast flushed to zero")
+                             : tooltip);
+}
+
 bool FlushHeatmapView::logScale() const {
     return m_map->dataScaleType() == QCPAxis::stLogarithmic;
 }
@@ -86,6 +104,17 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
             // On the log scale a zero is NaN, drawn in the lowest colour (its log is -Inf).
             m_map->data()->setCell(c, r, logScale() && !(v > 0.0) ? qQNaN() : v);
         }
+    }
+    if (!m_quantity.isEmpty()) { // the colours span the values drawn
+        double lo = qInf(), hi = -qInf();
+        for (const auto& column : columns)
+            for (double v : column.flushed)
+                if (std::isfinite(v)) {
+                    lo = std::min(lo, v);
+                    hi = std::max(hi, v);
+                }
+        if (lo <= hi)
+            m_map->setDataRange(QCPRange(lo, hi > lo ? hi : lo + 1.0));
     }
     // Each row by its layer's name (a module's, for a PyTorch run), its tail where it is long
     // ("…h.11.mlp.c_proj"): the end tells the layers of one model apart.

@@ -1,5 +1,6 @@
 // FlushHeatmapView: share of activation gradients flushed to zero, per layer (rows) over steps
-// (columns), as a colour map: where and when underflow sets in.
+// (columns), as a colour map: where and when underflow sets in. The Diagnostics tab draws other
+// quantities with it (setQuantity).
 #pragma once
 
 #include "training_controller.h"
@@ -29,6 +30,10 @@ public:
     void setLogScale(bool on);
     bool logScale() const;
     QCheckBox* logScaleBox() const { return m_logScale; }
+    // Another quantity than the flushed share: its colour-scale label and tooltip; the colours
+    // then span the finite values drawn, and cells without a value are left blank. An empty
+    // label returns to the flushed share.
+    void setQuantity(const QString& label, const QString& tooltip);
     static constexpr int kMaxCells = 2048;     // across the x axis
     static constexpr int kMaxLabelLength = 24; // longer names show their tail
 
@@ -36,6 +41,7 @@ private:
     QCustomPlot* m_plot;
     QCPColorMap* m_map;
     QCheckBox* m_logScale;
+    QString m_quantity; // empty: the flushed share
     // What is drawn, kept to redraw it on the other colour scale.
     std::vector<TrainingController::FlushColumn> m_columns;
     std::vector<std::string> m_stageNames;

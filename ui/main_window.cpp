@@ -9,6 +9,7 @@
 #include "util/folder_size.h"
 
 #include "blocks_view.h"
+#include "diagnostics_view.h"
 #include "flush_heatmap_view.h"
 #include "format_what_if_table.h"
 #include "gradient_view.h"
@@ -42,6 +43,27 @@
 
 namespace plab {
 
+void MainWindow::showDiagnostics() {
+    // Read from the record, at most once a second while a run goes (a query over its rows).
+    if (m_diagnosticsClock.isValid() && m_diagnosticsClock.elapsed() < 1000)
+        return;
+    m_diagnosticsClock.start();
+    const bool viewing = !m_controller->hasSession() && !m_viewedRun.isEmpty();
+    try {
+        if (viewing && m_viewedRecord) {
+            const std::string format = m_viewedRecord->judgesSeveralFormats()
+                                           ? m_watchedFormat->currentText().toStdString()
+                                           : std::string();
+            m_diagnostics->show(*m_viewedRecord, format);
+        } else if (!m_controller->runDir().isEmpty()) {
+            m_diagnostics->show(RunRecord(m_controller->runDir().toStdString()), {});
+        }
+    } catch (const std::exception&) {
+        // A record not written yet (the run's first step): the next update reads it.
+        m_diagnosticsClock.invalidate();
+    }
+}
+
 void MainWindow::updateDetailViews() {
     // Only the visible one: the what-if casts a few thousand values through 14 formats.
     const TrainingSnapshot& s = m_gradientView->snapshot();
@@ -57,6 +79,8 @@ void MainWindow::updateDetailViews() {
     else if (m_detailTabs->currentWidget() == m_overviewTab)
         m_overview->show(s, m_gradientView->config(), m_gradientView->role(),
                          m_gradientView->stage());
+    else if (m_detailTabs->currentWidget() == m_diagnostics)
+        showDiagnostics();
     // What a text model wrote at its latest evaluation (cheap: only when it changed).
     if (s.sampleStep != m_sampleStep) {
         m_sampleStep = s.sampleStep;
@@ -101,6 +125,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_textSample->setPlaceholderText(tr("A text model (the GPT) writes a few lines here at each "
                                         "evaluation"));
     timeTabs->addTab(m_textSample, tr("Text sample"));
+    m_diagnostics = new DiagnosticsView(this);
+    timeTabs->addTab(m_diagnostics, tr("Diagnostics"));
+    timeTabs->setTabToolTip(6, tr("A quantity over training per layer, read from the run's "
+                                  "record: amax, kurtosis, signal to quantisation noise, block "
+                                  "scale spread"));
+    connect(timeTabs, &QTabWidget::currentChanged, this,
+            [this] { m_diagnosticsClock.invalidate(); }); // before updateDetailViews (below)
+    connect(m_diagnostics, &DiagnosticsView::choiceChanged, this, [this] {
+        m_diagnosticsClock.invalidate();
+        updateDetailViews();
+    });
     connect(m_overview, &StagesOverview::stageClicked, this,
             [this](int stage) { m_gradientView->stageBox()->setCurrentIndex(stage); });
     timeTabs->setTabToolTip(2, tr("The block-scaled cast of the tensor shown above: block "

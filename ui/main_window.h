@@ -32,6 +32,7 @@ namespace plab {
 
 class AdvisePanel;
 class BlocksView;
+class DiagnosticsView;
 class FlushHeatmapView;
 class FormatWhatIfTable;
 class StagesOverview;
@@ -101,6 +102,7 @@ public:
     std::int64_t viewedStep() const { return m_viewedStep; }
     RecipeEditor* recipeEditor() const { return m_recipeEditor; }
     FlushHeatmapView* heatmapView() const { return m_heatmap; }
+    DiagnosticsView* diagnosticsView() const { return m_diagnostics; }
     BlocksView* blocksView() const { return m_blocks; }
     FormatWhatIfTable* formatWhatIf() const { return m_formatWhatIf; }
     StagesOverview* stagesOverview() const { return m_overview; }
@@ -184,6 +186,9 @@ private:
     void sendRecipeToScript(const PrecisionRecipe& recipe);
     void sendActionToScript(const std::string& action);
     AdvisePanel* m_advise = nullptr;
+    DiagnosticsView* m_diagnostics = nullptr;
+    QElapsedTimer m_diagnosticsClock; // the Diagnostics tab's last read of the record
+    void showDiagnostics();
     void showSteeringReplies(const std::vector<RecordedEvent>& replies);
     void updateDiskUse();
     QLabel* m_disk = nullptr;

@@ -241,6 +241,28 @@ void exportChannels(SqliteDb& db, const std::string& dir) {
     out.commit();
 }
 
+// The diagnostics table (schema 5): kurtosis per captured tensor, block-scale spread per block
+// format; amax and the gradient-to-noise ratio (10^(sqnr/20)) come from layers.csv's columns.
+void exportDiagnostics(SqliteDb& db, const std::string& dir) {
+    const std::vector<std::string> names = stageNames(db);
+    ExportFile out(dir, "diagnostics.csv");
+    out.add("step,stage,stage_name,role,format,kurtosis,block_scale_log2_std,live_blocks,"
+            "zero_scale_blocks\n");
+    SqliteStatement s = db.prepare("SELECT step, stage, role, format, kurtosis, scale_log2_std, "
+                                   "live_blocks, zero_scale_blocks FROM diagnostics ORDER BY seq");
+    while (s.next()) {
+        const std::int64_t stage = s.integer(1);
+        const bool blocks = !s.isNull(6);
+        out.add(std::to_string(s.integer(0)) + ',' + std::to_string(stage) + ',' +
+                stageName(names, stage) + ',' + s.text(2) + ',' + s.text(3) + ',' +
+                (s.isNull(4) ? std::string() : recordNumber(s.real(4))) + ',' +
+                (s.isNull(5) ? std::string() : recordNumber(s.real(5))) + ',' +
+                (blocks ? std::to_string(s.integer(6)) : std::string()) + ',' +
+                (blocks ? std::to_string(s.integer(7)) : std::string()) + '\n');
+    }
+    out.commit();
+}
+
 void exportEvents(SqliteDb& db, const std::string& dir) {
     ExportFile out(dir, "events.jsonl");
     SqliteStatement s = db.prepare("SELECT step, type, message, change FROM events ORDER BY seq");
@@ -283,7 +305,7 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
         throw RecordError(outDir + ": cannot create (" + ec.message() + ")");
     // An export killed midway left its partial files: they are this one's to replace.
     for (const char* name : {"metrics.csv", "layers.csv", "blocks.csv", "channels.csv",
-                             "histograms.csv", "events.jsonl"})
+                             "diagnostics.csv", "histograms.csv", "events.jsonl"})
         std::filesystem::remove(outDir + "/" + name + ".export-tmp", ec);
     // One read transaction: the four files describe the same moment of a live run.
     db.exec("BEGIN;");
@@ -294,6 +316,8 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
             exportBlocks(db, outDir, version);
         if (version >= 3)
             exportChannels(db, outDir);
+        if (version >= 5 && db.queryInteger("SELECT count(*) FROM diagnostics") > 0)
+            exportDiagnostics(db, outDir); // runs whose tensors were captured whole
         exportHistograms(db, outDir);
         exportEvents(db, outDir);
     } catch (...) {

@@ -292,12 +292,11 @@ std::vector<BlockRow> RunRecord::blockRows(const std::string& format) const {
     std::vector<BlockRow> out;
     if (m_version < 2)
         return out;
-    SqliteStatement s = m_db->prepare(
-        std::string("SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, "
-                    "saturated_blocks, ") +
-        (m_version >= 4 ? "format" : "''") +
-        " FROM blocks WHERE attempt = ?1" +
-        (m_version >= 4 ? " AND (?2 IS NULL OR format = ?2)" : "") + " ORDER BY seq");
+    SqliteStatement s =
+        m_db->prepare(std::string("SELECT step, stage, role, blocks, zero_blocks, flushed_blocks, "
+                                  "saturated_blocks, ") +
+                      (m_version >= 4 ? "format" : "''") + " FROM blocks WHERE attempt = ?1" +
+                      (m_version >= 4 ? " AND (?2 IS NULL OR format = ?2)" : "") + " ORDER BY seq");
     s.bind(1, lastAttempt());
     if (!format.empty() && m_version >= 4)
         s.bind(2, std::string_view(format));
@@ -306,11 +305,30 @@ std::vector<BlockRow> RunRecord::blockRows(const std::string& format) const {
         const std::int64_t stage = s.integer(1);
         if (!role || stage < 0 || static_cast<std::size_t>(stage) >= m_stageNames.size())
             continue;
-        out.push_back({s.integer(0), static_cast<std::size_t>(stage), *role, s.text(7),
-                       static_cast<std::uint64_t>(s.integer(3)),
-                       static_cast<std::uint64_t>(s.integer(4)),
-                       static_cast<std::uint64_t>(s.integer(5)),
-                       static_cast<std::uint64_t>(s.integer(6))});
+        out.push_back(
+            {s.integer(0), static_cast<std::size_t>(stage), *role, s.text(7),
+             static_cast<std::uint64_t>(s.integer(3)), static_cast<std::uint64_t>(s.integer(4)),
+             static_cast<std::uint64_t>(s.integer(5)), static_cast<std::uint64_t>(s.integer(6))});
+    }
+    return out;
+}
+
+std::vector<DiagnosticsRow> RunRecord::diagnosticsRows() const {
+    std::vector<DiagnosticsRow> out;
+    if (m_version < 5)
+        return out;
+    SqliteStatement s =
+        m_db->prepare("SELECT step, stage, role, format, kurtosis, scale_log2_std, live_blocks, "
+                      "zero_scale_blocks FROM diagnostics WHERE attempt = ?1 ORDER BY seq");
+    s.bind(1, lastAttempt());
+    while (s.next()) {
+        const std::optional<TensorRole> role = parseRole(s.text(2));
+        const std::int64_t stage = s.integer(1);
+        if (!role || stage < 0 || static_cast<std::size_t>(stage) >= m_stageNames.size())
+            continue;
+        out.push_back({s.integer(0), static_cast<std::size_t>(stage), *role, s.text(3), s.real(4),
+                       s.real(5), static_cast<std::uint64_t>(s.integer(6)),
+                       static_cast<std::uint64_t>(s.integer(7))});
     }
     return out;
 }

@@ -61,6 +61,16 @@ struct BlockRow {
     double flushedBlockShare() const; // of the blocks with a nonzero input, as BlockStats's
 };
 
+// One row of the diagnostics table (stats/tensor_diagnostics.h); NaN where not measured.
+struct DiagnosticsRow {
+    std::int64_t step = 0;
+    std::size_t stage = 0;
+    TensorRole role = TensorRole::Weights;
+    std::string format; // empty: the tensor's own (kurtosis); a block format: its scales
+    double kurtosis = 0.0, scaleLog2StdDev = 0.0;
+    std::uint64_t liveBlocks = 0, zeroScaleBlocks = 0;
+};
+
 class RunRecord {
 public:
     // Throws RecordError naming the file when DIR holds no readable run record.
@@ -102,6 +112,9 @@ public:
     // The block rows since the last reset (every block format; one when given), in the order
     // written.
     std::vector<BlockRow> blockRows(const std::string& format = {}) const;
+    // The diagnostics rows since the last reset, in the order written (none before schema 5 and
+    // for runs whose tensors the core does not capture whole: trained and emulated runs).
+    std::vector<DiagnosticsRow> diagnosticsRows() const;
     // One tensor's rows at one statistics step, in the order written: a watched run's row for
     // every format it judges the tensor in (the format what-if of a watched run), a trained
     // run's one row. Empty when that step recorded no such tensor.

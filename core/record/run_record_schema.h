@@ -12,9 +12,9 @@ namespace plab {
 
 inline constexpr const char* kRunRecordFile = "run.sqlite";
 // Version 2 added the error sums to stats and the blocks table, version 3 the channels table,
-// version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats);
-// this build reads 1 to 4.
-inline constexpr int kRunRecordSchemaVersion = 4;
+// version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats),
+// version 5 the diagnostics table; this build reads 1 to 5.
+inline constexpr int kRunRecordSchemaVersion = 5;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
@@ -56,6 +56,14 @@ CREATE TABLE channels(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step IN
   stage INTEGER NOT NULL, channels INTEGER, amax_max REAL, amax_median REAL,
   outlier_share REAL);
 CREATE INDEX channels_by_step ON channels(step);
+-- Diagnostics of the captured tensors (stats/tensor_diagnostics.h), per statistics step, stage
+-- and role: the kurtosis of the tensor (format ''), and for each block format it was judged or
+-- cast in, the spread of its block scales (standard deviation of log2 of the decoded scales, NULL
+-- with fewer than two scaled blocks) and the live blocks whose scale underflowed to zero.
+CREATE TABLE diagnostics(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, kurtosis REAL,
+  scale_log2_std REAL, live_blocks INTEGER, zero_scale_blocks INTEGER);
+CREATE INDEX diagnostics_by_step ON diagnostics(step);
 -- What happened: start, edits (change holds the config patch, as JSON, that the edit applied),
 -- scale changes, skips, divergence, reset, end.
 CREATE TABLE events(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, type TEXT NOT NULL,

@@ -12,6 +12,7 @@
 #include "record/sqlite_db.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace plab {
@@ -161,6 +162,9 @@ void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
         "INSERT INTO blocks(step, stage, role, blocks, zero_blocks, flushed_blocks, "
         "saturated_blocks, flushed_in_live, live_elements, scale_bins, range_bins, attempt, "
         "format) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    m_insertDiagnostics = m_db->prepare(
+        "INSERT INTO diagnostics(step, stage, role, format, kurtosis, scale_log2_std, "
+        "live_blocks, zero_scale_blocks, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
     m_insertHistogram =
         m_db->prepare("INSERT INTO histograms(step, stage, role, bins, attempt) VALUES (?1, ?2, "
                       "?3, ?4, ?5)");
@@ -378,6 +382,26 @@ void RunLog::logRoleStats(std::int64_t step, std::size_t stage, TensorRole role,
         m_insertBlocks.bindBlob(10, encodeBins(b.scaleHistogram))
             .bindBlob(11, encodeBins(b.rangeHistogram));
     m_insertBlocks.run();
+}
+
+void RunLog::logDiagnostics(std::int64_t step, std::size_t stage, TensorRole role,
+                            std::string_view format, const TensorDiagnostics* tensor,
+                            const BlockScaleSpread* blocks) {
+    begin();
+    m_insertDiagnostics.bind(1, step)
+        .bind(2, static_cast<std::int64_t>(stage))
+        .bind(3, toString(role))
+        .bind(4, format.empty() ? std::string_view("") : format) // '' (not NULL): no format
+        .bind(9, m_attempt);
+    if (tensor != nullptr && !std::isnan(tensor->kurtosis)) // else NULL: not measured
+        m_insertDiagnostics.bind(5, tensor->kurtosis);
+    if (blocks != nullptr) {
+        if (!std::isnan(blocks->log2StdDev))
+            m_insertDiagnostics.bind(6, blocks->log2StdDev);
+        m_insertDiagnostics.bind(7, static_cast<std::int64_t>(blocks->liveBlocks))
+            .bind(8, static_cast<std::int64_t>(blocks->zeroScaleBlocks));
+    }
+    m_insertDiagnostics.run();
 }
 
 void RunLog::logHistogram(std::int64_t step, std::size_t stage, TensorRole role,

@@ -12,6 +12,7 @@
 #include "record/record_number.h"
 #include "record/run_summary.h"
 #include "record/sqlite_db.h"
+#include "stats/tensor_diagnostics.h"
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
 
@@ -78,6 +79,11 @@ public:
     };
     void logRoleStats(std::int64_t step, std::size_t stage, TensorRole role, const RoleRow& row,
                       bool withHistograms);
+    // A captured tensor's kurtosis (format empty), or a block format's scale spread
+    // (stats/tensor_diagnostics.h); either may be absent.
+    void logDiagnostics(std::int64_t step, std::size_t stage, TensorRole role,
+                        std::string_view format, const TensorDiagnostics* tensor,
+                        const BlockScaleSpread* blocks);
     void logHistogram(std::int64_t step, std::size_t stage, TensorRole role,
                       const std::array<std::uint64_t, kHistBinCount>& histogram);
     // change: the config patch an edit applied (JSON object), or null for other events.
@@ -113,7 +119,7 @@ private:
     std::unique_ptr<RunDirectoryLock> m_lock;
     std::unique_ptr<SqliteDb> m_db;
     SqliteStatement m_insertStep, m_insertStats, m_insertBlocks, m_insertChannels,
-        m_insertHistogram, m_insertEvent, m_writeSummary;
+        m_insertDiagnostics, m_insertHistogram, m_insertEvent, m_writeSummary;
     bool m_inTransaction = false, m_closed = false;
     int m_stageCount = 0;
     std::vector<std::string> m_stageNames;

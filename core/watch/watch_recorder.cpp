@@ -244,6 +244,7 @@ void WatchRecorder::record(const WatchedStep& step) {
                 m_log->logHistogram(step.step, t.stage, t.role, t.stats.histogram);
         }
         std::vector<float> out;
+        std::vector<BlockInfo> blockInfos;
         QuantizeOptions options;
         options.pool = m_pool.get();
         options.measureError = true; // each format's SQNR
@@ -260,9 +261,18 @@ void WatchRecorder::record(const WatchedStep& step) {
                 t.role == TensorRole::ActivationGradients || t.role == TensorRole::WeightGradients;
             const double gradientScale = gradient ? step.scale : 1.0;
             bool histogramWritten = false;
+            // The tensor's own diagnostics (its kurtosis), then each block format's scales.
+            const TensorDiagnostics diagnostics = tensorDiagnostics(t.values);
+            m_log->logDiagnostics(step.step, t.stage, t.role, {}, &diagnostics, nullptr);
             for (const TensorCast& cast : m_casts) {
                 TensorCastResult result;
-                cast.cast(t.values, out, rows, t.multiplier, options, &result);
+                cast.cast(t.values, out, rows, t.multiplier, options, &result,
+                          cast.isBlockFormat() ? &blockInfos : nullptr);
+                if (cast.isBlockFormat()) {
+                    const BlockScaleSpread spread = blockScaleSpread(blockInfos);
+                    m_log->logDiagnostics(step.step, t.stage, t.role, cast.name(), nullptr,
+                                          &spread);
+                }
                 m_log->logRoleStats(
                     step.step, t.stage, t.role,
                     {cast.name(), result.stats, result.blocks, gradientScale, result.tensorScale},

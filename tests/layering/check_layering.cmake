@@ -5,7 +5,7 @@
 # core/nn/transformer are both "nn"); ui/ is "ui" and everything under app/ is "app".
 #   cmake -DROOT=<source dir> -P tests/layering/check_layering.cmake
 # Prints each upward include as "<file>: <folder> includes <folder>/... (<the line>)" and fails.
-set(PLAB_LAYERS util numerics nn data engine device cuda gpt stats record train watch sweep ui app)
+set(PLAB_LAYERS util numerics nn data engine device cuda gpt stats record train watch sweep advise ui app)
 
 if(NOT DEFINED ROOT)
   message(FATAL_ERROR "check_layering: pass -DROOT=<source dir>")

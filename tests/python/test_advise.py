@@ -144,3 +144,57 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
         r = subprocess.run([cli, "advise", str(watched), *args], capture_output=True, text=True)
         assert r.returncode == 2, (args, r.stderr)
         assert expected in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+def test_diagnostics_equal_numpy_on_the_same_tensors(tmp_path):
+    """The record's diagnostics of a watched tensor against numpy on that tensor: the kurtosis,
+    the spread of its NVFP4 block scales and its zero-scale blocks, and the signal-to-noise
+    ratio 10^(SQNR/20) of its FP8 cast."""
+    torch = require_torch()
+    import numpy as np
+    import precision_lab as pl
+    import precision_lab.torch as plt
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32))
+    with torch.no_grad():  # heavy tails, and four rows so small that their NVFP4 scales underflow
+        model[0].weight.mul_(torch.exp(torch.randn(32, 64)))
+        model[0].weight[:4] *= 1e-6
+    weights = model[0].weight.detach().numpy().copy()  # what step 1's forward reads
+    run = tmp_path / "watched"
+    with plt.watch(model, run, formats=("nvfp4", "fp8-e4m3"), every=1) as w:
+        train_one = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.randn(8, 64)).square().mean()
+        loss.backward()
+        train_one.step()
+        w.step(loss=loss)
+    record = pl.open_run(run)
+    d = record.diagnostics
+    row = d[(d.step == 1) & (d.role == "weights") & (d.format == "")].iloc[0]
+    x = weights.astype(np.float64)
+    c = x - x.mean()
+    assert row["kurtosis"] == pytest.approx(np.mean(c ** 4) / np.mean(c ** 2) ** 2, rel=1e-12)
+    blocks = d[(d.step == 1) & (d.role == "weights") & (d.format == "nvfp4")].iloc[0]
+    _, s = pl.quantize(weights, "nvfp4", block_scales=True)
+    scales = np.asarray(s["blocks"]["scales"], dtype=np.float64)
+    amax = np.asarray(s["blocks"]["amax"], dtype=np.float64)
+    live = amax > 0
+    scaled = live & (scales > 0)
+    assert blocks.live_blocks == live.sum()
+    assert blocks.zero_scale_blocks == (live & (scales == 0)).sum()
+    assert blocks.block_scale_log2_std == pytest.approx(np.log2(scales[scaled]).std(), rel=1e-12)
+    assert blocks.zero_scale_blocks == 4 * 64 // 16  # the four rows scaled by 1e-6
+    stats = record.stats
+    fp8 = stats[(stats.step == 1) & (stats.role == "weights") &
+                (stats.format == "fp8-e4m3")].iloc[0]
+    q, _ = pl.quantize(weights, "fp8-e4m3")
+    finite = np.isfinite(q)
+    ratio = np.linalg.norm(x[finite]) / np.linalg.norm(q[finite].astype(np.float64) - x[finite])
+    assert 10 ** (fp8.sqnr_db / 20) == pytest.approx(ratio, rel=1e-9)
+    # The export writes them too.
+    exported = tmp_path / "csv"
+    subprocess.run([os.environ["PLAB_CLI"], "export", str(run), "--out", str(exported)],
+                   check=True, capture_output=True)
+    lines = (exported / "diagnostics.csv").read_text().splitlines()
+    assert lines[0] == ("step,stage,stage_name,role,format,kurtosis,block_scale_log2_std,"
+                        "live_blocks,zero_scale_blocks")
+    assert len(lines) == 1 + len(d)

@@ -357,7 +357,8 @@ void TestRunRecord::versionOneRecordStillReads() {
     }
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("DROP TABLE blocks; DROP TABLE channels; ALTER TABLE stats DROP COLUMN err_count; "
+        db.exec("DROP TABLE blocks; DROP TABLE channels; DROP TABLE diagnostics; "
+                "ALTER TABLE stats DROP COLUMN err_count; "
                 "ALTER TABLE stats "
                 "DROP COLUMN signal_sq; ALTER TABLE stats DROP COLUMN error_sq; ALTER TABLE stats "
                 "DROP COLUMN output_sq; UPDATE meta SET value = '1' WHERE key = "
@@ -374,14 +375,14 @@ void TestRunRecord::versionOneRecordStillReads() {
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '5' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '6' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 5 (this build reads versions 1 to 4)") != std::string::npos,
+                     "schema version 6 (this build reads versions 1 to 5)") != std::string::npos,
                  e.what());
     }
 }

@@ -1,15 +1,20 @@
 // Tools > Advise on a recorded run: the table of each module's roles with the reason for each
 // format, Apply as recipe starting a new run whose config holds the per-layer exceptions,
-// Export, and Apply refused (with the reason) for a watched PyTorch run.
+// Export, and Apply refused (with the reason) for a watched PyTorch run. The Diagnostics tab's
+// heat map of what the record holds.
+#include <QComboBox>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QLineEdit>
 #include <QTest>
 
 #include "advise_panel.h"
 #include "data/dataset.h"
+#include "diagnostics_view.h"
+#include "flush_heatmap_view.h"
 #include "main_window.h"
 #include "train/run_log.h"
 #include "train/training_session.h"
@@ -24,6 +29,7 @@ private slots:
     void initTestCase();
     void advisesAndAppliesTheRecipeToANewRun();
     void aWatchedRunExportsButDoesNotApply();
+    void diagnosticsTabDrawsWhatTheRecordHolds();
 
 private:
     QTemporaryDir m_dataHome;
@@ -109,9 +115,9 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
     // Export: the three kinds, each written whole.
     QTemporaryDir out;
     panel->setPathPicker([&](const QString& kind) { return out.filePath(kind); });
-    QCOMPARE(panel->exportTo(out.filePath(QStringLiteral("advice.yaml")),
-                             QStringLiteral("te-yaml")),
-             QString());
+    QCOMPARE(
+        panel->exportTo(out.filePath(QStringLiteral("advice.yaml")), QStringLiteral("te-yaml")),
+        QString());
     std::ifstream yaml(out.filePath(QStringLiteral("advice.yaml")).toStdString());
     const std::string text((std::istreambuf_iterator<char>(yaml)), {});
     QVERIFY2(text.find("DisableFP8GEMM") != std::string::npos, text.c_str());
@@ -150,6 +156,53 @@ void TestAdvisePanel::aWatchedRunExportsButDoesNotApply() {
     QVERIFY(!panel->applyButton()->isEnabled());
     QVERIFY2(panel->applyButton()->toolTip().contains(QStringLiteral("emulate")),
              qPrintable(panel->applyButton()->toolTip()));
+}
+
+void TestAdvisePanel::diagnosticsTabDrawsWhatTheRecordHolds() {
+    QTemporaryDir tmp;
+    const std::string run = tmp.path().toStdString() + "/watched";
+    {
+        const std::vector<std::string> formats = {"nvfp4", "fp8-e4m3"};
+        ExternalRun external;
+        external.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
+        external.meta = {{"source", "pytorch-watch"},
+                         {"watch", {{"formats", formats}, {"every", 1}}}};
+        RunLog log(run, external, {"fc1", "fc2"});
+        for (int step = 1; step <= 3; ++step) {
+            log.logReportedStep(step, 1.0, 0.1, 1.0);
+            const bool histograms = log.startStatistics(step);
+            for (std::size_t stage = 0; stage < 2; ++stage) {
+                QuantStats q;
+                q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 100;
+                q.amax = static_cast<float>(std::ldexp(1.0, step + 4 * static_cast<int>(stage)));
+                for (const std::string& f : formats)
+                    log.logRoleStats(step, stage, TensorRole::Weights, {f, q, BlockStats{}},
+                                     histograms);
+                const TensorDiagnostics d{3.0 + step + 10.0 * static_cast<double>(stage), 100};
+                log.logDiagnostics(step, stage, TensorRole::Weights, {}, &d, nullptr);
+            }
+            log.commit();
+        }
+    }
+    MainWindow window;
+    window.setErrorSink(&m_error);
+    QCOMPARE(window.openRun(QString::fromStdString(run)), QString());
+    DiagnosticsView* view = window.diagnosticsView();
+    view->roleBox()->setCurrentIndex(0); // weights
+    window.detailTabs()->setCurrentWidget(view);
+    // log2 amax: step + 4 x layer.
+    QCOMPARE(view->map()->valueAt(2, 0), 2.0);
+    QCOMPARE(view->map()->valueAt(3, 1), 7.0);
+    view->quantityBox()->setCurrentIndex(1); // kurtosis
+    QVERIFY(view->quantity() == DiagnosticQuantity::Kurtosis);
+    QCOMPARE(view->map()->valueAt(1, 0), 4.0);
+    QCOMPARE(view->map()->valueAt(3, 1), 16.0);
+    QVERIFY2(view->note().startsWith(QStringLiteral("kurtosis of weights")),
+             qPrintable(view->note()));
+    // Activation gradients were not recorded: the note says so and the map is empty.
+    view->roleBox()->setCurrentIndex(2);
+    QVERIFY2(view->note().contains(QStringLiteral("records no kurtosis of activation gradients")),
+             qPrintable(view->note()));
 }
 
 QTEST_MAIN(TestAdvisePanel)

@@ -124,6 +124,31 @@ py::dict readRun(const std::string& dir) {
         for (const StatsRow& row : record.statsRows(f))
             stats.add(row, record.stageNames());
     d["stats"] = stats.columns();
+    std::vector<std::int64_t> dStep, dStage, live, zeroScale;
+    std::vector<std::string> dName, dRole, dFormat;
+    std::vector<double> kurtosis, spread;
+    for (const DiagnosticsRow& r : record.diagnosticsRows()) {
+        dStep.push_back(r.step);
+        dStage.push_back(static_cast<std::int64_t>(r.stage));
+        dName.push_back(record.stageNames()[r.stage]);
+        dRole.push_back(std::string(toString(r.role)));
+        dFormat.push_back(r.format);
+        kurtosis.push_back(r.kurtosis);
+        spread.push_back(r.scaleLog2StdDev);
+        live.push_back(static_cast<std::int64_t>(r.liveBlocks));
+        zeroScale.push_back(static_cast<std::int64_t>(r.zeroScaleBlocks));
+    }
+    py::dict diagnostics;
+    diagnostics["step"] = dStep;
+    diagnostics["stage"] = dStage;
+    diagnostics["stage_name"] = dName;
+    diagnostics["role"] = dRole;
+    diagnostics["format"] = dFormat;
+    diagnostics["kurtosis"] = kurtosis;
+    diagnostics["block_scale_log2_std"] = spread;
+    diagnostics["live_blocks"] = live;
+    diagnostics["zero_scale_blocks"] = zeroScale;
+    d["diagnostics"] = diagnostics;
     py::list events;
     for (const RecordedEvent& e : record.events()) {
         py::dict row;

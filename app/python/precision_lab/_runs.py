@@ -12,6 +12,9 @@ class Run:
     ``steps``: one row per step (loss, scale, lr, ...; NaN where not reported).
     ``stats``: one row per statistics step, stage (module), role and format: the class counts,
     amax, flushed_share, grad_scale (the loss scale gradients were judged at), sqnr_db, blocks.
+    ``diagnostics``: per statistics step, stage and role of a watched run, the captured tensor's
+    kurtosis (format "") and each block format's block-scale spread (block_scale_log2_std) and
+    live and zero-scale blocks (docs/record.md); empty for other runs.
     ``events``: what happened (start, dropped statistics, end, ...).
     ``summary``: how the run ended (or that it is running). ``live``: a process writes it now.
     ``histograms()``: the log2 histograms, decoded on request.
@@ -29,6 +32,7 @@ class Run:
         self.live = raw["live"]
         self.steps = pandas.DataFrame(raw["steps"])
         self.stats = pandas.DataFrame(raw["stats"])
+        self.diagnostics = pandas.DataFrame(raw["diagnostics"])
         self.events = pandas.DataFrame(raw["events"], columns=["step", "type", "message",
                                                                 "change"])
 
@@ -47,7 +51,7 @@ class Run:
 
 class DistributedRun:
     """A distributed run's records (``rank-<r>`` folders, one per rank) read together: ``steps``,
-    ``stats`` and ``events`` with a ``rank`` column; ``ranks`` maps each rank to its Run."""
+    ``stats``, ``diagnostics`` and ``events`` with a ``rank`` column; ``ranks`` maps each rank to its Run."""
 
     def __init__(self, dir, ranks):
         import pandas
@@ -62,6 +66,7 @@ class DistributedRun:
             return pandas.concat([getattr(run, table).assign(rank=r) for r, run in runs],
                                  ignore_index=True)
         self.steps, self.stats, self.events = joined("steps"), joined("stats"), joined("events")
+        self.diagnostics = joined("diagnostics")
 
     def __repr__(self):
         return f"DistributedRun({self.dir!r}: ranks {sorted(self.ranks)})"
