@@ -200,9 +200,9 @@ void AdvisePanel::exportAs(const QString& kind) {
     const QString suggested = kind == QLatin1String("recipe")    ? QStringLiteral("advice.json")
                               : kind == QLatin1String("te-yaml") ? QStringLiteral("advice.yaml")
                                                                  : QStringLiteral("advice.py");
-    const QString path = m_pathPicker ? m_pathPicker(kind)
-                                      : QFileDialog::getSaveFileName(this, tr("Export the advice"),
-                                                                     suggested);
+    const QString path =
+        m_pathPicker ? m_pathPicker(kind)
+                     : QFileDialog::getSaveFileName(this, tr("Export the advice"), suggested);
     if (path.isEmpty())
         return;
     if (const QString error = exportTo(path, kind); !error.isEmpty()) {

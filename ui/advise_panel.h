@@ -30,8 +30,7 @@ public:
     // Advises on the run in runDir with the criteria in the fields; the error (one line) or
     // empty. canApply: whether Apply has somewhere to go (a watched script's model is not the
     // app's), with the reason shown when not.
-    QString advise(const QString& runDir, bool canApply = true,
-                   const QString& whyNotApply = {});
+    QString advise(const QString& runDir, bool canApply = true, const QString& whyNotApply = {});
     const std::optional<RunAdvice>& advice() const { return m_advice; }
     // The advice as a recipe document (Apply sends it); the error in *error when it cannot be.
     nlohmann::json recipeDocument(QString* error) const;

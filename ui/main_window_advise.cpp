@@ -68,10 +68,10 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
             return {};
         }
         const TrainConfig config = configFromJson(document);
-        const QString from = m_advise ? QFileInfo(m_viewedRun.isEmpty() ? m_controller->runDir()
-                                                                        : m_viewedRun)
-                                            .fileName()
-                                      : QString();
+        const QString from =
+            m_advise
+                ? QFileInfo(m_viewedRun.isEmpty() ? m_controller->runDir() : m_viewedRun).fileName()
+                : QString();
         if (const QString error = startRun(config); !error.isEmpty())
             return error;
         showConfigInControls(config, tr("advice: %1").arg(from));

@@ -30,8 +30,9 @@ Command addAdviseCommand(CLI::App& app) {
         ->delimiter(',');
     cmd->add_option("--max-flushed", o->maxFlushed,
                     "Largest share of nonzero values flushed to zero at any step (default 1%)");
-    cmd->add_option("--max-overflow", o->maxOverflow,
-                    "Largest share of nonzero values past the format's max at any step (default 0)");
+    cmd->add_option(
+        "--max-overflow", o->maxOverflow,
+        "Largest share of nonzero values past the format's max at any step (default 0)");
     cmd->add_option("--min-sqnr", o->minSqnr,
                     "Smallest signal-to-quantisation-noise ratio at any step, dB (default 20)");
     cmd->add_option("--max-flushed-blocks", o->flushedBlocks,

@@ -74,8 +74,7 @@ std::string describeCriteria(const RunAdvice& a) {
 
 nlohmann::json adviceRecipe(const RunAdvice& advice) {
     constexpr TensorRole kRoles[] = {TensorRole::Weights, TensorRole::Activations,
-                                     TensorRole::ActivationGradients,
-                                     TensorRole::WeightGradients};
+                                     TensorRole::ActivationGradients, TensorRole::WeightGradients};
     nlohmann::json blockScaling = nullptr;
     std::string blockFormat;
     // Per role, the recipe format of each stage, and how many stages took each.
@@ -106,7 +105,8 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
                     "the advice takes " + blockFormat + " (a block format) and " + r.chosen +
                     " unscaled (" + r.module + " " + std::string(toString(r.role)) +
                     "): a recipe block-scales every narrow role under one policy; advise again "
-                    "with a ladder of " + blockFormat + " and wide formats, or without it");
+                    "with a ladder of " +
+                    blockFormat + " and wide formats, or without it");
     nlohmann::json recipe = nlohmann::json::object();
     std::map<TensorRole, std::string> base;
     for (TensorRole role : kRoles) {
@@ -130,9 +130,8 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
                 exceptions[stage][toString(role)] = format;
     nlohmann::json overrides = nlohmann::json::array();
     for (auto& [stage, roles] : exceptions) {
-        nlohmann::json entry = advice.watched
-                                   ? nlohmann::json{{"modules", names[stage]}}
-                                   : nlohmann::json{{"stage", static_cast<int>(stage)}};
+        nlohmann::json entry = advice.watched ? nlohmann::json{{"modules", names[stage]}}
+                                              : nlohmann::json{{"stage", static_cast<int>(stage)}};
         entry.update(roles);
         overrides.push_back(entry);
     }
@@ -162,7 +161,8 @@ std::string adviceTeYaml(const RunAdvice& advice) {
     std::ostringstream y;
     y << "# Precision Lab advice for " << advice.runDir << "\n"
       << "# " << describeCriteria(advice) << "\n"
-      << "# Transformer Engine precision debug tools (nvidia-dlframework-inspect, TE 2.4 or later):\n"
+      << "# Transformer Engine precision debug tools (nvidia-dlframework-inspect, TE 2.4 or "
+         "later):\n"
       << "# the GEMMs whose operands need more than 8 bits stay in high precision.\n";
     std::map<std::size_t, std::vector<const GemmAdvice*>> wide;
     std::map<std::size_t, std::string> names;

@@ -95,8 +95,8 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
                         " past the format's max (limit " + percent(c.maxOverflow) + ")");
     if (tally->sqnr.seen && tally->sqnr.value < c.minSqnrDb)
         return fail("sqnr", tally->sqnr,
-                    "SQNR " + decibels(tally->sqnr.value) + " (at least " +
-                        decibels(c.minSqnrDb) + " asked)");
+                    "SQNR " + decibels(tally->sqnr.value) + " (at least " + decibels(c.minSqnrDb) +
+                        " asked)");
     if (blockFormat && tally->flushedBlocks.value > c.maxFlushedBlocks)
         return fail("flushed_blocks", tally->flushedBlocks,
                     percent(tally->flushedBlocks.value) +
@@ -217,7 +217,7 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
     std::int64_t newest = 0;
     for (const StatsRow& r : rows)
         newest = std::max(newest, r.step);
-    const std::int64_t from = c.lastStep > 0     ? c.firstStep
+    const std::int64_t from = c.lastStep > 0    ? c.firstStep
                               : c.lastSteps > 0 ? newest - c.lastSteps + 1
                                                 : 1;
     const std::int64_t to = c.lastStep > 0 ? c.lastStep : newest;
@@ -257,11 +257,11 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     if (steps.empty())
-        throw std::invalid_argument(record.dir() + ": no statistics steps " +
-                                    (rows.empty() ? std::string("recorded yet")
-                                                  : "from step " + std::to_string(from) + " to " +
-                                                        std::to_string(to)) +
-                                    ": nothing to advise from");
+        throw std::invalid_argument(
+            record.dir() + ": no statistics steps " +
+            (rows.empty() ? std::string("recorded yet")
+                          : "from step " + std::to_string(from) + " to " + std::to_string(to)) +
+            ": nothing to advise from");
     // Block formats: the blocks flushed whole, from the block rows of the same window (a trained
     // or emulated run casts a role in one format: its block rows go with that role's rows).
     const bool several = record.judgesSeveralFormats();
@@ -279,8 +279,8 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
     advice.recordedFormats = formats;
     bool anyLadderFormat = false;
     for (const std::string& f : c.ladder)
-        anyLadderFormat |= f != "fp32" && std::find(formats.begin(), formats.end(), f) !=
-                                              formats.end();
+        anyLadderFormat |=
+            f != "fp32" && std::find(formats.begin(), formats.end(), f) != formats.end();
     if (!anyLadderFormat) {
         std::string ladder, held;
         for (const std::string& f : c.ladder)
@@ -311,7 +311,8 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
             std::string rejected;
             for (const std::string& f : c.ladder) {
                 const auto it = tallies.find({f, stage, role});
-                const bool block = f != "fp32" && TensorCast(TensorCastSpec{.format = f}).isBlockFormat();
+                const bool block =
+                    f != "fp32" && TensorCast(TensorCastSpec{.format = f}).isBlockFormat();
                 FormatVerdict v =
                     judge(f, it == tallies.end() ? nullptr : &it->second, role, c, block);
                 a.verdicts.push_back(v);
@@ -320,9 +321,10 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
                     a.summary = rejected + f + " chosen: " + v.reason;
                     break;
                 }
-                rejected += f + (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: "
-                                                                            : " not judged: ") +
-                            v.reason + "; ";
+                rejected +=
+                    f +
+                    (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: " : " not judged: ") +
+                    v.reason + "; ";
             }
             if (a.chosen.empty())
                 a.summary = rejected + "no format of the ladder meets the criteria";

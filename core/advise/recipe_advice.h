@@ -47,10 +47,10 @@ struct FormatVerdict {
     enum class Outcome { Meets, Fails, NoData };
     std::string format;
     Outcome outcome = Outcome::NoData;
-    std::string criterion;  // the failed or tightest criterion: "flushed", "overflow", "sqnr", ...
-    double value = 0.0;     // its worst value over the window (shares 0..1, SQNR in dB)
-    std::int64_t step = 0;  // the step of that worst value
-    std::string reason;     // one sentence: "3.2% of nonzero activation gradients flushed at step 812"
+    std::string criterion; // the failed or tightest criterion: "flushed", "overflow", "sqnr", ...
+    double value = 0.0;    // its worst value over the window (shares 0..1, SQNR in dB)
+    std::int64_t step = 0; // the step of that worst value
+    std::string reason; // one sentence: "3.2% of nonzero activation gradients flushed at step 812"
 };
 
 struct RoleAdvice {

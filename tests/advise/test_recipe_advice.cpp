@@ -160,7 +160,8 @@ void TestRecipeAdvice::productsTakeTheWiderOperand() {
     QCOMPARE(gemm("grads", "forward").format, std::string("fp8-e4m3"));
     QCOMPARE(gemm("grads", "data_gradient").format, std::string("bf16"));
     QCOMPARE(gemm("grads", "weight_gradient").format, std::string("bf16"));
-    QCOMPARE(gemm("grads", "weight_gradient").reason, std::string("activation gradients need bf16"));
+    QCOMPARE(gemm("grads", "weight_gradient").reason,
+             std::string("activation gradients need bf16"));
     // wide: weights BF16 (overflow), activations E4M3: the forward product is BF16.
     QCOMPARE(gemm("wide", "forward").format, std::string("bf16"));
     QCOMPARE(gemm("wide", "forward").reason, std::string("weights need bf16"));
@@ -222,7 +223,7 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
     QVERIFY2(yaml.find("layer_name_regex_pattern: '^grads$'") != std::string::npos, yaml.c_str());
     QVERIFY(yaml.find("gemms: [dgrad, wgrad]") != std::string::npos);
     QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
-    QVERIFY(yaml.find("'^blocks$'") == std::string::npos);           // all E4M3
+    QVERIFY(yaml.find("'^blocks$'") == std::string::npos);            // all E4M3
     QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
     // The default ladder mixes NVFP4 with unscaled E4M3: one recipe cannot hold both.
     try {
