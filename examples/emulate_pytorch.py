@@ -7,9 +7,12 @@ follow it live in the app:
 
 Models: a small GPT written for this example (nanoGPT's shape: token and position embeddings,
 pre-norm blocks of causal self-attention and a GELU MLP, a linear head) on the text of Debian's
-fortunes package (default), or the small CNN of watch_pytorch.py on Fashion-MNIST (--model cnn).
-Recipes: any preset of `precision-lab-cli presets` (nvfp4, fp8-hybrid, fp16-amp, bf16, ...); the
-loss scaling is the recipe's, run by the core's LossScaler (fp16-amp: dynamic from 2^16).
+fortunes package (default), the small CNN of watch_pytorch.py on Fashion-MNIST (--model cnn), or
+watch_pytorch.py's GPT (--model watch-gpt), whose watched run `precision-lab-cli advise` turns
+into a recipe this script runs (docs/advise.md).
+Recipes: any preset of `precision-lab-cli presets` (nvfp4, fp8-hybrid, fp16-amp, bf16, ...) or a
+config JSON file (an advice); the loss scaling is the recipe's, run by the core's LossScaler
+(fp16-amp: dynamic from 2^16).
 """
 
 import argparse
@@ -20,7 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from watch_pytorch import SmallCnn, fashion_batches, fortunes_batches, plt, torch  # noqa: E402
+from watch_pytorch import (SmallCnn, TinyGpt, fashion_batches, fortunes_batches, plt,  # noqa: E402
+                           torch)
 
 F = torch.nn.functional
 
@@ -70,7 +74,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=time.strftime("runs/emulate-%Y%m%d-%H%M%S"),
                         help="run folder to record into (default: runs/emulate-<date>-<time>)")
-    parser.add_argument("--model", choices=("gpt", "cnn"), default="gpt")
+    parser.add_argument("--model", choices=("gpt", "cnn", "watch-gpt"), default="gpt",
+                        help="watch-gpt: watch_pytorch.py's GPT (torch's TransformerEncoderLayer), "
+                             "to run the advice `precision-lab-cli advise` gives on its watched run")
     parser.add_argument("--recipe", default="nvfp4",
                         help="a preset (nvfp4, fp8-hybrid, fp16-amp, ...) or a config JSON file")
     parser.add_argument("--steps", type=int, default=500)
@@ -85,8 +91,9 @@ def main():
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    if args.model == "gpt":
-        model, batches, lr = SmallGpt(), fortunes_batches(16, 64, 0), 1e-3
+    if args.model in ("gpt", "watch-gpt"):
+        model = SmallGpt() if args.model == "gpt" else TinyGpt()
+        batches, lr = fortunes_batches(16, 64, 0), 1e-3
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     else:
         model, batches, lr = SmallCnn(), fashion_batches(128, 0), 0.05

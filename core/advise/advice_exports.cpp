@@ -4,6 +4,7 @@
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <regex>
@@ -80,7 +81,12 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     // Per role, the recipe format of each stage, and how many stages took each.
     std::map<TensorRole, std::map<std::size_t, std::string>> byStage;
     std::map<TensorRole, std::map<std::string, int>> votes;
+    auto isProduct = [&](std::size_t stage) {
+        return stage >= advice.products.size() || advice.products[stage];
+    };
     for (const RoleAdvice& r : advice.roles) {
+        if (!isProduct(r.stage))
+            continue; // a LayerNorm's weights: no product the recipe casts
         const std::string chosen = r.chosen.empty() ? "fp32" : r.chosen;
         const RecipeFormat f = recipeFormatOf(chosen);
         if (!f.scaling.is_null()) {
@@ -99,7 +105,7 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     // the loss scale) would then be cast otherwise than it was judged.
     if (!blockFormat.empty())
         for (const RoleAdvice& r : advice.roles)
-            if (!r.chosen.empty() && findBlockFormat(r.chosen) == nullptr &&
+            if (isProduct(r.stage) && !r.chosen.empty() && findBlockFormat(r.chosen) == nullptr &&
                 parseFormat(r.chosen).hasNarrowRange())
                 throw std::invalid_argument(
                     "the advice takes " + blockFormat + " (a block format) and " + r.chosen +
@@ -121,18 +127,38 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     }
     // Per-layer exceptions, one entry per stage that differs somewhere.
     std::map<std::size_t, nlohmann::json> exceptions;
-    std::map<std::size_t, std::string> names;
-    for (const RoleAdvice& r : advice.roles)
-        names[r.stage] = r.module;
+    auto recipeName = [&](std::size_t stage) {
+        return stage < advice.recipeNames.size() ? advice.recipeNames[stage] : std::string();
+    };
     for (TensorRole role : kRoles)
         for (const auto& [stage, format] : byStage[role])
             if (format != base[role])
                 exceptions[stage][toString(role)] = format;
+    if (advice.watched) {
+        // emulate's module patterns also match a module's children ("attn" matches
+        // "attn.out_proj"): a child of an exception gets an entry of its own, every role, and
+        // entries go parents first (later entries win), so each module takes its own advice.
+        std::vector<std::size_t> parents;
+        for (const auto& [stage, roles] : exceptions)
+            parents.push_back(stage);
+        for (const auto& [stage, format] : byStage[TensorRole::Weights])
+            for (std::size_t parent : parents)
+                if (parent != stage && recipeName(stage).rfind(recipeName(parent) + ".", 0) == 0)
+                    for (TensorRole role : kRoles)
+                        if (const auto f = byStage[role].find(stage); f != byStage[role].end())
+                            exceptions[stage][toString(role)] = f->second;
+    }
+    std::vector<std::size_t> order;
+    for (const auto& [stage, roles] : exceptions)
+        order.push_back(stage);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return recipeName(a).size() < recipeName(b).size();
+    });
     nlohmann::json overrides = nlohmann::json::array();
-    for (auto& [stage, roles] : exceptions) {
-        nlohmann::json entry = advice.watched ? nlohmann::json{{"modules", names[stage]}}
+    for (std::size_t stage : order) {
+        nlohmann::json entry = advice.watched ? nlohmann::json{{"modules", recipeName(stage)}}
                                               : nlohmann::json{{"stage", static_cast<int>(stage)}};
-        entry.update(roles);
+        entry.update(exceptions[stage]);
         overrides.push_back(entry);
     }
     if (!overrides.empty())

@@ -5,6 +5,7 @@
 #include "record/run_record.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -117,6 +118,21 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
         v.reason += ", worst SQNR " + decibels(tally->sqnr.value) + " (step " +
                     std::to_string(tally->sqnr.step) + ")";
     return v;
+}
+
+// The PyTorch module types whose forward is a product that a recipe casts (emulate's, and the
+// linear layer MultiheadAttention keeps as out_proj).
+bool isProductType(const std::string& type) {
+    static const std::array<std::string_view, 9> kProducts = {"Linear",
+                                                              "LazyLinear",
+                                                              "NonDynamicallyQuantizableLinear",
+                                                              "Conv1d",
+                                                              "Conv2d",
+                                                              "Conv3d",
+                                                              "Embedding",
+                                                              "MultiheadAttention",
+                                                              "Bilinear"};
+    return std::find(kProducts.begin(), kProducts.end(), type) != kProducts.end();
 }
 
 } // namespace
@@ -299,6 +315,24 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
         }
 
     const std::vector<std::string>& names = record.stageNames();
+    // A watched run's modules and their types: which are products, and their recipe names.
+    advice.products.assign(names.size(), true);
+    advice.recipeNames = names;
+    const nlohmann::json watch = record.meta("watch");
+    if (watch.is_object() && watch.contains("modules") && watch["modules"].is_array())
+        for (const nlohmann::json& m : watch["modules"]) {
+            if (!m.is_object() || !m.contains("name") || !m.contains("type") ||
+                !m["name"].is_string() || !m["type"].is_string())
+                continue;
+            const auto it = std::find(names.begin(), names.end(), m["name"].get<std::string>());
+            if (it == names.end())
+                continue;
+            const auto stage = static_cast<std::size_t>(it - names.begin());
+            const std::string type = m["type"].get<std::string>();
+            advice.products[stage] = isProductType(type);
+            if (type == "MultiheadAttention")
+                advice.recipeNames[stage] += ".in_proj";
+        }
     for (std::size_t stage = 0; stage < names.size(); ++stage)
         for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
                                 TensorRole::ActivationGradients, TensorRole::WeightGradients}) {
@@ -348,7 +382,8 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
         return nullptr;
     };
     for (std::size_t stage = 0; stage < names.size(); ++stage) {
-        if (!seenRole[stage][static_cast<std::size_t>(TensorRole::Weights)])
+        if (!advice.products[stage] ||
+            !seenRole[stage][static_cast<std::size_t>(TensorRole::Weights)])
             continue; // no product of its own
         for (const Product& p : kProducts) {
             GemmAdvice g{stage, names[stage], p.name, p.a, p.b, {}, {}};

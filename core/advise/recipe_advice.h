@@ -86,6 +86,12 @@ struct RunAdvice {
     bool scaleVaried = false;                 // the loss scale changed within the window
     std::vector<RoleAdvice> roles;
     std::vector<GemmAdvice> gemms;
+    // Per stage: whether it is a product that a recipe casts (a watched run also records
+    // LayerNorms and other modules with parameters: advised, but no product and no recipe
+    // entry), and the name a recipe's override gives it (emulate names a MultiheadAttention's
+    // input projection NAME.in_proj).
+    std::vector<bool> products;
+    std::vector<std::string> recipeNames;
 };
 
 // Throws std::invalid_argument (one line) for bad criteria, a record with no statistics in the

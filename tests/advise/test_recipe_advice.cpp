@@ -21,6 +21,7 @@ private slots:
     void windowLimitsTheStepsJudged();
     void recipeExportRunsAsAConfig();
     void badCriteriaAndMissingFormatsAreOneLineErrors();
+    void recipeNamesEmulatedModulesOnly();
 };
 
 namespace {
@@ -196,11 +197,12 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
     // A watched run's exceptions name its modules (emulate's form).
     const nlohmann::json watched = adviceRecipe(a);
     QCOMPARE(watched["recipe"]["activation_gradients"].get<std::string>(), std::string("fp8-e4m3"));
-    QCOMPARE(watched["recipe"]["overrides"].size(), std::size_t{2});
-    QCOMPARE(watched["recipe"]["overrides"][0]["modules"].get<std::string>(), std::string("grads"));
-    QCOMPARE(watched["recipe"]["overrides"][0]["activation_gradients"].get<std::string>(),
-             std::string("bf16"));
-    QCOMPARE(watched["recipe"]["overrides"][1]["weights"].get<std::string>(), std::string("bf16"));
+    const nlohmann::json& entries = watched["recipe"]["overrides"];
+    QCOMPARE(entries.size(), std::size_t{2}); // shorter names first: a parent before its child
+    QCOMPARE(entries[0]["modules"].get<std::string>(), std::string("wide"));
+    QCOMPARE(entries[0]["weights"].get<std::string>(), std::string("bf16"));
+    QCOMPARE(entries[1]["modules"].get<std::string>(), std::string("grads"));
+    QCOMPARE(entries[1]["activation_gradients"].get<std::string>(), std::string("bf16"));
     QCOMPARE(watched["scaling"]["policy"].get<std::string>(), std::string("none"));
     // A trained run's name their stages, inside its own config (its model and data, its recipe
     // and scaling replaced, its timeline of edits dropped); train --config's reader takes it.
@@ -270,6 +272,63 @@ void TestRecipeAdvice::badCriteriaAndMissingFormatsAreOneLineErrors() {
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseShare(bad, "--max-flushed"));
     for (const char* bad : {"last:0", "last:", "5:2", "x", "0:4"})
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseStepWindow(bad, c));
+}
+
+// A watched transformer block: an attention (MultiheadAttention, whose out_proj is a module of its
+// own), a LayerNorm (advised, but no product a recipe casts), a Linear "fc" and a Linear inside it
+// "fc.inner". The attention's activation gradients and fc's weights flush in E4M3; the rest is
+// fine.
+void TestRecipeAdvice::recipeNamesEmulatedModulesOnly() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    {
+        const std::vector<std::string> formats = {"fp8-e4m3", "bf16"};
+        const nlohmann::json modules = {
+            {{"name", "attn"}, {"type", "MultiheadAttention"}},
+            {{"name", "attn.out_proj"}, {"type", "NonDynamicallyQuantizableLinear"}},
+            {{"name", "norm"}, {"type", "LayerNorm"}},
+            {{"name", "fc"}, {"type", "Linear"}},
+            {{"name", "fc.inner"}, {"type", "Linear"}}};
+        const nlohmann::json watch = {{"formats", formats}, {"every", 1}, {"modules", modules}};
+        ExternalRun run;
+        run.config = {{"watch", watch}};
+        run.meta = {{"source", "pytorch-watch"}, {"watch", watch}};
+        RunLog log(dir, run, {"attn", "attn.out_proj", "norm", "fc", "fc.inner"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (std::size_t stage = 0; stage < 5; ++stage)
+            for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                    TensorRole::ActivationGradients, TensorRole::WeightGradients})
+                for (const std::string& f : formats) {
+                    const bool flush = f == "fp8-e4m3" &&
+                                       ((stage == 0 && role == TensorRole::ActivationGradients) ||
+                                        (stage == 3 && role == TensorRole::Weights));
+                    const QuantStats q = counts(flush ? 50 : 0, 0);
+                    log.logRoleStats(1, stage, role, {f, q, BlockStats{}, 1.0, 1.0}, histograms);
+                }
+        log.commit();
+    }
+    AdviceCriteria c;
+    c.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    const RunAdvice a = adviseRun(RunRecord(dir), c);
+    QCOMPARE(a.roles.size(), std::size_t{20}); // the LayerNorm is advised too
+    for (const GemmAdvice& g : a.gemms)
+        QVERIFY2(g.module != "norm", "a LayerNorm has no product");
+    QCOMPARE(a.gemms.size(), std::size_t{12});
+    const nlohmann::json overrides = adviceRecipe(a)["recipe"]["overrides"];
+    // Parents first (later entries win): fc's own exception; fc.inner, which emulate's pattern
+    // "fc" also reaches, with its own formats; the attention's input projection under emulate's
+    // name (its out_proj, not reached by "attn.in_proj", keeps the base formats).
+    QCOMPARE(overrides.size(), std::size_t{3});
+    QCOMPARE(overrides[0]["modules"].get<std::string>(), std::string("fc"));
+    QCOMPARE(overrides[0]["weights"].get<std::string>(), std::string("bf16"));
+    QCOMPARE(overrides[1]["modules"].get<std::string>(), std::string("fc.inner"));
+    QCOMPARE(overrides[1]["weights"].get<std::string>(), std::string("fp8-e4m3"));
+    QCOMPARE(overrides[1]["activation_gradients"].get<std::string>(), std::string("fp8-e4m3"));
+    QCOMPARE(overrides[2]["modules"].get<std::string>(), std::string("attn.in_proj"));
+    QCOMPARE(overrides[2]["activation_gradients"].get<std::string>(), std::string("bf16"));
+    QVERIFY(adviceTeYaml(a).find("'^attn$'") != std::string::npos);
+    QVERIFY(adviceTeYaml(a).find("norm") == std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestRecipeAdvice)
