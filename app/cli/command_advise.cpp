@@ -9,6 +9,7 @@
 #include "record/record_file.h"
 #include "record/run_record.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -75,15 +76,18 @@ Command addAdviseCommand(CLI::App& app) {
                             o->run.c_str(), static_cast<long long>(advice.firstStep),
                             static_cast<long long>(advice.lastStep), advice.statisticsSteps,
                             advice.lossScale, advice.scaleVaried ? " (varied)" : "");
-                std::printf("%-24s %-21s %-10s %s\n", "module", "role", "format",
+                int width = 6; // the longest module name sets the first column
+                for (const RoleAdvice& r : advice.roles)
+                    width = std::max(width, static_cast<int>(r.module.size()));
+                std::printf("%-*s %-21s %-10s %s\n", width, "module", "role", "format",
                             "what decided it");
                 for (const RoleAdvice& r : advice.roles)
-                    std::printf("%-24s %-21s %-10s %s\n", r.module.c_str(),
+                    std::printf("%-*s %-21s %-10s %s\n", width, r.module.c_str(),
                                 std::string(toString(r.role)).c_str(),
                                 r.chosen.empty() ? "-" : r.chosen.c_str(), r.summary.c_str());
-                std::printf("\n%-24s %-16s %-10s %s\n", "module", "product", "format", "why");
+                std::printf("\n%-*s %-16s %-10s %s\n", width, "module", "product", "format", "why");
                 for (const GemmAdvice& g : advice.gemms)
-                    std::printf("%-24s %-16s %-10s %s\n", g.module.c_str(), g.gemm.c_str(),
+                    std::printf("%-*s %-16s %-10s %s\n", width, g.module.c_str(), g.gemm.c_str(),
                                 g.format.c_str(), g.reason.c_str());
                 if (!o->out.empty()) {
                     try {

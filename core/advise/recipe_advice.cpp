@@ -16,9 +16,10 @@ namespace plab {
 namespace {
 
 std::string percent(double share) {
+    // "100%", "12%", "1.2%", "0.079%": two significant digits, never an exponent above 1e-4%.
     char text[32];
-    std::snprintf(text, sizeof text, share >= 0.001 || share == 0 ? "%.2g%%" : "%.1e%%",
-                  100.0 * share);
+    const double pct = 100.0 * share;
+    std::snprintf(text, sizeof text, pct >= 10.0 ? "%.0f%%" : "%.2g%%", pct);
     return text;
 }
 
@@ -389,15 +390,24 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
             GemmAdvice g{stage, names[stage], p.name, p.a, p.b, {}, {}};
             const RoleAdvice* a = chosenOf(stage, p.a);
             const RoleAdvice* b = chosenOf(stage, p.b);
-            const std::string fa = a && !a->chosen.empty() ? a->chosen : "fp32";
-            const std::string fb = b && !b->chosen.empty() ? b->chosen : "fp32";
-            const bool aWider = ladderRank(c, fa) >= ladderRank(c, fb);
-            g.format = aWider ? fa : fb;
-            const TensorRole decider = aWider ? p.a : p.b;
-            const RoleAdvice* d = aWider ? a : b;
-            g.reason = d == nullptr ? roleWords(decider) + " not recorded: fp32"
-                       : fa == fb   ? "both operands take " + fa
-                                    : roleWords(decider) + " need " + g.format;
+            // An operand not recorded (an embedding's indices, an attention's inner input):
+            // the other decides; one without a format of the ladder is fp32.
+            const std::string fa = a == nullptr ? "" : a->chosen.empty() ? "fp32" : a->chosen;
+            const std::string fb = b == nullptr ? "" : b->chosen.empty() ? "fp32" : b->chosen;
+            if (fa.empty() || fb.empty()) {
+                g.format = fa.empty() ? fb : fa;
+                g.reason = roleWords(fa.empty() ? p.a : p.b) +
+                           " not recorded: " + roleWords(fa.empty() ? p.b : p.a) + " decide";
+                if (g.format.empty()) {
+                    g.format = "fp32";
+                    g.reason = "neither operand recorded: fp32";
+                }
+            } else {
+                const bool aWider = ladderRank(c, fa) >= ladderRank(c, fb);
+                g.format = aWider ? fa : fb;
+                g.reason = fa == fb ? "both operands take " + fa
+                                    : roleWords(aWider ? p.a : p.b) + " need " + g.format;
+            }
             advice.gemms.push_back(std::move(g));
         }
     }
