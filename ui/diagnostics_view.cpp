@@ -20,7 +20,7 @@ QString explanation(DiagnosticQuantity q) {
         return QObject::tr("log2 of each tensor's largest |x|: outliers growing over training "
                            "precede FP8 divergence (Fishman et al. 2024)");
     case DiagnosticQuantity::Kurtosis:
-        return QObject::tr("E[(x-mean)^4] / var^2 of each captured tensor (3 for a normal "
+        return QObject::tr("E[(x-mean)^4] / var^2 of each layer's activations (3 for a normal "
                            "distribution): heavy tails, an early warning of instability");
     case DiagnosticQuantity::GradientNoiseRatio:
         return QObject::tr("||x|| / ||cast(x) - x|| in the format (10^(SQNR/20)): on gradients, "

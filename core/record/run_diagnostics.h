@@ -16,7 +16,7 @@ class RunRecord;
 
 enum class DiagnosticQuantity {
     Log2Amax,           // log2 of the tensor's largest |x| (outliers growing before divergence)
-    Kurtosis,           // E[(x-mean)^4] / var^2 of the captured tensor (3: normal)
+    Kurtosis,           // E[(x-mean)^4] / var^2 of a layer's activations (3: normal)
     GradientNoiseRatio, // ||x|| / ||q(x) - x|| in the format (10^(SQNR/20))
     BlockScaleSpread,   // standard deviation of log2 of the block scales (block formats)
     ZeroScaleBlocks,    // live blocks whose scale underflowed to zero (block formats)

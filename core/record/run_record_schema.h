@@ -57,7 +57,7 @@ CREATE TABLE channels(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step IN
   outlier_share REAL);
 CREATE INDEX channels_by_step ON channels(step);
 -- Diagnostics of the captured tensors (stats/tensor_diagnostics.h), per statistics step, stage
--- and role: the kurtosis of the tensor (format ''), and for each block format it was judged or
+-- and role: the kurtosis of the activations (format ''), and for each block format it was judged or
 -- cast in, the spread of its block scales (standard deviation of log2 of the decoded scales, NULL
 -- with fewer than two scaled blocks) and the live blocks whose scale underflowed to zero.
 CREATE TABLE diagnostics(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,

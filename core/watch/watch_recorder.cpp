@@ -261,9 +261,13 @@ void WatchRecorder::record(const WatchedStep& step) {
                 t.role == TensorRole::ActivationGradients || t.role == TensorRole::WeightGradients;
             const double gradientScale = gradient ? step.scale : 1.0;
             bool histogramWritten = false;
-            // The tensor's own diagnostics (its kurtosis), then each block format's scales.
-            const TensorDiagnostics diagnostics = tensorDiagnostics(t.values);
-            m_log->logDiagnostics(step.step, t.stage, t.role, {}, &diagnostics, nullptr);
+            // The activations' kurtosis (the instability warning the papers watch; on every
+            // role it would cost the counting thread a sixth more), then each block format's
+            // scales.
+            if (t.role == TensorRole::Activations) {
+                const TensorDiagnostics diagnostics = tensorDiagnostics(t.values);
+                m_log->logDiagnostics(step.step, t.stage, t.role, {}, &diagnostics, nullptr);
+            }
             for (const TensorCast& cast : m_casts) {
                 TensorCastResult result;
                 cast.cast(t.values, out, rows, t.multiplier, options, &result,

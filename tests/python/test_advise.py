@@ -156,23 +156,28 @@ def test_diagnostics_equal_numpy_on_the_same_tensors(tmp_path):
     import precision_lab.torch as plt
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(64, 32))
-    with torch.no_grad():  # heavy tails, and four rows so small that their NVFP4 scales underflow
+    with torch.no_grad():  # four rows so small that their NVFP4 block scales underflow
         model[0].weight.mul_(torch.exp(torch.randn(32, 64)))
         model[0].weight[:4] *= 1e-6
     weights = model[0].weight.detach().numpy().copy()  # what step 1's forward reads
+    inputs = torch.randn(8, 64) * torch.exp(torch.randn(8, 64))  # heavy tails
     run = tmp_path / "watched"
     with plt.watch(model, run, formats=("nvfp4", "fp8-e4m3"), every=1) as w:
         train_one = torch.optim.SGD(model.parameters(), lr=0.1)
-        loss = model(torch.randn(8, 64)).square().mean()
+        loss = model(inputs).square().mean()
         loss.backward()
         train_one.step()
         w.step(loss=loss)
     record = pl.open_run(run)
     d = record.diagnostics
-    row = d[(d.step == 1) & (d.role == "weights") & (d.format == "")].iloc[0]
-    x = weights.astype(np.float64)
-    c = x - x.mean()
+    # The kurtosis is the activations' (the input the layer reads).
+    assert set(d[d.format == ""].role) == {"activations"}
+    row = d[(d.step == 1) & (d.role == "activations") & (d.format == "")].iloc[0]
+    a = inputs.numpy().astype(np.float64)
+    c = a - a.mean()
     assert row["kurtosis"] == pytest.approx(np.mean(c ** 4) / np.mean(c ** 2) ** 2, rel=1e-12)
+    assert row["kurtosis"] > 5  # the tails the test built in
+    x = weights.astype(np.float64)
     blocks = d[(d.step == 1) & (d.role == "weights") & (d.format == "nvfp4")].iloc[0]
     _, s = pl.quantize(weights, "nvfp4", block_scales=True)
     scales = np.asarray(s["blocks"]["scales"], dtype=np.float64)
