@@ -137,6 +137,7 @@ QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString&
         return QString::fromUtf8(e.what());
     }
     fillTables();
+    emit advised();
     m_status->setText(tr("%1: statistics steps %2 to %3 (%4 steps)")
                           .arg(runDir)
                           .arg(m_advice->firstStep)

@@ -31,6 +31,7 @@ public:
     // empty. canApply: whether Apply has somewhere to go (a watched script's model is not the
     // app's), with the reason shown when not.
     QString advise(const QString& runDir, bool canApply = true, const QString& whyNotApply = {});
+    const QString& runDir() const { return m_runDir; } // the run advised last
     const std::optional<RunAdvice>& advice() const { return m_advice; }
     // The advice as a recipe document (Apply sends it); the error in *error when it cannot be.
     nlohmann::json recipeDocument(QString* error) const;
@@ -52,6 +53,8 @@ public:
 signals:
     // Apply as recipe: the document to start a run with (or send to the script).
     void applyRequested(const nlohmann::json& document);
+    // A new advice is in advice() (the All layers view colours its rows by it).
+    void advised();
 
 private:
     void fillTables();

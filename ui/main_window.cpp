@@ -76,10 +76,16 @@ void MainWindow::updateDetailViews() {
     else if (m_detailTabs->currentWidget() == m_formatWhatIf)
         m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
                              m_gradientView->role());
-    else if (m_detailTabs->currentWidget() == m_overviewTab)
+    else if (m_detailTabs->currentWidget() == m_overviewTab) {
+        // Advice colours belong to the run they were computed for.
+        const QString shown = !m_controller->hasSession() && !m_viewedRun.isEmpty()
+                                  ? m_viewedRun
+                                  : m_controller->runDir();
+        if (m_overview->hasAdvice() && shown != m_adviceRun)
+            m_overview->setAdvice({}, 1);
         m_overview->show(s, m_gradientView->config(), m_gradientView->role(),
                          m_gradientView->stage());
-    else if (m_detailTabs->currentWidget() == m_diagnostics)
+    } else if (m_detailTabs->currentWidget() == m_diagnostics)
         showDiagnostics();
     // What a text model wrote at its latest evaluation (cheap: only when it changed).
     if (s.sampleStep != m_sampleStep) {

@@ -186,6 +186,7 @@ private:
     void sendRecipeToScript(const PrecisionRecipe& recipe);
     void sendActionToScript(const std::string& action);
     AdvisePanel* m_advise = nullptr;
+    QString m_adviceRun; // the run the All layers view's advice colours are of
     DiagnosticsView* m_diagnostics = nullptr;
     QElapsedTimer m_diagnosticsClock; // the Diagnostics tab's last read of the record
     void showDiagnostics();

@@ -4,6 +4,7 @@
 #include "advise_panel.h"
 #include "record/run_record.h"
 #include "run_steering.h"
+#include "stages_overview.h"
 
 #include <QFileInfo>
 #include <QStatusBar>
@@ -16,6 +17,22 @@ AdvisePanel* MainWindow::advisePanel() {
         connect(m_advise, &AdvisePanel::applyRequested, this, [this](const nlohmann::json& doc) {
             if (const QString error = applyAdvice(doc); !error.isEmpty())
                 showError(tr("Cannot apply the advice"), error);
+        });
+        // The All layers view colours each row by the format advised for it.
+        connect(m_advise, &AdvisePanel::advised, this, [this] {
+            std::map<std::pair<int, TensorRole>, StagesOverview::Advised> byStage;
+            const RunAdvice& a = *m_advise->advice();
+            for (const RoleAdvice& r : a.roles)
+                byStage[{static_cast<int>(r.stage), r.role}] = {
+                    r.chosen.empty() ? tr("none") : QString::fromStdString(r.chosen),
+                    QString::fromStdString(r.module) + QStringLiteral(" ") +
+                        QString::fromUtf8(toString(r.role).data()) + QStringLiteral(": ") +
+                        QString::fromStdString(r.summary),
+                    static_cast<int>(ladderRank(a.criteria, r.chosen.empty() ? "fp32" : r.chosen))};
+            m_overview->setAdvice(std::move(byStage),
+                                  static_cast<int>(a.criteria.ladder.size()) + 1);
+            m_adviceRun = m_advise->runDir();
+            updateDetailViews();
         });
     }
     return m_advise;

@@ -6,8 +6,10 @@
 #include "numerics/quant_stats.h"
 #include "stats/what_if.h"
 
+#include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -75,6 +77,12 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
             row.summary +=
                 tr("  outliers %1")
                     .arg(compactPercent(transformer::outlierChannelShare(stage.channelAmax)));
+        if (const auto a = m_advice.find({static_cast<int>(s), role}); a != m_advice.end()) {
+            row.advised = a->second.format;
+            row.adviceReason = a->second.reason;
+            row.adviceRank = a->second.rank;
+            row.summary += tr("  advised %1").arg(row.advised);
+        }
         m_rows.push_back(std::move(row));
     }
     if (lowest <= highest) {
@@ -95,6 +103,26 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
                        QString::number(snapshot.statsStep));
     updateGeometry();
     update();
+}
+
+void StagesOverview::setAdvice(std::map<std::pair<int, TensorRole>, Advised> advice,
+                               int ladderSize) {
+    m_advice = std::move(advice);
+    m_ladderSize = std::max(1, ladderSize);
+    update();
+}
+
+bool StagesOverview::event(QEvent* e) {
+    if (e->type() == QEvent::ToolTip) {
+        const auto* help = static_cast<QHelpEvent*>(e);
+        const int row = rowAt(help->pos().y());
+        if (row >= 0 && !m_rows[static_cast<std::size_t>(row)].adviceReason.isEmpty()) {
+            QToolTip::showText(help->globalPos(),
+                               m_rows[static_cast<std::size_t>(row)].adviceReason, this);
+            return true;
+        }
+    }
+    return QWidget::event(e);
 }
 
 int StagesOverview::rowAt(int y) const {
@@ -145,13 +173,21 @@ void StagesOverview::paintEvent(QPaintEvent*) {
             const int hPx = std::max(1, static_cast<int>(h * static_cast<float>(band.height())));
             p.fillRect(QRect(x0, band.bottom() - hPx + 1, x1 - x0, hPx), bar);
         }
+        if (!row.advised.isEmpty()) {
+            // The advised format's colour: narrowest green through amber to grey for the widest.
+            const double t = m_ladderSize > 1 ? static_cast<double>(row.adviceRank) /
+                                                    static_cast<double>(m_ladderSize - 1)
+                                              : 0.0;
+            const QColor tag = QColor::fromHsvF(0.33 * (1.0 - t), t >= 1.0 ? 0.0 : 0.6, 0.85);
+            p.fillRect(QRect(0, top + 2, 4, kRowHeight - 4), tag);
+        }
         p.setPen(palette().text().color());
-        p.drawText(QRect(4, top, labelWidth - 8, kRowHeight / 2 + 2),
+        p.drawText(QRect(8, top, labelWidth - 12, kRowHeight / 2 + 2),
                    Qt::AlignLeft | Qt::AlignVCenter, row.name);
         QFont small = font();
         small.setPointSizeF(small.pointSizeF() * 0.85);
         p.setFont(small);
-        p.drawText(QRect(4, top + kRowHeight / 2, labelWidth - 8, kRowHeight / 2),
+        p.drawText(QRect(8, top + kRowHeight / 2, labelWidth - 12, kRowHeight / 2),
                    Qt::AlignLeft | Qt::AlignVCenter, row.summary);
         p.setFont(font());
     }

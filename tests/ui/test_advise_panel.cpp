@@ -15,7 +15,9 @@
 #include "data/dataset.h"
 #include "diagnostics_view.h"
 #include "flush_heatmap_view.h"
+#include "gradient_view.h"
 #include "main_window.h"
+#include "stages_overview.h"
 #include "train/run_log.h"
 #include "train/training_session.h"
 
@@ -95,6 +97,18 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
         }
     }
     QCOMPARE(exceptions, 1);
+    // The All layers view colours each layer by its advice, the reason on hover.
+    window.detailTabs()->setCurrentIndex(4);
+    const TensorRole shown = window.gradientView()->role();
+    const auto& rows = window.stagesOverview()->rows();
+    QCOMPARE(rows.size(), std::size_t{2});
+    QCOMPARE(rows[0].advised, QStringLiteral("fp16"));
+    QCOMPARE(rows[1].advised, shown == TensorRole::ActivationGradients ? QStringLiteral("fp32")
+                                                                       : QStringLiteral("fp16"));
+    QVERIFY2(rows[1].adviceReason.contains(QStringLiteral(" chosen")),
+             qPrintable(rows[1].adviceReason));
+    // fp32 ranks past every format of the ladder (drawn grey), fp16 first (green).
+    QCOMPARE(rows[1].adviceRank, shown == TensorRole::ActivationGradients ? 3 : 0);
     // Apply: a new own run whose config holds the advice, the exception per layer.
     QVERIFY(panel->applyButton()->isEnabled());
     const QString before = window.controller()->runDir();
