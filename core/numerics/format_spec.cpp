@@ -270,10 +270,41 @@ const std::vector<FormatSpec>& namedFormats() {
     return formats;
 }
 
+const std::vector<FormatAlias>& formatAliases() {
+    // ml_dtypes' (and PyTorch's) names, as ml_dtypes documents each type: the layout, the bias,
+    // which codes are Inf and NaN, whether -0 exists. Types without a name of ours are custom
+    // specs that give the same values (tests/numerics/test_format_spec.cpp checks each against
+    // the documented max, smallest normal and smallest subnormal).
+    static const std::vector<FormatAlias> aliases = {
+        {"float32", "fp32"},
+        {"float16", "fp16"},
+        {"half", "fp16"},
+        {"bfloat16", "bf16"},
+        {"float8_e4m3fn", "fp8-e4m3"},
+        {"float8_e5m2", "fp8-e5m2"},
+        {"float8_e4m3fnuz", "fp8-e4m3fnuz"},
+        {"float8_e5m2fnuz", "fp8-e5m2fnuz"},
+        {"float8_e4m3", "e4m3:bias=7:ieee"},
+        {"float8_e3m4", "e3m4:bias=3:ieee"},
+        {"float8_e4m3b11fnuz", "e4m3:bias=11:fnuz"},
+        {"float8_e8m0fnu", "e8m0"},
+        {"float6_e2m3fn", "fp6-e2m3"},
+        {"float6_e3m2fn", "fp6-e3m2"},
+        {"float4_e2m1fn", "fp4-e2m1"},
+    };
+    return aliases;
+}
+
 FormatSpec parseFormat(std::string_view text) {
-    const std::string key = lowerCase(text);
+    std::string key = lowerCase(text);
     if (key.empty())
         throw FormatError("format \"\": empty; expected a name (see `formats`) or eXmY[:options]");
+    // "torch.float8_e4m3fn" as str(dtype) spells it, or "float8_e4m3fn" as ml_dtypes does.
+    const std::string_view bare =
+        std::string_view(key).starts_with("torch.") ? std::string_view(key).substr(6) : key;
+    for (const FormatAlias& a : formatAliases())
+        if (bare == a.name)
+            return parseFormat(a.spec);
     for (const FormatSpec& f : namedFormats())
         if (f.name == key)
             return f;

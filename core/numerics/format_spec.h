@@ -76,6 +76,14 @@ FormatSpec parseFormat(std::string_view text);
 // The built-in formats, in display order.
 const std::vector<FormatSpec>& namedFormats();
 
+// Other libraries' names for formats (ml_dtypes, PyTorch: "float8_e4m3fn", "bfloat16",
+// "float4_e2m1fn", ...; "torch." in front is accepted) and the spec each is: parseFormat takes
+// them wherever a format is taken, and the spec's name is ours ("fp8-e4m3").
+struct FormatAlias {
+    std::string_view name, spec;
+};
+const std::vector<FormatAlias>& formatAliases();
+
 std::string_view toString(SpecialValues specials);
 
 } // namespace plab

@@ -1,6 +1,6 @@
 # The layering of core/, ui/ and app/, written once: a file may include its own folder and the
 # folders before it in this list, never one after it, so that every include arrow points down
-# (ARCHITECTURE.md's picture: numerics knows no network, a layer no data set, the engine no
+# (docs/architecture.md: numerics knows no network, a layer no data set, the engine no
 # trainer, a snapshot no recipe). Folders are the first path component after core/ (core/nn and
 # core/nn/transformer are both "nn"); ui/ is "ui" and everything under app/ is "app".
 #   cmake -DROOT=<source dir> -P tests/layering/check_layering.cmake

@@ -22,6 +22,7 @@ private slots:
     void parseErrors_data();
     void parseErrors();
     void roundingAndOverflowNames();
+    void mlDtypesNamesAreTheirTypes();
 };
 
 void TestFormatSpec::namedProperties_data() {
@@ -183,6 +184,52 @@ void TestFormatSpec::roundingAndOverflowNames() {
     QVERIFY(parseOverflow("inf") == Overflow::Inf);
     QVERIFY_THROWS_EXCEPTION(FormatError, parseRounding("nearest"));
     QVERIFY_THROWS_EXCEPTION(FormatError, parseOverflow("clamp"));
+}
+
+// ml_dtypes' and PyTorch's names, each against the finfo ml_dtypes documents for the type: the
+// largest finite value, the smallest normal and subnormal, Inf, NaN and -0.
+void TestFormatSpec::mlDtypesNamesAreTheirTypes() {
+    const auto p = [](int e) { return std::ldexp(1.0, e); };
+    struct Documented {
+        const char* name;
+        const char* ours; // the spec's name: our named format, or the custom spec that it is
+        double max, minNormal, minSubnormal;
+        bool inf, nan, negativeZero;
+    };
+    const Documented types[] = {
+        {"float8_e4m3fn", "fp8-e4m3", 448.0, p(-6), p(-9), false, true, true},
+        {"float8_e5m2", "fp8-e5m2", 57344.0, p(-14), p(-16), true, true, true},
+        {"float8_e4m3fnuz", "fp8-e4m3fnuz", 240.0, p(-7), p(-10), false, true, false},
+        {"float8_e5m2fnuz", "fp8-e5m2fnuz", 57344.0, p(-15), p(-17), false, true, false},
+        {"float8_e4m3", "e4m3:bias=7:ieee", 240.0, p(-6), p(-9), true, true, true},
+        {"float8_e3m4", "e3m4:bias=3:ieee", 15.5, p(-2), p(-6), true, true, true},
+        {"float8_e4m3b11fnuz", "e4m3:bias=11:fnuz", 30.0, p(-10), p(-13), false, true, false},
+        {"float6_e2m3fn", "fp6-e2m3", 7.5, 1.0, 0.125, false, false, true},
+        {"float6_e3m2fn", "fp6-e3m2", 28.0, 0.25, 0.0625, false, false, true},
+        {"float4_e2m1fn", "fp4-e2m1", 6.0, 1.0, 0.5, false, false, true},
+        {"bfloat16", "bf16", 3.3895313892515355e38, p(-126), p(-133), true, true, true},
+        {"float16", "fp16", 65504.0, p(-14), p(-24), true, true, true},
+        {"torch.float16", "fp16", 65504.0, p(-14), p(-24), true, true, true},
+        {"float32", "fp32", 3.4028234663852886e38, p(-126), p(-149), true, true, true},
+    };
+    for (const Documented& t : types) {
+        const FormatSpec f = parseFormat(t.name);
+        QVERIFY2(f.sameParameters(parseFormat(t.ours)), t.name);
+        QCOMPARE(f.maxFinite(), t.max);
+        QCOMPARE(f.minNormal(), t.minNormal);
+        QCOMPARE(f.minPositive(), t.minSubnormal);
+        QCOMPARE(f.hasInf(), t.inf);
+        QCOMPARE(f.hasNan(), t.nan);
+        QCOMPARE(f.hasNegativeZero(), t.negativeZero);
+    }
+    // float8_e8m0fnu: unsigned, no zero, 2^-127 .. 2^127, NaN at 0xFF.
+    const FormatSpec e8m0 = parseFormat("float8_e8m0fnu");
+    QVERIFY(!e8m0.isSigned && !e8m0.hasZero && e8m0.hasNan());
+    QCOMPARE(e8m0.maxFinite(), p(127));
+    QCOMPARE(e8m0.minPositive(), p(-127));
+    // Our names for the named ones: what a record and the app say.
+    QCOMPARE(parseFormat("float8_e4m3fn").name, std::string("fp8-e4m3"));
+    QCOMPARE(parseFormat("BFloat16").name, std::string("bf16"));
 }
 
 QTEST_APPLESS_MAIN(TestFormatSpec)

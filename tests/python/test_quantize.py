@@ -176,3 +176,24 @@ def test_formats_table_and_specs():
     assert pl.formats("nvfp4")["block_size"] == 16
     with pytest.raises(ValueError, match="fp9"):
         pl.formats("fp9")
+
+
+def test_ml_dtypes_and_torch_names_are_our_formats():
+    """ml_dtypes' and PyTorch's names, and torch dtypes, give the same bits as our names."""
+    import precision_lab as pl
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(4096) * np.exp2(rng.uniform(-20, 10, 4096))).astype(np.float32)
+    for theirs, ours in (("float8_e4m3fn", "fp8-e4m3"), ("float8_e5m2", "fp8-e5m2"),
+                         ("float8_e4m3fnuz", "fp8-e4m3fnuz"), ("bfloat16", "bf16"),
+                         ("float4_e2m1fn", "fp4-e2m1"), ("float6_e3m2fn", "fp6-e3m2"),
+                         ("torch.float16", "fp16")):
+        a, sa = pl.quantize(x, theirs)
+        b, sb = pl.quantize(x, ours)
+        assert a.tobytes() == b.tobytes() and sa["flushed"] == sb["flushed"], theirs
+    assert pl.formats("float8_e4m3fn")["name"] == "fp8-e4m3"
+    torch = pytest.importorskip("torch")
+    a, _ = pl.quantize(x, torch.bfloat16)
+    assert a.tobytes() == pl.quantize(x, "bf16")[0].tobytes()
+    assert a.tobytes() == torch.from_numpy(x).bfloat16().float().numpy().tobytes()
+    with pytest.raises(TypeError, match="torch dtype"):
+        pl.quantize(x, 3)

@@ -18,6 +18,21 @@ ROUNDINGS = ("nearest-even", "nearest-away", "toward-zero", "stochastic")
 MAX_THREADS = 256
 
 
+def _format_name(fmt):
+    """A format as the core takes it: our names and specs, ml_dtypes' and PyTorch's names
+    ("float8_e4m3fn", "bfloat16"), a torch dtype (torch.float8_e5m2) or a numpy dtype of
+    ml_dtypes (its name)."""
+    if isinstance(fmt, str):
+        return fmt
+    if type(fmt).__module__ == "torch" and type(fmt).__name__ == "dtype":
+        return str(fmt)  # "torch.bfloat16": the core drops the "torch."
+    name = getattr(fmt, "name", None)
+    if type(fmt).__module__ == "numpy" and isinstance(name, str):
+        return name
+    raise TypeError(f"fmt {fmt!r}: expected a format name such as 'fp8-e4m3', 'nvfp4' or "
+                    f"'float8_e4m3fn', or a torch dtype (formats() lists them)")
+
+
 def formats(spec=None):
     """The format table ``precision-lab-cli formats`` prints, as a list of dicts (element
     formats, then block formats); with ``spec`` (any name or custom ``eXmY[:options]`` the CLI
@@ -61,9 +76,7 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
         raise ValueError(f"seed {seed!r}: expected a whole number from 0 to 2^64-1")
     if not _is_int(stream) or not 0 <= stream < 2**64:
         raise ValueError(f"stream {stream!r}: expected a whole number from 0 to 2^64-1")
-    if not isinstance(fmt, str):
-        raise TypeError(f"fmt {fmt!r}: expected a format name such as 'fp8-e4m3' or 'nvfp4' "
-                        f"(formats() lists them)")
+    fmt = _format_name(fmt)
     if not _is_int(threads) or not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads {threads!r}: expected a whole number from 1 to "
                          f"{MAX_THREADS}")
