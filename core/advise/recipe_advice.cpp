@@ -212,8 +212,13 @@ std::size_t ladderRank(const AdviceCriteria& c, const std::string& format) {
     return it == c.ladder.end() ? c.ladder.size() : static_cast<std::size_t>(it - c.ladder.begin());
 }
 
-RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& c) {
-    checkCriteria(c);
+RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
+    checkCriteria(criteria);
+    // The ladder in the record's spelling: "float8_e4m3fn" is fp8-e4m3 there.
+    AdviceCriteria c = criteria;
+    for (std::string& f : c.ladder)
+        if (f != "fp32")
+            f = TensorCast(TensorCastSpec{.format = f}).name();
     RunAdvice advice;
     advice.runDir = record.dir();
     advice.criteria = c;

@@ -185,6 +185,11 @@ void TestRecipeAdvice::windowLimitsTheStepsJudged() {
              std::string("bf16"));
     parseStepWindow("all", c);
     QCOMPARE(adviseRun(RunRecord(dir), c).statisticsSteps, std::size_t{6});
+    // ml_dtypes' names in the ladder are the record's formats.
+    c.ladder = {"float8_e4m3fn", "bfloat16", "fp32"};
+    const RunAdvice named = adviseRun(RunRecord(dir), c);
+    QCOMPARE(roleOf(named, "grads", TensorRole::ActivationGradients).chosen, std::string("bf16"));
+    QCOMPARE(roleOf(named, "grads", TensorRole::Weights).chosen, std::string("fp8-e4m3"));
 }
 
 void TestRecipeAdvice::recipeExportRunsAsAConfig() {
