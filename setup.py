@@ -51,6 +51,7 @@ class CMakeBuild(build_ext):
 setup(
     packages=["precision_lab"],
     package_dir={"precision_lab": "app/python/precision_lab"},
+    package_data={"precision_lab": ["*.pyi", "py.typed"]},  # the type stubs (PEP 561)
     ext_modules=[CMakeExtension("precision_lab._core")],
     cmdclass={"build_ext": CMakeBuild},
 )

@@ -12,6 +12,7 @@
 #include <QTest>
 
 #include "loss_scale_slider.h"
+#include "advise_panel.h"
 #include "main_window.h"
 #include "recipe_editor.h"
 #include "record/run_record.h"
@@ -129,6 +130,28 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
     }
     dock->layerBox()->setCurrentIndex(0); // all layers: the rows stay fp16
     QCOMPARE(dock->formatBox(TensorRole::Weights)->currentText(), QStringLiteral("fp16"));
+
+    // Tools > Advise on the running script, Apply as recipe: the advice goes to the script as
+    // its recipe. The record holds fp16 rows (not in the default ladder: fp32 chosen) and, for
+    // layer "2"'s weights, bf16 rows (bf16 chosen).
+    QCOMPARE(w.openAdvise(), QString());
+    AdvisePanel* panel = w.advisePanel();
+    QVERIFY(panel->applyButton()->isEnabled());
+    const std::int64_t adviceSentAfter = lastStep(w);
+    QTest::mouseClick(panel->applyButton(), Qt::LeftButton);
+    QVERIFY2(error.isEmpty(), qPrintable(error));
+    QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) > adviceSentAfter + 2, 10000);
+    {
+        const RunRecord record(dir.toStdString());
+        std::int64_t firstFp32 = 0;
+        for (const StatsRow& row : record.statsRows({}, TensorRole::Weights))
+            if (row.stage == 0 && row.format == "fp32" && firstFp32 == 0)
+                firstFp32 = row.step;
+            else if (row.stage == 1 && row.step > adviceSentAfter + 1)
+                QCOMPARE(QString::fromStdString(row.format), QStringLiteral("bf16"));
+        QVERIFY(firstFp32 > adviceSentAfter);
+    }
+    panel->close();
 
     // Pause holds the script at a step boundary; Step runs one step; Resume lets it go.
     w.trainAction()->trigger();

@@ -1,0 +1,72 @@
+"""The type stubs (.pyi) shipped with the package say what the module has: every public name
+of precision_lab and precision_lab.torch is in its stub, every stubbed function takes the
+parameters the function takes, and every stubbed method or attribute exists on the class."""
+
+import ast
+import importlib
+import inspect
+import os
+
+import pytest
+
+from conftest import require_torch
+
+
+def stub_of(module):
+    path = os.path.splitext(module.__file__)[0] + ".pyi"
+    assert os.path.isfile(path), f"{module.__name__} ships no stub beside {module.__file__}"
+    return ast.parse(open(path, encoding="utf-8").read(), path)
+
+
+def parameters(node):
+    a = node.args
+    return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs] + \
+        ([a.vararg.arg] if a.vararg else []) + ([a.kwarg.arg] if a.kwarg else [])
+
+
+@pytest.mark.parametrize("name", ["precision_lab", "precision_lab.torch"])
+def test_stubs_match_the_module(name):
+    if name.endswith("torch"):
+        require_torch()
+    module = importlib.import_module(name)
+    tree = stub_of(module)
+    declared = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            declared[node.name] = node
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            declared[node.target.id] = node
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    declared[t.id] = node
+    public = list(getattr(module, "__all__"))
+    missing = [n for n in public if n not in declared]
+    assert not missing, f"{name}.pyi lacks {missing}"
+    for n, node in declared.items():
+        if isinstance(node, ast.FunctionDef) and n in public:
+            real = [p for p in inspect.signature(getattr(module, n)).parameters]
+            assert parameters(node) == real, f"{name}.{n}: stub {parameters(node)}, real {real}"
+        if isinstance(node, ast.ClassDef) and n in public:
+            cls = getattr(module, n)
+            for item in node.body:
+                member = item.name if isinstance(item, ast.FunctionDef) else (
+                    item.target.id if isinstance(item, ast.AnnAssign) else None)
+                if member is None or member.startswith("__"):
+                    continue
+                if isinstance(item, ast.FunctionDef) and not any(
+                        isinstance(d, ast.Name) and d.id == "property"
+                        for d in item.decorator_list):
+                    assert hasattr(cls, member), f"{name}.{n}.{member} is stubbed, not defined"
+                    real = list(inspect.signature(getattr(cls, member)).parameters)
+                    assert parameters(item) == real, \
+                        f"{name}.{n}.{member}: stub {parameters(item)}, real {real}"
+                else:  # an attribute or property: on the class, or set by __init__
+                    source = inspect.getsource(cls)
+                    assert hasattr(cls, member) or f"self.{member} =" in source, \
+                        f"{name}.{n}.{member} is stubbed, not defined"
+
+
+def test_the_package_says_it_is_typed():
+    import precision_lab
+    assert os.path.isfile(os.path.join(os.path.dirname(precision_lab.__file__), "py.typed"))
