@@ -7,12 +7,13 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
+#include <QPushButton>
 #include <QSlider>
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "loss_scale_slider.h"
 #include "advise_panel.h"
+#include "loss_scale_slider.h"
 #include "main_window.h"
 #include "recipe_editor.h"
 #include "record/run_record.h"
