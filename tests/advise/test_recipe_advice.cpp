@@ -38,6 +38,19 @@ QuantStats counts(std::uint64_t flushed, std::uint64_t overflow, double sqnrDb =
     return q;
 }
 
+// How the watcher describes a watched run judging `formats` (with its modules' types, when
+// given): what makes a record a watched one for the advisor.
+ExternalRun watchedRun(const std::vector<std::string>& formats,
+                       const nlohmann::json& modules = nullptr) {
+    nlohmann::json watch = {{"formats", formats}, {"every", 1}};
+    if (!modules.is_null())
+        watch["modules"] = modules;
+    ExternalRun run;
+    run.config = {{"watch", watch}};
+    run.meta = {{"source", "pytorch-watch"}, {"watch", watch}};
+    return run;
+}
+
 // A watched run judging every tensor in nvfp4, fp8-e4m3 and bf16, over `steps` statistics steps:
 //   "grads":  activation gradients flush 6% in fp8-e4m3 (at step 3 only) and 0% in bf16;
 //   "wide":   weights overflow in fp8-e4m3 only;
@@ -45,10 +58,7 @@ QuantStats counts(std::uint64_t flushed, std::uint64_t overflow, double sqnrDb =
 // everything else is fine in fp8-e4m3, and every nvfp4 tensor's counts are fine.
 void writeRecord(const std::string& dir, int steps = 4) {
     const std::vector<std::string> formats = {"nvfp4", "fp8-e4m3", "bf16"};
-    ExternalRun run;
-    run.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
-    run.meta = {{"source", "pytorch-watch"}, {"watch", {{"formats", formats}, {"every", 1}}}};
-    RunLog log(dir, run, {"grads", "wide", "blocks"});
+    RunLog log(dir, watchedRun(formats), {"grads", "wide", "blocks"});
     for (int step = 1; step <= steps; ++step) {
         log.logReportedStep(step, 1.0, 0.1, 1.0);
         const bool histograms = log.startStatistics(step);
@@ -294,11 +304,8 @@ void TestRecipeAdvice::recipeNamesEmulatedModulesOnly() {
             {{"name", "norm"}, {"type", "LayerNorm"}},
             {{"name", "fc"}, {"type", "Linear"}},
             {{"name", "fc.inner"}, {"type", "Linear"}}};
-        const nlohmann::json watch = {{"formats", formats}, {"every", 1}, {"modules", modules}};
-        ExternalRun run;
-        run.config = {{"watch", watch}};
-        run.meta = {{"source", "pytorch-watch"}, {"watch", watch}};
-        RunLog log(dir, run, {"attn", "attn.out_proj", "norm", "fc", "fc.inner"});
+        RunLog log(dir, watchedRun(formats, modules),
+                   {"attn", "attn.out_proj", "norm", "fc", "fc.inner"});
         log.logReportedStep(1, 1.0, 0.1, 1.0);
         const bool histograms = log.startStatistics(1);
         for (std::size_t stage = 0; stage < 5; ++stage)

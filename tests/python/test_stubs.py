@@ -49,7 +49,14 @@ def test_stubs_match_the_module(name):
             assert parameters(node) == real, f"{name}.{n}: stub {parameters(node)}, real {real}"
         if isinstance(node, ast.ClassDef) and n in public:
             cls = getattr(module, n)
-            for item in node.body:
+            # Its own members and those of the stub's classes it derives from.
+            body, bases = list(node.body), [b.id for b in node.bases if isinstance(b, ast.Name)]
+            while bases:
+                base = declared.get(bases.pop())
+                if isinstance(base, ast.ClassDef):
+                    body += base.body
+                    bases += [b.id for b in base.bases if isinstance(b, ast.Name)]
+            for item in body:
                 member = item.name if isinstance(item, ast.FunctionDef) else (
                     item.target.id if isinstance(item, ast.AnnAssign) else None)
                 if member is None or member.startswith("__"):

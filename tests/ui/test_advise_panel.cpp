@@ -38,6 +38,18 @@ private:
     QString m_error;
 };
 
+namespace {
+
+// How the watcher describes a watched run judging `formats`.
+ExternalRun watchedRun(const std::vector<std::string>& formats) {
+    ExternalRun run;
+    run.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
+    run.meta = {{"source", "pytorch-watch"}, {"watch", {{"formats", formats}, {"every", 1}}}};
+    return run;
+}
+
+} // namespace
+
 void TestAdvisePanel::initTestCase() {
     QCoreApplication::setOrganizationName(QStringLiteral("PrecisionLabTests"));
     QVERIFY(m_dataHome.isValid());
@@ -144,11 +156,7 @@ void TestAdvisePanel::aWatchedRunExportsButDoesNotApply() {
     const std::string run = tmp.path().toStdString() + "/watched";
     {
         const std::vector<std::string> formats = {"fp8-e4m3", "bf16"};
-        ExternalRun external;
-        external.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
-        external.meta = {{"source", "pytorch-watch"},
-                         {"watch", {{"formats", formats}, {"every", 1}}}};
-        RunLog log(run, external, {"fc"});
+        RunLog log(run, watchedRun(formats), {"fc"});
         QuantStats q;
         q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 100;
         const BlockStats blocks;
@@ -177,11 +185,7 @@ void TestAdvisePanel::diagnosticsTabDrawsWhatTheRecordHolds() {
     const std::string run = tmp.path().toStdString() + "/watched";
     {
         const std::vector<std::string> formats = {"nvfp4", "fp8-e4m3"};
-        ExternalRun external;
-        external.config = {{"watch", {{"formats", formats}, {"every", 1}}}};
-        external.meta = {{"source", "pytorch-watch"},
-                         {"watch", {{"formats", formats}, {"every", 1}}}};
-        RunLog log(run, external, {"fc1", "fc2"});
+        RunLog log(run, watchedRun(formats), {"fc1", "fc2"});
         for (int step = 1; step <= 3; ++step) {
             log.logReportedStep(step, 1.0, 0.1, 1.0);
             const bool histograms = log.startStatistics(step);
