@@ -248,9 +248,8 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
     const std::size_t count = kPartial ? blocks : W;
     // The group eight groups ahead (its W x side / 16 lines of 16 floats, in and out) on its way
     // into cache: with a tensor larger than the caches the loads and the stores' line fills
-    // otherwise wait on memory (NVFP4 at 16M elements: +15-20%; the hardware's prefetch falls
-    // behind). A tensor in cache does without (the prefetches are 8% of the pass's instructions
-    // there).
+    // otherwise wait on memory (the hardware's prefetch falls behind; docs/performance.md,
+    // Build). A tensor in cache does without (the prefetches cost it a few percent).
     if (body.prefetch) {
         const std::size_t ahead = 8 * W * side;
 #pragma GCC unroll 16
@@ -597,9 +596,8 @@ std::uint32_t nonNanAmaxScalar(const float* in, std::size_t n) {
 #if defined(PLAB_BLOCK_LANES)
 // The 16-block groups: AVX-512 alone. GCC 12 lowers a comparison of 16-lane vectors to one
 // element at a time for AVX2 and SSE (no 64-byte vector mode there): their copies for those ran
-// at half the speed of the plain loops block by block (NVFP4 with counters under
-// PLAB_CPU_KERNEL=avx2: 0.12x the element cast, now 0.24x) and were 87% of this file's compile
-// time (a 660 KB function). PLAB_LANES_TARGET: block_lanes.h.
+// at half the speed of the plain loops block by block and were most of this file's compile time
+// (a 660 KB function; docs/performance.md, Build). PLAB_LANES_TARGET: block_lanes.h.
 
 PLAB_LANES_TARGET
 void findFactsGrouped(const ScaleBlocks& body, std::size_t first, std::size_t last) {
