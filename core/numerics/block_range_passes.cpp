@@ -249,7 +249,8 @@ PLAB_INLINE_BODY void factsAndScaleGroup(const ScaleBlocks& body, std::size_t b,
     // The group eight groups ahead (its W x side / 16 lines of 16 floats, in and out) on its way
     // into cache: with a tensor larger than the caches the loads and the stores' line fills
     // otherwise wait on memory (the hardware's prefetch falls behind; docs/performance.md,
-    // Build). A tensor in cache does without (the prefetches cost it a few percent).
+    // Build). A tensor in cache does without (there the prefetches would be a twelfth of the
+    // pass's instructions).
     if (body.prefetch) {
         const std::size_t ahead = 8 * W * side;
 #pragma GCC unroll 16
