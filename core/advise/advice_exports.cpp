@@ -60,6 +60,22 @@ std::string regexQuoted(const std::string& name) {
     return std::regex_replace(name, special, R"(\$&)");
 }
 
+// A name as a quoted string literal that YAML (a double-quoted scalar) and Python read back as
+// the same text: JSON's escapes (\" \\ \n \u0007) are both languages' too. A module name may
+// hold quotes or a newline (a ModuleDict key); unquoted it would end the line or the string and
+// write YAML or Python of its own.
+std::string quoted(const std::string& text) {
+    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Text for a comment line: a path or name with a line break in it must not end the comment.
+std::string commentText(std::string text) {
+    for (char& ch : text)
+        if (ch == '\n' || ch == '\r')
+            ch = ' ';
+    return text;
+}
+
 std::string describeCriteria(const RunAdvice& a) {
     std::ostringstream s;
     const AdviceCriteria& c = a.criteria;
@@ -185,7 +201,7 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
 
 std::string adviceTeYaml(const RunAdvice& advice) {
     std::ostringstream y;
-    y << "# Precision Lab advice for " << advice.runDir << "\n"
+    y << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
       << "# " << describeCriteria(advice) << "\n"
       << "# Transformer Engine precision debug tools (nvidia-dlframework-inspect, TE 2.4 or "
          "later):\n"
@@ -207,7 +223,8 @@ std::string adviceTeYaml(const RunAdvice& advice) {
         y << section << ":\n"
           << "  enabled: True\n"
           << "  layers:\n"
-          << "    layer_name_regex_pattern: '^" << regexQuoted(names[stage]) << "$'\n"
+          << "    layer_name_regex_pattern: " << quoted("^" + regexQuoted(names[stage]) + "$")
+          << "\n"
           << "  transformer_engine:\n"
           << "    DisableFP8GEMM:\n"
           << "      enabled: True\n"
@@ -232,13 +249,13 @@ std::string adviceTorchao(const RunAdvice& advice) {
             it->second = it->second && fits;
     }
     std::ostringstream p;
-    p << "# Precision Lab advice for " << advice.runDir << "\n"
+    p << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
       << "# " << describeCriteria(advice) << "\n"
       << "# The modules whose three GEMMs may all run in 8 bits or fewer:\n"
       << "FLOAT8_MODULES = {\n";
     for (const auto& [module, fits] : narrow)
         if (fits)
-            p << "    \"" << module << "\",\n";
+            p << "    " << quoted(module) << ",\n";
     p << "}\n\n\n"
       << "def module_filter_fn(module, fqn):\n"
       << "    \"\"\"torchao.float8.convert_to_float8_training(model, "

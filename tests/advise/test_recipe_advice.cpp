@@ -237,10 +237,10 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
     QCOMPARE(config.recipe.config(1, 3, TensorRole::Weights).format.name, std::string("bf16"));
     // TE: the layers with a product above 8 bits, and the products.
     const std::string yaml = adviceTeYaml(a);
-    QVERIFY2(yaml.find("layer_name_regex_pattern: '^grads$'") != std::string::npos, yaml.c_str());
+    QVERIFY2(yaml.find("layer_name_regex_pattern: \"^grads$\"") != std::string::npos, yaml.c_str());
     QVERIFY(yaml.find("gemms: [dgrad, wgrad]") != std::string::npos);
     QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
-    QVERIFY(yaml.find("'^blocks$'") == std::string::npos);            // all E4M3
+    QVERIFY(yaml.find("\"^blocks$\"") == std::string::npos);          // all E4M3
     QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
     // The default ladder mixes NVFP4 with unscaled E4M3: one recipe cannot hold both.
     try {
@@ -339,7 +339,7 @@ void TestRecipeAdvice::recipeNamesEmulatedModulesOnly() {
     QCOMPARE(overrides[1]["activation_gradients"].get<std::string>(), std::string("fp8-e4m3"));
     QCOMPARE(overrides[2]["modules"].get<std::string>(), std::string("attn.in_proj"));
     QCOMPARE(overrides[2]["activation_gradients"].get<std::string>(), std::string("bf16"));
-    QVERIFY(adviceTeYaml(a).find("'^attn$'") != std::string::npos);
+    QVERIFY(adviceTeYaml(a).find("\"^attn$\"") != std::string::npos);
     QVERIFY(adviceTeYaml(a).find("norm") == std::string::npos);
 }
 

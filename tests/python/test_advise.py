@@ -203,3 +203,32 @@ def test_diagnostics_equal_numpy_on_the_same_tensors(tmp_path):
     assert lines[0] == ("step,stage,stage_name,role,format,kurtosis,block_scale_log2_std,"
                         "live_blocks,zero_scale_blocks")
     assert len(lines) == 1 + len(d)
+
+
+def test_exports_quote_module_names_that_hold_quotes_and_line_breaks(tmp_path):
+    """A ModuleDict key may hold quotes, a backslash or a line break: the YAML and the Python
+    export carry it as one quoted string, never as lines or code of their own."""
+    torch = require_torch()
+    import re
+    import precision_lab as pl
+    import precision_lab.torch as plt
+    name = 'evil"\'\\\nprint("owned")#'
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({name: torch.nn.Linear(16, 8)})
+    run = tmp_path / "watched"
+    with plt.watch(model, run, formats=("fp8-e4m3", "bf16"), every=1) as w:
+        for _ in range(2):
+            loss = model[name](torch.randn(4, 16)).square().mean()
+            loss.backward()
+            w.step(loss=loss)
+    # TE: every product kept wide (bf16 only): one section, its pattern matching the name alone.
+    document = yaml.safe_load(pl.export_advice(run, "te-yaml", ladder=("bf16", "fp32")))
+    assert len(document) == 1
+    pattern = next(iter(document.values()))["layers"]["layer_name_regex_pattern"]
+    assert re.fullmatch(pattern, name) and not re.fullmatch(pattern, "evil")
+    # torchao: every criterion loosened, so the module may go to FP8 and is named in the set.
+    text = pl.export_advice(run, "torchao", ladder=("fp8-e4m3", "fp32"), max_flushed=1,
+                            max_overflow=1, min_sqnr=-1000)
+    scope = {}
+    exec(compile(text, "torchao", "exec"), scope)
+    assert scope["FLOAT8_MODULES"] == {name} and "owned" not in scope
