@@ -183,12 +183,13 @@ void checkCriteria(const AdviceCriteria& c) {
     if (c.ladder.empty())
         throw std::invalid_argument("--ladder: empty: name formats narrowest first (e.g. "
                                     "nvfp4,fp8-e4m3,bf16,fp32)");
-    for (std::size_t i = 0; i < c.ladder.size(); ++i) {
-        if (c.ladder[i] != "fp32")
-            (void)TensorCast(TensorCastSpec{.format = c.ladder[i]}); // FormatError names it
-        for (std::size_t j = 0; j < i; ++j)
-            if (c.ladder[j] == c.ladder[i])
-                throw std::invalid_argument("--ladder: " + c.ladder[i] + " is named twice");
+    std::vector<std::string> canonical; // "float8_e4m3fn" and "fp8-e4m3" are one format
+    for (const std::string& f : c.ladder) {
+        // FormatError names an unknown one.
+        canonical.push_back(f == "fp32" ? f : TensorCast(TensorCastSpec{.format = f}).name());
+        for (std::size_t j = 0; j + 1 < canonical.size(); ++j)
+            if (canonical[j] == canonical.back())
+                throw std::invalid_argument("--ladder: " + canonical.back() + " is named twice");
     }
     auto share = [](double v, const char* what) {
         if (!(v >= 0.0 && v <= 1.0))
@@ -267,7 +268,8 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
         double total = 0.0;
         for (std::uint64_t n : r.counts)
             total += static_cast<double>(n);
-        const double nonzero = total - count(QuantClass::Zero) - count(QuantClass::NaN);
+        // Of the nonzero inputs, NaNs included: the one definition flushedShare() uses too.
+        const double nonzero = total - count(QuantClass::Zero);
         t.flushed.atLeast(r.flushedShare(), r.step);
         t.overflow.atLeast(nonzero > 0 ? count(QuantClass::Overflow) / nonzero : 0.0, r.step);
         if (r.error.measured() && r.error.signalSq > 0)

@@ -22,6 +22,7 @@ private slots:
     void recipeExportRunsAsAConfig();
     void badCriteriaAndMissingFormatsAreOneLineErrors();
     void recipeNamesEmulatedModulesOnly();
+    void sharesAreOfTheNonzeroValuesNaNsIncluded();
 };
 
 namespace {
@@ -274,6 +275,8 @@ void TestRecipeAdvice::badCriteriaAndMissingFormatsAreOneLineErrors() {
     refused(c, "fp9");
     c.ladder = {"bf16", "bf16"};
     refused(c, "bf16 is named twice");
+    c.ladder = {"fp8-e4m3", "float8_e4m3fn"}; // one format, two spellings
+    refused(c, "fp8-e4m3 is named twice");
     c = {};
     c.maxFlushed = 1.5;
     refused(c, "--max-flushed");
@@ -341,6 +344,30 @@ void TestRecipeAdvice::recipeNamesEmulatedModulesOnly() {
     QCOMPARE(overrides[2]["activation_gradients"].get<std::string>(), std::string("bf16"));
     QVERIFY(adviceTeYaml(a).find("\"^attn$\"") != std::string::npos);
     QVERIFY(adviceTeYaml(a).find("norm") == std::string::npos);
+}
+
+// The overflow share is of the nonzero inputs, NaNs among them, as the flushed share (and every
+// table of the app) counts them: 10 overflows of 1,000 nonzero values, 500 of them NaN, are 1%.
+void TestRecipeAdvice::sharesAreOfTheNonzeroValuesNaNsIncluded() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    {
+        RunLog log(dir, watchedRun({"fp8-e4m3"}), {"fc"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        QuantStats q;
+        q.counts[static_cast<std::size_t>(QuantClass::NaN)] = 500;
+        q.counts[static_cast<std::size_t>(QuantClass::Overflow)] = 10;
+        q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 490;
+        log.logRoleStats(1, 0, TensorRole::Weights, {"fp8-e4m3", q, BlockStats{}, 1.0, 1.0},
+                         histograms);
+        log.commit();
+    }
+    AdviceCriteria c;
+    c.ladder = {"fp8-e4m3", "fp32"};
+    const RunAdvice a = adviseRun(RunRecord(dir), c);
+    QCOMPARE(a.roles.at(0).verdicts.at(0).criterion, std::string("overflow"));
+    QCOMPARE(a.roles.at(0).verdicts.at(0).value, 0.01);
 }
 
 QTEST_GUILESS_MAIN(TestRecipeAdvice)
