@@ -85,10 +85,7 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
             return {};
         }
         const TrainConfig config = configFromJson(document);
-        const QString from =
-            m_advise
-                ? QFileInfo(m_viewedRun.isEmpty() ? m_controller->runDir() : m_viewedRun).fileName()
-                : QString();
+        const QString from = QFileInfo(m_advise ? m_advise->runDir() : QString()).fileName();
         if (const QString error = startRun(config); !error.isEmpty())
             return error;
         showConfigInControls(config, tr("advice: %1").arg(from));

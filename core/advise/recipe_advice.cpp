@@ -1,6 +1,7 @@
 // The recipe advisor: the ladder judged role by role from the record's statistics rows.
 #include "advise/recipe_advice.h"
 
+#include "numerics/block_scheme.h"
 #include "numerics/tensor_cast.h"
 #include "record/run_record.h"
 
@@ -213,167 +214,164 @@ std::size_t ladderRank(const AdviceCriteria& c, const std::string& format) {
     return it == c.ladder.end() ? c.ladder.size() : static_cast<std::size_t>(it - c.ladder.begin());
 }
 
-RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
-    checkCriteria(criteria);
-    // The ladder in the record's spelling: "float8_e4m3fn" is fp8-e4m3 there.
-    AdviceCriteria c = criteria;
-    for (std::string& f : c.ladder)
-        if (f != "fp32")
-            f = TensorCast(TensorCastSpec{.format = f}).name();
-    RunAdvice advice;
-    advice.runDir = record.dir();
-    advice.criteria = c;
-    advice.watched = !record.meta("watch").is_null() || !record.meta("emulate").is_null();
-    if (!advice.watched)
-        advice.runConfig = record.config();
+namespace {
 
-    // The window: statistics steps since the last reset.
-    // A watched run's rows are read one judged format at a time; a trained run's all at once.
+// The statistics rows since the last reset: a watched run's one judged format at a time, a
+// trained or emulated run's all at once.
+std::vector<StatsRow> readRows(const RunRecord& record) {
+    if (!record.judgesSeveralFormats())
+        return record.statsRows();
     std::vector<StatsRow> rows;
-    if (record.judgesSeveralFormats())
-        for (const std::string& f : record.judgedFormats()) {
-            std::vector<StatsRow> some = record.statsRows(f);
-            rows.insert(rows.end(), some.begin(), some.end());
-        }
-    else
-        rows = record.statsRows();
+    for (const std::string& f : record.judgedFormats()) {
+        std::vector<StatsRow> some = record.statsRows(f);
+        rows.insert(rows.end(), some.begin(), some.end());
+    }
+    return rows;
+}
+
+struct Window {
+    std::int64_t from = 1, to = 0;
+    bool holds(std::int64_t step) const { return step >= from && step <= to; }
+};
+
+Window windowOf(const AdviceCriteria& c, const std::vector<StatsRow>& rows) {
     std::int64_t newest = 0;
     for (const StatsRow& r : rows)
         newest = std::max(newest, r.step);
-    const std::int64_t from = c.lastStep > 0    ? c.firstStep
-                              : c.lastSteps > 0 ? newest - c.lastSteps + 1
-                                                : 1;
-    const std::int64_t to = c.lastStep > 0 ? c.lastStep : newest;
-    auto inWindow = [&](std::int64_t step) { return step >= from && step <= to; };
+    if (c.lastStep > 0)
+        return {c.firstStep, c.lastStep};
+    return {c.lastSteps > 0 ? newest - c.lastSteps + 1 : 1, newest};
+}
 
-    std::map<TallyKey, Tally> tallies;
-    std::vector<std::int64_t> steps;
-    std::vector<std::string> formats;
-    std::vector<std::vector<bool>> seenRole(record.stageNames().size(),
-                                            std::vector<bool>(kRoleCount, false));
+// What the rows of the window say, per (format, stage, role), and what else the advice needs.
+struct Tallies {
+    std::map<TallyKey, Tally> byKey;
+    std::vector<std::int64_t> steps;                // the statistics steps in the window, in order
+    std::vector<std::string> formats;               // every format the rows name
+    std::vector<std::array<bool, kRoleCount>> seen; // per stage: the roles recorded
+};
+
+Tallies tally(const std::vector<StatsRow>& rows, const Window& window, std::size_t stages) {
+    Tallies t;
+    t.seen.assign(stages, {});
     for (const StatsRow& r : rows) {
-        if (std::find(formats.begin(), formats.end(), r.format) == formats.end())
-            formats.push_back(r.format);
-        if (!inWindow(r.step) || r.role == TensorRole::MasterWeights ||
+        if (std::find(t.formats.begin(), t.formats.end(), r.format) == t.formats.end())
+            t.formats.push_back(r.format);
+        if (!window.holds(r.step) || r.role == TensorRole::MasterWeights ||
             r.role == TensorRole::OptimizerState)
             continue;
-        if (steps.empty() || steps.back() != r.step)
-            steps.push_back(r.step);
-        seenRole[r.stage][static_cast<std::size_t>(r.role)] = true;
-        Tally& t = tallies[{r.format, r.stage, r.role}];
-        ++t.rows;
-        const auto count = [&](QuantClass k) {
-            return static_cast<double>(r.counts[static_cast<std::size_t>(k)]);
+        if (t.steps.empty() || t.steps.back() != r.step)
+            t.steps.push_back(r.step);
+        t.seen[r.stage][static_cast<std::size_t>(r.role)] = true;
+        Tally& k = t.byKey[{r.format, r.stage, r.role}];
+        ++k.rows;
+        const auto count = [&](QuantClass c) {
+            return static_cast<double>(r.counts[static_cast<std::size_t>(c)]);
         };
         double total = 0.0;
         for (std::uint64_t n : r.counts)
             total += static_cast<double>(n);
         // Of the nonzero inputs, NaNs included: the one definition flushedShare() uses too.
         const double nonzero = total - count(QuantClass::Zero);
-        t.flushed.atLeast(r.flushedShare(), r.step);
-        t.overflow.atLeast(nonzero > 0 ? count(QuantClass::Overflow) / nonzero : 0.0, r.step);
+        k.flushed.atLeast(r.flushedShare(), r.step);
+        k.overflow.atLeast(nonzero > 0 ? count(QuantClass::Overflow) / nonzero : 0.0, r.step);
         if (r.error.measured() && r.error.signalSq > 0)
-            t.sqnr.atMost(r.error.sqnrDb(), r.step);
+            k.sqnr.atMost(r.error.sqnrDb(), r.step);
         if (r.blocks > 0)
-            t.saturatedBlocks.atLeast(
+            k.saturatedBlocks.atLeast(
                 static_cast<double>(r.saturatedBlocks) / static_cast<double>(r.blocks), r.step);
     }
-    std::sort(steps.begin(), steps.end());
-    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-    if (steps.empty())
-        throw std::invalid_argument(
-            record.dir() + ": no statistics steps " +
-            (rows.empty() ? std::string("recorded yet")
-                          : "from step " + std::to_string(from) + " to " + std::to_string(to)) +
-            ": nothing to advise from");
-    // Block formats: the blocks flushed whole, from the block rows of the same window (a trained
-    // or emulated run casts a role in one format: its block rows go with that role's rows).
-    const bool several = record.judgesSeveralFormats();
-    for (const BlockRow& b : record.blockRows()) {
-        if (!inWindow(b.step) || b.blocks == 0)
-            continue;
-        for (auto& [key, tally] : tallies)
-            if (std::get<1>(key) == b.stage && std::get<2>(key) == b.role &&
-                (!several || std::get<0>(key) == b.format))
-                tally.flushedBlocks.atLeast(b.flushedBlockShare(), b.step);
-    }
-    advice.firstStep = steps.front();
-    advice.lastStep = steps.back();
-    advice.statisticsSteps = steps.size();
-    advice.recordedFormats = formats;
-    bool anyLadderFormat = false;
-    for (const std::string& f : c.ladder)
-        anyLadderFormat |=
-            f != "fp32" && std::find(formats.begin(), formats.end(), f) != formats.end();
-    if (!anyLadderFormat) {
-        std::string ladder, held;
-        for (const std::string& f : c.ladder)
-            ladder += (ladder.empty() ? "" : ",") + f;
-        for (const std::string& f : formats)
-            held += (held.empty() ? "" : ",") + f;
-        throw std::invalid_argument(record.dir() + ": holds no statistics in any format of the " +
-                                    "ladder " + ladder + " (it recorded " + held +
-                                    "): give --ladder from those, narrowest first");
-    }
-    for (const StepScalars& s : record.steps())
-        if (inWindow(s.step)) {
-            if (advice.lossScale != s.scale && s.step > from)
-                advice.scaleVaried = true;
-            advice.lossScale = s.scale;
-        }
+    std::sort(t.steps.begin(), t.steps.end());
+    t.steps.erase(std::unique(t.steps.begin(), t.steps.end()), t.steps.end());
+    return t;
+}
 
+// Blocks flushed whole, from the block rows of the window: a watched run's name their format; a
+// trained or emulated run casts each role in one format, so its block rows go with the tally of
+// that role.
+void tallyBlocks(const RunRecord& record, const Window& window, Tallies& t) {
+    const bool several = record.judgesSeveralFormats();
+    std::map<std::pair<std::size_t, TensorRole>, Tally*> castIn; // a role's one format's tally
+    if (!several)
+        for (auto& [key, k] : t.byKey)
+            castIn[{std::get<1>(key), std::get<2>(key)}] = &k;
+    for (const BlockRow& b : record.blockRows()) {
+        if (!window.holds(b.step) || b.blocks == 0)
+            continue;
+        Tally* k = nullptr;
+        if (several) {
+            const auto it = t.byKey.find({b.format, b.stage, b.role});
+            k = it == t.byKey.end() ? nullptr : &it->second;
+        } else if (const auto it = castIn.find({b.stage, b.role}); it != castIn.end()) {
+            k = it->second;
+        }
+        if (k != nullptr)
+            k->flushedBlocks.atLeast(b.flushedBlockShare(), b.step);
+    }
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names)
+        out += (out.empty() ? "" : ",") + n;
+    return out;
+}
+
+// A watched run's modules and their types: which stages are products, and the names a recipe
+// gives them (emulate names a MultiheadAttention's input projection NAME.in_proj).
+void markProducts(const RunRecord& record, RunAdvice& advice) {
     const std::vector<std::string>& names = record.stageNames();
-    // A watched run's modules and their types: which are products, and their recipe names.
     advice.products.assign(names.size(), true);
     advice.recipeNames = names;
     const nlohmann::json watch = record.meta("watch");
-    if (watch.is_object() && watch.contains("modules") && watch["modules"].is_array())
-        for (const nlohmann::json& m : watch["modules"]) {
-            if (!m.is_object() || !m.contains("name") || !m.contains("type") ||
-                !m["name"].is_string() || !m["type"].is_string())
-                continue;
-            const auto it = std::find(names.begin(), names.end(), m["name"].get<std::string>());
-            if (it == names.end())
-                continue;
-            const auto stage = static_cast<std::size_t>(it - names.begin());
-            const std::string type = m["type"].get<std::string>();
-            advice.products[stage] = isProductType(type);
-            if (type == "MultiheadAttention")
-                advice.recipeNames[stage] += ".in_proj";
+    if (!watch.is_object() || !watch.contains("modules") || !watch["modules"].is_array())
+        return;
+    for (const nlohmann::json& m : watch["modules"]) {
+        if (!m.is_object() || !m.contains("name") || !m.contains("type") ||
+            !m["name"].is_string() || !m["type"].is_string())
+            continue;
+        const auto it = std::find(names.begin(), names.end(), m["name"].get<std::string>());
+        if (it == names.end())
+            continue;
+        const auto stage = static_cast<std::size_t>(it - names.begin());
+        const std::string type = m["type"].get<std::string>();
+        advice.products[stage] = isProductType(type);
+        if (type == "MultiheadAttention")
+            advice.recipeNames[stage] += ".in_proj";
+    }
+}
+
+// One module's role: the ladder walked, narrowest first, to the first format that meets every
+// criterion. blockFormat[i]: whether ladder format i is a block format.
+RoleAdvice adviseRole(std::size_t stage, const std::string& module, TensorRole role,
+                      const AdviceCriteria& c, const std::vector<bool>& blockFormat,
+                      const Tallies& t) {
+    RoleAdvice a;
+    a.stage = stage;
+    a.module = module;
+    a.role = role;
+    std::string rejected;
+    for (std::size_t i = 0; i < c.ladder.size(); ++i) {
+        const std::string& f = c.ladder[i];
+        const auto it = t.byKey.find({f, stage, role});
+        FormatVerdict v =
+            judge(f, it == t.byKey.end() ? nullptr : &it->second, role, c, blockFormat[i]);
+        a.verdicts.push_back(v);
+        if (v.outcome == FormatVerdict::Outcome::Meets) {
+            a.chosen = f;
+            a.summary = rejected + f + " chosen: " + v.reason;
+            return a;
         }
-    for (std::size_t stage = 0; stage < names.size(); ++stage)
-        for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
-                                TensorRole::ActivationGradients, TensorRole::WeightGradients}) {
-            if (!seenRole[stage][static_cast<std::size_t>(role)])
-                continue; // not recorded for this module (a functional child's input)
-            RoleAdvice a;
-            a.stage = stage;
-            a.module = names[stage];
-            a.role = role;
-            std::string rejected;
-            for (const std::string& f : c.ladder) {
-                const auto it = tallies.find({f, stage, role});
-                const bool block =
-                    f != "fp32" && TensorCast(TensorCastSpec{.format = f}).isBlockFormat();
-                FormatVerdict v =
-                    judge(f, it == tallies.end() ? nullptr : &it->second, role, c, block);
-                a.verdicts.push_back(v);
-                if (v.outcome == FormatVerdict::Outcome::Meets) {
-                    a.chosen = f;
-                    a.summary = rejected + f + " chosen: " + v.reason;
-                    break;
-                }
-                rejected +=
-                    f +
+        rejected += f +
                     (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: " : " not judged: ") +
                     v.reason + "; ";
-            }
-            if (a.chosen.empty())
-                a.summary = rejected + "no format of the ladder meets the criteria";
-            advice.roles.push_back(std::move(a));
-        }
+    }
+    a.summary = rejected + "no format of the ladder meets the criteria";
+    return a;
+}
 
-    // The products: each takes the wider of its two operands' formats.
+// A layer's three products, each in the wider of its operands' formats.
+void adviseProducts(std::size_t stage, const std::string& module, RunAdvice& advice) {
     struct Product {
         const char* name;
         TensorRole a, b;
@@ -383,41 +381,91 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
         {"data_gradient", TensorRole::ActivationGradients, TensorRole::Weights},
         {"weight_gradient", TensorRole::ActivationGradients, TensorRole::Activations},
     };
-    auto chosenOf = [&](std::size_t stage, TensorRole role) -> const RoleAdvice* {
-        for (const RoleAdvice& a : advice.roles)
-            if (a.stage == stage && a.role == role)
-                return &a;
-        return nullptr;
+    // An operand not recorded (an embedding's indices, an attention's inner input): empty, the
+    // other decides; one without a format of the ladder is fp32.
+    auto formatOf = [&](TensorRole role) -> std::string {
+        for (const RoleAdvice& r : advice.roles)
+            if (r.stage == stage && r.role == role)
+                return r.chosen.empty() ? "fp32" : r.chosen;
+        return {};
     };
-    for (std::size_t stage = 0; stage < names.size(); ++stage) {
-        if (!advice.products[stage] ||
-            !seenRole[stage][static_cast<std::size_t>(TensorRole::Weights)])
-            continue; // no product of its own
-        for (const Product& p : kProducts) {
-            GemmAdvice g{stage, names[stage], p.name, p.a, p.b, {}, {}};
-            const RoleAdvice* a = chosenOf(stage, p.a);
-            const RoleAdvice* b = chosenOf(stage, p.b);
-            // An operand not recorded (an embedding's indices, an attention's inner input):
-            // the other decides; one without a format of the ladder is fp32.
-            const std::string fa = a == nullptr ? "" : a->chosen.empty() ? "fp32" : a->chosen;
-            const std::string fb = b == nullptr ? "" : b->chosen.empty() ? "fp32" : b->chosen;
-            if (fa.empty() || fb.empty()) {
-                g.format = fa.empty() ? fb : fa;
-                g.reason = roleWords(fa.empty() ? p.a : p.b) +
-                           " not recorded: " + roleWords(fa.empty() ? p.b : p.a) + " decide";
-                if (g.format.empty()) {
-                    g.format = "fp32";
-                    g.reason = "neither operand recorded: fp32";
-                }
-            } else {
-                const bool aWider = ladderRank(c, fa) >= ladderRank(c, fb);
-                g.format = aWider ? fa : fb;
-                g.reason = fa == fb ? "both operands take " + fa
-                                    : roleWords(aWider ? p.a : p.b) + " need " + g.format;
-            }
-            advice.gemms.push_back(std::move(g));
+    for (const Product& p : kProducts) {
+        GemmAdvice g{stage, module, p.name, p.a, p.b, {}, {}};
+        const std::string fa = formatOf(p.a), fb = formatOf(p.b);
+        if (fa.empty() && fb.empty()) {
+            g.format = "fp32";
+            g.reason = "neither operand recorded: fp32";
+        } else if (fa.empty() || fb.empty()) {
+            g.format = fa.empty() ? fb : fa;
+            g.reason = roleWords(fa.empty() ? p.a : p.b) +
+                       " not recorded: " + roleWords(fa.empty() ? p.b : p.a) + " decide";
+        } else {
+            const bool aWider = ladderRank(advice.criteria, fa) >= ladderRank(advice.criteria, fb);
+            g.format = aWider ? fa : fb;
+            g.reason = fa == fb ? "both operands take " + fa
+                                : roleWords(aWider ? p.a : p.b) + " need " + g.format;
         }
+        advice.gemms.push_back(std::move(g));
     }
+}
+
+} // namespace
+
+RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
+    checkCriteria(criteria);
+    // The ladder in the record's spelling: "float8_e4m3fn" is fp8-e4m3 there.
+    AdviceCriteria c = criteria;
+    std::vector<bool> blockFormat;
+    for (std::string& f : c.ladder) {
+        if (f != "fp32")
+            f = TensorCast(TensorCastSpec{.format = f}).name();
+        blockFormat.push_back(findBlockFormat(f) != nullptr);
+    }
+    RunAdvice advice;
+    advice.runDir = record.dir();
+    advice.criteria = c;
+    advice.watched = !record.meta("watch").is_null() || !record.meta("emulate").is_null();
+    if (!advice.watched)
+        advice.runConfig = record.config();
+
+    const std::vector<StatsRow> rows = readRows(record);
+    const Window window = windowOf(c, rows);
+    const std::vector<std::string>& names = record.stageNames();
+    Tallies t = tally(rows, window, names.size());
+    if (t.steps.empty())
+        throw std::invalid_argument(record.dir() + ": no statistics steps " +
+                                    (rows.empty() ? std::string("recorded yet")
+                                                  : "from step " + std::to_string(window.from) +
+                                                        " to " + std::to_string(window.to)) +
+                                    ": nothing to advise from");
+    tallyBlocks(record, window, t);
+    advice.firstStep = t.steps.front();
+    advice.lastStep = t.steps.back();
+    advice.statisticsSteps = t.steps.size();
+    advice.recordedFormats = t.formats;
+    if (std::none_of(c.ladder.begin(), c.ladder.end(), [&](const std::string& f) {
+            return f != "fp32" &&
+                   std::find(t.formats.begin(), t.formats.end(), f) != t.formats.end();
+        }))
+        throw std::invalid_argument(record.dir() + ": holds no statistics in any format of the " +
+                                    "ladder " + joined(c.ladder) + " (it recorded " +
+                                    joined(t.formats) +
+                                    "): give --ladder from those, narrowest first");
+    for (const StepScalars& s : record.steps())
+        if (window.holds(s.step)) {
+            if (advice.lossScale != s.scale && s.step > window.from)
+                advice.scaleVaried = true;
+            advice.lossScale = s.scale;
+        }
+    markProducts(record, advice);
+    for (std::size_t stage = 0; stage < names.size(); ++stage)
+        for (TensorRole role : {TensorRole::Weights, TensorRole::Activations,
+                                TensorRole::ActivationGradients, TensorRole::WeightGradients})
+            if (t.seen[stage][static_cast<std::size_t>(role)]) // else not recorded (an inner input)
+                advice.roles.push_back(adviseRole(stage, names[stage], role, c, blockFormat, t));
+    for (std::size_t stage = 0; stage < names.size(); ++stage)
+        if (advice.products[stage] && t.seen[stage][static_cast<std::size_t>(TensorRole::Weights)])
+            adviseProducts(stage, names[stage], advice);
     return advice;
 }
 

@@ -1,5 +1,5 @@
-// advise(): the core's recipe advisor (core/advise) on a run record, as plain rows and the three
-// exports, which precision_lab.advise turns into DataFrames.
+// advise(): the core's recipe advisor (core/advise) on a run record, as plain rows that
+// precision_lab.advise turns into DataFrames, and one export when asked for (export_advice).
 #include "bindings.h"
 
 #include "advise/advice_exports.h"
@@ -15,7 +15,7 @@ void bindAdvise(py::module_& m) {
         "advise",
         [](const std::string& runDir, const std::vector<std::string>& ladder, double maxFlushed,
            double maxOverflow, double minSqnr, double maxFlushedBlocks, double maxSaturatedBlocks,
-           const std::string& steps) {
+           const std::string& steps, const std::string& exportKind) {
             AdviceCriteria c;
             c.ladder = ladder;
             c.maxFlushed = maxFlushed;
@@ -70,20 +70,14 @@ void bindAdvise(py::module_& m) {
             out["statistics_steps"] = a.statisticsSteps;
             out["recorded_formats"] = a.recordedFormats;
             out["loss_scale"] = a.lossScale;
-            py::dict exports;
-            for (const char* kind : {"recipe", "te-yaml", "torchao"}) {
-                try {
-                    exports[kind] = adviceExport(a, kind);
-                } catch (const std::invalid_argument& e) {
-                    exports[kind] = py::make_tuple(py::none(), e.what());
-                }
-            }
-            out["exports"] = exports;
+            // The export asked for, if any (ValueError when the advice cannot be that kind).
+            if (!exportKind.empty())
+                out["export"] = adviceExport(a, exportKind);
             return out;
         },
         py::arg("run_dir"), py::arg("ladder"), py::arg("max_flushed"), py::arg("max_overflow"),
         py::arg("min_sqnr"), py::arg("max_flushed_blocks"), py::arg("max_saturated_blocks"),
-        py::arg("steps"));
+        py::arg("steps"), py::arg("export_kind") = std::string());
 }
 
 } // namespace plab::python

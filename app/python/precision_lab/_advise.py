@@ -25,7 +25,7 @@ def _share(value, name):
 
 
 def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-            max_saturated_blocks, steps):
+            max_saturated_blocks, steps, export_kind=""):
     if isinstance(ladder, str):
         ladder = [f.strip() for f in ladder.split(",")]
     if not isinstance(min_sqnr, numbers.Real) or isinstance(min_sqnr, bool):
@@ -35,7 +35,8 @@ def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_bl
     return _core.advise(os.fspath(run_dir), list(ladder), _share(max_flushed, "max_flushed"),
                         _share(max_overflow, "max_overflow"), float(min_sqnr),
                         _share(max_flushed_blocks, "max_flushed_blocks"),
-                        _share(max_saturated_blocks, "max_saturated_blocks"), str(steps))
+                        _share(max_saturated_blocks, "max_saturated_blocks"), str(steps),
+                        export_kind)
 
 
 def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, min_sqnr=20.0,
@@ -80,11 +81,8 @@ def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_f
     a block format with unscaled narrow formats)."""
     if kind not in EXPORTS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(EXPORTS)}")
-    raw = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-                  max_saturated_blocks, steps)
-    text = raw["exports"][kind]
-    if isinstance(text, tuple):
-        raise ValueError(text[1])
+    text = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
+                   max_saturated_blocks, steps, kind)["export"]
     if out is not None:
         tmp = f"{os.fspath(out)}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
