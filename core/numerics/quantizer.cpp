@@ -201,6 +201,8 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     std::vector<ErrorLanes> errors(stats && options.measureError ? chunks : 0);
     for (std::size_t chunk = 0; chunk < errors.size(); ++chunk)
         counters[chunk].error = &errors[chunk];
+    for (kernels::KernelCounters& chunk : counters)
+        chunk.skipHistogram = options.countHistogram ? 0 : 1;
     options.pool->parallelFor(chunks, [&](std::size_t chunk) {
         const std::size_t begin = chunk * kChunk;
         const std::size_t len = std::min(kChunk, n - begin);
@@ -261,8 +263,10 @@ void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, Q
     if (tally != nullptr && tally->m_elementsInCopies + in.size() >= kCopyLimit)
         tally->foldCopies();
     const bool pieceFits = in.size() < kCopyLimit;
-    if (tally != nullptr)
+    if (tally != nullptr) {
         tally->m_counters->copies = pieceFits ? &tally->m_copies->bins : nullptr;
+        tally->m_counters->skipHistogram = options.countHistogram ? 0 : 1;
+    }
     m_impl->run(params, static_cast<int>(m_config.rounding), in.data(), out.data(), in.size(),
                 options.firstIndex, tally != nullptr ? tally->m_counters.get() : nullptr, clipped);
     if (tally != nullptr) {

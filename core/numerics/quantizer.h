@@ -32,6 +32,10 @@ struct QuantizeOptions {
     // With statistics: also add the cast's error sums (measureError(in, out), the same bits)
     // to stats->error, measured in the cast's own pass (the input need not be kept for them).
     bool measureError = false;
+    // With statistics: false leaves stats->histogram as it is. The histogram bins the (scaled)
+    // input, the same for every element format, so a caller casting one tensor in several
+    // formats counts it once (the watcher's counting thread: a fifth of each cast).
+    bool countHistogram = true;
 };
 
 namespace kernels {

@@ -269,8 +269,14 @@ void WatchRecorder::record(const WatchedStep& step) {
                 m_log->logDiagnostics(step.step, t.stage, t.role, {}, &diagnostics, nullptr);
             }
             for (const TensorCast& cast : m_casts) {
+                // The inputs' histogram, counted by the first element format only (every element
+                // format bins the same values; once saves the counting thread a sixth of each
+                // further cast): on histogram steps, and nowhere else read.
+                QuantizeOptions castOptions = options;
+                castOptions.countHistogram =
+                    withHistograms && !histogramWritten && !cast.isBlockFormat();
                 TensorCastResult result;
-                cast.cast(t.values, out, rows, t.multiplier, options, &result,
+                cast.cast(t.values, out, rows, t.multiplier, castOptions, &result,
                           cast.isBlockFormat() ? &blockInfos : nullptr);
                 if (cast.isBlockFormat()) {
                     const BlockScaleSpread spread = blockScaleSpread(blockInfos);
@@ -281,8 +287,7 @@ void WatchRecorder::record(const WatchedStep& step) {
                     step.step, t.stage, t.role,
                     {cast.name(), result.stats, result.blocks, gradientScale, result.tensorScale},
                     withHistograms);
-                // The inputs' histogram: every element format counts the same one.
-                if (withHistograms && !histogramWritten && !cast.isBlockFormat()) {
+                if (castOptions.countHistogram) {
                     m_log->logHistogram(step.step, t.stage, t.role, result.stats.histogram);
                     histogramWritten = true;
                 }

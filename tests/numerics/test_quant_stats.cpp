@@ -4,6 +4,7 @@
 
 #include "numerics/quantize_element.h"
 #include "numerics/quantizer.h"
+#include "numerics/tensor_cast.h"
 #include "util/thread_pool.h"
 
 #include <algorithm>
@@ -26,6 +27,7 @@ private slots:
     void bitsHistogramBinMatchesDefinition();
     void histogramShiftsUnderScaling();
     void threadCountIndependent();
+    void histogramSkippedOnRequest();
     void errorSumsMatchTheirDefinition();
     void castErrorSumsMatchMeasureError();
 };
@@ -193,6 +195,60 @@ void TestQuantStats::threadCountIndependent() {
         QVERIFY(many.counts == one.counts);
         QVERIFY(many.histogram == one.histogram);
         QCOMPARE(many.amax, one.amax);
+    }
+}
+
+// countHistogram = false (a caller casting one tensor in several formats counts its histogram
+// once): the histogram is left as it was and everything else is as with it, on each kernel,
+// one thread and several, a call short of the split histogram and one past it, an element format
+// and a block format (the block quantiser's pieces), with float32 subnormals (the general path).
+void TestQuantStats::histogramSkippedOnRequest() {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.0f, 1e-3f);
+    ThreadPool pool(3);
+    for (CpuKernel kernel : supportedCpuKernels()) {
+        for (std::size_t n : {std::size_t{1000}, std::size_t{300'000}}) {
+            std::vector<float> in(n);
+            for (float& v : in)
+                v = dist(rng);
+            in[7] = 1e-40f; // a float32 subnormal
+            for (const char* format : {"fp8-e4m3", "nvfp4"}) {
+                const TensorCast cast(TensorCastSpec{.format = format});
+                const Quantizer element(
+                    QuantConfig::forFormat(parseFormat("fp8-e4m3"), Rounding::NearestEven), kernel);
+                for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+                    QuantizeOptions counted{.pool = p, .measureError = true};
+                    QuantizeOptions skipped = counted;
+                    skipped.countHistogram = false;
+                    std::vector<float> outCounted(n), outSkipped(n);
+                    TensorCastResult withHist, without;
+                    if (std::string_view(format) == "nvfp4") {
+                        cast.cast(in, outCounted, 0, 1.0f, counted, &withHist);
+                        cast.cast(in, outSkipped, 0, 1.0f, skipped, &without);
+                    } else {
+                        element.quantize(in, outCounted, &withHist.stats, counted);
+                        element.quantize(in, outSkipped, &without.stats, skipped);
+                    }
+                    const QString where = QString("%1, %2 values, %3, %4")
+                                              .arg(toString(kernel))
+                                              .arg(n)
+                                              .arg(format)
+                                              .arg(p ? "3 threads" : "1 thread");
+                    QVERIFY2(outSkipped == outCounted, qPrintable(where));
+                    QVERIFY2(without.stats.counts == withHist.stats.counts, qPrintable(where));
+                    QCOMPARE(without.stats.amax, withHist.stats.amax);
+                    QCOMPARE(without.stats.error.errorSq, withHist.stats.error.errorSq);
+                    QVERIFY2(without.stats.error.count == n, qPrintable(where));
+                    std::uint64_t countedBins = 0, skippedBins = 0;
+                    for (std::size_t b = 0; b < kHistBinCount; ++b) {
+                        countedBins += withHist.stats.histogram[b];
+                        skippedBins += without.stats.histogram[b];
+                    }
+                    QVERIFY2(countedBins == n, qPrintable(where));
+                    QVERIFY2(skippedBins == 0, qPrintable(where));
+                }
+            }
+        }
     }
 }
 

@@ -40,7 +40,7 @@ struct BlockCounts {
 
 // Where the histogram increments go: four interleaved 32-bit copies (the counters' own, or the
 // call's for calls of kSplitHistogramMin elements or more; element i into copy i % 4), else the
-// counters' 64-bit histogram.
+// counters' 64-bit histogram; nowhere when the counters skip the histogram.
 struct HistogramSink {
     std::uint32_t (*copies)[plab::kHistBinCount] = nullptr;
     std::uint64_t* direct = nullptr;
@@ -51,7 +51,7 @@ struct HistogramSink {
         if (copies != nullptr) {
             for (std::size_t l = 0; l < count; ++l)
                 ++copies[l & 3][bins[l]];
-        } else {
+        } else if (direct != nullptr) {
             for (std::size_t l = 0; l < count; ++l)
                 ++direct[bins[l]];
         }
@@ -778,13 +778,16 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     alignas(64) std::uint32_t bins[kBlock + kLanes];
     BlockCounts bc;
     alignas(64) plab::kernels::HistogramCopies ownCopies; // zeroed only when used
-    const bool useOwn = counters != nullptr && counters->copies == nullptr &&
-                        n >= kSplitHistogramMin && n < (std::size_t{1} << 31);
+    // The bins are still computed (a few vector operations); their increments, most of the
+    // histogram's cost, are what skipping saves.
+    const bool histogram = counters != nullptr && counters->skipHistogram == 0;
+    const bool useOwn = histogram && counters->copies == nullptr && n >= kSplitHistogramMin &&
+                        n < (std::size_t{1} << 31);
     if (useOwn)
         std::memset(ownCopies, 0, sizeof ownCopies);
     std::uint32_t(*copies)[plab::kHistBinCount] =
         useOwn ? ownCopies
-               : (counters != nullptr && counters->copies != nullptr ? *counters->copies : nullptr);
+               : (histogram && counters->copies != nullptr ? *counters->copies : nullptr);
     const bool split = copies != nullptr;
     if (p.identity != 0 && counters == nullptr) {
         copyIdentity(in, out, n, clipped);
@@ -793,7 +796,7 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
     HistogramSink sink;
     if (split)
         sink.copies = copies;
-    else if (counters != nullptr)
+    else if (histogram)
         sink.direct = counters->histogram;
     for (std::size_t start = 0; start < n; start += kBlock) {
         const std::size_t len = n - start < kBlock ? n - start : kBlock;
@@ -827,8 +830,8 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
             counted = quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins,
                                                      sink, flags, bc);
         }
-        if (counted)
-            continue; // counted as it went
+        if (counted || !histogram)
+            continue; // counted as it went, or not counted
         if (split) {
             std::size_t i = 0;
             for (; i + 4 <= len; i += 4) {

@@ -72,6 +72,9 @@ struct KernelCounters {
     // When set, the error sums of this call's (input, output) pairs (finite pairs only) are
     // added to it, a chunk at a time (the call starts on a chunk boundary of its tensor).
     ErrorLanes* error;
+    // Nonzero: the histogram is left as it is (the caller has it from another cast of the same
+    // input: every element format bins the same values).
+    std::uint32_t skipHistogram;
 };
 
 // Quantises in[0..n) into out (which may alias in); element i uses random word `firstIndex + i`.
