@@ -27,6 +27,7 @@ struct TrainArgs {
     RunConfigArgs run;
     std::string out;
     bool overwrite = false;
+    bool resume = false;
 };
 
 // The first SIGINT, SIGTERM or SIGHUP asks the run to stop at the next step boundary (summary
@@ -80,7 +81,15 @@ int runTrain(const TrainArgs& args) {
     for (int signal : {SIGINT, SIGTERM, SIGHUP})
         sigaddset(&stops, signal);
     sigprocmask(SIG_UNBLOCK, &stops, nullptr);
-    const TrainConfig config = buildConfig(args.run);
+    // --resume without a config: the run's own (what replays it), as its folder holds it.
+    RunConfigArgs what = args.run;
+    if (args.resume && what.config.empty() && what.preset.empty()) {
+        if (args.out.empty())
+            throw std::invalid_argument(
+                "--resume: needs --out, the folder of the run to go on with");
+        what.config = args.out + "/config.json";
+    }
+    const TrainConfig config = buildConfig(what);
     if (const int signal = g_signal; signal != 0) // let in before a read that may never return
         return interruptedBeforeStart(signal);
     std::shared_ptr<const DataSplit> data;
@@ -100,7 +109,10 @@ int runTrain(const TrainArgs& args) {
     // Without --out: runs/train-<date>-<time>, made here (atomically: two runs in one
     // millisecond get two folders).
     const std::string out = args.out.empty() ? newTimestampedFolder("runs", "train-") : args.out;
-    TrainingSession session(config, data, out, RunLogOptions{args.overwrite});
+    TrainingSession session(config, data, out, RunLogOptions{args.overwrite, args.resume});
+    if (session.resumedFrom() > 0)
+        std::fprintf(stderr, "resuming %s from its checkpoint of step %lld\n", out.c_str(),
+                     static_cast<long long>(session.resumedFrom()));
     if (!session.deviceNotice().empty() && session.deviceNotice() != device.notice)
         std::fprintf(stderr, "%s\n", session.deviceNotice().c_str()); // e.g. out of device memory
     const bool tty = isatty(fileno(stderr)) != 0;
@@ -121,8 +133,9 @@ int runTrain(const TrainArgs& args) {
         const bool done = hasEnded(state);
         if (now - lastPrint > std::chrono::milliseconds(tty ? 200 : 5000) || done) {
             const double elapsed = std::chrono::duration<double>(now - start).count();
-            const double eta = last.step > 0
-                                   ? elapsed / static_cast<double>(last.step) *
+            const std::int64_t taken = last.step - session.resumedFrom(); // by this process
+            const double eta = taken > 0
+                                   ? elapsed / static_cast<double>(taken) *
                                          static_cast<double>(session.plannedSteps() - last.step)
                                    : 0.0;
             std::fprintf(
@@ -185,6 +198,10 @@ Command addTrainCommand(CLI::App& app) {
     cmd->add_option("--out", args->out, "Run directory (default: a new runs/train-<date>-<time>)");
     cmd->add_flag("--overwrite", args->overwrite,
                   "Replace an earlier run's record in --out (otherwise refused)");
+    cmd->add_flag("--resume", args->resume,
+                  "Go on from the checkpoint a stopped run left in --out (its config.json unless "
+                  "--config or --preset is given); with --overwrite, start afresh when there is "
+                  "none");
     return {cmd, [args] { return runTrain(*args); }};
 }
 

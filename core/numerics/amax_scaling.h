@@ -23,6 +23,14 @@ public:
     double max() const;
     double mostRecent() const { return m_values.empty() ? 0.0 : m_values.back(); }
     std::size_t size() const { return m_values.size(); }
+    std::size_t length() const { return m_length; }
+    // Oldest first: what a checkpoint keeps, and restores with assign().
+    std::vector<double> values() const { return {m_values.begin(), m_values.end()}; }
+    void assign(const std::vector<double>& values) {
+        m_values.assign(values.begin(), values.end());
+        while (m_values.size() > m_length)
+            m_values.pop_front();
+    }
 
 private:
     std::size_t m_length;

@@ -68,8 +68,10 @@ void ChildProcessLauncher::start(std::size_t index, const SweepRun& run) {
     writeFileAtomically(configPath(run), run.config.dump(2) + "\n");
     std::vector<std::string> args = {m_program,       "train", "--config",
                                      configPath(run), "--out", run.dir};
-    if (m_overwrite)
+    if (m_overwrite) { // a stopped run goes on from its checkpoint; any other starts afresh
         args.push_back("--overwrite");
+        args.push_back("--resume");
+    }
     std::vector<char*> argv;
     for (std::string& a : args)
         argv.push_back(a.data());

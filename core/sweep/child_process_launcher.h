@@ -19,7 +19,8 @@ namespace plab {
 
 class ChildProcessLauncher : public RunLauncher {
 public:
-    // overwrite: the children may replace an earlier run in their folder (a sweep's resume).
+    // overwrite: the children may replace an earlier run in their folder (a sweep's resume),
+    // and a stopped one goes on from its checkpoint (train --resume --overwrite).
     ChildProcessLauncher(std::string program, bool overwrite);
     ~ChildProcessLauncher() override; // stops and reaps what still runs
 

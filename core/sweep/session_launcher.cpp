@@ -19,7 +19,10 @@ void SessionLauncher::start(std::size_t index, const SweepRun& run) {
     std::shared_ptr<const DataSplit>& data = m_data[runDataKey(config)];
     if (!data)
         data = loadRunData(config);
-    auto session = std::make_unique<TrainingSession>(config, data, run.dir);
+    // The executor starts only runs still to do: a stopped one goes on from its checkpoint, any
+    // other (killed, never started) afresh.
+    auto session = std::make_unique<TrainingSession>(
+        config, data, run.dir, RunLogOptions{.overwrite = true, .resume = true});
     session->start();
     m_going.push_back({index, std::move(session)});
 }

@@ -2,6 +2,7 @@
 #include "sweep/sweep_executor.h"
 
 #include "record/record_file.h"
+#include "train/run_checkpoint.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -73,6 +74,8 @@ SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
         std::error_code ec;
         std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), ec);
         std::filesystem::remove(failedMarker(r.dir), ec);
+        if (!m_options.resume) // the sweep is run anew: nothing of an earlier one goes on
+            std::filesystem::remove(std::filesystem::path(r.dir) / kCheckpointFile, ec);
         try {
             launcher.start(i, r);
         } catch (const std::exception& e) {

@@ -50,6 +50,16 @@ public:
     };
     State state() const { return {m_scale, m_steps, m_cleanSteps, m_hysteresisLeft}; }
     void setState(const State& s);
+    nlohmann::json checkpointState() const override {
+        return {{"scale", m_scale},
+                {"steps", m_steps},
+                {"clean_steps", m_cleanSteps},
+                {"hysteresis_left", m_hysteresisLeft}};
+    }
+    void restoreCheckpointState(const nlohmann::json& s) override {
+        setState({s.at("scale").get<double>(), s.at("steps").get<std::int64_t>(),
+                  s.at("clean_steps").get<std::int64_t>(), s.at("hysteresis_left").get<int>()});
+    }
 
 private:
     double clamp(double scale) const;

@@ -48,6 +48,11 @@ public:
     const BlockStats& blockStats(int stage, transformer::GptOperand operand) const;
     double tensorScale(int stage, transformer::GptOperand operand) const;
     void resetStats();
+    // Delayed scaling's histories, for a checkpoint (RecipeCaster::amaxHistories).
+    std::vector<double> amaxHistories() const { return m_caster.amaxHistories(); }
+    void restoreAmaxHistories(const std::vector<double>& saved) {
+        m_caster.restoreAmaxHistories(saved);
+    }
     // Whether any cast changes values (else, with counting off, the products need no casts).
     bool castsAnything() const { return m_any; }
     // Off: casts are not counted (evaluation passes). On: FP32 casts are counted too (what the

@@ -3,6 +3,7 @@
 #include "engine/cpu_ops.h"
 #include "engine/optimizer.h"
 #include "numerics/quantizer.h"
+#include "record/record_error.h"
 #include "train/train_config.h"
 #include "train/trainer.h" // makeLossScaler
 #include "util/system_memory.h"
@@ -328,6 +329,37 @@ std::string GptRun::sample(const std::string& prompt, int length, std::uint64_t 
         text.push_back(static_cast<std::uint8_t>(next(rng)));
     }
     return std::string(text.begin() + static_cast<std::ptrdiff_t>(prompt.size()), text.end());
+}
+
+void GptRun::saveState(RunCheckpoint& checkpoint) const {
+    checkpoint.header["trainer"] = {{"model", "gpt"},
+                                    {"step", m_step},
+                                    {"skipped", m_skipped},
+                                    {"parameters", m_params.size},
+                                    {"scaler", m_scaler ? m_scaler->checkpointState() : nullptr}};
+    putTensor(checkpoint, "parameters", *m_ops, m_params);
+    putTensor(checkpoint, "optimizer.first", *m_ops, m_first);
+    putTensor(checkpoint, "optimizer.second", *m_ops, m_second);
+    putGenerator(checkpoint, "windows", m_rng);
+    checkpoint.putDoubles("amax_histories",
+                          m_casts ? m_casts->amaxHistories() : std::vector<double>{});
+}
+
+void GptRun::restoreState(const RunCheckpoint& checkpoint) {
+    const nlohmann::json& t = checkpoint.header.at("trainer");
+    if (t.at("parameters").get<std::size_t>() != m_params.size)
+        throw RecordError("checkpoint: " + t.at("parameters").dump() +
+                          " parameters; this run's model has " + std::to_string(m_params.size));
+    restoreTensor(checkpoint, "parameters", *m_ops, m_params);
+    restoreTensor(checkpoint, "optimizer.first", *m_ops, m_first);
+    restoreTensor(checkpoint, "optimizer.second", *m_ops, m_second);
+    restoreGenerator(checkpoint, "windows", m_rng);
+    if (m_casts)
+        m_casts->restoreAmaxHistories(checkpoint.doubles("amax_histories"));
+    if (m_scaler && !t.at("scaler").is_null())
+        m_scaler->restoreCheckpointState(t.at("scaler"));
+    m_step = t.at("step").get<std::int64_t>();
+    m_skipped = t.at("skipped").get<std::int64_t>();
 }
 
 } // namespace plab

@@ -10,6 +10,7 @@
 #include "stats/training_snapshot.h"
 #include "train/gpt_casts.h"
 #include "train/loss_scaler.h"
+#include "train/run_checkpoint.h"
 
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,10 @@ public:
     std::string sample(const std::string& prompt, int length, std::uint64_t seed);
     std::int64_t stepsTaken() const { return m_step; }
     std::vector<float> parameters() const; // copied to the host
+    // A checkpoint of the parameters, AdamW's moments, the window generator, the step, the
+    // loss scaler and the amax histories (TrainingRun::saveState), and its restore.
+    void saveState(RunCheckpoint& checkpoint) const;
+    void restoreState(const RunCheckpoint& checkpoint);
     const TensorOps& ops() const { return *m_ops; }
 
 private:

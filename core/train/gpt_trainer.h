@@ -45,6 +45,8 @@ public:
     void setLossScale(double scale) override { m_run->setLossScale(scale); }
     void setRecipe(const PrecisionRecipe& recipe) override;
     void setScaling(const TrainConfig& scaling) override;
+    void saveState(RunCheckpoint& checkpoint) const override { m_run->saveState(checkpoint); }
+    void restoreState(const RunCheckpoint& checkpoint) override { m_run->restoreState(checkpoint); }
 
     const GptRun& run() const { return *m_run; }
 

@@ -5,6 +5,8 @@
 
 #include "train/scaling_policy.h"
 
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
 
@@ -27,6 +29,13 @@ public:
     // The policy's divergence rule: whether an overflow ends the run (a policy that cannot
     // react to it) or is handled by skipping and rescaling.
     virtual bool overflowIsDivergence() const = 0;
+    // Everything that decides the next steps' scales, for a checkpoint, and its restore (a
+    // policy's own state beyond the scale: DynamicScaler's counters). Doubles in JSON
+    // round-trip exactly.
+    virtual nlohmann::json checkpointState() const { return {{"scale", scale()}}; }
+    virtual void restoreCheckpointState(const nlohmann::json& state) {
+        setScale(state.at("scale").get<double>());
+    }
 };
 
 // One fixed scale. An overflow skips the step (the update would be garbage). Policies "static"

@@ -199,6 +199,39 @@ float RecipeCaster::castBlocks(const Quantizer& q, Tensor in, Tensor values,
     return std::max(result.inputAmax, rest.inputAmax); // one scheme: both -1, or both amaxes
 }
 
+std::vector<double> RecipeCaster::amaxHistories() const {
+    // Keys and counts are small integers: exact as doubles.
+    std::vector<double> out;
+    for (const auto& [key, history] : m_amaxHistory) {
+        for (std::uint64_t k : key)
+            out.push_back(static_cast<double>(k));
+        const std::vector<double> values = history.values();
+        out.push_back(static_cast<double>(values.size()));
+        out.insert(out.end(), values.begin(), values.end());
+    }
+    return out;
+}
+
+void RecipeCaster::restoreAmaxHistories(const std::vector<double>& saved) {
+    m_amaxHistory.clear();
+    for (std::size_t i = 0; i < saved.size();) {
+        if (saved.size() - i < 5)
+            throw std::invalid_argument("amax histories: cut short");
+        const std::array<std::uint64_t, 4> key{
+            static_cast<std::uint64_t>(saved[i]), static_cast<std::uint64_t>(saved[i + 1]),
+            static_cast<std::uint64_t>(saved[i + 2]), static_cast<std::uint64_t>(saved[i + 3])};
+        const auto count = static_cast<std::size_t>(saved[i + 4]);
+        i += 5;
+        if (saved.size() - i < count)
+            throw std::invalid_argument("amax histories: cut short");
+        AmaxHistory history(static_cast<std::size_t>(m_config.amaxHistory));
+        history.assign({saved.begin() + static_cast<std::ptrdiff_t>(i),
+                        saved.begin() + static_cast<std::ptrdiff_t>(i + count)});
+        m_amaxHistory.insert_or_assign(key, std::move(history));
+        i += count;
+    }
+}
+
 Tensor RecipeCaster::keepForError(Tensor in, Tensor out) {
     if (in.data != out.data)
         return in;

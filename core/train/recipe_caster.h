@@ -54,6 +54,10 @@ public:
     void setRecipe(const PrecisionRecipe& recipe);
     void setScaling(const TrainConfig& scaling);
     const TrainConfig& config() const { return m_config; }
+    // Delayed scaling's amax histories, for a checkpoint: per tensor its key (stage, role, site,
+    // call), its values' count and its values, oldest first; restoreAmaxHistories puts them back.
+    std::vector<double> amaxHistories() const;
+    void restoreAmaxHistories(const std::vector<double>& saved);
 
     const Quantizer& quantizer(int stage, TensorRole role) const;
     // The quantiser of a cast at a site ("" a product's operand, "norm", "softmax",

@@ -145,6 +145,65 @@ void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
     for (const auto& [key, value] : extraMeta.items())
         meta.bind(1, std::string_view(key)).bind(2, value.dump()).run();
     m_db->exec("COMMIT;");
+    prepareStatements(histogramsEvery, recordBudgetMb);
+    RunSummary running; // no step yet: losses and test metrics unmeasured (null)
+    running.stopReason = "running";
+    running.wallSeconds = running.samplesPerSecond = 0.0;
+    writeSummary(running);
+    commit();
+}
+
+RunLog::RunLog(const std::string& dir, const TrainConfig& config,
+               const std::vector<std::string>& stageNames, const RecordContinuation& at)
+    : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
+      m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+    m_stageCount = static_cast<int>(stageNames.size());
+    setRecipe(config);
+    const fs::path db = fs::path(dir) / kRunRecordFile;
+    if (!fs::exists(db))
+        throw RecordError(dir + ": holds no run record (" + kRunRecordFile + ") to go on with");
+    m_db = std::make_unique<SqliteDb>(db.string(), SqliteDb::Mode::ReadWrite);
+    m_db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    const std::int64_t lastAttempt = m_db->queryInteger("SELECT max(attempt) FROM steps", 0);
+    const std::int64_t lastStep = [&] {
+        SqliteStatement last = m_db->prepare("SELECT max(step) FROM steps WHERE attempt = ?1");
+        last.bind(1, at.attempt);
+        return last.next() && !last.isNull(0) ? last.integer(0) : std::int64_t{0};
+    }();
+    if (lastAttempt != at.attempt || lastStep < at.step)
+        throw RecordError(dir + ": its record holds steps up to " + std::to_string(lastStep) +
+                          " of attempt " + std::to_string(lastAttempt) +
+                          "; the checkpoint is of step " + std::to_string(at.step) +
+                          " of attempt " + std::to_string(at.attempt));
+    m_db->exec("BEGIN;");
+    for (const char* table : {"steps", "stats", "histograms", "blocks", "channels", "diagnostics"})
+        m_db->prepare(std::string("DELETE FROM ") + table + " WHERE attempt = ?1 AND step > ?2")
+            .bind(1, at.attempt)
+            .bind(2, at.step)
+            .run();
+    // Events carry no attempt: those past the step since the attempt's reset.
+    m_db->prepare("DELETE FROM events WHERE step > ?1 AND seq > coalesce((SELECT max(seq) FROM "
+                  "events WHERE type = 'reset'), 0)")
+        .bind(1, at.step)
+        .run();
+    m_db->exec("COMMIT;");
+    m_attempt = at.attempt;
+    {
+        SqliteStatement statsSteps =
+            m_db->prepare("SELECT count(DISTINCT step) FROM stats WHERE attempt = ?1");
+        statsSteps.bind(1, at.attempt);
+        m_statsSteps = statsSteps.next() ? static_cast<int>(statsSteps.integer(0)) : 0;
+    }
+    // The exports of the stopped run describe fewer steps than the record will: the run's end
+    // writes them again.
+    std::error_code ec;
+    for (const char* name : {"metrics.csv", "layers.csv", "blocks.csv", "channels.csv",
+                             "diagnostics.csv", "histograms.csv", "events.jsonl"})
+        fs::remove(fs::path(dir) / name, ec);
+    prepareStatements(config.histogramsEvery, static_cast<std::uint64_t>(config.recordBudgetMb));
+}
+
+void RunLog::prepareStatements(int histogramsEvery, std::uint64_t recordBudgetMb) {
     m_insertStep = m_db->prepare(
         "INSERT INTO steps(step, epoch, loss, accuracy, scale, skipped, samples_per_s, lr, "
         "test_loss, test_accuracy, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
@@ -173,11 +232,6 @@ void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
     m_writeSummary = m_db->prepare("INSERT OR REPLACE INTO summary(id, json) VALUES (1, ?1)");
     m_histogramsEvery = std::max(1, histogramsEvery);
     m_budgetBytes = recordBudgetMb << 20;
-    RunSummary running; // no step yet: losses and test metrics unmeasured (null)
-    running.stopReason = "running";
-    running.wallSeconds = running.samplesPerSecond = 0.0;
-    writeSummary(running);
-    commit();
 }
 
 RunLog::~RunLog() {

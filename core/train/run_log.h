@@ -31,6 +31,17 @@ bool removeRunWithoutSteps(const std::string& dir);
 
 struct RunLogOptions {
     bool overwrite = false; // replace an earlier run's record in the same folder
+    // Go on from the folder's checkpoint (train/run_checkpoint.h) when it holds one of this
+    // run; without one (or one of another run), start afresh when overwrite is on, else refuse
+    // (TrainingSession).
+    bool resume = false;
+};
+
+// Where a resumed run's record goes on: the attempt (a Reset's count) and the step its
+// checkpoint was taken at.
+struct RecordContinuation {
+    std::int64_t attempt = 0;
+    std::int64_t step = 0;
 };
 
 // A run the core did not train (a watched PyTorch run, precision_lab.torch.watch): what describes
@@ -49,6 +60,12 @@ public:
     // cannot be created, is locked by another run, or holds an earlier run and overwrite is off.
     RunLog(const std::string& dir, const TrainConfig& config,
            const std::vector<std::string>& stageNames, const RunLogOptions& options = {});
+    // Reopens the record of a stopped run to go on at `at`: rows of that attempt past at.step
+    // (written after the checkpoint by a run killed later) are removed, so that the record holds
+    // each step once. Throws RecordError naming the folder when its record does not reach the
+    // checkpoint's step or holds a later attempt.
+    RunLog(const std::string& dir, const TrainConfig& config,
+           const std::vector<std::string>& stageNames, const RecordContinuation& at);
     // The same for a run the core did not train: its rows name their formats (logRoleStats).
     RunLog(const std::string& dir, const ExternalRun& run,
            const std::vector<std::string>& stageNames, const RunLogOptions& options = {});
@@ -102,6 +119,7 @@ public:
     void setRecipe(const TrainConfig& config);
     // A reset: the steps logged from now on start again at 1 (their rows' `attempt` goes up).
     void startNewAttempt() { ++m_attempt; }
+    std::int64_t attempt() const { return m_attempt; }
     // Makes everything logged so far durable as one whole; on failure nothing of it is kept.
     void commit();
     // The run is over: commit, fold the write-ahead log into run.sqlite (one self-contained
@@ -113,6 +131,7 @@ public:
 private:
     void open(const nlohmann::json& config, const nlohmann::json& meta, int histogramsEvery,
               std::uint64_t recordBudgetMb);
+    void prepareStatements(int histogramsEvery, std::uint64_t recordBudgetMb);
     void begin();
     bool withinBudget(std::int64_t step);
     std::string m_dir;

@@ -3,6 +3,8 @@
 
 #include "util/system_memory.h"
 
+#include "record/record_error.h"
+
 #include "device/compute_backend.h"
 #include "engine/cpu_ops.h"
 #include "nn/linear.h"
@@ -686,6 +688,56 @@ Evaluation Trainer::evaluate() {
     }
     return Evaluation::of(lossSum / static_cast<double>(test.count()),
                           static_cast<double>(correct) / static_cast<double>(test.count()));
+}
+
+} // namespace plab
+
+namespace plab {
+
+void Trainer::saveState(RunCheckpoint& checkpoint) const {
+    flushStatistics(); // a device's queued work is done before its tensors are read
+    checkpoint.header["trainer"] = {{"model", m_config.model.type},
+                                    {"step", m_step},
+                                    {"epoch", m_epoch},
+                                    {"cursor", m_cursor},
+                                    {"parameters", m_master.size},
+                                    {"scaler", m_scaler->checkpointState()}};
+    putTensor(checkpoint, "master", *m_ops, m_master);
+    putTensor(checkpoint, "optimizer.first", *m_ops, m_optimizerState.first);
+    putTensor(checkpoint, "optimizer.second", *m_ops, m_optimizerState.second);
+    checkpoint.putWords("order", {m_order.begin(), m_order.end()});
+    putGenerator(checkpoint, "shuffle", m_shuffle);
+    checkpoint.putDoubles("amax_histories", m_caster->amaxHistories());
+}
+
+void Trainer::restoreState(const RunCheckpoint& checkpoint) {
+    const nlohmann::json& t = checkpoint.header.at("trainer");
+    if (t.at("parameters").get<std::size_t>() != m_master.size)
+        throw RecordError("checkpoint: " + t.at("parameters").dump() +
+                          " parameters; this run's model has " + std::to_string(m_master.size));
+    const std::vector<std::uint64_t> order = checkpoint.words("order");
+    if (order.size() != m_order.size())
+        throw RecordError("checkpoint: a data order of " + std::to_string(order.size()) +
+                          " samples; this run's training set has " +
+                          std::to_string(m_order.size()));
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        if (order[i] >= m_order.size())
+            throw RecordError("checkpoint: the data order names sample " +
+                              std::to_string(order[i]) + " of " + std::to_string(m_order.size()));
+        m_order[i] = static_cast<std::uint32_t>(order[i]);
+    }
+    restoreTensor(checkpoint, "master", *m_ops, m_master);
+    restoreTensor(checkpoint, "optimizer.first", *m_ops, m_optimizerState.first);
+    restoreTensor(checkpoint, "optimizer.second", *m_ops, m_optimizerState.second);
+    restoreGenerator(checkpoint, "shuffle", m_shuffle);
+    m_caster->restoreAmaxHistories(checkpoint.doubles("amax_histories"));
+    m_scaler->restoreCheckpointState(t.at("scaler"));
+    m_step = t.at("step").get<std::int64_t>();
+    m_epoch = t.at("epoch").get<int>();
+    m_cursor = t.at("cursor").get<std::size_t>();
+    if (m_cursor > m_order.size())
+        throw RecordError("checkpoint: data cursor " + std::to_string(m_cursor) + " past the " +
+                          std::to_string(m_order.size()) + " samples");
 }
 
 } // namespace plab

@@ -70,6 +70,8 @@ public:
     void setRecipe(const PrecisionRecipe& recipe) override;
     // Switches the scaling policy (scaling.* of the config) at the next step.
     void setScaling(const TrainConfig& scaling) override;
+    void saveState(RunCheckpoint& checkpoint) const override;
+    void restoreState(const RunCheckpoint& checkpoint) override;
 
 private:
     void allocateEngineState();

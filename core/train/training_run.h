@@ -5,6 +5,7 @@
 
 #include "data/dataset.h"
 #include "stats/training_snapshot.h"
+#include "train/run_checkpoint.h"
 #include "train/train_config.h"
 
 #include <cmath>
@@ -71,6 +72,14 @@ public:
     virtual void setRecipe(const PrecisionRecipe& recipe) = 0;
     // Switches the scaling policy (scaling.* of the config) at the next step.
     virtual void setScaling(const TrainConfig& scaling) = 0;
+
+    // Everything the next steps depend on (parameters, optimiser moments, the loss scaler,
+    // delayed scaling's amax histories, the data order and its generator, the step), into a
+    // checkpoint; restoreState puts it into a run built from the config in effect at that step,
+    // which then steps on as the saved run would have. Throws RecordError for a checkpoint that
+    // does not fit this run (another model's sizes, a part missing).
+    virtual void saveState(RunCheckpoint& checkpoint) const = 0;
+    virtual void restoreState(const RunCheckpoint& checkpoint) = 0;
 };
 
 // Throws ConfigError for an override of a stage the model does not have (it would silently do

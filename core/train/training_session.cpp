@@ -2,6 +2,8 @@
 #include "train/training_session.h"
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
 
 namespace plab {
 
@@ -28,13 +30,36 @@ const char* toString(SessionState state) {
 TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
                                  std::string runDir, const RunLogOptions& logOptions)
     : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
-      m_trainer(makeTrainingRun(config, m_data)), m_plannedSteps(m_trainer->plannedSteps()),
-      m_stageCount(m_trainer->stageCount()),
       m_pendingEdits(config.timeline.begin(), config.timeline.end()) {
     // The timeline replays as the steps come; each edit lands on m_plan's timeline again as it
     // is applied, so a replayed run's config.json is the one it was started from.
     m_config.timeline.clear();
     m_effective = m_plan = m_config;
+    std::optional<RunCheckpoint> checkpoint;
+    std::string notResumed;
+    if (logOptions.resume && !m_runDir.empty())
+        checkpoint = usableCheckpoint(config, notResumed);
+    if (logOptions.resume && !checkpoint && !logOptions.overwrite)
+        throw RecordError(m_runDir + ": cannot resume: " + notResumed);
+    if (checkpoint) {
+        try {
+            restoreSession(*checkpoint); // the configs and edits as they stood at its step
+            m_trainer = makeTrainingRun(m_config, m_data);
+            m_trainer->restoreState(*checkpoint);
+        } catch (const RecordError& e) { // a part that does not fit this run
+            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        } catch (const ConfigError& e) { // its configs are no longer valid ones
+            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        } catch (const nlohmann::json::exception& e) { // a part of its header missing
+            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        } catch (const std::invalid_argument& e) { // the amax histories cut short
+            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        }
+    } else {
+        m_trainer = makeTrainingRun(m_config, m_data);
+    }
+    m_plannedSteps = m_trainer->plannedSteps();
+    m_stageCount = m_trainer->stageCount();
     m_stageNames = m_trainer->stageNames();
     // A timeline recipe for a stage this model lacks is bad input now, not a refusal mid-run.
     TrainConfig state = m_config;
@@ -51,8 +76,13 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     }
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
-    if (!m_runDir.empty())
-        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_trainer->stageNames(), logOptions);
+    if (!m_runDir.empty() && checkpoint)
+        m_log = std::make_unique<RunLog>(
+            m_runDir, m_config, m_stageNames,
+            RecordContinuation{checkpoint->header.at("session").at("attempt").get<std::int64_t>(),
+                               m_resumedFrom});
+    else if (!m_runDir.empty())
+        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_stageNames, logOptions);
     m_started = m_summaryWritten = std::chrono::steady_clock::now();
     m_worker = std::jthread([this](std::stop_token stop) { run(stop); });
 }
@@ -65,8 +95,14 @@ TrainingSession::~TrainingSession() {
     const SessionState s = m_state.load();
     if (m_log &&
         (s == SessionState::Idle || s == SessionState::Running || s == SessionState::Paused)) {
+        std::string why = "stopped before the end (session closed)";
         try {
-            m_log->writeSummary(summaryNow(false, "stopped before the end (session closed)"));
+            writeCheckpoint();
+        } catch (const std::exception& e) {
+            why += std::string("; no checkpoint to resume from: ") + e.what();
+        }
+        try {
+            m_log->writeSummary(summaryNow(false, why));
             m_log->writeReplayConfig(finalReplayConfig());
             m_log->close();
         } catch (...) {
@@ -264,6 +300,7 @@ RunSummary TrainingSession::summaryNow(bool finished, const std::string& reason)
         summary.testAccuracy = m_lastEval.accuracy;
     }
     summary.wallSeconds =
+        m_wallBefore +
         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
     summary.samplesPerSecond =
         summary.wallSeconds > 0
@@ -318,6 +355,7 @@ void TrainingSession::apply(const Command& c) {
             log.logEvent(step, "reset", "model re-initialised from the seed");
             log.startNewAttempt();
         });
+        removeCheckpoint(); // of the attempt before
         break;
     // Every edit goes into m_config, the run's one effective config: a reset starts from it and
     // effectiveConfig() (what a saved session or report holds) is it.
@@ -456,6 +494,16 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         state = SessionState::Failed;
         why += std::string("; then failed: ") + e.what();
     }
+    // A stopped run can go on from here (train --resume, a resumed sweep); any other end leaves
+    // nothing to go on from.
+    try {
+        if (state == SessionState::Stopped && m_log && m_trainer->stepsTaken() > 0)
+            writeCheckpoint();
+        else
+            removeCheckpoint();
+    } catch (const std::exception& e) {
+        why += std::string("; no checkpoint to resume from: ") + e.what();
+    }
     RunSummary summary = summaryNow(state == SessionState::Finished, why);
     const bool recorded = record([&](RunLog& log) {
         log.logEvent(summary.steps, "end", why);
@@ -484,7 +532,14 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
 
 void TrainingSession::run(std::stop_token stop) {
     try {
-        record([](RunLog& log) { log.logEvent(0, "start", "session created"); });
+        if (m_resumedFrom > 0)
+            record([&](RunLog& log) {
+                log.logEvent(m_resumedFrom, "resume",
+                             "resumed from the checkpoint of step " +
+                                 std::to_string(m_resumedFrom) + " on " + m_deviceName);
+            });
+        else
+            record([](RunLog& log) { log.logEvent(0, "start", "session created"); });
         while (!stop.stop_requested()) {
             std::deque<Command> commands;
             {
@@ -557,6 +612,92 @@ void TrainingSession::run(std::stop_token stop) {
         m_workerExited = true;
     }
     m_takenChanged.notify_all();
+}
+
+namespace {
+
+nlohmann::json editsToJson(const std::deque<TimedEdit>& edits) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const TimedEdit& e : edits)
+        out.push_back({{"step", e.step}, {"set", e.set}});
+    return out;
+}
+
+} // namespace
+
+void TrainingSession::writeCheckpoint() {
+    if (m_runDir.empty())
+        return;
+    RunCheckpoint checkpoint;
+    checkpoint.header["session"] = {
+        {"step", m_trainer->stepsTaken()},
+        {"attempt", m_log ? m_log->attempt() : 0},
+        {"device", m_deviceName},
+        {"effective", m_config.toJson()},
+        {"replay", replayConfig().toJson()},
+        {"final", finalReplayConfig().toJson()},
+        {"pending", editsToJson(m_pendingEdits)},
+        {"skipped", m_skipped},
+        {"last_loss", std::isfinite(m_lastLoss) ? nlohmann::json(m_lastLoss) : nullptr},
+        {"wall_seconds",
+         m_wallBefore +
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count()}};
+    m_trainer->saveState(checkpoint);
+    checkpoint.write(m_runDir + "/" + kCheckpointFile);
+}
+
+void TrainingSession::removeCheckpoint() {
+    if (m_runDir.empty())
+        return;
+    std::error_code ec;
+    std::filesystem::remove(m_runDir + "/" + kCheckpointFile, ec);
+}
+
+std::optional<RunCheckpoint> TrainingSession::usableCheckpoint(const TrainConfig& config,
+                                                               std::string& why) const {
+    const std::string path = m_runDir + "/" + kCheckpointFile;
+    if (!std::filesystem::exists(path)) {
+        why = "it holds no checkpoint (" + std::string(kCheckpointFile) +
+              ": a run leaves one when it is stopped, not when it is killed or has ended)";
+        return std::nullopt;
+    }
+    try {
+        RunCheckpoint checkpoint = RunCheckpoint::read(path);
+        const nlohmann::json& session = checkpoint.header.at("session");
+        // The run's start (the edits made on it go on with it), or what replays it so far or
+        // to its end (its config.json).
+        const nlohmann::json asked = config.toJson();
+        TrainConfig started = configFromJson(session.at("replay"));
+        started.timeline.clear();
+        if (started.toJson() != asked && session.at("replay") != asked &&
+            session.at("final") != asked) {
+            TrainConfig askedStart = config;
+            askedStart.timeline.clear();
+            const std::string change = describeConfigChange(started.toJson(), askedStart.toJson());
+            why = "its checkpoint is of another config" + (change.empty() ? "" : ": " + change);
+            return std::nullopt;
+        }
+        return checkpoint;
+    } catch (const std::exception& e) {
+        why = e.what();
+        return std::nullopt;
+    }
+}
+
+void TrainingSession::restoreSession(const RunCheckpoint& checkpoint) {
+    const nlohmann::json& session = checkpoint.header.at("session");
+    m_config = configFromJson(session.at("effective"));
+    m_config.timeline.clear();
+    m_plan = configFromJson(session.at("replay"));
+    m_effective = m_config;
+    m_pendingEdits.clear();
+    for (const nlohmann::json& e : session.at("pending"))
+        m_pendingEdits.push_back({e.at("step").get<std::int64_t>(), e.at("set")});
+    m_resumedFrom = m_recordedSteps = session.at("step").get<std::int64_t>();
+    m_skipped = session.at("skipped").get<std::int64_t>();
+    m_lastLoss =
+        session.at("last_loss").is_null() ? std::nan("") : session.at("last_loss").get<double>();
+    m_wallBefore = session.at("wall_seconds").get<double>();
 }
 
 } // namespace plab

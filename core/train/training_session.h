@@ -33,7 +33,11 @@ class TrainingSession {
 public:
     // runDir empty: no run log. Throws ConfigError / DataError / RecordError (the run folder:
     // locked by another run, holding an earlier one without options.overwrite, not writable)
-    // for bad settings before any thread starts.
+    // for bad settings before any thread starts. With options.resume the run goes on from the
+    // folder's checkpoint (written when a run there was stopped) when it is one of this config:
+    // its record continues and its steps are the ones the uninterrupted run would have taken;
+    // without a usable checkpoint it starts afresh under options.overwrite, else RecordError
+    // says why it cannot resume.
     TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
                     std::string runDir = {}, const RunLogOptions& logOptions = {});
     ~TrainingSession(); // stops the worker and closes the log (summary says "stopped")
@@ -91,6 +95,8 @@ public:
     // could not be written (then: the steps the record holds whole, and why it stopped). Valid
     // once the run has ended.
     RunSummary finalSummary() const;
+    // The step a resumed run went on from (0: it started at the beginning).
+    std::int64_t resumedFrom() const { return m_resumedFrom; }
     // Blocks until the run is finished, stopped, diverged or failed.
     void waitUntilDone();
     // Blocks until the worker has taken every command posted before the call (at most one
@@ -115,6 +121,15 @@ private:
     TrainConfig finalReplayConfig() const;
     void noteEdit(std::int64_t step, nlohmann::json patch); // onto replayConfig()'s timeline
     void doStep();
+    // The run as it stands into runDir's checkpoint (a stopped run), or the checkpoint removed
+    // (a run that ended otherwise, or was reset: nothing to go on from).
+    void writeCheckpoint();
+    void removeCheckpoint();
+    // runDir's checkpoint when it is one of a run started from `config` (its start or its
+    // replay config); else nothing, and `why` says why not.
+    std::optional<RunCheckpoint> usableCheckpoint(const TrainConfig& config,
+                                                  std::string& why) const;
+    void restoreSession(const RunCheckpoint& checkpoint);
     void landStatistics();
     void finish(SessionState state, const std::string& reason);
     RunSummary summaryNow(bool finished, const std::string& reason) const;
@@ -165,6 +180,8 @@ private:
     Evaluation m_lastEval;
     std::int64_t m_lastEvalStep = 0;
     std::int64_t m_recordedSteps = 0; // the last step wholly in the run record
+    std::int64_t m_resumedFrom = 0;
+    double m_wallBefore = 0.0; // a resumed run's seconds before its checkpoint
     std::chrono::steady_clock::time_point m_started, m_summaryWritten;
 
     TripleBuffer<TrainingSnapshot> m_snapshots;
