@@ -404,8 +404,8 @@ void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
                          .arg(sweep.seeds);
     if (!stopped.isEmpty())
         m_progressText += tr("; stopped before their end: %1. Run resumes the sweep here: the "
-                             "done runs are kept, these run again from step 0 (runs keep no "
-                             "checkpoint)")
+                             "done runs are kept, these go on from the step they stopped at "
+                             "(a killed one, without a checkpoint, from the start)")
                               .arg(stopped.join(QStringLiteral(", ")));
     m_runs = std::move(runs);
     m_fresh = std::move(results);

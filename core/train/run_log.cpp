@@ -52,7 +52,8 @@ void removeEarlierRun(const std::string& dir) {
         fs::remove(fs::path(dir) / name, ec);
     for (const char* name :
          {"run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp",
-          "commands.jsonl"}) // an earlier emulated run's steering commands
+          "commands.jsonl",  // an earlier emulated run's steering commands
+          "checkpoint.bin"}) // a stopped run's (train/run_checkpoint.h)
         fs::remove(fs::path(dir) / name, ec);
 }
 

@@ -497,7 +497,7 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
     // A stopped run can go on from here (train --resume, a resumed sweep); any other end leaves
     // nothing to go on from.
     try {
-        if (state == SessionState::Stopped && m_log && m_trainer->stepsTaken() > 0)
+        if (state == SessionState::Stopped && m_log)
             writeCheckpoint();
         else
             removeCheckpoint();
@@ -628,6 +628,10 @@ nlohmann::json editsToJson(const std::deque<TimedEdit>& edits) {
 void TrainingSession::writeCheckpoint() {
     if (m_runDir.empty())
         return;
+    if (m_trainer->stepsTaken() == 0) { // nothing to go on from
+        removeCheckpoint();
+        return;
+    }
     RunCheckpoint checkpoint;
     checkpoint.header["session"] = {
         {"step", m_trainer->stepsTaken()},

@@ -66,6 +66,7 @@ private slots:
     void slurmValuesCannotReachTheScript();
     void compareSpeaksForItself();
     void killedCompareResumes();
+    void stoppedTrainResumesFromItsCheckpoint();
     void minorMessagesSayWhatWasMeant();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
@@ -1801,6 +1802,63 @@ void TestCli::compareSpeaksForItself() {
 // the interrupted one runs again; nothing is marked failed (it was: "holds an earlier run",
 // .failed markers, exit 3). A finished run with other settings is not replaced without
 // --overwrite (issue 52 item 35).
+// A run stopped by a signal leaves a checkpoint; `train --resume --out DIR` goes on from it (its
+// config.json's config), and the record then holds each step once with the losses of a run that
+// was never stopped; stopped again, it goes on again. A folder without a checkpoint is refused
+// with the reason.
+void TestCli::stoppedTrainResumesFromItsCheckpoint() {
+    QTemporaryDir dir;
+    const QString stopped = dir.filePath(QStringLiteral("stopped"));
+    const QString whole = dir.filePath(QStringLiteral("whole"));
+    const QStringList stochastic = {QStringLiteral("--preset"),
+                                    QStringLiteral("fp8-e5m2-mellempudi")};
+    const auto startRun = [&](QProcess& p, const QStringList& args) {
+        p.start(QStringLiteral(PLAB_CLI_PATH), args);
+        return p.waitForStarted();
+    };
+    const auto stopWhen = [&](QProcess& p, const QString& run, qint64 steps) {
+        for (int i = 0; i < 1500 && recordedSteps(run) < steps; ++i)
+            QTest::qWait(20);
+        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
+        return p.waitForFinished(20000) && p.exitCode() == 128 + SIGTERM;
+    };
+    QProcess first;
+    QVERIFY(startRun(first, trainArgs(stopped, "1000000", stochastic)));
+    QVERIFY(stopWhen(first, stopped, 6));
+    QVERIFY(QFileInfo::exists(stopped + QStringLiteral("/checkpoint.bin")));
+    const qint64 firstStop = readSummary(stopped).value(QStringLiteral("steps")).toInteger();
+
+    QProcess second;
+    QVERIFY(startRun(second, {QStringLiteral("train"), QStringLiteral("--resume"),
+                              QStringLiteral("--out"), stopped}));
+    QVERIFY(stopWhen(second, stopped, firstStop + 10));
+    const QByteArray secondErr = second.readAllStandardError();
+    QVERIFY2(secondErr.contains("from its checkpoint of step " + QByteArray::number(firstStop)),
+             secondErr.constData());
+    const qint64 secondStop = readSummary(stopped).value(QStringLiteral("steps")).toInteger();
+    QVERIFY(secondStop >= firstStop + 10);
+
+    QProcess reference;
+    QVERIFY(startRun(reference, trainArgs(whole, "1000000", stochastic)));
+    QVERIFY(stopWhen(reference, whole, secondStop));
+    const QList<QByteArray> resumedRows = fileLines(stopped + QStringLiteral("/metrics.csv"));
+    const QList<QByteArray> wholeRows = fileLines(whole + QStringLiteral("/metrics.csv"));
+    QCOMPARE(resumedRows.size(), 1 + secondStop); // each step once
+    QVERIFY(wholeRows.size() >= resumedRows.size());
+    for (qint64 i = 1; i <= secondStop; ++i) {
+        const QList<QByteArray> a = resumedRows[i].split(','), b = wholeRows[i].split(',');
+        QCOMPARE(a[0], QByteArray::number(i)); // step
+        QCOMPARE(a[2], b[2]);                  // loss, as printed: every digit
+        QCOMPARE(a[4], b[4]);                  // scale
+    }
+
+    const Result none = runCli({QStringLiteral("train"), QStringLiteral("--resume"),
+                                QStringLiteral("--preset"), QStringLiteral("fp32"),
+                                QStringLiteral("--out"), dir.filePath(QStringLiteral("none"))});
+    QVERIFY(none.exitCode != 0);
+    QVERIFY2(none.err.contains("cannot resume: it holds no checkpoint"), none.err.constData());
+}
+
 void TestCli::killedCompareResumes() {
     QTemporaryDir dir;
     const QString out = dir.filePath(QStringLiteral("c"));

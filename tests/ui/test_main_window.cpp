@@ -10,8 +10,10 @@
 #include <QTest>
 #include <fstream>
 
+#include <algorithm>
 #include <csignal>
 #include <functional>
+#include <map>
 #include <sys/resource.h>
 
 #include "blocks_view.h"
@@ -32,6 +34,7 @@
 #include "sweep/sweep_run.h"
 #include "test_shard.h"
 #include "time_view.h"
+#include "train/run_checkpoint.h"
 #include "training_controller.h"
 
 #include <QAction>
@@ -778,10 +781,34 @@ void TestMainWindow::compareStopLeavesRunsToDo() {
              qPrintable(reader.progressText()));
     QVERIFY(reader.lossPlot()->graphCount() >= 2 &&
             reader.lossPlot()->graph(0)->data()->size() > 0);
+    // The stopped runs go on from their checkpoints: each step once in the record, the first
+    // new one right after the step each stopped at.
+    std::map<std::string, std::int64_t> stoppedAt;
+    for (const char* run : {"/fp32/seed-1", "/fp16-noscale/seed-1"}) {
+        const std::string dir = (folder + QLatin1String(run)).toStdString();
+        QVERIFY2(QFileInfo::exists(QString::fromStdString(dir + "/" + kCheckpointFile)), run);
+        stoppedAt[dir] = RunRecord(dir).steps().back().step;
+    }
     reader.run({QStringLiteral("fp32"), QStringLiteral("fp16-noscale")}, 1000000, 1);
     QCOMPARE(reader.compareDir(), folder);
+    QTRY_VERIFY_WITH_TIMEOUT(std::all_of(stoppedAt.begin(), stoppedAt.end(),
+                                         [](const auto& run) {
+                                             return RunRecord(run.first).steps().back().step >
+                                                    run.second + 2;
+                                         }),
+                             30000);
     reader.stop();
     QVERIFY(read.wait(30000));
+    for (const auto& [dir, step] : stoppedAt) {
+        const std::vector<StepScalars> steps = RunRecord(dir).steps();
+        for (std::size_t i = 0; i < steps.size(); ++i)
+            QCOMPARE(steps[i].step, static_cast<std::int64_t>(i + 1));
+        std::ifstream events(dir + "/events.jsonl");
+        const std::string eventsText{std::istreambuf_iterator<char>(events), {}};
+        QVERIFY2(eventsText.find("resumed from the checkpoint of step " + std::to_string(step)) !=
+                     std::string::npos,
+                 dir.c_str());
+    }
 }
 
 // Two presets x two seeds: four runs, each with its own record in the sweep layout beside a
