@@ -12,6 +12,7 @@
 #include "sweep/session_launcher.h"
 #include "sweep/sweep_executor.h"
 #include "sweep/sweep_run.h"
+#include "train/presets.h"
 
 #include <qcustomplot.h>
 
@@ -87,7 +88,7 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_list = new QListWidget(this);
     for (const Preset& p : presets()) {
         auto* item = new QListWidgetItem(QString::fromStdString(p.name), m_list);
-        item->setToolTip(QString::fromStdString(p.description));
+        item->setToolTip(QString::fromStdString(p.description + "\n" + p.paper));
         item->setCheckState(p.name == "fp32" || p.name == "fp16-noscale" || p.name == "fp16-amp"
                                 ? Qt::Checked
                                 : Qt::Unchecked);

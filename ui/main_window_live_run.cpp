@@ -12,6 +12,7 @@
 #include "record/run_folder.h"
 #include "record/run_record.h"
 #include "run_steering.h"
+#include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/run_log.h"
 #include "training_controller.h"
@@ -38,7 +39,9 @@ void MainWindow::buildControls() {
     m_preset->setToolTip(tr("Precision recipe preset"));
     for (int i = 0; i < m_preset->count(); ++i)
         m_preset->setItemData(
-            i, QString::fromStdString(presets()[static_cast<std::size_t>(i)].description),
+            i,
+            QString::fromStdString(presets()[static_cast<std::size_t>(i)].description + "\n" +
+                                   presets()[static_cast<std::size_t>(i)].paper),
             Qt::ToolTipRole);
     m_model = new QComboBox(this);
     m_model->addItem(tr("MLP 256-256"), QStringLiteral("mlp"));

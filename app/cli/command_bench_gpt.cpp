@@ -8,6 +8,7 @@
 
 #include "data/text_corpus.h"
 #include "train/gpt_run.h"
+#include "train/presets.h"
 #include "train/train_config.h"
 
 #include <algorithm>

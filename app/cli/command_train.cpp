@@ -7,6 +7,7 @@
 
 #include "data/dataset.h"
 #include "record/run_folder.h"
+#include "train/presets.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 #include "util/folder_size.h"
@@ -209,7 +210,8 @@ Command addPresetsCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("presets", "List the built-in precision presets");
     return {cmd, [] {
                 for (const Preset& p : presets())
-                    std::printf("%-14s %s\n", p.name.c_str(), p.description.c_str());
+                    std::printf("%-14s %s\n%-14s after %s\n", p.name.c_str(), p.description.c_str(),
+                                "", p.paper.c_str());
                 return 0;
             }};
 }

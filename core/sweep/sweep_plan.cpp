@@ -2,6 +2,7 @@
 
 #include "data/dataset.h"
 #include "numerics/format_spec.h"
+#include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
 #include "util/bounded_read.h"

@@ -1,6 +1,7 @@
 // The parts in their one order; each by the config's own merge and setting rules.
 #include "train/run_config_builder.h"
 
+#include "train/presets.h"
 #include "train/train_config.h"
 
 #include <filesystem>

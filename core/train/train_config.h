@@ -32,6 +32,8 @@ struct OptimizerName {
 // The one name table: the parser, the writer and their messages read it.
 inline constexpr OptimizerName kOptimizerNames[] = {
     {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}};
+// kOptimizerNames' name of an optimiser ("?" for none of them).
+const char* optimizerName(OptimizerKind kind);
 
 // A change made while a run goes (a GUI edit, a replayed session's): after `step` steps, before
 // the next, the config patch `set` (train.lr, scaling.*, recipe) is merged into the run's config.
@@ -135,14 +137,5 @@ std::string describeConfigChange(const nlohmann::json& before, const nlohmann::j
                                  const std::string& path = {});
 // Applies "a.b.c=value" (value parsed as JSON, else taken as a string) to a JSON document.
 void applySetting(nlohmann::json& j, const std::string& assignment);
-
-// Built-in presets: name, one-line description, and the JSON they add to the defaults.
-struct Preset {
-    std::string name;
-    std::string description;
-    nlohmann::json json;
-};
-const std::vector<Preset>& presets();
-const Preset& findPreset(const std::string& name); // throws ConfigError listing the names
 
 } // namespace plab

@@ -7,6 +7,7 @@
 #include "loss_scale_slider.h"
 #include "main_window.h"
 #include "stages_overview.h"
+#include "train/presets.h"
 #include "training_controller.h"
 
 #include <QApplication>

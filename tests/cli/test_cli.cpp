@@ -417,6 +417,8 @@ void TestCli::presetsList() {
     for (const char* name :
          {"fp32 ", "fp16-noscale", "fp16-static", "bf16 ", "fp8-e5m2", "fp8-e4m3"})
         QVERIFY2(r.out.contains(name), name);
+    // Each with the paper it follows, from the one table (core/train/presets.json).
+    QVERIFY2(r.out.contains("after Zhao, Vogel, Ahmed and Luk, IJCAI 2020"), r.out.constData());
 }
 
 void TestCli::trainRunsAndLogs() {

@@ -12,6 +12,7 @@
 #include "nn/linear.h"
 #include "nn/max_pool2d.h"
 #include "train/gpt_trainer.h"
+#include "train/presets.h"
 #include "train/run_data.h"
 #include "train/trainer.h"
 

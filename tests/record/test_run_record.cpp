@@ -7,6 +7,7 @@
 #include "record/histogram_blob.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
+#include "train/presets.h"
 #include "train/run_log.h"
 #include "train/training_session.h"
 

@@ -1,6 +1,7 @@
 // Config parsing: defaults, JSON round trip, presets, --set, and errors that name the key path.
 #include <QTest>
 
+#include "train/presets.h"
 #include "train/train_config.h"
 
 #include <functional>
@@ -15,6 +16,7 @@ class TestConfig : public QObject {
 private slots:
     void defaultsRoundTrip();
     void presetsParse();
+    void presetsAreDataWithTheirPapers();
     void settings();
     void errors_data();
     void errors();
@@ -323,6 +325,40 @@ void TestConfig::everyKeyReplaysFieldByField() {
     // Accumulation without "every" (one rounding of the whole sum) replays too.
     expectReplays(configFromJson({{"recipe", {{"accumulation", {{"format", "bf16"}}}}}}),
                   QStringLiteral("accumulation without every"));
+}
+
+// The presets are the data file's (core/train/presets.json): each names its paper and says in a
+// line what it is; a table entry without either, or named twice, or with a config the reader
+// refuses, is refused by name.
+void TestConfig::presetsAreDataWithTheirPapers() {
+    QVERIFY(presets().size() >= 17);
+    for (const Preset& p : presets()) {
+        QVERIFY2(!p.paper.empty() && !p.description.empty(), p.name.c_str());
+        QVERIFY2(p.description.find('\n') == std::string::npos, p.name.c_str()); // one line
+    }
+    QVERIFY(findPreset("fp8-e5m2-mellempudi").paper.find("arXiv 1905.12334") != std::string::npos);
+    QVERIFY(findPreset("fp16-zhao").paper.find("arXiv 1910.12385") != std::string::npos);
+    const auto refusal = [](const char* table) {
+        try {
+            readPresetTable(table);
+        } catch (const std::logic_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    QCOMPARE(refusal(R"({"presets": [{"name": "x", "description": "d", "config": {}}]})"),
+             std::string("presets.json: preset \"x\": \"paper\" is missing or empty"));
+    QCOMPARE(refusal(R"({"presets": [{"name": "x", "paper": "p", "description": ""}]})"),
+             std::string("presets.json: preset \"x\": \"description\" is missing or empty"));
+    QCOMPARE(refusal(R"({"presets": [{"name": "x", "paper": "p", "description": "d"},
+                                     {"name": "x", "paper": "p", "description": "d"}]})"),
+             std::string("presets.json: preset \"x\" is given twice"));
+    QVERIFY(refusal(R"({"presets": [{"name": "x", "paper": "p", "description": "d",
+                                     "config": {"recipe": {"weights": "fp7"}}}]})")
+                .find("preset \"x\": config.recipe.weights") != std::string::npos);
+    QVERIFY(readPresetTable(R"({"presets": [{"name": "x", "paper": "p", "description": "d"}]})")
+                .front()
+                .json == nlohmann::json::object()); // no config: the defaults
 }
 
 void TestConfig::everyPresetReplaysFieldByField() {

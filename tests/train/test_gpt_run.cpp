@@ -4,6 +4,7 @@
 #include "data/text_corpus.h"
 #include "engine/host_kernel_ops.h"
 #include "train/gpt_run.h"
+#include "train/presets.h"
 #include "train/train_config.h"
 
 #include <QtTest>

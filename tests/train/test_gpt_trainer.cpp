@@ -9,6 +9,7 @@
 #include "gpt/gpt_model.h"
 #include "train/gpt_casts.h"
 #include "train/gpt_trainer.h"
+#include "train/presets.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 

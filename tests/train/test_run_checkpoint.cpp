@@ -8,6 +8,7 @@
 #include <QTest>
 
 #include "session_test_support.h"
+#include "train/presets.h"
 
 #include "engine/cpu_ops.h"
 #include "record/record_error.h"

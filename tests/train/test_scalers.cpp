@@ -6,6 +6,7 @@
 #include "numerics/amax_scaling.h"
 #include "train/dynamic_scaler.h"
 #include "train/per_layer_scaling.h"
+#include "train/presets.h"
 #include "train/trainer.h"
 #include "util/thread_pool.h"
 

@@ -5,6 +5,7 @@
 // collecting statistics does not change a run.
 #include <QTest>
 
+#include "train/presets.h"
 #include "train/trainer.h"
 
 #include <algorithm>

@@ -34,6 +34,7 @@
 #include "sweep/sweep_run.h"
 #include "test_shard.h"
 #include "time_view.h"
+#include "train/presets.h"
 #include "train/run_checkpoint.h"
 #include "training_controller.h"
 

@@ -8,6 +8,7 @@
 
 #include "nn/model.h"
 #include "train/dynamic_scaler.h"
+#include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/run_data.h"
 #include "train/trainer.h"
