@@ -438,6 +438,7 @@ TrainConfig configFromJson(const json& j) {
         t.number("histograms_every", c.histogramsEvery, 1, 1e9);
         t.number("record_budget_mb", c.recordBudgetMb, 0, 1e9);
         t.number("eval_every", c.evalEvery, 0, 1e9);
+        t.number("checkpoint_every", c.checkpointEvery, 0, 1e12);
         t.finish();
         if (c.steps == 0 && c.epochs == 0)
             throw ConfigError("config.train: steps and epochs are both 0; set one of them");

@@ -72,6 +72,10 @@ struct TrainConfig {
     // (an event says so); steps, counters and events always are.
     int recordBudgetMb = 200;
     int evalEvery = 0; // test-set evaluation every k steps; 0: at the end of each epoch
+    // A checkpoint (train/run_checkpoint.h) every k steps as well as when the run is stopped,
+    // so that a run killed outright (SIGKILL, a crash, a node lost) goes on from the last one;
+    // 0: only when stopped.
+    std::int64_t checkpointEvery = 0;
 
     PrecisionRecipe recipe;
     ScalingPolicy scalingPolicy = ScalingPolicy::Static; // train/scaling_policy.h

@@ -471,6 +471,9 @@ void TrainingSession::doStep() {
     if (!recorded)
         return; // run() ends the run
     m_recordedSteps = s.step;
+    if (!r.diverged && !lastStep && m_config.checkpointEvery > 0 &&
+        s.step % m_config.checkpointEvery == 0)
+        checkpointNow();
     if (r.diverged)
         finish(SessionState::Diverged,
                "diverged at step " + std::to_string(s.step) + ": " + r.event);
@@ -648,6 +651,22 @@ void TrainingSession::writeCheckpoint() {
              std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count()}};
     m_trainer->saveState(checkpoint);
     checkpoint.write(m_runDir + "/" + kCheckpointFile);
+}
+
+void TrainingSession::checkpointNow() {
+    if (!m_log)
+        return;
+    // A device's statistics still on their way are logged first, as at a stop: the checkpoint
+    // reads the run's tensors after the device's queued work.
+    landStatistics();
+    try {
+        writeCheckpoint();
+    } catch (const std::exception& e) { // a full disk: the run goes on, the record says so
+        record([&](RunLog& log) {
+            log.logEvent(m_trainer->stepsTaken(), "checkpoint",
+                         std::string("no checkpoint written: ") + e.what());
+        });
+    }
 }
 
 void TrainingSession::removeCheckpoint() {

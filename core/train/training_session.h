@@ -125,6 +125,7 @@ private:
     // (a run that ended otherwise, or was reset: nothing to go on from).
     void writeCheckpoint();
     void removeCheckpoint();
+    void checkpointNow(); // train.checkpoint_every's: a failure is an event, not the run's end
     // runDir's checkpoint when it is one of a run started from `config` (its start or its
     // replay config); else nothing, and `why` says why not.
     std::optional<RunCheckpoint> usableCheckpoint(const TrainConfig& config,

@@ -67,6 +67,7 @@ private slots:
     void compareSpeaksForItself();
     void killedCompareResumes();
     void stoppedTrainResumesFromItsCheckpoint();
+    void killedTrainResumesFromItsLastCheckpoint();
     void minorMessagesSayWhatWasMeant();
     void sweepFolderHoldsOneSweep();
     void killedSweepLeavesNoOrphans();
@@ -1859,6 +1860,58 @@ void TestCli::stoppedTrainResumesFromItsCheckpoint() {
                                 QStringLiteral("--out"), dir.filePath(QStringLiteral("none"))});
     QVERIFY(none.exitCode != 0);
     QVERIFY2(none.err.contains("cannot resume: it holds no checkpoint"), none.err.constData());
+}
+
+// kill -9 leaves no checkpoint at the end, but train.checkpoint_every's last one: --resume goes
+// on from it, the rows the killed run wrote after it removed, each step then once with the
+// losses of the run never killed.
+void TestCli::killedTrainResumesFromItsLastCheckpoint() {
+    QTemporaryDir dir;
+    const QString killed = dir.filePath(QStringLiteral("killed"));
+    const QString whole = dir.filePath(QStringLiteral("whole"));
+    const QStringList every7 = {QStringLiteral("--set"),
+                                QStringLiteral("train.checkpoint_every=7")};
+    QProcess p;
+    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(killed, "1000000", every7));
+    QVERIFY(p.waitForStarted());
+    for (int i = 0; i < 1500 && recordedSteps(killed) < 20; ++i)
+        QTest::qWait(20);
+    ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
+    QVERIFY(p.waitForFinished(20000));
+    const qint64 killedAt = recordedSteps(killed);
+    QVERIFY(killedAt >= 20);
+
+    QProcess resumed;
+    resumed.start(
+        QStringLiteral(PLAB_CLI_PATH),
+        {QStringLiteral("train"), QStringLiteral("--resume"), QStringLiteral("--out"), killed});
+    QVERIFY(resumed.waitForStarted());
+    for (int i = 0; i < 1500 && recordedSteps(killed) < killedAt + 10; ++i)
+        QTest::qWait(20);
+    ::kill(static_cast<pid_t>(resumed.processId()), SIGTERM);
+    QVERIFY(resumed.waitForFinished(20000));
+    const QByteArray err = resumed.readAllStandardError();
+    const qsizetype at = err.indexOf("from its checkpoint of step ");
+    QVERIFY2(at >= 0, err.constData());
+    const qint64 from = err.mid(at + 28).split('\n').front().toLongLong();
+    QVERIFY2(from % 7 == 0 && from > killedAt - 7 - 1 && from <= killedAt, err.constData());
+    const qint64 stoppedAt = readSummary(killed).value(QStringLiteral("steps")).toInteger();
+
+    QProcess reference;
+    reference.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(whole, "1000000", every7));
+    QVERIFY(reference.waitForStarted());
+    for (int i = 0; i < 1500 && recordedSteps(whole) < stoppedAt; ++i)
+        QTest::qWait(20);
+    ::kill(static_cast<pid_t>(reference.processId()), SIGTERM);
+    QVERIFY(reference.waitForFinished(20000));
+    const QList<QByteArray> a = fileLines(killed + QStringLiteral("/metrics.csv"));
+    const QList<QByteArray> b = fileLines(whole + QStringLiteral("/metrics.csv"));
+    QCOMPARE(a.size(), 1 + stoppedAt); // each step once: the killed run's rows past `from` gone
+    QVERIFY(b.size() >= a.size());
+    for (qint64 i = 1; i <= stoppedAt; ++i) {
+        QCOMPARE(a[i].split(',')[0], QByteArray::number(i));
+        QCOMPARE(a[i].split(',')[2], b[i].split(',')[2]);
+    }
 }
 
 void TestCli::killedCompareResumes() {
