@@ -1,6 +1,7 @@
 // precision-lab-cli end to end: the formats table, text and binary quantise, training with its
 // run log (also when killed), and bad input giving a one-line error that names the offending text
 // with a non-zero exit.
+#include <QCoreApplication>
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -23,6 +24,7 @@
 #include "record/run_record.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_run.h"
+#include "test_shard.h"
 #include "train/run_config_builder.h"
 #include "train/train_config.h"
 
@@ -614,6 +616,15 @@ QStringList trainArgs(const QString& out, const char* steps, const QStringList& 
     return QStringList{QStringLiteral("train"), QStringLiteral("--steps"),
                        QString::fromLatin1(steps), QStringLiteral("--out"), out} +
            kTinyRun + extra;
+}
+
+// Sends `signal` to a running `train` once its record holds `steps` steps (or after 30 s), and
+// waits for it to end.
+bool signalWhenRecorded(QProcess& p, const QString& run, qint64 steps, int signal) {
+    for (int i = 0; i < 1500 && recordedSteps(run) < steps; ++i)
+        QTest::qWait(20);
+    ::kill(static_cast<pid_t>(p.processId()), signal);
+    return p.waitForFinished(20000);
 }
 
 // Starts a run too long to end by itself and waits until its record holds `steps` steps.
@@ -1732,7 +1743,15 @@ void TestCli::exportRefusesWhatIsNotARecord() {
              garbage.err.constData());
 }
 
-QTEST_GUILESS_MAIN(TestCli)
+// Two shards CTest runs in parallel (tests/cli/CMakeLists.txt): under AddressSanitizer the
+// whole object took past CTest's 120 s on the 2-core machine once the resume tests joined it.
+int main(int argc, char** argv) {
+    QCoreApplication app(argc, argv);
+    TestCli test;
+    QTEST_SET_MAIN_SOURCE_PATH
+    const std::optional<QStringList> args = plab::test::shardArguments(test, argc, argv);
+    return args ? QTest::qExec(&test, *args) : 2;
+}
 #include "test_cli.moc"
 
 // Every Slurm option's value is written into the job script's #SBATCH lines: a newline in one
@@ -1801,10 +1820,6 @@ void TestCli::compareSpeaksForItself() {
     QVERIFY(QFile::exists(dir.filePath(QStringLiteral("two/compare.csv"))));
 }
 
-// Rerunning a killed compare resumes it, as sweep does: the run that ended keeps its record,
-// the interrupted one runs again; nothing is marked failed (it was: "holds an earlier run",
-// .failed markers, exit 3). A finished run with other settings is not replaced without
-// --overwrite (issue 52 item 35).
 // A run stopped by a signal leaves a checkpoint; `train --resume --out DIR` goes on from it (its
 // config.json's config), and the record then holds each step once with the losses of a run that
 // was never stopped; stopped again, it goes on again. A folder without a checkpoint is refused
@@ -1819,11 +1834,8 @@ void TestCli::stoppedTrainResumesFromItsCheckpoint() {
         p.start(QStringLiteral(PLAB_CLI_PATH), args);
         return p.waitForStarted();
     };
-    const auto stopWhen = [&](QProcess& p, const QString& run, qint64 steps) {
-        for (int i = 0; i < 1500 && recordedSteps(run) < steps; ++i)
-            QTest::qWait(20);
-        ::kill(static_cast<pid_t>(p.processId()), SIGTERM);
-        return p.waitForFinished(20000) && p.exitCode() == 128 + SIGTERM;
+    const auto stopWhen = [](QProcess& p, const QString& run, qint64 steps) {
+        return signalWhenRecorded(p, run, steps, SIGTERM) && p.exitCode() == 128 + SIGTERM;
     };
     QProcess first;
     QVERIFY(startRun(first, trainArgs(stopped, "1000000", stochastic)));
@@ -1874,10 +1886,7 @@ void TestCli::killedTrainResumesFromItsLastCheckpoint() {
     QProcess p;
     p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(killed, "1000000", every7));
     QVERIFY(p.waitForStarted());
-    for (int i = 0; i < 1500 && recordedSteps(killed) < 20; ++i)
-        QTest::qWait(20);
-    ::kill(static_cast<pid_t>(p.processId()), SIGKILL);
-    QVERIFY(p.waitForFinished(20000));
+    QVERIFY(signalWhenRecorded(p, killed, 20, SIGKILL));
     const qint64 killedAt = recordedSteps(killed);
     QVERIFY(killedAt >= 20);
 
@@ -1886,10 +1895,7 @@ void TestCli::killedTrainResumesFromItsLastCheckpoint() {
         QStringLiteral(PLAB_CLI_PATH),
         {QStringLiteral("train"), QStringLiteral("--resume"), QStringLiteral("--out"), killed});
     QVERIFY(resumed.waitForStarted());
-    for (int i = 0; i < 1500 && recordedSteps(killed) < killedAt + 10; ++i)
-        QTest::qWait(20);
-    ::kill(static_cast<pid_t>(resumed.processId()), SIGTERM);
-    QVERIFY(resumed.waitForFinished(20000));
+    QVERIFY(signalWhenRecorded(resumed, killed, killedAt + 10, SIGTERM));
     const QByteArray err = resumed.readAllStandardError();
     const qsizetype at = err.indexOf("from its checkpoint of step ");
     QVERIFY2(at >= 0, err.constData());
@@ -1900,10 +1906,7 @@ void TestCli::killedTrainResumesFromItsLastCheckpoint() {
     QProcess reference;
     reference.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(whole, "1000000", every7));
     QVERIFY(reference.waitForStarted());
-    for (int i = 0; i < 1500 && recordedSteps(whole) < stoppedAt; ++i)
-        QTest::qWait(20);
-    ::kill(static_cast<pid_t>(reference.processId()), SIGTERM);
-    QVERIFY(reference.waitForFinished(20000));
+    QVERIFY(signalWhenRecorded(reference, whole, stoppedAt, SIGTERM));
     const QList<QByteArray> a = fileLines(killed + QStringLiteral("/metrics.csv"));
     const QList<QByteArray> b = fileLines(whole + QStringLiteral("/metrics.csv"));
     QCOMPARE(a.size(), 1 + stoppedAt); // each step once: the killed run's rows past `from` gone
@@ -1914,6 +1917,10 @@ void TestCli::killedTrainResumesFromItsLastCheckpoint() {
     }
 }
 
+// Rerunning a killed compare resumes it, as sweep does: the run that ended keeps its record,
+// the interrupted one runs again; nothing is marked failed (it was: "holds an earlier run",
+// .failed markers, exit 3). A finished run with other settings is not replaced without
+// --overwrite (issue 52 item 35).
 void TestCli::killedCompareResumes() {
     QTemporaryDir dir;
     const QString out = dir.filePath(QStringLiteral("c"));
