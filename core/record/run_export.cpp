@@ -304,8 +304,7 @@ void exportRunRecord(SqliteDb& db, const std::string& outDir) {
     if (ec)
         throw RecordError(outDir + ": cannot create (" + ec.message() + ")");
     // An export killed midway left its partial files: they are this one's to replace.
-    for (const char* name : {"metrics.csv", "layers.csv", "blocks.csv", "channels.csv",
-                             "diagnostics.csv", "histograms.csv", "events.jsonl"})
+    for (const char* name : kRunExportFiles)
         std::filesystem::remove(outDir + "/" + name + ".export-tmp", ec);
     // One read transaction: the four files describe the same moment of a live run.
     db.exec("BEGIN;");

@@ -15,6 +15,11 @@
 
 namespace plab {
 
+// The files exportRunRecord writes into a folder.
+inline constexpr const char* kRunExportFiles[] = {
+    "metrics.csv",     "layers.csv",     "blocks.csv",  "channels.csv",
+    "diagnostics.csv", "histograms.csv", "events.jsonl"};
+
 // Throws RecordError ("PATH: is not a run record (no table steps)") unless db has the record's
 // tables and a schema version this build reads; returns that version.
 int checkRunRecord(SqliteDb& db);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <string_view>
 
 namespace plab {
 
@@ -54,7 +55,7 @@ std::vector<T> valuesOf(const std::string& bytes, const std::string& name) {
 // Reads the file's parts in order; every read is checked against the bytes left.
 class Reader {
 public:
-    Reader(const std::string& path, const std::string& data) : m_path(path), m_data(data) {}
+    Reader(const std::string& path, std::string_view data) : m_path(path), m_data(data) {}
     template <class T>
     T value(const char* what) {
         T v;
@@ -73,7 +74,7 @@ private:
         return p;
     }
     const std::string& m_path;
-    const std::string& m_data;
+    std::string_view m_data;
     std::size_t m_at = 0;
 };
 
@@ -175,7 +176,7 @@ RunCheckpoint RunCheckpoint::read(const std::string& path) {
         throw RecordError(path + ": is cut short");
     std::uint64_t stored;
     std::memcpy(&stored, data.data() + data.size() - sizeof stored, sizeof stored);
-    const std::string body = data.substr(0, data.size() - sizeof stored);
+    const std::string_view body(data.data(), data.size() - sizeof stored); // before the sum
     Reader r(path, body);
     (void)r.text(sizeof kMagic, "magic");
     const auto version = r.value<std::uint32_t>("version");

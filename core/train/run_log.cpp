@@ -198,8 +198,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
     // The exports of the stopped run describe fewer steps than the record will: the run's end
     // writes them again.
     std::error_code ec;
-    for (const char* name : {"metrics.csv", "layers.csv", "blocks.csv", "channels.csv",
-                             "diagnostics.csv", "histograms.csv", "events.jsonl"})
+    for (const char* name : kRunExportFiles)
         fs::remove(fs::path(dir) / name, ec);
     prepareStatements(config.histogramsEvery, static_cast<std::uint64_t>(config.recordBudgetMb));
 }

@@ -42,18 +42,21 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     if (logOptions.resume && !checkpoint && !logOptions.overwrite)
         throw RecordError(m_runDir + ": cannot resume: " + notResumed);
     if (checkpoint) {
+        // Whatever goes wrong reading it (a part missing or not fitting this run, configs no
+        // longer valid, histories cut short) is the checkpoint's, named by its path.
+        const auto ofCheckpoint = [&](const std::exception& e) {
+            return RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        };
         try {
             restoreSession(*checkpoint); // the configs and edits as they stood at its step
-            m_trainer = makeTrainingRun(m_config, m_data);
+        } catch (const std::exception& e) {
+            throw ofCheckpoint(e);
+        }
+        m_trainer = makeTrainingRun(m_config, m_data);
+        try {
             m_trainer->restoreState(*checkpoint);
-        } catch (const RecordError& e) { // a part that does not fit this run
-            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
-        } catch (const ConfigError& e) { // its configs are no longer valid ones
-            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
-        } catch (const nlohmann::json::exception& e) { // a part of its header missing
-            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
-        } catch (const std::invalid_argument& e) { // the amax histories cut short
-            throw RecordError(m_runDir + "/" + kCheckpointFile + ": " + e.what());
+        } catch (const std::exception& e) {
+            throw ofCheckpoint(e);
         }
     } else {
         m_trainer = makeTrainingRun(m_config, m_data);
