@@ -1,8 +1,9 @@
-"""Builds precision_lab._core with the project's CMake (pyproject.toml says how to install).
+"""Builds precision_lab's extensions with the project's CMake (pyproject.toml says how to install).
 
-The extension is the CMake target precision_lab_core, configured with the desktop app, the tests
-and packaging off (no Qt needed) for the interpreter that runs this build; its shared object is
-copied next to the package's Python sources in the wheel."""
+precision_lab._quantize and precision_lab._core are the CMake targets precision_lab_quantize and
+precision_lab_core, configured with the desktop app, the tests and packaging off (no Qt needed) for
+the interpreter that runs this build; their shared objects are copied next to the package's Python
+sources in the wheel."""
 
 import glob
 import os
@@ -36,11 +37,12 @@ class CMakeBuild(build_ext):
         if not existing:
             subprocess.run(configure, check=True)
         jobs = str(os.cpu_count() or 1)
-        subprocess.run(["cmake", "--build", build, "--target", "precision_lab_core", "-j", jobs],
-                       check=True)
-        built = glob.glob(os.path.join(build, "python", "precision_lab", "_core*.so"))
+        module = ext.name.split(".")[-1]  # "_core": the target precision_lab_core
+        subprocess.run(["cmake", "--build", build, "--target", "precision_lab" + module, "-j",
+                        jobs], check=True)
+        built = glob.glob(os.path.join(build, "python", "precision_lab", module + "*.so"))
         if not built:
-            raise RuntimeError(f"CMake built no precision_lab/_core*.so under {build} (is "
+            raise RuntimeError(f"CMake built no precision_lab/{module}*.so under {build} (is "
                                f"pybind11-dev installed? apt-get install pybind11-dev "
                                f"python3-dev)")
         target = self.get_ext_fullpath(ext.name)
@@ -52,6 +54,6 @@ setup(
     packages=["precision_lab"],
     package_dir={"precision_lab": "app/python/precision_lab"},
     package_data={"precision_lab": ["*.pyi", "py.typed"]},  # the type stubs (PEP 561)
-    ext_modules=[CMakeExtension("precision_lab._core")],
+    ext_modules=[CMakeExtension("precision_lab._quantize"), CMakeExtension("precision_lab._core")],
     cmdclass={"build_ext": CMakeBuild},
 )

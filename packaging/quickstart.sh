@@ -38,7 +38,7 @@ cmake --preset default >/dev/null
 # tree took 14.5 min on a fresh 2-core machine, these about half of it: docs/performance.md).
 targets=(precision-lab precision-lab-cli)
 if cmake --build --preset default --target help | grep -q '^precision_lab_core:'; then
-  targets+=(precision_lab_core)
+  targets+=(precision_lab_quantize precision_lab_core)
 fi
 cmake --build --preset default --target "${targets[@]}"
 

@@ -1,15 +1,15 @@
-# The layering of core/, ui/ and app/, written once: a file may include its own folder and the
-# folders before it in this list, never one after it, so that every include arrow points down
-# (docs/architecture.md: numerics knows no network, a layer no data set, the engine no
-# trainer, a snapshot no recipe). Folders are the first path component after core/ (core/nn and
-# core/nn/transformer are both "nn"); ui/ is "ui" and everything under app/ is "app".
+# Checks every include of core/, ui/ and app/ against the layering written once in
+# core/layers.cmake: a file may include its own folder and the folders before it there, never one
+# after it. Folders are the first path component after core/ (core/nn and core/nn/transformer are
+# both "nn"); ui/ is "ui" and everything under app/ is "app". The build holds the core's part too
+# (each floor's library compiles only with the folders it links), this test the whole order.
 #   cmake -DROOT=<source dir> -P tests/layering/check_layering.cmake
 # Prints each upward include as "<file>: <folder> includes <folder>/... (<the line>)" and fails.
-set(PLAB_LAYERS util numerics nn data engine device cuda gpt stats record train watch sweep advise ui app)
 
 if(NOT DEFINED ROOT)
   message(FATAL_ERROR "check_layering: pass -DROOT=<source dir>")
 endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../../core/layers.cmake) # the order, whatever ROOT is checked
 
 function(layer_of path out)
   set(${out} "" PARENT_SCOPE)
@@ -22,6 +22,40 @@ function(layer_of path out)
   endif()
 endfunction()
 
+# The floors' libraries must agree with the order: every core folder in exactly one floor, and a
+# floor links only floors whose folders all come before its own.
+set(violations 0)
+set(floored)
+foreach(floor IN LISTS PLAB_CORE_FLOORS)
+  list(APPEND floored ${PLAB_FLOOR_FOLDERS_${floor}})
+  set(lowest 1000)
+  foreach(folder IN LISTS PLAB_FLOOR_FOLDERS_${floor})
+    list(FIND PLAB_LAYERS ${folder} rank)
+    if(rank LESS lowest)
+      set(lowest ${rank})
+    endif()
+  endforeach()
+  foreach(below IN LISTS PLAB_FLOOR_LINKS_${floor})
+    foreach(folder IN LISTS PLAB_FLOOR_FOLDERS_${below})
+      list(FIND PLAB_LAYERS ${folder} rank)
+      if(NOT rank LESS lowest)
+        message("core/layers.cmake: ${floor} links ${below}, whose folder ${folder} is not below "
+                "${floor}'s folders in PLAB_LAYERS")
+        math(EXPR violations "${violations} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+foreach(folder IN LISTS PLAB_LAYERS)
+  set(found ${floored})
+  list(FILTER found INCLUDE REGEX "^${folder}$")
+  list(LENGTH found times)
+  if(NOT folder MATCHES "^(ui|app)$" AND NOT times EQUAL 1)
+    message("core/layers.cmake: core/${folder} is in ${times} floors; it must be in exactly one")
+    math(EXPR violations "${violations} + 1")
+  endif()
+endforeach()
+
 file(GLOB_RECURSE sources RELATIVE "${ROOT}"
   "${ROOT}/core/*.h" "${ROOT}/core/*.cpp" "${ROOT}/core/*.cu" "${ROOT}/core/*.inl"
   "${ROOT}/ui/*.h" "${ROOT}/ui/*.cpp" "${ROOT}/app/*.h" "${ROOT}/app/*.cpp")
@@ -30,7 +64,6 @@ if(count EQUAL 0)
   message(FATAL_ERROR "check_layering: no sources under ${ROOT}/core, ui or app")
 endif()
 
-set(violations 0)
 foreach(source IN LISTS sources)
   layer_of("${source}" from)
   list(FIND PLAB_LAYERS "${from}" fromRank)
@@ -54,7 +87,7 @@ foreach(source IN LISTS sources)
 endforeach()
 
 if(violations GREATER 0)
-  message(FATAL_ERROR "check_layering: ${violations} upward include(s); the order is "
-                      "${PLAB_LAYERS} (tests/layering/check_layering.cmake)")
+  message(FATAL_ERROR "check_layering: ${violations} upward include(s) or floor(s) out of order; the order is "
+                      "${PLAB_LAYERS} (core/layers.cmake)")
 endif()
 message(STATUS "check_layering: ${count} files, every include points down")

@@ -49,14 +49,18 @@ cli=$root/usr/bin/precision-lab-cli
 grep -q '"finished": true' "$scratch/run/summary.json" || fail "installed CLI: summary.json missing or run unfinished"
 echo "installed CLI trained 20 steps: $(grep -o '"final_train_loss": [^,]*' "$scratch/run/summary.json" || true)"
 
-# The Python module, where the build made it, imports from the unpacked root and casts.
+# The Python module, where the build made it, imports from the unpacked root and casts; both
+# extensions (_quantize, _core) are there.
 pkg=$root/usr/lib/python3/dist-packages
 if compgen -G "$pkg/precision_lab/_core*.so" >/dev/null; then
+  compgen -G "$pkg/precision_lab/_quantize*.so" >/dev/null ||
+    fail "installed Python module: _core is there but not _quantize"
   PYTHONPATH=$pkg /usr/bin/python3 -c '
 import numpy, precision_lab
 y, s = precision_lab.quantize(numpy.array([1e-9, 1.0], numpy.float32), "fp16")
 assert s["flushed"] == 1 and y[1] == 1.0, s
 assert precision_lab.__file__.startswith("'"$pkg"'"), precision_lab.__file__
+assert callable(precision_lab.open_run)  # loads _core
 ' || fail "installed Python module: import or quantize failed"
   echo "installed Python module imports and casts"
 fi

@@ -197,3 +197,23 @@ def test_ml_dtypes_and_torch_names_are_our_formats():
     assert a.tobytes() == torch.from_numpy(x).bfloat16().float().numpy().tobytes()
     with pytest.raises(TypeError, match="torch dtype"):
         pl.quantize(x, 3)
+
+
+def test_casting_loads_neither_records_nor_trainers():
+    """`import precision_lab` and a cast load only the _quantize extension (the numerics floor);
+    _core (SQLite, the trainers) loads when a record or the advisor is first used."""
+    import os
+    import sys
+    script = (
+        "import sys, numpy, precision_lab as pl\n"
+        "y, s = pl.quantize(numpy.array([1e-9, 1.0], numpy.float32), 'fp16')\n"
+        "assert s['flushed'] == 1 and y[1] == 1.0, s\n"
+        "print(sorted(m for m in sys.modules if m.startswith('precision_lab.')))\n"
+        "print(callable(pl.open_run), 'precision_lab._core' in sys.modules,\n"
+        "      {'open_run', 'advise', 'export_advice'} <= set(dir(pl)))\n"
+        "from precision_lab import advise, export_advice\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(pl.__file__)))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=env).stdout.splitlines()
+    assert out[0] == "['precision_lab._arrays', 'precision_lab._quantize']", out
+    assert out[1] == "True True True", out

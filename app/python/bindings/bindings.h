@@ -1,5 +1,5 @@
-// The pieces of the precision_lab._core extension, one file per area, and the checks every
-// function that takes an array shares.
+// The pieces of the precision_lab._quantize and _core extensions, one file per area, and the
+// checks every function that takes an array shares.
 #pragma once
 
 #include <pybind11/numpy.h>

@@ -5,12 +5,28 @@ Every function calls the same C++ code as the app and ``precision-lab-cli``: ``q
 the bits ``precision-lab-cli quantize --binary`` gives, and its counts are the ones the app draws.
 """
 
-from . import _core
+import importlib
+
+from . import _quantize
 from ._arrays import as_float32_array
-from ._runs import open_run
-from ._advise import advise, export_advice
 
 __all__ = ["formats", "quantize", "open_run", "advise", "export_advice", "ROUNDINGS"]
+
+# Records and the advisor live in the larger _core extension (SQLite, the trainers): loaded when
+# one of them is first used, so a script that only casts never loads it.
+_LOADED_ON_USE = {"open_run": "._runs", "advise": "._advise", "export_advice": "._advise"}
+
+
+def __getattr__(name):
+    if name not in _LOADED_ON_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LOADED_ON_USE[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LOADED_ON_USE))
 
 ROUNDINGS = ("nearest-even", "nearest-away", "toward-zero", "stochastic")
 # The most threads a cast takes (the CLI's config allows as many): more would only be refused by
@@ -37,7 +53,7 @@ def formats(spec=None):
     """The format table ``precision-lab-cli formats`` prints, as a list of dicts (element
     formats, then block formats); with ``spec`` (any name or custom ``eXmY[:options]`` the CLI
     accepts), that one format's dict. Raises ValueError with the CLI's message for a bad spec."""
-    return _core.formats(spec)
+    return _quantize.formats(spec)
 
 
 def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
@@ -84,9 +100,9 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
         scale = float(scale)
     except (TypeError, ValueError):
         raise TypeError(f"scale {scale!r}: expected a finite positive number") from None
-    y, s = _core.quantize(array, fmt, rounding, seed, scale, bool(stats), scale_rounding,
-                          target, threads, overflow, bool(four_over_six), bool(pow2_scales),
-                          bool(block_scales), bool(error), int(stream))
+    y, s = _quantize.quantize(array, fmt, rounding, seed, scale, bool(stats), scale_rounding,
+                              target, threads, overflow, bool(four_over_six),
+                              bool(pow2_scales), bool(block_scales), bool(error), int(stream))
     if out is not None:
         return out, s
     return y, s

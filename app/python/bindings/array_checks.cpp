@@ -1,8 +1,6 @@
-// precision_lab._core: the extension module the Python package precision_lab wraps.
+// The checks every function that takes an array shares (bindings.h), compiled into both
+// extensions.
 #include "bindings.h"
-
-#include "numerics/format_spec.h"
-#include "record/record_error.h"
 
 #include <sstream>
 
@@ -45,25 +43,3 @@ std::span<float> floatValues(const py::array& array) {
 }
 
 } // namespace plab::python
-
-PYBIND11_MODULE(_core, m) {
-    namespace py = pybind11;
-    m.doc() = "Precision Lab's core: format casts with exact statistics, run records, the "
-              "PyTorch watcher's recorder";
-    // The core's one-line errors reach Python as the exceptions a caller expects.
-    py::register_exception_translator([](std::exception_ptr p) {
-        try {
-            if (p)
-                std::rethrow_exception(p);
-        } catch (const plab::FormatError& e) {
-            PyErr_SetString(PyExc_ValueError, e.what());
-        } catch (const plab::RecordError& e) {
-            PyErr_SetString(PyExc_OSError, e.what());
-        }
-    });
-    plab::python::bindQuantize(m);
-    plab::python::bindRunRecord(m);
-    plab::python::bindWatch(m);
-    plab::python::bindEmulate(m);
-    plab::python::bindAdvise(m);
-}
