@@ -107,8 +107,8 @@ void FlushHeatmapView::setColumns(const std::vector<TrainingController::FlushCol
     }
     if (!m_quantity.isEmpty()) { // the colours span the values drawn
         double lo = qInf(), hi = -qInf();
-        for (const auto& column : columns)
-            for (double v : column.flushed)
+        for (const auto& drawn : columns)
+            for (double v : drawn.flushed)
                 if (std::isfinite(v)) {
                     lo = std::min(lo, v);
                     hi = std::max(hi, v);

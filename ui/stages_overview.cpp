@@ -178,7 +178,8 @@ void StagesOverview::paintEvent(QPaintEvent*) {
             const double t = m_ladderSize > 1 ? static_cast<double>(row.adviceRank) /
                                                     static_cast<double>(m_ladderSize - 1)
                                               : 0.0;
-            const QColor tag = QColor::fromHsvF(0.33 * (1.0 - t), t >= 1.0 ? 0.0 : 0.6, 0.85);
+            const QColor tag = QColor::fromHsvF(static_cast<float>(0.33 * (1.0 - t)),
+                                                t >= 1.0 ? 0.0f : 0.6f, 0.85f);
             p.fillRect(QRect(0, top + 2, 4, kRowHeight - 4), tag);
         }
         p.setPen(palette().text().color());

@@ -1,23 +1,33 @@
 // Sixteen float32 lanes for the CPU's block passes (block_range_passes.cpp, block_stats.cpp):
 // GCC's vector extensions, one AVX-512 register each, in functions compiled for AVX-512 alone
-// (PLAB_LANES_TARGET) and run only where cpuRunsLanes(); a block of 16 is too short for the
-// auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers a
-// comparison of these vectors one element at a time (the plain loops, vectorised by the
-// compiler, are about twice as fast there). For AVX2 the record exchanges, the folds and the
-// span helpers also come in eight lanes (one AVX2 register), for functions compiled for x86-64-v3
-// alone (PLAB_LANES8_TARGET, run where cpuRunsLanes8()): the plain loops of a block's facts do not
-// vectorise (GCC keeps them scalar, cmov by cmov). |x| bits are below 2^31, so signed lanes order
-// them as unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go
-// element by element), and two comparisons are never combined bitwise (GCC 12 then also goes
-// element by element with AVX-512 masks): selects and single comparisons only. Integer and
-// exact float operations, so the same bits as the scalar loops. Not under nvcc: the GPU runs the
-// scalar loops.
+// (PLAB_LANES_TARGET) and run only where blockPassKernel() is Avx512; a block of 16 is too short
+// for the auto-vectoriser. Not for AVX2 or SSE copies: without a 64-byte vector mode GCC 12 lowers
+// a comparison of these vectors one element at a time (the plain loops, vectorised by the compiler,
+// are about twice as fast there). For AVX2 the record exchanges, the folds and the span helpers
+// also come in eight lanes (one AVX2 register), for functions compiled for x86-64-v3 alone
+// (PLAB_LANES8_TARGET, run where it is Avx2): the plain loops of a block's facts do not vectorise
+// (GCC keeps them scalar, cmov by cmov). |x| bits are below 2^31, so signed lanes order them as
+// unsigned ones would (x86 has no unsigned vector compare before AVX-512: GCC would go element by
+// element), and two comparisons are never combined bitwise (GCC 12 then also goes element by
+// element with AVX-512 masks): selects and single comparisons only. Integer and exact float
+// operations, so the same bits as the scalar loops. Not under nvcc: the GPU runs the scalar loops.
 #pragma once
+
+#include "util/cpu_features.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+
+namespace plab::blocks {
+// The path the block passes and the block statistics' groups take (read once; defined in
+// block_range_passes.cpp): Avx512 (the 16-lane PLAB_LANES_TARGET functions) where the CPU also
+// has AVX-512 CD and autoCpuKernel() is Avx512; Avx2 (the 8-lane PLAB_LANES8_TARGET ones) where
+// autoCpuKernel() is at least Avx2, PLAB_CPU_KERNEL=avx2 on an AVX-512 CPU included; else Generic,
+// the plain loops (always, without PLAB_BLOCK_LANES).
+CpuKernel blockPassKernel();
+} // namespace plab::blocks
 
 // GCC only: Clang refuses (as an error) a call that passes a 64-byte vector from a function
 // compiled for AVX-512 to one that is not, even one always inlined, which every lane helper is;
@@ -29,20 +39,13 @@
 #pragma GCC diagnostic ignored "-Wpsabi" // always inlined: no vector crosses a call
 
 #define PLAB_LANE_INLINE __attribute__((always_inline)) inline
-// The functions that use the lanes: compiled for x86-64-v4 alone, called where cpuRunsLanes().
+// The functions that use the lanes: compiled for x86-64-v4 alone, called where
+// blockPassKernel() is Avx512.
 #define PLAB_LANES_TARGET __attribute__((target("arch=x86-64-v4")))
-// The functions that use the eight-lane span helpers: x86-64-v3 alone, where cpuRunsLanes8().
+// The functions that use the eight-lane span helpers: x86-64-v3 alone, where it is Avx2.
 #define PLAB_LANES8_TARGET __attribute__((target("arch=x86-64-v3")))
 
 namespace plab::blocks::lanes {
-
-// Whether this process runs the PLAB_LANES_TARGET functions: the CPU has AVX-512 (x86-64-v4)
-// and PLAB_CPU_KERNEL does not cap the quantise kernels below it (read once; defined in
-// block_range_passes.cpp).
-bool cpuRunsLanes();
-// Whether it runs the PLAB_LANES8_TARGET ones instead: AVX2 (x86-64-v3) and not the above
-// (PLAB_CPU_KERNEL=avx2 on an AVX-512 CPU included).
-bool cpuRunsLanes8();
 
 using I16 = std::int32_t __attribute__((vector_size(64)));
 using U16 = std::uint32_t __attribute__((vector_size(64))); // for wrapping sums only

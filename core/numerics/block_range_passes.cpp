@@ -8,23 +8,26 @@
 #include "numerics/block_range_passes.h"
 
 #include "numerics/quantizer.h"
+#include "util/cpu_features.h"
 #include "util/vector_clones.h"
 
 #include <algorithm>
 #include <cfloat>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <type_traits>
 
 namespace plab::blocks {
 namespace {
 
-#if defined(PLAB_BLOCK_LANES)
 // 1-D blocks of a multiple of 16 elements: a row's whole blocks go 16 at a time (overBlocks),
 // block b + k of a group at element begin + k * side.
 bool groupable(const Geometry& g) {
     return !g.tiles && g.side % 16 == 0;
 }
+
+#if defined(PLAB_BLOCK_LANES)
 
 // kCounts false (ScaleBlocks::scalesOnly): the amaxes alone, the records' counts 0. kTiles: 16
 // whole 16 x 16 tiles side by side (tileGroups), begin their row group's first element, block
@@ -676,94 +679,81 @@ std::uint32_t nonNanAmax8(const float* in, std::size_t n) {
 }
 #endif
 
+// Each path's passes, indexed by CpuKernel (Auto unused). factsAndScale: the fused pass, null
+// where a path has none.
+struct BlockPasses {
+    void (*findFacts)(const ScaleBlocks& body, std::size_t first, std::size_t last);
+    void (*scale)(const ScaleBlocks& body, std::size_t first, std::size_t last);
+    void (*factsAndScale)(const ScaleBlocks& body, std::size_t first, std::size_t last);
+    std::uint32_t (*nonNanAmax)(const float* in, std::size_t n);
+    void (*dequantize)(const DequantizeBlocks& body, std::size_t first, std::size_t last);
+};
+
+const BlockPasses kBlockByBlock{findFactsBlockByBlock, scaleBlockByBlock, nullptr, nonNanAmaxScalar,
+                                dequantizeBlockByBlock};
+#if defined(PLAB_BLOCK_LANES)
+const BlockPasses kPassesByKernel[] = {
+    kBlockByBlock,
+    kBlockByBlock,
+    {findFactsBlockByBlock8, scaleBlockByBlock8, factsAndScaleGrouped8, nonNanAmax8,
+     dequantizeBlockByBlock8},
+    {findFactsGrouped, scaleGrouped, factsAndScaleGrouped, nonNanAmaxGrouped, dequantizeGrouped}};
+#else
+const BlockPasses kPassesByKernel[] = {kBlockByBlock, kBlockByBlock, kBlockByBlock, kBlockByBlock};
+#endif
+static_assert(std::size(kPassesByKernel) == static_cast<std::size_t>(CpuKernel::Avx512) + 1);
+
+const BlockPasses& passes() {
+    static const BlockPasses& chosen = kPassesByKernel[static_cast<std::size_t>(blockPassKernel())];
+    return chosen;
+}
+
 } // namespace
 
+CpuKernel blockPassKernel() {
+    static const CpuKernel kernel = [] {
 #if defined(PLAB_BLOCK_LANES)
-bool lanes::cpuRunsLanes() {
-    static const bool on = [] {
-        __builtin_cpu_init();
         try {
-            return autoCpuKernel() == CpuKernel::Avx512 && __builtin_cpu_supports("avx512cd");
-        } catch (const std::exception&) { // a PLAB_CPU_KERNEL naming no kernel: the element
-            return false; // quantiser reports it; a block pass (on a worker) cannot throw
-        }
-    }();
-    return on;
-}
-
-bool lanes::cpuRunsLanes8() {
-    static const bool on = [] {
-        __builtin_cpu_init();
-        try {
-            return !cpuRunsLanes() && autoCpuKernel() >= CpuKernel::Avx2 &&
-                   __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("bmi2");
-        } catch (const std::exception&) { // as cpuRunsLanes()
-            return false;
-        }
-    }();
-    return on;
-}
+            const CpuKernel widest = autoCpuKernel();
+            if (widest == CpuKernel::Avx512 && cpuFeatures().avx512cd)
+                return CpuKernel::Avx512;
+            return widest >= CpuKernel::Avx2 ? CpuKernel::Avx2 : CpuKernel::Generic;
+        } catch (const std::exception&) { // a PLAB_CPU_KERNEL naming no path: the element
+            return CpuKernel::Generic;    // quantiser reports it; a block pass (on a worker)
+        }                                 // cannot throw
+#else
+        return CpuKernel::Generic;
 #endif
+    }();
+    return kernel;
+}
 
 void findFactsRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-#if defined(PLAB_BLOCK_LANES)
-    if (lanes::cpuRunsLanes())
-        return findFactsGrouped(body, first, last);
-    if (lanes::cpuRunsLanes8())
-        return findFactsBlockByBlock8(body, first, last);
-#endif
-    findFactsBlockByBlock(body, first, last);
+    passes().findFacts(body, first, last);
 }
 
 void scaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-#if defined(PLAB_BLOCK_LANES)
-    if (lanes::cpuRunsLanes())
-        return scaleGrouped(body, first, last);
-    if (lanes::cpuRunsLanes8())
-        return scaleBlockByBlock8(body, first, last);
-#endif
-    scaleBlockByBlock(body, first, last);
+    passes().scale(body, first, last);
 }
 
 bool fusesFactsAndScale(const ScaleBlocks& body) {
-#if defined(PLAB_BLOCK_LANES)
-    return (lanes::cpuRunsLanes() || lanes::cpuRunsLanes8()) && groupable(body.geometry) &&
-           !body.fourOverSix && (!body.stochastic || body.deferStochasticClips);
-#else
-    (void)body;
-    return false;
-#endif
+    return passes().factsAndScale != nullptr && groupable(body.geometry) && !body.fourOverSix &&
+           (!body.stochastic || body.deferStochasticClips);
 }
 
 void factsAndScaleRange(const ScaleBlocks& body, std::size_t first, std::size_t last) {
-#if defined(PLAB_BLOCK_LANES)
     if (fusesFactsAndScale(body))
-        return lanes::cpuRunsLanes() ? factsAndScaleGrouped(body, first, last)
-                                     : factsAndScaleGrouped8(body, first, last);
-#endif
+        return passes().factsAndScale(body, first, last);
     findFactsRange(body, first, last);
     scaleRange(body, first, last);
 }
 
 std::uint32_t nonNanAmaxBits(const float* in, std::size_t n) {
-#if defined(PLAB_BLOCK_LANES)
-    if (lanes::cpuRunsLanes())
-        return nonNanAmaxGrouped(in, n);
-    if (lanes::cpuRunsLanes8())
-        return nonNanAmax8(in, n);
-#endif
-    return nonNanAmaxScalar(in, n);
+    return passes().nonNanAmax(in, n);
 }
 
 void dequantizeRange(const DequantizeBlocks& body, std::size_t first, std::size_t last) {
-#if defined(PLAB_BLOCK_LANES)
-    if (lanes::cpuRunsLanes())
-        return dequantizeGrouped(body, first, last);
-    if (lanes::cpuRunsLanes8())
-        return dequantizeBlockByBlock8(body, first, last);
-#endif
-    dequantizeBlockByBlock(body, first, last);
+    passes().dequantize(body, first, last);
 }
 
 } // namespace plab::blocks

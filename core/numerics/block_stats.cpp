@@ -198,10 +198,14 @@ std::size_t count(const BlockInfo* list, std::size_t count, CounterSums& sums,
                   std::uint32_t (*scaleCopies)[kHistBinCount + 1],
                   std::uint32_t (*rangeCopies)[kRangeBins + 1]) {
 #if defined(PLAB_BLOCK_LANES)
-    if (blocks::lanes::cpuRunsLanes())
+    switch (blocks::blockPassKernel()) {
+    case CpuKernel::Avx512:
         return countGroups16(list, count, sums, scaleCopies, rangeCopies);
-    if (blocks::lanes::cpuRunsLanes8())
+    case CpuKernel::Avx2:
         return countGroups8(list, count, sums, scaleCopies, rangeCopies);
+    default:
+        break;
+    }
 #endif
     (void)list;
     (void)count;

@@ -9,11 +9,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 namespace plab {
 namespace {
@@ -64,18 +63,19 @@ kernels::QuantKernelParams makeParams(const QuantConfig& c) {
     return p;
 }
 
-kernels::QuantizeRangeFn kernelFunction(CpuKernel kernel) {
-    switch (kernel) {
+// The quantise kernels, one per code path (util/cpu_features.h), indexed by CpuKernel: one source
+// (kernels/quantize_kernel.inl) built per instruction set. Off x86-64 only the generic one is
+// built, and only it is ever supported there.
 #if defined(PLAB_HAVE_X86_KERNELS)
-    case CpuKernel::Avx512:
-        return kernels::quantizeRangeAvx512;
-    case CpuKernel::Avx2:
-        return kernels::quantizeRangeAvx2;
+constexpr kernels::QuantizeRangeFn kQuantizeKernels[] = {nullptr, kernels::quantizeRangeGeneric,
+                                                         kernels::quantizeRangeAvx2,
+                                                         kernels::quantizeRangeAvx512};
+#else
+constexpr kernels::QuantizeRangeFn kQuantizeKernels[] = {nullptr, kernels::quantizeRangeGeneric,
+                                                         kernels::quantizeRangeGeneric,
+                                                         kernels::quantizeRangeGeneric};
 #endif
-    default:
-        return kernels::quantizeRangeGeneric;
-    }
-}
+static_assert(std::size(kQuantizeKernels) == static_cast<std::size_t>(CpuKernel::Avx512) + 1);
 
 void addCounters(const kernels::KernelCounters& k, std::size_t n, QuantStats& stats) {
     auto& c = stats.counts;
@@ -99,69 +99,18 @@ struct Quantizer::Impl {
     kernels::QuantizeRangeFn run;
 };
 
-const char* toString(CpuKernel kernel) {
-    switch (kernel) {
-    case CpuKernel::Auto:
-        return "auto";
-    case CpuKernel::Generic:
-        return "generic";
-    case CpuKernel::Avx2:
-        return "avx2";
-    case CpuKernel::Avx512:
-        return "avx512";
-    }
-    return "?";
-}
-
-std::vector<CpuKernel> supportedCpuKernels() {
-    std::vector<CpuKernel> kernels{CpuKernel::Generic};
-#if defined(PLAB_HAVE_X86_KERNELS)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("bmi2"))
-        kernels.push_back(CpuKernel::Avx2);
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        kernels.push_back(CpuKernel::Avx512);
-#endif
-    return kernels;
-}
-
-namespace {
-
-// PLAB_CPU_KERNEL=generic|avx2|avx512 caps what Auto picks, so the whole suite can be run as on
-// a CPU with fewer vector extensions (docs/testing.md). Unset: the best this CPU has.
-CpuKernel autoKernel(const std::vector<CpuKernel>& supported) {
-    const char* cap = std::getenv("PLAB_CPU_KERNEL");
-    if (cap == nullptr || *cap == '\0')
-        return supported.back();
-    for (auto it = supported.rbegin(); it != supported.rend(); ++it)
-        if (std::string_view(toString(*it)) == cap)
-            return *it;
-    for (CpuKernel k : {CpuKernel::Generic, CpuKernel::Avx2, CpuKernel::Avx512})
-        if (std::string_view(toString(k)) == cap) // known, but above this CPU: the best there is
-            return supported.back();
-    throw FormatError(std::string("PLAB_CPU_KERNEL=\"") + cap +
-                      "\": expected generic, avx2 or avx512");
-}
-
-} // namespace
-
-CpuKernel autoCpuKernel() {
-    return autoKernel(supportedCpuKernels());
-}
-
 Quantizer::Quantizer(const QuantConfig& config, CpuKernel kernel) : m_config(config) {
     const std::vector<CpuKernel> supported = supportedCpuKernels();
     if (kernel == CpuKernel::Auto) {
-        kernel = autoKernel(supported);
+        kernel = autoCpuKernel();
     } else if (std::find(supported.begin(), supported.end(), kernel) == supported.end()) {
         throw FormatError(std::string("cpu kernel \"") + toString(kernel) +
                           "\" is not supported by this build or CPU");
     }
     m_kernel = kernel;
     m_identity = config.isIdentity();
-    m_impl = std::make_shared<const Impl>(Impl{makeParams(config), kernelFunction(kernel)});
+    m_impl = std::make_shared<const Impl>(
+        Impl{makeParams(config), kQuantizeKernels[static_cast<std::size_t>(kernel)]});
 }
 
 void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantStats* stats,

@@ -5,6 +5,7 @@
 
 #include "numerics/quant_stats.h"
 #include "numerics/rounding.h"
+#include "util/cpu_features.h"
 
 #include <cstdint>
 #include <memory>
@@ -14,15 +15,6 @@
 namespace plab {
 
 class ThreadPool;
-
-// Which compiled kernel runs. Auto takes the widest the CPU supports.
-enum class CpuKernel { Auto, Generic, Avx2, Avx512 };
-const char* toString(CpuKernel kernel);
-// The kernels this build has and this CPU can run, Generic first.
-std::vector<CpuKernel> supportedCpuKernels();
-// What Auto picks: the widest supported, capped by PLAB_CPU_KERNEL (FormatError when it names
-// no kernel). The block passes follow it too (block_range_passes.cpp).
-CpuKernel autoCpuKernel();
 
 struct QuantizeOptions {
     std::uint64_t seed = 0;       // stochastic rounding: key of the random stream

@@ -2,7 +2,10 @@
 // this CPU picked when the program loads (GCC's target_clones), so that the core's plain C++
 // loops vectorise where the CPU can without a per-ISA source file. Results must not depend on
 // the copy: the files that use it are compiled with -ffp-contract=off (no fused multiply-add),
-// and integer and exact float operations give the same bits at any width.
+// and integer and exact float operations give the same bits at any width. That is also why the
+// copy is GCC's choice, made before main from the CPU alone, and not util/cpu_features.h's:
+// PLAB_CPU_KERNEL caps the hand-written kernels, whose code differs per path; these loops have
+// one source and the same bits on every path.
 #pragma once
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \

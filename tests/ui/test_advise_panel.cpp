@@ -103,9 +103,9 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
             QVERIFY2(why.contains(QStringLiteral("fp16 not judged")), qPrintable(why));
             ++exceptions;
         } else {
-            const QString row = QStringList({module, role, format, why}).join(QLatin1Char(' '));
+            const QString line = QStringList({module, role, format, why}).join(QLatin1Char(' '));
             QVERIFY2(format == QLatin1String("fp16") && why.contains(QStringLiteral("fp16 chosen")),
-                     qPrintable(row));
+                     qPrintable(line));
         }
     }
     QCOMPARE(exceptions, 1);
