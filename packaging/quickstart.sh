@@ -34,11 +34,16 @@ fi
 
 packaging/install-deps.sh
 cmake --preset default >/dev/null
-# The app, the CLI and the Python module: what the main job runs (the tests are `test`'s; the whole
-# tree took 14.5 min on a fresh 2-core machine, these about half of it: docs/performance.md).
-targets=(precision-lab precision-lab-cli)
-if cmake --build --preset default --target help | grep -q '^precision_lab_core:'; then
-  targets+=(precision_lab_quantize precision_lab_core)
+# What the main job runs, and no more (the tests are `test`'s): with a display the app, the CLI
+# and the Python module (scripts the app steers import it); without one the headless demo, which
+# is the CLI alone. Times: docs/performance.md (Build).
+if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
+  targets=(precision-lab precision-lab-cli)
+  if cmake --build --preset default --target help | grep -q '^precision_lab_core:'; then
+    targets+=(precision_lab_quantize precision_lab_core)
+  fi
+else
+  targets=(precision-lab-cli)
 fi
 cmake --build --preset default --target "${targets[@]}"
 

@@ -53,9 +53,9 @@ std::vector<T> valuesOf(const std::string& bytes, const std::string& name) {
 }
 
 // Reads the file's parts in order; every read is checked against the bytes left.
-class Reader {
+class CheckpointReader {
 public:
-    Reader(const std::string& path, std::string_view data) : m_path(path), m_data(data) {}
+    CheckpointReader(const std::string& path, std::string_view data) : m_path(path), m_data(data) {}
     template <class T>
     T value(const char* what) {
         T v;
@@ -177,7 +177,7 @@ RunCheckpoint RunCheckpoint::read(const std::string& path) {
     std::uint64_t stored;
     std::memcpy(&stored, data.data() + data.size() - sizeof stored, sizeof stored);
     const std::string_view body(data.data(), data.size() - sizeof stored); // before the sum
-    Reader r(path, body);
+    CheckpointReader r(path, body);
     (void)r.text(sizeof kMagic, "magic");
     const auto version = r.value<std::uint32_t>("version");
     if (version != kVersion)

@@ -3,19 +3,9 @@
 // load neither SQLite nor the trainers (core_module.cpp holds those).
 #include "bindings.h"
 
-#include "numerics/format_spec.h"
-
 PYBIND11_MODULE(_quantize, m) {
-    namespace py = pybind11;
     m.doc() = "Precision Lab's casts: format casts with exact statistics";
-    // A bad format spec reaches Python as the ValueError a caller expects.
-    py::register_exception_translator([](std::exception_ptr p) {
-        try {
-            if (p)
-                std::rethrow_exception(p);
-        } catch (const plab::FormatError& e) {
-            PyErr_SetString(PyExc_ValueError, e.what());
-        }
-    });
+    // A bad format spec (FormatError, a std::invalid_argument) reaches Python as the ValueError
+    // pybind11 makes of it, with its one line.
     plab::python::bindQuantize(m);
 }
