@@ -7,11 +7,7 @@
 
 #include "record/record_file.h"
 #include "record/run_folder.h"
-#include "record/run_record.h"
 #include "stats/seed_statistics.h"
-#include "sweep/session_launcher.h"
-#include "sweep/sweep_executor.h"
-#include "sweep/sweep_run.h"
 #include "train/presets.h"
 
 #include <qcustomplot.h>
@@ -31,9 +27,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <map>
 #include <memory>
+#include <thread>
 
 namespace plab {
 namespace {
@@ -188,14 +183,10 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     connect(m_timer, &QTimer::timeout, this, &CompareDialog::refresh);
 }
 
-CompareDialog::~CompareDialog() {
-    m_worker.request_stop();
-    if (m_worker.joinable())
-        m_worker.join();
-}
+CompareDialog::~CompareDialog() = default; // LiveSweep stops its runs and waits for them
 
 void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
-    if (m_running.load())
+    if (m_sweep.running())
         return;
     const QStringList names = requested.isEmpty() ? checkedPresets() : requested;
     if (names.isEmpty())
@@ -225,11 +216,11 @@ void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
 }
 
 void CompareDialog::stop() {
-    m_worker.request_stop();
+    m_sweep.stop();
 }
 
 QString CompareDialog::openSweep(const QString& dir) {
-    if (m_running.load())
+    if (m_sweep.running())
         return tr("%1: a comparison is still going; stop it first").arg(dir);
     try {
         const Sweep sweep = readSweepFile((dir + QStringLiteral("/sweep.json")).toStdString());
@@ -255,161 +246,76 @@ QString CompareDialog::openSweep(const QString& dir) {
 }
 
 void CompareDialog::startWorker(const Sweep& sweep, const QString& folder, bool train) {
-    {
-        std::lock_guard lock(m_mutex);
-        m_pointNames.clear();
-        for (const SweepPoint& p : sweep.points())
-            m_pointNames.push_back(QString::fromStdString(p.name(sweep)));
-        m_runs.clear();
-        m_fresh.reset();
-        m_compareDir = folder;
-        m_progressText = train ? tr("Starting %1 runs of %2 steps…")
-                                     .arg(static_cast<qsizetype>(m_pointNames.size()) * sweep.seeds)
-                                     .arg(sweep.steps)
-                               : tr("Reading %1…").arg(folder);
-    }
+    m_pointNames.clear();
+    for (const SweepPoint& p : sweep.points())
+        m_pointNames.push_back(QString::fromStdString(p.name(sweep)));
+    m_sweepOnShow = sweep;
+    m_compareDir = folder;
     m_shown.reset();
-    if (m_worker.joinable())
-        m_worker.join();
-    m_running = true;
+    m_endShown = false;
     m_runButton->setEnabled(false);
     m_openButton->setEnabled(false);
     m_stopButton->setEnabled(train);
-    m_timer->start();
     const std::string dir = folder.toStdString();
-    m_worker = std::jthread([this, sweep, dir, train](std::stop_token stop) {
-        try {
-            if (train)
-                trainSweep(stop, sweep, dir);
-            else
-                readSweep(sweep, dir);
-        } catch (const std::exception& e) { // shown by refresh(): the dialog must not die
-            std::lock_guard lock(m_mutex);
-            m_error = QString::fromUtf8(e.what());
-            m_progressText = tr("Stopped: %1").arg(m_error);
-        }
-        m_running = false;
-    });
+    if (train)
+        m_sweep.train(sweep, dir, std::thread::hardware_concurrency(),
+                      "stopped: the comparison was stopped in the app");
+    else
+        m_sweep.read(sweep, dir);
+    m_progressText = train ? tr("Starting %1 runs of %2 steps…")
+                                 .arg(static_cast<qsizetype>(m_pointNames.size()) * sweep.seeds)
+                                 .arg(sweep.steps)
+                           : tr("Reading %1…").arg(folder);
+    m_timer->start();
 }
 
-void CompareDialog::trainSweep(const std::stop_token& stop, const Sweep& sweep,
-                               const std::string& folder) {
-    // `precision-lab-cli sweep --file <folder>/sweep.json --out <folder>` resumes or tabulates it.
-    claimSweepFolder(folder, sweep, {{"backend", "local"}});
-    // The runs, their folders and configs as the CLI's sweep plans them; the one executor runs
-    // them here as sessions, so that their curves draw live.
-    const std::vector<SweepRun> planned = planSweepRuns(sweep, folder);
-    {
-        std::lock_guard lock(m_mutex);
-        for (const SweepRun& r : planned)
-            m_runs.push_back({r.point, {}, {}});
-    }
-    SessionLauncher sessions;
-    SweepExecutor executor(planned, {std::max(1u, std::thread::hardware_concurrency()),
-                                     /*resume=*/true, /*rerunFailed=*/false});
-    RunMetricsCache metrics;             // each run's record is analysed once, as it ends
-    std::map<std::size_t, double> going; // run -> its latest step
-    int done = 0;
-    SweepExecutor::Hooks hooks;
-    hooks.started = [&](std::size_t run) { going[run] = 0.0; };
-    hooks.ended = [&](const RunEnd& end) {
-        going.erase(end.run);
-        ++done;
-        // The record is whole now: the run's curves and metrics by the one analysis, the table
-        // anew.
-        const std::string& dir = planned[end.run].dir;
-        const RunAnalysis a = analyseRun(RunRecord(dir));
-        metrics[dir] = readRunMetrics(dir, a);
-        SweepResults results = collectSweep(sweep, folder, &metrics);
-        std::lock_guard lock(m_mutex);
-        m_runs[end.run].loss = a.loss;
-        m_runs[end.run].flushed = a.flushedActGrads;
-        m_fresh = std::move(results);
-    };
-    hooks.tick = [&] {
-        std::lock_guard lock(m_mutex);
-        sessions.drainScalars([&](std::size_t run, const StepScalars& sc) {
-            m_runs[run].loss.emplace_back(static_cast<double>(sc.step), sc.loss);
-            going[run] = static_cast<double>(sc.step);
-        });
-        sessions.drainFlushed([&](std::size_t run, double step, double share) {
-            m_runs[run].flushed.emplace_back(step, share);
-        });
-        QString goingText;
-        for (const auto& [run, step] : going)
-            goingText += tr("%1%2 seed %3 (step %4)")
-                             .arg(goingText.isEmpty() ? QString() : QStringLiteral("; "))
-                             .arg(m_pointNames[planned[run].point])
-                             .arg(planned[run].seed)
-                             .arg(step);
-        m_progressText = tr("%1 of %2 runs done, %3 steps each; going: %4")
-                             .arg(done)
-                             .arg(planned.size())
-                             .arg(sweep.steps)
-                             .arg(goingText);
-    };
-    hooks.stop = [&]() -> std::optional<StopRequest> {
-        if (!stop.stop_requested())
-            return std::nullopt;
-        return StopRequest{0, "stopped: the comparison was stopped in the app"};
-    };
-    const SweepTally tally = executor.execute(sessions, hooks);
-    SweepResults results = collectSweep(sweep, folder, &metrics);
-    std::lock_guard lock(m_mutex);
-    m_fresh = std::move(results);
-    const int finished = tally.done + tally.skippedDone;
-    m_progressText = tally.stopRequested
-                         ? tr("Stopped after %1 of %2 runs. `precision-lab-cli sweep --file "
-                              "%3/sweep.json --out %3` finishes them.")
-                               .arg(finished)
-                               .arg(planned.size())
-                               .arg(QString::fromStdString(folder))
-                         : tr("Done: %1 runs of %2 steps (%3 presets x %4 seeds). Records in %5")
-                               .arg(finished)
-                               .arg(sweep.steps)
-                               .arg(sweep.presets.size())
-                               .arg(sweep.seeds)
-                               .arg(QString::fromStdString(folder));
-}
-
-void CompareDialog::readSweep(const Sweep& sweep, const std::string& folder) {
-    const std::vector<SweepPoint> points = sweep.points();
-    std::vector<RunCurves> runs;
-    RunMetricsCache metrics;
-    int done = 0;
-    QStringList stopped; // runs stopped before their end: their curves so far, not their metrics
-    for (const SweepRun& r : planSweepRuns(sweep, folder)) {
-        const bool isDone = sweepRunState(r.dir, r.config) == SweepRunState::Done;
-        if (!isDone && !(std::filesystem::exists(r.dir + "/summary.json") &&
-                         std::filesystem::exists(r.dir + "/run.sqlite")))
-            continue;
-        const RunRecord record(r.dir);
-        const RunAnalysis a = analyseRun(record);
-        runs.push_back({r.point, a.loss, a.flushedActGrads});
-        if (isDone) {
-            ++done;
-            metrics[r.dir] = readRunMetrics(r.dir, a);
-        } else {
-            stopped << tr("%1 (%2 steps)")
-                           .arg(QString::fromStdString(r.relative))
-                           .arg(a.loss.empty() ? 0 : static_cast<qlonglong>(a.loss.back().first));
+QString CompareDialog::describe(const LiveSweep::Status& status) const {
+    const Sweep& sweep = m_sweepOnShow;
+    if (!status.error.empty())
+        return tr("Stopped: %1").arg(QString::fromStdString(status.error));
+    if (!status.training) {
+        QString text = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
+                           .arg(m_compareDir)
+                           .arg(status.done)
+                           .arg(status.planned)
+                           .arg(m_pointNames.size())
+                           .arg(sweep.seeds);
+        if (!status.stoppedEarly.empty()) {
+            QStringList stopped;
+            for (const std::string& run : status.stoppedEarly)
+                stopped << QString::fromStdString(run);
+            text += tr("; stopped before their end: %1. Run resumes the sweep here: the done "
+                       "runs are kept, these go on from the step they stopped at (a killed "
+                       "one, without a checkpoint, from the start)")
+                        .arg(stopped.join(QStringLiteral(", ")));
         }
+        return text;
     }
-    SweepResults results = collectSweep(sweep, folder, &metrics);
-    std::lock_guard lock(m_mutex);
-    m_progressText = tr("%1: %2 of %3 runs done (%4 points x %5 seeds)")
-                         .arg(QString::fromStdString(folder))
-                         .arg(done)
-                         .arg(points.size() * static_cast<std::size_t>(sweep.seeds))
-                         .arg(points.size())
-                         .arg(sweep.seeds);
-    if (!stopped.isEmpty())
-        m_progressText += tr("; stopped before their end: %1. Run resumes the sweep here: the "
-                             "done runs are kept, these go on from the step they stopped at "
-                             "(a killed one, without a checkpoint, from the start)")
-                              .arg(stopped.join(QStringLiteral(", ")));
-    m_runs = std::move(runs);
-    m_fresh = std::move(results);
+    if (status.tally)
+        return status.tally->stopRequested
+                   ? tr("Stopped after %1 of %2 runs. `precision-lab-cli sweep --file "
+                        "%3/sweep.json --out %3` finishes them.")
+                         .arg(status.done)
+                         .arg(status.planned)
+                         .arg(m_compareDir)
+                   : tr("Done: %1 runs of %2 steps (%3 presets x %4 seeds). Records in %5")
+                         .arg(status.done)
+                         .arg(sweep.steps)
+                         .arg(sweep.presets.size())
+                         .arg(sweep.seeds)
+                         .arg(m_compareDir);
+    QString going;
+    for (const LiveSweep::GoingRun& run : status.going)
+        going += tr("%1%2 seed %3 (step %4)")
+                     .arg(going.isEmpty() ? QString() : QStringLiteral("; "))
+                     .arg(m_pointNames[run.point])
+                     .arg(run.seed)
+                     .arg(run.step);
+    return tr("%1 of %2 runs done, %3 steps each; going: %4")
+        .arg(status.done)
+        .arg(status.planned)
+        .arg(sweep.steps)
+        .arg(going);
 }
 
 QStringList CompareDialog::checkedPresets() const {
@@ -421,12 +327,10 @@ QStringList CompareDialog::checkedPresets() const {
 }
 
 QString CompareDialog::progressText() const {
-    std::lock_guard lock(m_mutex);
     return m_progressText;
 }
 
 QString CompareDialog::compareDir() const {
-    std::lock_guard lock(m_mutex);
     return m_compareDir;
 }
 
@@ -434,18 +338,16 @@ void CompareDialog::drawCurves() {
     m_loss->clearGraphs();
     m_flushed->clearGraphs();
     std::vector<SeedBand> loss, flushed;
-    {
-        std::lock_guard lock(m_mutex);
-        for (std::size_t p = 0; p < m_pointNames.size(); ++p) {
-            std::vector<std::vector<std::pair<double, double>>> l, f;
-            for (const RunCurves& r : m_runs)
-                if (r.point == p) {
-                    l.push_back(r.loss);
-                    f.push_back(r.flushed);
-                }
-            loss.push_back(bandOverSeeds(l));
-            flushed.push_back(bandOverSeeds(f));
-        }
+    const std::vector<LiveSweep::RunCurves> runs = m_sweep.curves();
+    for (std::size_t p = 0; p < m_pointNames.size(); ++p) {
+        std::vector<std::vector<std::pair<double, double>>> l, f;
+        for (const LiveSweep::RunCurves& r : runs)
+            if (r.point == p) {
+                l.push_back(r.loss);
+                f.push_back(r.flushed);
+            }
+        loss.push_back(bandOverSeeds(l));
+        flushed.push_back(bandOverSeeds(f));
     }
     m_loss->legend->setVisible(!loss.empty());
     // Means first (graph(i) is point i's mean), then the bands, drawn behind them.
@@ -532,36 +434,33 @@ void CompareDialog::drawResults(const SweepResults& results) {
 }
 
 void CompareDialog::refresh() {
-    // Read first: the worker clears it after its last writes, so what follows sees all of them.
-    const bool ended = !m_running.load();
+    // Read first: the sweep's thread clears it after its last writes, so what follows sees all of
+    // them.
+    const bool ended = !m_sweep.running();
     drawCurves();
-    std::optional<SweepResults> fresh;
-    QString error;
-    {
-        std::lock_guard lock(m_mutex);
-        fresh.swap(m_fresh);
-        if (ended)
-            error.swap(m_error);
-    }
-    if (fresh) {
+    if (std::optional<SweepResults> fresh = m_sweep.takeResults()) {
         drawResults(*fresh);
         m_shown = std::move(fresh);
     }
-    m_progress->setText(progressText());
+    const LiveSweep::Status status = m_sweep.status();
+    if (!m_compareDir.isEmpty()) // a sweep was started or opened
+        m_progressText = describe(status);
+    m_progress->setText(m_progressText);
     m_progress->setToolTip(m_progress->text()); // whole, where eight lines cut it
-    if (!ended)
+    if (!ended || m_endShown)
         return;
+    m_endShown = true;
     m_timer->stop();
     m_runButton->setEnabled(true);
     m_openButton->setEnabled(true);
     m_stopButton->setEnabled(false);
-    if (!error.isEmpty())
-        QMessageBox::warning(this, tr("Comparison stopped"), error);
+    if (!status.error.empty())
+        QMessageBox::warning(this, tr("Comparison stopped"), QString::fromStdString(status.error));
     emit comparisonEnded();
 }
 
 QString CompareDialog::exportPlots(const QString& dir) {
-    if (!m_running.load())
+    if (!m_sweep.running())
         refresh();
     // Nothing drawn yet: three empty plots would read as a comparison that showed nothing.
     bool drawn = false;

@@ -8,16 +8,13 @@
 // from the CLI or a cluster, opens the same way. The plots and the table export.
 #pragma once
 
+#include "sweep/live_sweep.h"
 #include "sweep/sweep_results.h"
 #include "train/train_config.h"
 
 #include <QDialog>
 
-#include <atomic>
-#include <mutex>
 #include <optional>
-#include <thread>
-#include <utility>
 #include <vector>
 
 class QCustomPlot;
@@ -48,7 +45,7 @@ public:
     // comparisonEnded when drawn. Returns the error (one line naming the file) or empty.
     QString openSweep(const QString& dir);
 
-    bool isRunning() const { return m_running.load(); }
+    bool isRunning() const { return m_sweep.running(); }
     QCustomPlot* lossPlot() const { return m_loss; }
     QCustomPlot* flushedPlot() const { return m_flushed; }
     QCustomPlot* metricsPlot() const { return m_metrics; }
@@ -67,14 +64,9 @@ signals:
     void comparisonEnded();
 
 private:
-    struct RunCurves {
-        std::size_t point = 0;
-        std::vector<std::pair<double, double>> loss;    // (step, training loss), every step
-        std::vector<std::pair<double, double>> flushed; // statistics steps, from the record
-    };
     void startWorker(const Sweep& sweep, const QString& folder, bool train);
-    void trainSweep(const std::stop_token& stop, const Sweep& sweep, const std::string& folder);
-    void readSweep(const Sweep& sweep, const std::string& folder);
+    // The progress line of the sweep going or read (its Status), in the dialog's words.
+    QString describe(const LiveSweep::Status& status) const;
     void refresh();
     void drawCurves();
     void drawResults(const SweepResults& results);
@@ -89,20 +81,19 @@ private:
     QTimer* m_timer;
     QLabel* m_progress;
     QString m_runsRoot;
-    mutable std::mutex m_mutex;
-    std::vector<QString> m_pointNames;   // guarded by m_mutex
-    std::vector<RunCurves> m_runs;       // guarded by m_mutex
-    std::optional<SweepResults> m_fresh; // results not drawn yet; guarded by m_mutex
-    std::optional<SweepResults> m_shown; // GUI thread only: what the table shows
-    QString m_error;                     // guarded by m_mutex
-    QString m_progressText;              // guarded by m_mutex
-    QString m_compareDir;                // guarded by m_mutex
+    // The sweep going or read, on its own thread (core/sweep/live_sweep.h); the dialog polls it
+    // on m_timer and draws. The rest is the GUI thread's alone.
+    LiveSweep m_sweep;
+    Sweep m_sweepOnShow;
+    std::vector<QString> m_pointNames;
+    std::optional<SweepResults> m_shown; // what the table shows
+    QString m_progressText;
+    QString m_compareDir;
+    bool m_endShown = true; // the sweep's end was drawn, said and signalled (once)
     // The sweep folder opened last (Open sweep folder): Run of the same sweep resumes there
     // instead of starting a new folder. GUI thread only.
     QString m_openedFolder;
     nlohmann::json m_openedSweep;
-    std::atomic<bool> m_running{false};
-    std::jthread m_worker;
 };
 
 } // namespace plab

@@ -15,6 +15,7 @@
 #include "record/run_record.h"
 #include "sweep/child_process_launcher.h"
 #include "sweep/sweep_executor.h"
+#include "sweep/sweep_progress.h"
 #include "sweep/sweep_run.h"
 #include "train/train_config.h"
 
@@ -155,39 +156,35 @@ int runCompare(const CompareArgs& args) {
                                              differs +
                                              "); pass --overwrite to replace it, or "
                                              "choose another --out");
-    std::map<std::string, std::string> failures; // preset -> why its run gave no result
-    bool recordFailed = false; // a run's record could not be written (a full disk): exit 4
-    std::vector<bool> started(runs.size(), false);
     catchStopSignals(); // passed on to the children once, so that each writes its summary
     ChildProcessLauncher children(selfExecutable(), /*overwrite=*/true); // checked above
     SweepExecutor executor(runs, {std::thread::hardware_concurrency(), /*resume=*/!args.overwrite,
                                   /*rerunFailed=*/true});
-    SweepExecutor::Hooks hooks;
-    hooks.started = [&](std::size_t i) {
-        started[i] = true;
+    // The hooks the app's Compare wires too (core/sweep/sweep_progress.h): each run's start and
+    // end kept, and here a line on stderr as each happens.
+    SweepProgress progress(runs.size());
+    SweepProgress::Observers say;
+    say.started = [&](std::size_t i) {
         std::fprintf(stderr, "compare: %s started\n", args.presets[runs[i].point].c_str());
     };
-    hooks.ended = [&](const RunEnd& end) {
-        const std::string& preset = args.presets[runs[end.run].point];
+    say.ended = [&](const RunEnd& end) {
         // Stopped by the signal the compare passed on: its summary is written, a result all
         // the same (the table says it ended early).
-        std::fprintf(stderr, "compare: %s %s\n", preset.c_str(),
+        std::fprintf(stderr, "compare: %s %s\n", args.presets[runs[end.run].point].c_str(),
                      end.outcome == RunEnd::Outcome::Result    ? "done"
                      : end.outcome == RunEnd::Outcome::Stopped ? "stopped"
                                                                : "FAILED");
-        if (end.outcome == RunEnd::Outcome::Failed)
-            failures[preset] = end.reason;
-        recordFailed = recordFailed || end.recordFailed;
     };
-    hooks.stop = []() -> std::optional<StopRequest> {
-        if (stopSignal() == 0)
-            return std::nullopt;
-        return StopRequest{stopSignal(), {}};
-    };
-    executor.execute(children, hooks);
+    executor.execute(children, progress.hooks(stopRequestFromSignal, std::move(say)));
+    std::map<std::string, std::string> failures; // preset -> why its run gave no result
+    bool recordFailed = false; // a run's record could not be written (a full disk): exit 4
+    const std::vector<SweepProgress::Run> ran = progress.runs();
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const std::string& preset = args.presets[runs[i].point];
-        if (started[i] || failures.count(preset) != 0)
+        if (ran[i].end && ran[i].end->outcome == RunEnd::Outcome::Failed)
+            failures[preset] = ran[i].end->reason;
+        recordFailed = recordFailed || (ran[i].end && ran[i].end->recordFailed);
+        if (ran[i].phase != SweepProgress::Run::Phase::ToDo)
             continue;
         if (sweepRunState(runs[i].dir, runs[i].config) == SweepRunState::Done) {
             std::fprintf(stderr, "compare: %s found done earlier\n", preset.c_str());

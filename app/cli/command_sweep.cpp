@@ -45,11 +45,7 @@ SweepTally runChildren(const std::vector<SweepRun>& runs, unsigned slots, bool r
                      : end.outcome == RunEnd::Outcome::Stopped ? "interrupted"
                                                                : "FAILED");
     };
-    hooks.stop = []() -> std::optional<StopRequest> {
-        if (stopSignal() == 0)
-            return std::nullopt;
-        return StopRequest{stopSignal(), {}};
-    };
+    hooks.stop = stopRequestFromSignal;
     const SweepTally tally = executor.execute(children, hooks);
     if (tally.runningElsewhere > 0)
         std::fprintf(stderr,

@@ -28,4 +28,10 @@ int stopSignal() {
     return g_stopSignal;
 }
 
+std::optional<StopRequest> stopRequestFromSignal() {
+    if (stopSignal() == 0)
+        return std::nullopt;
+    return StopRequest{stopSignal(), {}};
+}
+
 } // namespace plab::cli

@@ -5,11 +5,16 @@
 // PR_SET_PDEATHSIG, still stop cleanly).
 #pragma once
 
+#include "sweep/run_launcher.h"
+
 #include <csignal>
+#include <optional>
 
 namespace plab::cli {
 
 void catchStopSignals();
 int stopSignal(); // the signal caught, 0 when none
+// The executor's stop hook for children: the caught signal, passed on to them; empty while none.
+std::optional<StopRequest> stopRequestFromSignal();
 
 } // namespace plab::cli
