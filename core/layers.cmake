@@ -9,7 +9,7 @@ set(PLAB_LAYERS util numerics nn data engine device gpt cuda stats record train 
 
 # The static libraries that carry the core's floors, bottom first: each holds consecutive folders
 # of PLAB_LAYERS and links only the libraries below it, so a call upward does not link and an
-# include upward does not compile (core/CMakeLists.txt: plab_layering_guards).
+# include upward does not compile (plab_floor, below).
 set(PLAB_CORE_FLOORS plab_numerics plab_engine plab_cuda plab_record plab_train plab_sweep)
 set(PLAB_FLOOR_FOLDERS_plab_numerics util numerics)
 set(PLAB_FLOOR_FOLDERS_plab_engine nn data engine device gpt)

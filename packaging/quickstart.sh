@@ -34,16 +34,15 @@ fi
 
 packaging/install-deps.sh
 cmake --preset default >/dev/null
-# What the main job runs, and no more (the tests are `test`'s): with a display the app, the CLI
-# and the Python module (scripts the app steers import it); without one the headless demo, which
-# is the CLI alone. Times: docs/performance.md (Build).
+# What the main job runs, and no more (the tests are `test`'s): the CLI and the Python module
+# (the README's examples import it), and the app where there is a display to show it; a server
+# without one skips the GUI's build. Times: docs/performance.md (Build).
+targets=(precision-lab-cli)
+if cmake --build --preset default --target help | grep -q '^precision_lab_core:'; then
+  targets+=(precision_lab_quantize precision_lab_core)
+fi
 if [[ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]]; then
-  targets=(precision-lab precision-lab-cli)
-  if cmake --build --preset default --target help | grep -q '^precision_lab_core:'; then
-    targets+=(precision_lab_quantize precision_lab_core)
-  fi
-else
-  targets=(precision-lab-cli)
+  targets+=(precision-lab)
 fi
 cmake --build --preset default --target "${targets[@]}"
 
