@@ -7,7 +7,6 @@
 // loops block by block. All give the same bits.
 #include "numerics/block_range_passes.h"
 
-#include "numerics/quantizer.h"
 #include "util/cpu_features.h"
 #include "util/vector_clones.h"
 

@@ -136,13 +136,13 @@ void LiveSweep::trainRuns(const std::stop_token& stop, const Sweep& sweep,
         }
         noteGoing();
     };
-    const SweepTally tally = executor.execute(sessions, progress.hooks(
-                                                            [&]() -> std::optional<StopRequest> {
-                                                                if (!stop.stop_requested())
-                                                                    return std::nullopt;
-                                                                return StopRequest{0, stopReason};
-                                                            },
-                                                            std::move(observers)));
+    const auto stopAsked = [&]() -> std::optional<StopRequest> {
+        if (!stop.stop_requested())
+            return std::nullopt;
+        return StopRequest{0, stopReason};
+    };
+    const SweepTally tally =
+        executor.execute(sessions, progress.hooks(stopAsked, std::move(observers)));
     SweepResults results = collectSweep(sweep, folder, &metrics);
     noteGoing();
     std::lock_guard lock(m_mutex);
