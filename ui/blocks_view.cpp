@@ -119,18 +119,18 @@ void BlocksView::clear(const QString& why) {
     m_rangePlot->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void BlocksView::show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
+void BlocksView::show(const TrainingSnapshot& snapshot, const ShownPrecision& precision, int stage,
                       TensorRole role) {
     if (stage < 0 || stage >= static_cast<int>(snapshot.stages.size()))
         return clear(tr("Press Train or Step to see the blocks of each layer."));
-    const std::optional<BlockScheme> scheme = config.blockScheme();
+    const std::optional<BlockScheme>& scheme = precision.blockScheme;
     if (!scheme)
         return clear(tr("Not block-scaled: the scaling policy is %1 (mx, nvfp4 and blockwise "
                         "scale in blocks).")
-                         .arg(QString::fromLatin1(toString(config.scalingPolicy).data())));
+                         .arg(QString::fromLatin1(toString(precision.scalingPolicy).data())));
     const BlockStats& b =
         snapshot.stages[static_cast<std::size_t>(stage)].blocks[static_cast<std::size_t>(role)];
-    const FormatSpec& element = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
+    const FormatSpec& element = precision.format(stage, snapshot.stageNames, role);
     if (b.empty())
         return clear(!element.hasNarrowRange()
                          ? tr("%1 is cast plainly: a format with FP32's range needs no scale.")

@@ -5,8 +5,8 @@
 // flushed, blocks with a saturated element, values flushed inside blocks that kept something.
 #pragma once
 
+#include "shown_precision.h"
 #include "stats/training_snapshot.h"
-#include "train/train_config.h"
 
 #include <QWidget>
 
@@ -21,7 +21,7 @@ class BlocksView : public QWidget {
 public:
     explicit BlocksView(QWidget* parent = nullptr);
 
-    void show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
+    void show(const TrainingSnapshot& snapshot, const ShownPrecision& precision, int stage,
               TensorRole role);
     QString countsText() const;
     QCustomPlot* scalePlot() const { return m_scalePlot; }

@@ -1,9 +1,6 @@
-// FormatWhatIfTable: compareFormats() into a QTableWidget.
+// FormatWhatIfTable: a FormatComparison into a QTableWidget.
 #include "format_what_if_table.h"
 #include "percent_text.h"
-
-#include "stats/tensor_sample.h"
-#include "stats/what_if_formats.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -27,15 +24,6 @@ QTableWidgetItem* cell(const QString& text, bool bold, bool number) {
         item->setFont(f);
     }
     return item;
-}
-
-// "Activation gradients" for TensorRole::ActivationGradients.
-QString roleText(TensorRole role) {
-    const std::string_view name = toString(role);
-    QString text = QString::fromLatin1(name.data(), static_cast<qsizetype>(name.size()))
-                       .replace(QLatin1Char('_'), QLatin1Char(' '));
-    text[0] = text[0].toUpper();
-    return text;
 }
 
 } // namespace
@@ -70,96 +58,12 @@ QString FormatWhatIfTable::caption() const {
     return m_caption->text();
 }
 
-void FormatWhatIfTable::show(const TrainingSnapshot& snapshot, const TrainConfig& config, int stage,
-                             TensorRole role) {
-    if (stage < 0 || stage >= static_cast<int>(snapshot.stages.size()))
-        return;
-    const auto& sample =
-        snapshot.stages[static_cast<std::size_t>(stage)].samples[static_cast<std::size_t>(role)];
-    const FormatSpec& inUse = config.recipe.stageConfig(stage, snapshot.stageNames, role).format;
-    std::string current = inUse.name;
-    // The amax policies scale the three inputs of the products (as the trainer does); a delayed
-    // scale comes from past amaxes, so its row here is the current-scaling estimate.
-    if (isAmaxScaling(config.scalingPolicy) && isProductInput(role) && hasTensorScaledRow(inUse))
-        current = tensorScaledName(inUse.name);
-    if (const std::optional<BlockScheme> scheme = config.blockScheme())
-        for (const BlockFormat& f : blockFormats()) // the block format the recipe amounts to
-            if (f.element.sameParameters(inUse) && f.scheme.kind == scheme->kind &&
-                f.scheme.blockSize == scheme->blockSize && inUse.hasNarrowRange())
-                current = f.name;
-    if (snapshot.statsStep == m_step && stage == m_stage && static_cast<int>(role) == m_role &&
-        current == m_current && config.amaxMargin == m_margin)
-        return; // the same sample: nothing to recompute
-    m_margin = config.amaxMargin;
-    m_step = snapshot.statsStep;
-    m_stage = stage;
-    m_role = static_cast<int>(role);
-    m_current = current;
-    if (sample.values.empty()) {
-        m_table->setRowCount(0);
-        m_caption->setText(tr("No sample of this tensor: samples are kept by live runs (not in "
-                              "the run record), for the cast tensors (not master weights or "
-                              "optimiser state)."));
-        return;
-    }
-    std::vector<FormatOutcome> outcomes =
-        compareFormats(sample.values, sample.runLength, config.amaxMargin, sample.tensorAmax);
-    // The row in use is the step's own cast: its exact counts and error over every value it
-    // cast, the numbers of the shares line above (a sample's estimate contradicted them).
-    const QuantStats& cast = snapshot.stages[static_cast<std::size_t>(stage)].role(role);
-    if (cast.total() > 0) {
-        FormatOutcome exact = recordedOutcome(current, false, cast.counts, cast.error);
-        const auto same = std::find_if(outcomes.begin(), outcomes.end(),
-                                       [&](const FormatOutcome& o) { return o.name == current; });
-        if (same != outcomes.end()) {
-            exact.blockFormat = same->blockFormat;
-            exact.tensorScaled = same->tensorScaled;
-            *same = exact;
-        } else { // a custom format: its row first
-            outcomes.insert(outcomes.begin(), exact);
-        }
-    }
-    const bool wholeTensor = sample.values.size() < kSampleRuns * kSampleRunLength;
-    // A sample's share p of n values is within 1.96 sqrt(p (1 - p) / n) of the tensor's in 95%
-    // of samples (independent values); p = 1/2 bounds it.
-    const double halfWidth = 1.96 * std::sqrt(0.25 / static_cast<double>(sample.values.size()));
-    m_caption->setText(
-        tr("%1 at step %2. <b>In use: %3</b>, its exact counts over every value the step cast "
-           "(as the shares line). The other rows: %4, blocks along rows of %5.")
-            .arg(QString::fromStdString(snapshot.stageNames[static_cast<std::size_t>(stage)]))
-            .arg(snapshot.statsStep)
-            .arg(QString::fromStdString(current))
-            .arg(wholeTensor ? tr("the whole tensor (%1 values), exact").arg(sample.values.size())
-                             : tr("a sample of %1 values (%2 evenly spaced runs of %3), each "
-                                  "share within about ±%4 points of the whole tensor's (95%)")
-                                   .arg(sample.values.size())
-                                   .arg(kSampleRuns)
-                                   .arg(kSampleRunLength)
-                                   .arg(100.0 * halfWidth, 0, 'f', 1))
-            .arg(sample.runLength));
-    fillRows(outcomes, current);
-}
-
-void FormatWhatIfTable::showRecorded(const std::vector<FormatOutcome>& judged,
-                                     const std::string& stageName, TensorRole role,
-                                     std::int64_t step, const std::string& current) {
-    m_step = -1; // a live snapshot afterwards is computed afresh
-    if (judged.empty()) {
-        m_table->setRowCount(0);
-        m_caption->setText(tr("The watcher recorded no %1 of %2 at step %3.")
-                               .arg(roleText(role).toLower())
-                               .arg(QString::fromStdString(stageName))
-                               .arg(step));
-        return;
-    }
-    m_caption->setText(
-        tr("%1 of %2 at step %3, as the watcher judged it: every value of the tensor, in the "
-           "formats the run was watched in (other formats need a live run's sample). On show: %4.")
-            .arg(roleText(role))
-            .arg(QString::fromStdString(stageName))
-            .arg(step)
-            .arg(QString::fromStdString(current)));
-    fillRows(judged, current);
+void FormatWhatIfTable::show(const FormatComparison& comparison) {
+    if (comparison.key == m_key)
+        return; // on show already
+    m_key = comparison.key;
+    m_caption->setText(comparison.caption);
+    fillRows(comparison.rows, comparison.current);
 }
 
 void FormatWhatIfTable::fillRows(const std::vector<FormatOutcome>& outcomes,

@@ -136,9 +136,9 @@ TensorRole GradientView::role() const {
     return static_cast<TensorRole>(m_role->currentData().toInt());
 }
 
-void GradientView::setSnapshot(const TrainingSnapshot& snapshot, const TrainConfig& config) {
+void GradientView::setSnapshot(const TrainingSnapshot& snapshot, const ShownPrecision& precision) {
     m_snapshot = snapshot;
-    m_config = config;
+    m_precision = precision;
     m_hasSnapshot = !snapshot.stages.empty();
     // Names, not only their count: a CNN after an MLP of as many stages must show its own.
     bool sameNames = m_stage->count() == static_cast<int>(snapshot.stageNames.size());
@@ -215,9 +215,9 @@ void GradientView::drawOverlays() {
 
 GradientView::ScaleNote GradientView::scaleNote(int stage, TensorRole r,
                                                 const FormatSpec& format) const {
-    const QString policy = QString::fromLatin1(toString(m_config.scalingPolicy));
+    const QString policy = QString::fromLatin1(toString(m_precision.scalingPolicy));
     const double stepScale = m_snapshot.scalars.scale;
-    if (!lossScaleMovesCast(m_config.scalingPolicy, r, format.exponentBits)) {
+    if (!lossScaleMovesCast(m_precision.scalingPolicy, r, format.exponentBits)) {
         if (!isGradient(r)) // weights, activations, the update's tensors: no loss scale
             return {1.0, tr("log2 |x|"), QString()};
         return {1.0,
@@ -225,7 +225,7 @@ GradientView::ScaleNote GradientView::scaleNote(int stage, TensorRole r,
                     .arg(policy),
                 tr(" scaled by the %1 policy").arg(policy)};
     }
-    if (m_config.scalingPolicy == ScalingPolicy::PerLayer) {
+    if (m_precision.scalingPolicy == ScalingPolicy::PerLayer) {
         // Each step picks the layers' factors from its own gradients (at least 1, capped), so
         // at another loss scale they would differ: no preview, the next step shows it.
         const double carried = m_snapshot.stages[static_cast<std::size_t>(stage)].gradientScale;
@@ -255,7 +255,7 @@ void GradientView::refresh() {
     }
     const TensorRole r = role();
     const QuantStats& stats = m_snapshot.stages[static_cast<std::size_t>(stage)].role(r);
-    const FormatSpec& format = m_config.recipe.stageConfig(stage, m_snapshot.stageNames, r).format;
+    const FormatSpec& format = m_precision.format(stage, m_snapshot.stageNames, r);
     const ScaleNote note = scaleNote(stage, r, format);
     const double factor = note.previewShift;
     m_plot->xAxis->setLabel(note.axisLabel);

@@ -4,9 +4,9 @@
 // A what-if scale re-shades the recorded histogram at once, without waiting for training.
 #pragma once
 
+#include "shown_precision.h"
 #include "stats/training_snapshot.h"
 #include "stats/what_if.h"
-#include "train/train_config.h"
 
 #include <QWidget>
 
@@ -27,8 +27,8 @@ class GradientView : public QWidget {
 public:
     explicit GradientView(QWidget* parent = nullptr);
 
-    // A new snapshot and the recipe it was trained with.
-    void setSnapshot(const TrainingSnapshot& snapshot, const TrainConfig& config);
+    // A new snapshot and the precision it was trained with (or is judged in).
+    void setSnapshot(const TrainingSnapshot& snapshot, const ShownPrecision& precision);
     // The scale the user is looking at (the slider); gradient roles are re-shaded for it.
     void setWhatIfScale(double scale);
 
@@ -45,7 +45,7 @@ public:
     TensorRole role() const;
     int stage() const;
     const TrainingSnapshot& snapshot() const { return m_snapshot; }
-    const TrainConfig& config() const { return m_config; }
+    const ShownPrecision& precision() const { return m_precision; }
 
 signals:
     // A new snapshot, or another stage or role chosen: the views beside it follow.
@@ -71,7 +71,7 @@ private:
     QLabel* m_counters;
 
     TrainingSnapshot m_snapshot; // only the parts this view needs are read
-    TrainConfig m_config;
+    ShownPrecision m_precision;
     bool m_hasSnapshot = false;
     double m_whatIfScale = 1.0;
     QString m_caption;

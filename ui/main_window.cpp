@@ -48,13 +48,9 @@ void MainWindow::showDiagnostics() {
     if (m_diagnosticsClock.isValid() && m_diagnosticsClock.elapsed() < 1000)
         return;
     m_diagnosticsClock.start();
-    const bool viewing = !m_controller->hasSession() && !m_viewedRun.isEmpty();
     try {
-        if (viewing && m_viewedRecord) {
-            const std::string format = m_viewedRecord->judgesSeveralFormats()
-                                           ? m_watchedFormat->currentText().toStdString()
-                                           : std::string();
-            m_diagnostics->show(*m_viewedRecord, format);
+        if (viewingRecord()) {
+            m_diagnostics->show(m_viewed->record(), m_viewed->judgedFormat());
         } else if (!m_controller->runDir().isEmpty()) {
             m_diagnostics->show(RunRecord(m_controller->runDir().toStdString()), {});
         }
@@ -66,24 +62,23 @@ void MainWindow::showDiagnostics() {
 
 void MainWindow::updateDetailViews() {
     // Only the visible one: the what-if casts a few thousand values through 14 formats.
+    // The gradient view holds the run source's step on show and its precision.
     const TrainingSnapshot& s = m_gradientView->snapshot();
-    if (m_detailTabs->currentWidget() == m_blocks)
-        m_blocks->show(s, m_gradientView->config(), m_gradientView->stage(),
+    if (m_detailTabs->currentWidget() == m_blocks) {
+        m_blocks->show(s, m_gradientView->precision(), m_gradientView->stage(),
                        m_gradientView->role());
-    else if (m_detailTabs->currentWidget() == m_formatWhatIf && m_viewedRecord &&
-             m_viewedRecord->judgesSeveralFormats())
-        showRecordedWhatIf(); // a watched run keeps no samples, but every judged format's counts
-    else if (m_detailTabs->currentWidget() == m_formatWhatIf)
-        m_formatWhatIf->show(s, m_gradientView->config(), m_gradientView->stage(),
-                             m_gradientView->role());
-    else if (m_detailTabs->currentWidget() == m_overviewTab) {
+    } else if (m_detailTabs->currentWidget() == m_formatWhatIf) {
+        try {
+            m_formatWhatIf->show(
+                m_source->compareFormats(m_gradientView->stage(), m_gradientView->role()));
+        } catch (const std::exception& e) { // a record's counts that cannot be read now
+            showError(tr("Cannot read the run"), QString::fromStdString(e.what()));
+        }
+    } else if (m_detailTabs->currentWidget() == m_overviewTab) {
         // Advice colours belong to the run they were computed for.
-        const QString shown = !m_controller->hasSession() && !m_viewedRun.isEmpty()
-                                  ? m_viewedRun
-                                  : m_controller->runDir();
-        if (m_overview->hasAdvice() && shown != m_adviceRun)
+        if (m_overview->hasAdvice() && m_source->folder() != m_adviceRun)
             m_overview->setAdvice({}, 1);
-        m_overview->show(s, m_gradientView->config(), m_gradientView->role(),
+        m_overview->show(s, m_gradientView->precision(), m_gradientView->role(),
                          m_gradientView->stage());
     } else if (m_detailTabs->currentWidget() == m_diagnostics)
         showDiagnostics();
@@ -102,7 +97,10 @@ void MainWindow::updateDetailViews() {
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("Precision Lab"));
     setMinimumSize(800, 600); // a small laptop screen; every control stays readable there
-    m_controller = new TrainingController(this);
+    // The window's one timer polls the session (pollRunSource), as it does a record on show.
+    m_controller = new TrainingController(this, TrainingController::Polling::ByOwner);
+    m_live = std::make_unique<LiveRunSource>(*m_controller);
+    m_source = m_live.get();
     m_gradientView = new GradientView(this);
     m_timeView = new TimeView(this);
     m_slider = new LossScaleSlider(this);
@@ -197,19 +195,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                    "before the block scales)"));
     m_watchedFormat->hide();
     connect(m_watchedFormat, &QComboBox::activated, this, [this] {
-        m_viewedConfig = watchedRunDisplayConfig(watchedFormat(), m_viewedConfig.lossScale);
-        m_recipeEditor->setRecipe(m_viewedConfig.recipe); // the dock shows the format on show
-        m_viewedVersion = -1;                             // read it all again, in the chosen format
-        m_viewedColumns.clear();
-        m_viewedStatsSeq = 0;
+        if (!m_viewed)
+            return;
+        m_viewed->setJudgedFormat(m_watchedFormat->currentText().toStdString());
+        // The dock shows the format on show.
+        m_recipeEditor->setRecipe(m_viewed->precisionAt(0).recipe);
         if (const QString err = refreshViewedRun(); !err.isEmpty())
             showError(tr("Cannot read the run"), err);
     });
     sliderRow->addWidget(m_watchedFormat);
-    m_followTimer = new QTimer(this);
-    m_followTimer->setObjectName(QStringLiteral("followTimer")); // tests wait on its polls
-    m_followTimer->setInterval(kFollowMs);
-    connect(m_followTimer, &QTimer::timeout, this, &MainWindow::pollViewedRun);
+    m_pollTimer = new QTimer(this);
+    m_pollTimer->setObjectName(QStringLiteral("pollTimer")); // tests wait on its polls
+    m_pollTimer->setInterval(m_source->pollIntervalMs());
+    connect(m_pollTimer, &QTimer::timeout, this, &MainWindow::pollRunSource);
+    m_pollTimer->start();
     layout->addLayout(sliderRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
@@ -234,8 +233,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             showError(tr("Cannot use this recipe"), error);
             return;
         }
-        if (const TrainingSnapshot* s = m_controller->latest())
-            m_gradientView->setSnapshot(*s, m_controller->config());
+        if (const TrainingSnapshot* s = m_live->snapshot())
+            m_gradientView->setSnapshot(*s, m_live->precision());
     });
 
     buildControls();
@@ -264,7 +263,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 sendScaleToScript(scale);
             return;
         }
-        if (!m_controller->hasSession() && !m_viewedRun.isEmpty()) {
+        if (viewingRecord()) {
             statusBar()->showMessage(
                 tr("Previewing a loss scale of 2^%1 on the recorded histograms: a recorded "
                    "run's training (another process's, if it is live) cannot be changed from "
@@ -290,8 +289,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (steeringViewedRun() && m_slider->scale() != m_scaleAtPress)
             sendScaleToScript(m_slider->scale());
     });
+    // The session's news, read from its run source (the window's timer polled it, or a run
+    // started).
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
-        if (const TrainingSnapshot* s = m_controller->latest()) {
+        if (const TrainingSnapshot* s = m_live->snapshot()) {
             // A dynamic policy moves the scale itself: the slider follows it (without sending
             // it back), so the axis always shows the scale training uses.
             if (info(m_controller->config().scalingPolicy).adaptsLossScale &&
@@ -301,20 +302,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 m_slider->setLog2Scale(std::log2(s->scalars.scale));
                 m_gradientView->setWhatIfScale(m_slider->scale());
             }
-            m_gradientView->setSnapshot(*s, m_controller->config());
+            m_gradientView->setSnapshot(*s, m_live->precision());
         } else { // a new run, before its first step: nothing of the previous run stays shown
             TrainingSnapshot empty;
-            empty.stageNames = m_controller->stageNames();
-            m_gradientView->setSnapshot(empty, m_controller->config());
+            empty.stageNames = m_live->stageNames();
+            m_gradientView->setSnapshot(empty, m_live->precision());
             m_heatmap->setColumns({}, empty.stageNames);
             m_timeView->setHistory({});
         }
         updateStatus();
     });
     connect(m_controller, &TrainingController::historyChanged, this, [this] {
-        m_timeView->setHistory(m_controller->history());
-        if (const TrainingSnapshot* s = m_controller->latest())
-            m_heatmap->setColumns(m_controller->flushHistory(), s->stageNames);
+        m_timeView->setHistory(m_live->history());
+        if (const TrainingSnapshot* s = m_live->snapshot())
+            m_heatmap->setColumns(m_live->flushColumns(), s->stageNames);
     });
     connect(m_controller, &TrainingController::stateChanged, this, &MainWindow::updateStatus);
     connect(m_controller, &TrainingController::configChanged, this,
@@ -346,7 +347,7 @@ void MainWindow::showError(const QString& title, const QString& message) {
 }
 
 void MainWindow::updateStatus() {
-    if (!m_controller->hasSession() && !m_viewedRun.isEmpty())
+    if (viewingRecord())
         return; // openRun() wrote the status of the run on show
     const SessionState state = m_controller->state();
     const std::string engine = m_controller->deviceName();

@@ -2,6 +2,8 @@
 // one TrainingController.
 #pragma once
 
+#include "live_run_source.h"
+#include "record_run_source.h"
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
 #include "training_controller.h"
@@ -88,12 +90,12 @@ public:
     // status bar says live or ended. Returns the error (not a record, unreadable config), or
     // empty.
     QString openRun(const QString& dir);
-    QString viewedRun() const { return m_viewedRun; }
-    static constexpr int kFollowMs = 200;
+    QString viewedRun() const { return m_viewed ? m_viewed->folder() : QString(); }
+    static constexpr int kFollowMs = RecordRunSource::kFollowMs;
     // The run on show is being written by another process.
-    bool viewedRunIsLive() const { return m_viewedLive; }
+    bool viewedRunIsLive() const { return m_viewed && m_viewed->live(); }
     // The steps of the run on show, as read at the last poll.
-    const std::vector<StepScalars>& viewedHistory() const { return m_viewedHistory; }
+    const std::vector<StepScalars>& viewedHistory() const;
     // A watched PyTorch run judges every tensor in several formats: the one on show.
     QComboBox* watchedFormatBox() const { return m_watchedFormat; }
     // While a past run is on show: the slider over the steps whose histograms it recorded, and
@@ -118,7 +120,7 @@ public:
     QString applyAdvice(const nlohmann::json& document);
     // Steering an emulated run on show (ui/main_window_steering.cpp): null for the app's own
     // run; the last message sent or received.
-    RunSteering* steering() const { return m_steering.get(); }
+    RunSteering* steering() const { return m_viewed ? &m_viewed->steering() : nullptr; }
     QString lastSteeringReply() const { return m_steeringReply; }
     QAction* resetAction() const { return m_resetAction; }
     // Test hook: errors go to this string instead of a modal dialog when set.
@@ -141,39 +143,27 @@ protected:
 private:
     void showRunSettings(const TrainConfig& config);
     static QString writeWholeFile(const QString& path, const std::string& text);
-    QString m_viewedRun; // the past run on show (no session), or empty
+    // The run on show, read by the one poll timer: the app's own session, or a record (a past
+    // run, or one another process writes) while m_viewed holds it.
+    std::unique_ptr<LiveRunSource> m_live;
+    std::unique_ptr<RecordRunSource> m_viewed;
+    RunSource* m_source = nullptr; // one of the two
+    QTimer* m_pollTimer = nullptr;
+    void pollRunSource();
+    // The record on show and no session of the app's own.
+    bool viewingRecord() const { return m_viewed && !m_controller->hasSession(); }
     void showViewedStep(int index);
-    // Reads the run on show again (its steps, statistics and histogram steps) into the views.
+    // Reads the record on show again and draws it; the error (naming the run), or empty.
     QString refreshViewedRun();
-    void pollViewedRun();
-    // The Formats what-if tab for a watched run: the tensor on show in every judged format.
-    void showRecordedWhatIf();
-    // What the tab was last read for (step, stage, role, format): the gradient view says
-    // "shown" on every slider move, and the same tensor needs no second query.
-    std::tuple<std::int64_t, int, int, std::string> m_recordedWhatIfKey{-1, -1, -1, {}};
-    std::unique_ptr<RunRecord> m_viewedRecord; // the open connection to the run on show
-    std::int64_t m_viewedVersion = -1;         // its data_version at the last refresh
-    // The heat map's columns of the run on show, and the last stats row they were read up to:
-    // a poll reads only the rows committed since.
-    std::vector<TrainingController::FlushColumn> m_viewedColumns;
-    std::int64_t m_viewedStatsSeq = 0;
-    bool m_viewedLive = false;
-    QTimer* m_followTimer = nullptr;
+    void showViewedRun(); // what the record source read, into the views and the controls
     QComboBox* m_watchedFormat = nullptr;
-    std::string watchedFormat() const;
-    void showRecordedRoles();        // the Tensor box: the roles the viewed record holds
-    void leaveViewedRun();           // the recorded run on show gives way to the app's own
-    bool m_viewedRolesKnown = false; // read from its first statistics step
-    static TrainConfig watchedRunDisplayConfig(const std::string& format, double scale);
+    void leaveViewedRun();                  // the recorded run on show gives way to the app's own
+    std::vector<TensorRole> m_offeredRoles; // the Tensor box's, for the record on show
     QSlider* m_scrub = nullptr;
     QLabel* m_scrubLabel = nullptr;
-    std::vector<std::int64_t> m_scrubSteps;   // of the run on show, with histograms
-    std::vector<StepScalars> m_viewedHistory; // its steps
+    std::vector<std::int64_t> m_scrubSteps; // of the run on show, with histograms
     std::int64_t m_viewedStep = 0;
-    TrainConfig m_viewedConfig;
-    std::vector<std::string> m_viewedNames;
     // Steering (main_window_steering.cpp).
-    std::unique_ptr<RunSteering> m_steering;
     QString m_steeringReply;
     double m_scaleAtPress = 0.0; // the slider's scale when a drag began
     QStringList m_controlTips;   // the controls' own tooltips, restored for the app's own runs

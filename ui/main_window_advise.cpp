@@ -39,14 +39,14 @@ AdvisePanel* MainWindow::advisePanel() {
 }
 
 QString MainWindow::openAdvise() {
-    const bool viewing = !m_controller->hasSession() && !m_viewedRun.isEmpty();
-    const QString dir = viewing ? m_viewedRun : m_controller->runDir();
+    const bool viewing = viewingRecord();
+    const QString dir = m_source->folder();
     if (dir.isEmpty())
         return tr("No run to advise on: train one, or open a run folder (File > Open run)");
     bool canApply = true;
     QString why;
-    if (viewing && m_viewedRecord) {
-        const nlohmann::json source = m_viewedRecord->meta("source");
+    if (viewing) {
+        const nlohmann::json source = m_viewed->record().meta("source");
         if (source == "pytorch-watch") {
             canApply = false;
             why = tr("A watched run's model is your script's: export the recipe and pass it to "
@@ -73,14 +73,15 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
                 for (nlohmann::json& entry : recipe["overrides"])
                     if (entry.contains("modules")) {
                         const std::string name = entry["modules"].get<std::string>();
-                        const auto it = std::find(m_viewedNames.begin(), m_viewedNames.end(), name);
-                        if (it == m_viewedNames.end())
+                        const std::vector<std::string> names = m_viewed->stageNames();
+                        const auto it = std::find(names.begin(), names.end(), name);
+                        if (it == names.end())
                             return tr("The advice names module %1, which the run does not have")
                                 .arg(QString::fromStdString(name));
                         entry.erase("modules");
-                        entry["stage"] = static_cast<int>(it - m_viewedNames.begin());
+                        entry["stage"] = static_cast<int>(it - names.begin());
                     }
-            const TrainConfig edited = applyEdit(m_viewedConfig, {{"recipe", recipe}});
+            const TrainConfig edited = applyEdit(m_viewed->config(), {{"recipe", recipe}});
             sendRecipeToScript(edited.recipe);
             return {};
         }

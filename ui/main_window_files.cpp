@@ -109,7 +109,7 @@ QString MainWindow::exportPlots(const QString& dir) {
         return tr("%1: cannot create the folder (%2)")
             .arg(dir, QString::fromStdString(ec.message()));
     // Each figure names its run and what it shows: cut from the window, it must stand alone.
-    const QString runPath = !m_viewedRun.isEmpty() ? m_viewedRun : m_controller->runDir();
+    const QString runPath = m_viewed ? m_viewed->folder() : m_controller->runDir();
     const QString run =
         runPath.isEmpty() ? tr("Precision Lab") : tr("run %1").arg(QFileInfo(runPath).fileName());
     const QString recipe = m_preset->currentText();

@@ -273,11 +273,11 @@ QString MainWindow::resetRun() {
 // The recorded run on show gives way to the app's own (only once that one could start: a
 // failed Apply leaves the view as it was).
 void MainWindow::leaveViewedRun() {
-    m_viewedRun.clear();
-    m_followTimer->stop();
-    m_viewedRecord.reset();
-    m_steering.reset();
-    m_viewedLive = false;
+    m_viewed.reset();
+    m_source = m_live.get();
+    m_pollTimer->setInterval(m_source->pollIntervalMs());
+    m_pollTimer->start(); // also after a record that failed to follow
+    m_offeredRoles.clear();
     m_watchedFormat->hide();
     m_recipeEditor->showRecordOnly({}); // the app's own run: a recipe, every role
     m_gradientView->setRoles({kAllRoles.begin(), kAllRoles.end()});

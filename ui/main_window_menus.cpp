@@ -34,7 +34,7 @@ void MainWindow::buildActions() {
     m_trainAction->setToolTip(tr("Train / pause (Space)"));
     connect(m_trainAction, &QAction::triggered, this, [this] {
         if (steeringViewedRun()) {
-            sendActionToScript(m_steering->paused() ? "resume" : "pause");
+            sendActionToScript(m_viewed->steering().paused() ? "resume" : "pause");
             return;
         }
         m_controller->toggleTraining();

@@ -43,8 +43,9 @@ void MainWindow::markPendingValues() {
     // The run on show: the app's own (its config follows every live edit), or a recorded one.
     const bool own = m_controller->hasSession();
     const bool watched = m_preset->currentData(kWatchedRunRole).toBool();
-    const TrainConfig& shown = own ? m_controller->config() : m_viewedConfig;
-    const bool compare = !watched && (own || !m_viewedRun.isEmpty());
+    static const TrainConfig none;
+    const TrainConfig& shown = own ? m_controller->config() : m_viewed ? m_viewed->config() : none;
+    const bool compare = !watched && (own || m_viewed);
     const bool pending[] = {m_model->currentData().toString().toStdString() != shown.model.type,
                             dataSourceFromControls().toStdString() != shown.dataSource,
                             static_cast<std::uint64_t>(m_seed->value()) != shown.seed,

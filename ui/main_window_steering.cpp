@@ -19,8 +19,7 @@
 namespace plab {
 
 bool MainWindow::steeringViewedRun() const {
-    return !m_controller->hasSession() && !m_viewedRun.isEmpty() && m_steering &&
-           m_steering->steerable();
+    return viewingRecord() && m_viewed->steering().steerable();
 }
 
 void MainWindow::rememberControlTips() {
@@ -30,8 +29,7 @@ void MainWindow::rememberControlTips() {
 }
 
 void MainWindow::updateRunControls() {
-    const bool viewing = !m_controller->hasSession() && !m_viewedRun.isEmpty();
-    if (!viewing) { // the app's own run: every control is its own
+    if (!viewingRecord()) { // the app's own run: every control is its own
         for (QAction* a : {m_trainAction, m_stepAction, m_resetAction})
             a->setEnabled(true);
         m_policy->setEnabled(true);
@@ -45,10 +43,9 @@ void MainWindow::updateRunControls() {
         return;
     }
     const bool steer = steeringViewedRun();
-    const bool paused = steer && m_steering->paused();
-    const QString why = m_steering
-                            ? tr("View-only: %1").arg(QString::fromStdString(m_steering->whyNot()))
-                            : tr("View-only: a recorded run");
+    const RunSteering& steering = m_viewed->steering();
+    const bool paused = steer && steering.paused();
+    const QString why = tr("View-only: %1").arg(QString::fromStdString(steering.whyNot()));
     m_trainAction->setEnabled(steer);
     m_trainAction->setText(!steer ? tr("Train") : paused ? tr("Resume") : tr("Pause"));
     m_trainAction->setToolTip(steer ? tr("Pause or resume the script at its next step boundary "
@@ -86,21 +83,21 @@ void MainWindow::reportSteering(const std::string& error, const QString& sent) {
 }
 
 void MainWindow::sendScaleToScript(double scale) {
-    reportSteering(m_steering->sendScale(scale),
+    reportSteering(m_viewed->steering().sendScale(scale),
                    tr("loss scale 2^%1").arg(std::log2(scale), 0, 'f', 2));
 }
 
 void MainWindow::sendPolicyToScript(ScalingPolicy policy) {
-    reportSteering(m_steering->sendPolicy(policy, m_slider->scale()),
+    reportSteering(m_viewed->steering().sendPolicy(policy, m_slider->scale()),
                    tr("scaling policy %1").arg(QString::fromLatin1(info(policy).name)));
 }
 
 void MainWindow::sendRecipeToScript(const PrecisionRecipe& recipe) {
-    reportSteering(m_steering->sendRecipe(recipe), tr("the recipe"));
+    reportSteering(m_viewed->steering().sendRecipe(recipe), tr("the recipe"));
 }
 
 void MainWindow::sendActionToScript(const std::string& action) {
-    reportSteering(m_steering->sendAction(action), QString::fromStdString(action));
+    reportSteering(m_viewed->steering().sendAction(action), QString::fromStdString(action));
 }
 
 // The script's answers (recorded events): a refusal in a dialog, the rest in the status bar;
@@ -114,10 +111,11 @@ void MainWindow::showSteeringReplies(const std::vector<RecordedEvent>& replies) 
         else
             statusBar()->showMessage(tr("The script: %1").arg(message), 10000);
     }
-    if (!m_steering->settingsChanged())
+    const RunSteering& steering = m_viewed->steering();
+    if (!steering.settingsChanged())
         return;
-    const TrainConfig& now = m_steering->settings();
-    m_viewedConfig = m_steering->recordedConfig(); // its start and the timeline so far
+    const TrainConfig& now = steering.settings();
+    m_viewed->setConfig(steering.recordedConfig()); // its start and the timeline so far
     m_recipeEditor->setRecipe(now.recipe);
     m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(now.scalingPolicy)));
 }

@@ -33,7 +33,7 @@ StagesOverview::StagesOverview(QWidget* parent) : QWidget(parent) {
                   "open that stage above."));
 }
 
-void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& config,
+void StagesOverview::show(const TrainingSnapshot& snapshot, const ShownPrecision& precision,
                           TensorRole role, int selectedStage) {
     m_rows.clear();
     m_selected = selectedStage;
@@ -43,8 +43,7 @@ void StagesOverview::show(const TrainingSnapshot& snapshot, const TrainConfig& c
     for (std::size_t s = 0; s < snapshot.stages.size(); ++s) {
         const StageStats& stage = snapshot.stages[s];
         const QuantStats& q = stage.roles[r];
-        const FormatSpec& format =
-            config.recipe.stageConfig(static_cast<int>(s), snapshot.stageNames, role).format;
+        const FormatSpec& format = precision.format(static_cast<int>(s), snapshot.stageNames, role);
         Row row;
         row.name = s < snapshot.stageNames.size() ? QString::fromStdString(snapshot.stageNames[s])
                                                   : QStringLiteral("stage %1").arg(s);

@@ -8,8 +8,8 @@
 // (no plot objects): one rectangle per bin, well inside a 16 ms repaint with a GPT's stages.
 #pragma once
 
+#include "shown_precision.h"
 #include "stats/training_snapshot.h"
-#include "train/train_config.h"
 
 #include <QWidget>
 
@@ -24,7 +24,7 @@ class StagesOverview : public QWidget {
 public:
     explicit StagesOverview(QWidget* parent = nullptr);
 
-    void show(const TrainingSnapshot& snapshot, const TrainConfig& config, TensorRole role,
+    void show(const TrainingSnapshot& snapshot, const ShownPrecision& precision, TensorRole role,
               int selectedStage);
 
     // What a row shows (for tests and tooltips).

@@ -8,7 +8,8 @@
 
 namespace plab {
 
-TrainingController::TrainingController(QObject* parent) : QObject(parent) {
+TrainingController::TrainingController(QObject* parent, Polling polling)
+    : QObject(parent), m_polling(polling) {
     m_timer.setInterval(33); // ~30 Hz: the views never need more
     connect(&m_timer, &QTimer::timeout, this, &TrainingController::poll);
 }
@@ -45,7 +46,8 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_lastFlushStep = -1;
         m_history.clear();
         m_decimation = 1;
-        m_timer.start();
+        if (m_polling == Polling::OwnTimer)
+            m_timer.start();
         emit historyChanged();
         emit snapshotChanged();
         emit stateChanged();

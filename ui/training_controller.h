@@ -1,8 +1,10 @@
-// TrainingController: the GUI's side of a TrainingSession. It owns the session, polls it from one
-// QTimer at ~30 Hz (the worker never waits for the GUI), keeps a bounded, decimated history of
-// step scalars for the time views, and turns failures into messages for the window.
+// TrainingController: the GUI's side of a TrainingSession. It owns the session, polls it at
+// ~30 Hz from its own QTimer or its owner's (the worker never waits for the GUI), keeps a bounded,
+// decimated history of step scalars for the time views, and turns failures into messages for the
+// window.
 #pragma once
 
+#include "flush_column.h"
 #include "stats/training_snapshot.h"
 #include "train/training_session.h"
 
@@ -18,7 +20,10 @@ namespace plab {
 class TrainingController : public QObject {
     Q_OBJECT
 public:
-    explicit TrainingController(QObject* parent = nullptr);
+    // Who calls poll(): the controller's own ~30 Hz timer, or its owner's (the main window's one
+    // timer reads every kind of run on show through a RunSource).
+    enum class Polling { OwnTimer, ByOwner };
+    explicit TrainingController(QObject* parent = nullptr, Polling polling = Polling::OwnTimer);
     ~TrainingController() override;
 
     // Loads the data and creates a paused session. Returns an empty string, or a one-line error
@@ -55,10 +60,7 @@ public:
     static constexpr std::size_t kHistoryCapacity = 4096;
     // Per statistics step: the share of nonzero activation gradients flushed, per stage (the
     // heat map's columns); bounded and decimated like history().
-    struct FlushColumn {
-        std::int64_t step;
-        std::vector<double> flushed;
-    };
+    using FlushColumn = plab::FlushColumn;
     const std::vector<FlushColumn>& flushHistory() const { return m_flushHistory; }
     QString runDir() const { return m_runDir; }
 
@@ -106,6 +108,7 @@ private:
     double m_pace = 0.0;
     std::uint64_t m_configVersion = 0; // of the session's effective config that m_config holds
     QTimer m_timer;
+    Polling m_polling;
 };
 
 } // namespace plab

@@ -196,7 +196,7 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
     // The slider previews another scale on a recorded run and says it cannot steer it; the
     // preview stays while the step on show does.
     w.scaleSlider()->setLog2Scale(4);
-    auto* follow = w.findChild<QTimer*>(QStringLiteral("followTimer"));
+    auto* follow = w.findChild<QTimer*>(QStringLiteral("pollTimer"));
     QVERIFY(follow != nullptr && follow->isActive());
     QSignalSpy polls(follow, &QTimer::timeout);
     QTRY_VERIFY_WITH_TIMEOUT(polls.count() >= 2, 30000); // two polls of the ended run since

@@ -1,0 +1,209 @@
+// The run sources the main window's views read (ui/run_source.h): a record (a trained run with
+// a timeline of edits, a watched run judged in several formats), the app's own session polled by
+// its owner, and the window's one timer reading whichever is on show.
+#include "live_run_source.h"
+#include "main_window.h"
+#include "record_run_source.h"
+#include "training_controller.h"
+
+#include "train/run_data.h"
+#include "train/training_session.h"
+#include "watch/watch_recorder.h"
+
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+
+#include <random>
+
+using namespace plab;
+
+class TestRunSource : public QObject {
+    Q_OBJECT
+private slots:
+    void recordSourceFollowsItsTimeline();
+    void watchedSourceShowsTheJudgedFormat();
+    void liveSourceIsPolledByItsOwner();
+    void windowPollsTheRunOnShowFromOneTimer();
+};
+
+namespace {
+
+TrainConfig tinyConfig(int steps) {
+    return configFromJson(
+        {{"data", {{"train_size", 200}, {"test_size", 50}}},
+         {"model", {{"hidden", {8}}}},
+         {"train", {{"steps", steps}, {"batch_size", 16}, {"histograms_every", 1}}},
+         // switched to dynamic after step 2
+         {"timeline", {{{"step", 2}, {"set", {{"scaling", {{"policy", "dynamic"}}}}}}}}});
+}
+
+// A trained run's record: every step with histograms, dynamic scaling from step 3.
+void trainRecord(const std::string& dir, int steps) {
+    const TrainConfig config = tinyConfig(steps);
+    TrainingSession session(config, loadRunData(config), dir);
+    session.start();
+    session.waitUntilDone();
+    QCOMPARE(session.state(), SessionState::Finished);
+}
+
+// A watched run (as precision_lab.torch.watch writes it): two modules' activation gradients,
+// judged in three formats, statistics at steps 1 and 6.
+void watchRecord(const std::string& dir) {
+    WatchSettings settings;
+    settings.formats = {"fp16", "fp8-e4m3", "nvfp4"};
+    settings.stageNames = {"fc1", "head"};
+    settings.every = 5;
+    WatchRecorder recorder(dir, settings);
+    std::mt19937 random(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int step = 1; step <= 6; ++step) {
+        WatchedStep s;
+        s.step = step;
+        s.loss = 1.0 / step;
+        s.scale = 256.0;
+        s.statistics = (step - 1) % settings.every == 0;
+        if (s.statistics)
+            for (std::size_t stage = 0; stage < 2; ++stage) {
+                CapturedTensor t;
+                t.stage = stage;
+                t.role = TensorRole::ActivationGradients;
+                t.rowLength = 32;
+                for (int i = 0; i < 32 * 8; ++i) // small enough that FP16 flushes some
+                    t.values.push_back(1e-6f * normal(random));
+                s.tensors.push_back(std::move(t));
+            }
+        recorder.submit(std::move(s));
+    }
+    recorder.close();
+}
+
+} // namespace
+
+void TestRunSource::recordSourceFollowsItsTimeline() {
+    QTemporaryDir runs;
+    const std::string dir = runs.path().toStdString() + "/trained";
+    trainRecord(dir, 5);
+    RecordRunSource source(QString::fromStdString(dir));
+    QVERIFY(!source.watched() && !source.emulated());
+    QVERIFY(source.poll());  // the first read
+    QVERIFY(!source.poll()); // nothing committed since
+    QCOMPARE(source.steps().size(), std::size_t{5});
+    QCOMPARE(source.history().size(), std::size_t{5});
+    QCOMPARE(source.histogramSteps(), (std::vector<std::int64_t>{1, 2, 3, 4, 5}));
+    QCOMPARE(source.flushColumns().size(), std::size_t{5});
+    QCOMPARE(source.roles().size(), kAllRoles.size()); // a trained run records every role
+    QVERIFY(!source.live());
+    // Each step is drawn in the precision it ran with: the timeline's edit from step 3.
+    source.showStep(2);
+    QCOMPARE(source.snapshot()->statsStep, std::int64_t{2});
+    QCOMPARE(source.snapshot()->stages.size(), source.stageNames().size());
+    QCOMPARE(source.snapshot()->scalars.step, std::int64_t{2});
+    QVERIFY(source.precision().scalingPolicy == ScalingPolicy::Static);
+    source.showStep(3);
+    QVERIFY(source.precision().scalingPolicy == ScalingPolicy::Dynamic);
+    QVERIFY(source.precision() == ShownPrecision::of(configAfterSteps(source.config(), 2)));
+    // A record keeps no samples: the what-if says so rather than compare nothing.
+    const FormatComparison& none = source.compareFormats(0, TensorRole::ActivationGradients);
+    QVERIFY(none.rows.empty());
+    QVERIFY2(none.caption.contains(QLatin1String("No sample")), qPrintable(none.caption));
+    // A step without histograms: nothing on show, the start's precision.
+    source.showStep(99);
+    QVERIFY(source.snapshot()->stages.empty());
+    QVERIFY(source.precision().scalingPolicy == ScalingPolicy::Static);
+}
+
+void TestRunSource::watchedSourceShowsTheJudgedFormat() {
+    QTemporaryDir runs;
+    const std::string dir = runs.path().toStdString() + "/watched";
+    watchRecord(dir);
+    RecordRunSource source(QString::fromStdString(dir));
+    QVERIFY(source.watched());
+    QCOMPARE(source.judgedFormat(), std::string("fp16"));
+    source.refresh();
+    QCOMPARE(source.histogramSteps(), (std::vector<std::int64_t>{1, 6}));
+    QCOMPARE(source.roles(), std::vector<TensorRole>{TensorRole::ActivationGradients});
+    source.showStep(6);
+    // Every role in the judged format, under a static scale (the slider previews).
+    const ShownPrecision fp16 = source.precision();
+    QVERIFY(fp16.scalingPolicy == ScalingPolicy::Static && !fp16.blockScheme);
+    for (const QuantConfig& role : fp16.recipe.roles)
+        QCOMPARE(role.format.name, std::string("fp16"));
+    QCOMPARE(source.flushColumns().size(), std::size_t{2});
+    const double fp16Flushed = source.flushColumns().back().flushed[0];
+    QVERIFY(fp16Flushed > 0.0);
+    // The what-if: every judged format's counts for the whole tensor, the one on show current.
+    const FormatComparison& judged = source.compareFormats(1, TensorRole::ActivationGradients);
+    QCOMPARE(judged.rows.size(), std::size_t{3});
+    QCOMPARE(judged.current, std::string("fp16"));
+    QVERIFY2(judged.caption.contains(QLatin1String("head")), qPrintable(judged.caption));
+    // Another format on show: read again in it; a block format over FP32's bands.
+    source.setJudgedFormat("nvfp4");
+    QVERIFY(source.poll());
+    source.showStep(6);
+    for (const QuantConfig& role : source.precision().recipe.roles)
+        QCOMPARE(role.format.name, std::string("fp32"));
+    QCOMPARE(source.flushColumns().size(), std::size_t{2});
+    QVERIFY(source.flushColumns().back().flushed[0] != fp16Flushed);
+    QCOMPARE(source.compareFormats(1, TensorRole::ActivationGradients).current,
+             std::string("nvfp4"));
+    // No such stage: no read, the last comparison stays.
+    QCOMPARE(source.compareFormats(7, TensorRole::ActivationGradients).current,
+             std::string("nvfp4"));
+}
+
+void TestRunSource::liveSourceIsPolledByItsOwner() {
+    QTemporaryDir runs;
+    TrainingController controller(nullptr, TrainingController::Polling::ByOwner);
+    LiveRunSource source(controller);
+    TrainConfig config = tinyConfig(3);
+    config.timeline.clear();
+    QCOMPARE(controller.configure(config, runs.path() + QStringLiteral("/own")), QString());
+    QCOMPARE(source.folder(), runs.path() + QStringLiteral("/own"));
+    QCOMPARE(source.stageNames(), controller.stageNames());
+    controller.train();
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), SessionState::Finished, 30000);
+    QTest::qWait(100);
+    QVERIFY(source.snapshot() == nullptr); // nothing polled it: no timer of its own
+    source.poll();
+    QVERIFY(source.snapshot() != nullptr);
+    QCOMPARE(source.snapshot()->scalars.step, std::int64_t{3});
+    QCOMPARE(source.history().size(), std::size_t{3});
+    QVERIFY(source.precision() == ShownPrecision::of(controller.config()));
+    // The step's sample compared in every format, its own cast's exact counts in bold.
+    const FormatComparison& compared = source.compareFormats(0, TensorRole::ActivationGradients);
+    const std::string inUse =
+        controller.config()
+            .recipe.stageConfig(0, source.stageNames(), TensorRole::ActivationGradients)
+            .format.name;
+    QCOMPARE(compared.current, inUse);
+    QVERIFY(compared.rows.size() > 10);
+    QVERIFY(&source.compareFormats(0, TensorRole::ActivationGradients) == &compared);
+}
+
+void TestRunSource::windowPollsTheRunOnShowFromOneTimer() {
+    QTemporaryDir runs;
+    const std::string dir = runs.path().toStdString() + "/trained";
+    trainRecord(dir, 2);
+    MainWindow w;
+    QString error;
+    w.setErrorSink(&error);
+    auto* timer = w.findChild<QTimer*>(QStringLiteral("pollTimer"));
+    QVERIFY(timer != nullptr);
+    QVERIFY(timer->isActive());
+    QCOMPARE(timer->interval(), 33); // the app's own session
+    // The session's steps arrive through the window's timer (the controller has none running).
+    w.controller()->step();
+    QTRY_VERIFY_WITH_TIMEOUT(w.controller()->latest() != nullptr, 30000);
+    QCOMPARE(w.openRun(QString::fromStdString(dir)), QString());
+    QVERIFY(timer->isActive());
+    QCOMPARE(timer->interval(), RecordRunSource::kFollowMs);
+    QCOMPARE(w.viewedStep(), std::int64_t{2});
+    QCOMPARE(w.applySettings(), QString()); // the app's own again
+    QCOMPARE(timer->interval(), 33);
+    QVERIFY(w.viewedRun().isEmpty());
+    QCOMPARE(error, QString());
+}
+
+QTEST_MAIN(TestRunSource)
+#include "test_run_source.moc"

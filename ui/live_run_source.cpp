@@ -1,0 +1,43 @@
+// LiveRunSource: the TrainingController's session, read through the RunSource interface.
+#include "live_run_source.h"
+
+#include "training_controller.h"
+
+namespace plab {
+
+bool LiveRunSource::poll() {
+    m_controller.poll(); // its signals say what changed
+    return false;
+}
+
+QString LiveRunSource::folder() const {
+    return m_controller.runDir();
+}
+
+std::vector<std::string> LiveRunSource::stageNames() const {
+    return m_controller.stageNames();
+}
+
+std::vector<StepScalars> LiveRunSource::history() const {
+    return m_controller.history(); // bounded and decimated as it grows
+}
+
+const std::vector<FlushColumn>& LiveRunSource::flushColumns() const {
+    return m_controller.flushHistory();
+}
+
+const TrainingSnapshot* LiveRunSource::snapshot() const {
+    return m_controller.latest();
+}
+
+ShownPrecision LiveRunSource::precision() const {
+    return ShownPrecision::of(m_controller.config());
+}
+
+const FormatComparison& LiveRunSource::compareFormats(int stage, TensorRole role) {
+    static const TrainingSnapshot none;
+    const TrainingSnapshot* latest = m_controller.latest();
+    return m_comparer.compare(latest ? *latest : none, precision(), stage, role);
+}
+
+} // namespace plab

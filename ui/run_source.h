@@ -1,0 +1,44 @@
+// RunSource: the run the main window's views show, wherever it comes from, read by the window's
+// one poll timer (MainWindow::pollRunSource):
+// - LiveRunSource: the app's own session, through its TrainingController;
+// - RecordRunSource: a run record, a past run or one another process still writes (a CLI train,
+//   a sweep's member, a watched PyTorch run, an emulated one whose script takes commands).
+// The views stay passive: the window hands them the source's snapshot, the precision it was cast
+// in (ShownPrecision), its history, its heat-map columns and the what-if comparison.
+#pragma once
+
+#include "flush_column.h"
+#include "format_comparison.h"
+#include "shown_precision.h"
+#include "stats/training_snapshot.h"
+
+#include <QString>
+
+#include <string>
+#include <vector>
+
+namespace plab {
+
+class RunSource {
+public:
+    virtual ~RunSource() = default;
+
+    // How often the window's timer reads it, in milliseconds.
+    virtual int pollIntervalMs() const = 0;
+    // Reads what is new since the last poll; true when the views should be drawn again. Throws
+    // std::exception, its message naming the run, when the run cannot be read.
+    virtual bool poll() = 0;
+    // The run's record folder (empty: no record yet).
+    virtual QString folder() const = 0;
+    virtual std::vector<std::string> stageNames() const = 0;
+    // The steps as the time view draws them: at most ~4k points, evaluations kept.
+    virtual std::vector<StepScalars> history() const = 0;
+    virtual const std::vector<FlushColumn>& flushColumns() const = 0;
+    // The statistics step on show (null before the first), and the precision it was cast in.
+    virtual const TrainingSnapshot* snapshot() const = 0;
+    virtual ShownPrecision precision() const = 0;
+    // The Formats what-if tab's rows for `role` of `stage` at the step on show.
+    virtual const FormatComparison& compareFormats(int stage, TensorRole role) = 0;
+};
+
+} // namespace plab

@@ -1,0 +1,27 @@
+// ShownPrecision from a config, or from the format a watched run is judged in.
+#include "shown_precision.h"
+
+#include "numerics/format_spec.h"
+
+namespace plab {
+
+ShownPrecision ShownPrecision::of(const TrainConfig& config) {
+    ShownPrecision shown;
+    shown.recipe = config.recipe;
+    shown.scalingPolicy = config.scalingPolicy;
+    shown.blockScheme = config.blockScheme();
+    shown.amaxMargin = config.amaxMargin;
+    return shown;
+}
+
+ShownPrecision ShownPrecision::judgedIn(const std::string& format) {
+    ShownPrecision shown;
+    const QuantConfig q = QuantConfig::forFormat(
+        parseFormat(findBlockFormat(format) != nullptr ? std::string("fp32") : format));
+    for (QuantConfig& role : shown.recipe.roles)
+        role = q;
+    shown.scalingPolicy = ScalingPolicy::Static;
+    return shown;
+}
+
+} // namespace plab

@@ -1,0 +1,37 @@
+// ShownPrecision: what the views read of a run's settings to draw one of its tensors: the format
+// each stage's role is cast to, the scaling policy, the block scheme and the amax margin. A run
+// the app trains gives it from its config (of()); a watched PyTorch run, which has no config the
+// app could train, from the format its counts are judged in (judgedIn()).
+#pragma once
+
+#include "numerics/block_scheme.h"
+#include "train/train_config.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace plab {
+
+struct ShownPrecision {
+    PrecisionRecipe recipe;
+    ScalingPolicy scalingPolicy = ScalingPolicy::None;
+    std::optional<BlockScheme> blockScheme;
+    int amaxMargin = 0;
+
+    static ShownPrecision of(const TrainConfig& config);
+    // Every role in `format`, under a static scale (the slider's preview moves the gradients'
+    // histograms). A block format's element bands would not fit the recorded histogram (of the
+    // values before the block scales), so it is drawn over FP32's bands; the block cast's own
+    // counts are in the shares line.
+    static ShownPrecision judgedIn(const std::string& format);
+
+    // The format `role` of stage `stage` (named by `stageNames`) is cast to.
+    const FormatSpec& format(int stage, const std::vector<std::string>& stageNames,
+                             TensorRole role) const {
+        return recipe.stageConfig(stage, stageNames, role).format;
+    }
+    bool operator==(const ShownPrecision&) const = default;
+};
+
+} // namespace plab
