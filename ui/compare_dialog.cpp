@@ -8,11 +8,13 @@
 #include "record/record_file.h"
 #include "record/run_folder.h"
 #include "stats/seed_statistics.h"
+#include "sweep/sweep_run.h"
 #include "train/presets.h"
 
 #include <qcustomplot.h>
 
 #include <QDir>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -143,6 +145,13 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_table->verticalHeader()->setVisible(false);
     // Headers whole ("test accuracy (%)", "vs baseline: ..."): columns as wide as their text.
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_table->setToolTip(tr("Double-click a point: its first seed's run in the main window"));
+    connect(m_table, &QTableWidget::cellDoubleClicked, this, [this](int row, int) {
+        if (const QTableWidgetItem* point = m_table->item(row, 0))
+            chooseRun(point->text());
+    });
+    connect(m_list, &QListWidget::itemDoubleClicked, this,
+            [this](const QListWidgetItem* item) { chooseRun(item->text()); });
 
     auto* left = new QVBoxLayout;
     left->addWidget(m_list, 1);
@@ -217,6 +226,28 @@ void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
 
 void CompareDialog::stop() {
     m_sweep.stop();
+}
+
+QString CompareDialog::memberRun(const QString& point) const {
+    if (m_compareDir.isEmpty())
+        return {};
+    const Sweep& sweep = m_sweepOnShow;
+    for (const SweepRun& run : planSweepRuns(sweep, m_compareDir.toStdString()))
+        if (QString::fromStdString(sweep.points()[run.point].name(sweep)) == point &&
+            QFileInfo::exists(QString::fromStdString(run.dir) + QStringLiteral("/run.sqlite")))
+            return QString::fromStdString(run.dir);
+    return {};
+}
+
+void CompareDialog::chooseRun(const QString& point) {
+    const QString dir = memberRun(point);
+    if (dir.isEmpty()) {
+        m_progress->setText(tr("No run of %1 in this comparison yet: run it, or open a sweep "
+                               "folder that has one.")
+                                .arg(point));
+        return;
+    }
+    emit runChosen(dir);
 }
 
 QString CompareDialog::openSweep(const QString& dir) {

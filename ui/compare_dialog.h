@@ -58,10 +58,17 @@ public:
     QStringList checkedPresets() const;
     QString progressText() const; // "3 of 10 runs done; going: fp16-amp seed 2 (step 120 of 300)"
     QString compareDir() const;   // the folder of the last comparison (or the opened sweep)
+    // The run folder of the first seed of `point` (a preset, or a sweep's point name) that has a
+    // record in the comparison on show; empty when none has one (yet).
+    QString memberRun(const QString& point) const;
 
 signals:
     // The comparison ended (done, stopped or failed) or an opened sweep is read; all drawn.
     void comparisonEnded();
+    // A point double-clicked (in the preset list or the results table): its run, to show in the
+    // main window (followed while the sweep still trains it); a point without a run yet says so
+    // in the progress line instead.
+    void runChosen(const QString& runDir);
 
 private:
     void startWorker(const Sweep& sweep, const QString& folder, bool train);
@@ -70,6 +77,7 @@ private:
     void refresh();
     void drawCurves();
     void drawResults(const SweepResults& results);
+    void chooseRun(const QString& point);
 
     TrainConfig m_base;
     QListWidget* m_list;

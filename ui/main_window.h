@@ -33,6 +33,7 @@ class QTimer;
 namespace plab {
 
 class AdvisePanel;
+class CompareDialog;
 class BlocksView;
 class DiagnosticsView;
 class FlushHeatmapView;
@@ -111,6 +112,12 @@ public:
     QPlainTextEdit* textSample() const { return m_textSample; }
     QTabWidget* detailTabs() const { return m_detailTabs; }
     FormatInspector* formatInspector();
+    // Tools > Compare presets: a new dialog on this window's model and data (not yet shown;
+    // deleted when closed) whose double-clicked points open their run here. runsRoot: where its
+    // comparisons go (empty: the app's runs folder).
+    CompareDialog* openCompare(const QString& runsRoot = {});
+    // Help > About's text, with the application's version.
+    QString aboutText() const;
     // Tools > Advise (ui/main_window_advise.cpp): the recipe advisor on the run in the window
     // (the one on show, else the app's own); the error or empty. Apply in it starts a new own
     // run under the advice, or sends the recipe to an emulated script that still runs.

@@ -10,6 +10,7 @@
 #include "training_controller.h"
 #include <QAction>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDesktopServices>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -138,20 +139,33 @@ void MainWindow::buildActions() {
         if (const QString err = openAdvise(); !err.isEmpty())
             showError(tr("Cannot advise on this run"), err);
     });
-    tools->addAction(tr("&Compare presets…"), this, [this] {
-        auto* dialog = new CompareDialog(m_controller->config(), this);
-        dialog->setAttribute(Qt::WA_DeleteOnClose);
-        dialog->show();
-    });
+    tools->addAction(tr("&Compare presets…"), this, [this] { openCompare()->show(); });
     auto* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About Precision Lab"), this, [this] {
-        QMessageBox::about(this, tr("About Precision Lab"),
-                           tr("<b>Precision Lab</b> 0.1<br>Watch what low-precision number formats "
-                              "do to training, live.<br><br>Implements mixed precision training "
-                              "(Micikevicius et al., ICLR 2018), 8-bit floating-point training "
-                              "(Mellempudi et al., 2019) and per-layer gradient scaling (Zhao et "
-                              "al., IJCAI 2020)."));
+    help->addAction(tr("&About Precision Lab"), this,
+                    [this] { QMessageBox::about(this, tr("About Precision Lab"), aboutText()); });
+}
+
+QString MainWindow::aboutText() const {
+    return tr("<b>Precision Lab</b> %1<br>Watch what low-precision number formats do to "
+              "training, live.<br><br>Implements mixed precision training (Micikevicius et al., "
+              "ICLR 2018), 8-bit floating-point training (Mellempudi et al., 2019) and per-layer "
+              "gradient scaling (Zhao et al., IJCAI 2020).")
+        .arg(QCoreApplication::applicationVersion());
+}
+
+CompareDialog* MainWindow::openCompare(const QString& runsRoot) {
+    auto* dialog = new CompareDialog(m_controller->config(), this, runsRoot);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    // A point's run in this window: the views follow it while the sweep trains it.
+    connect(dialog, &CompareDialog::runChosen, this, [this](const QString& dir) {
+        if (const QString err = openRun(dir); !err.isEmpty()) {
+            showError(tr("Cannot show the run"), err);
+            return;
+        }
+        raise();
+        activateWindow();
     });
+    return dialog;
 }
 
 void MainWindow::rememberRecentFile(const QString& path) {

@@ -1,6 +1,7 @@
 // The run sources the main window's views read (ui/run_source.h): a record (a trained run with
 // a timeline of edits, a watched run judged in several formats), the app's own session polled by
 // its owner, and the window's one timer reading whichever is on show.
+#include "compare_dialog.h"
 #include "live_run_source.h"
 #include "main_window.h"
 #include "record_run_source.h"
@@ -10,6 +11,10 @@
 #include "train/training_session.h"
 #include "watch/watch_recorder.h"
 
+#include <QLabel>
+#include <QListWidget>
+#include <QSignalSpy>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -25,6 +30,8 @@ private slots:
     void watchedSourceShowsTheJudgedFormat();
     void liveSourceIsPolledByItsOwner();
     void windowPollsTheRunOnShowFromOneTimer();
+    void windowShowsASweepMemberChosenInCompare();
+    void aboutNamesTheVersion();
 };
 
 namespace {
@@ -203,6 +210,50 @@ void TestRunSource::windowPollsTheRunOnShowFromOneTimer() {
     QCOMPARE(timer->interval(), 33);
     QVERIFY(w.viewedRun().isEmpty());
     QCOMPARE(error, QString());
+}
+
+// Compare's point double-clicked: its first seed's run on show in the main window.
+void TestRunSource::windowShowsASweepMemberChosenInCompare() {
+    QTemporaryDir runs;
+    MainWindow w;
+    QString error;
+    w.setErrorSink(&error);
+    CompareDialog* compare = w.openCompare(runs.path());
+    QSignalSpy ended(compare, &CompareDialog::comparisonEnded);
+    compare->run({QStringLiteral("fp32"), QStringLiteral("bf16")}, 3, 1);
+    QVERIFY(ended.wait(60000));
+    QSignalSpy chosen(compare, &CompareDialog::runChosen);
+    QTableWidget* results = compare->resultsTable();
+    QCOMPARE(results->rowCount(), 2);
+    QCOMPARE(results->item(1, 0)->text(), QStringLiteral("bf16"));
+    emit results->cellDoubleClicked(1, 0);
+    QCOMPARE(chosen.count(), 1);
+    const QString member = compare->compareDir() + QStringLiteral("/bf16/seed-1");
+    QCOMPARE(w.viewedRun(), member);
+    QCOMPARE(w.viewedHistory().size(), std::size_t{3});
+    QVERIFY(!w.controller()->hasSession());
+    // A preset the comparison did not run: no run to show, the dialog says so.
+    auto* presets = compare->findChild<QListWidget*>();
+    const QList<QListWidgetItem*> fp16 =
+        presets->findItems(QStringLiteral("fp16-amp"), Qt::MatchExactly);
+    QCOMPARE(fp16.size(), 1);
+    emit presets->itemDoubleClicked(fp16.front());
+    QCOMPARE(chosen.count(), 1);
+    QCOMPARE(w.viewedRun(), member);
+    QVERIFY(compare->findChildren<QLabel*>().size() > 0);
+    bool said = false;
+    for (const QLabel* label : compare->findChildren<QLabel*>())
+        said = said || label->text().startsWith(QLatin1String("No run of fp16-amp"));
+    QVERIFY(said);
+    QCOMPARE(error, QString());
+    compare->close();
+}
+
+void TestRunSource::aboutNamesTheVersion() {
+    QCoreApplication::setApplicationVersion(QStringLiteral("9.8.7"));
+    MainWindow w;
+    QVERIFY2(w.aboutText().contains(QLatin1String("Precision Lab</b> 9.8.7")),
+             qPrintable(w.aboutText()));
 }
 
 QTEST_MAIN(TestRunSource)
