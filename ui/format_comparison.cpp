@@ -109,12 +109,17 @@ const FormatComparison& SampledFormatComparer::compare(const TrainingSnapshot& s
     return m_last;
 }
 
+std::string judgedComparisonKey(std::int64_t step, const std::string& stageName, TensorRole role,
+                                const std::string& current) {
+    return "judged " + std::to_string(step) + ' ' + stageName + ' ' +
+           std::to_string(static_cast<int>(role)) + ' ' + current;
+}
+
 FormatComparison judgedFormatComparison(std::vector<FormatOutcome> judged,
                                         const std::string& stageName, TensorRole role,
                                         std::int64_t step, const std::string& current) {
     FormatComparison made;
-    made.key = "judged " + std::to_string(step) + ' ' + stageName + ' ' +
-               std::to_string(static_cast<int>(role)) + ' ' + current;
+    made.key = judgedComparisonKey(step, stageName, role, current);
     made.current = current;
     if (judged.empty()) {
         made.caption = tableText("The watcher recorded no %1 of %2 at step %3.")

@@ -42,7 +42,10 @@ private:
     FormatComparison m_last;
 };
 
-// A watched run's tensor at `step`: the formats it was judged in, `current` in bold.
+// A watched run's tensor at `step`: the formats it was judged in, `current` in bold; its key is
+// judgedComparisonKey's (a caller can tell it has that one without reading the record again).
+std::string judgedComparisonKey(std::int64_t step, const std::string& stageName, TensorRole role,
+                                const std::string& current);
 FormatComparison judgedFormatComparison(std::vector<FormatOutcome> judged,
                                         const std::string& stageName, TensorRole role,
                                         std::int64_t step, const std::string& current);

@@ -18,7 +18,7 @@ std::vector<std::string> LiveRunSource::stageNames() const {
     return m_controller.stageNames();
 }
 
-std::vector<StepScalars> LiveRunSource::history() const {
+const std::vector<StepScalars>& LiveRunSource::history() const {
     return m_controller.history(); // bounded and decimated as it grows
 }
 

@@ -17,7 +17,7 @@ public:
     bool poll() override;
     QString folder() const override;
     std::vector<std::string> stageNames() const override;
-    std::vector<StepScalars> history() const override;
+    const std::vector<StepScalars>& history() const override;
     const std::vector<FlushColumn>& flushColumns() const override;
     const TrainingSnapshot* snapshot() const override;
     ShownPrecision precision() const override;

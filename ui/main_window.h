@@ -14,7 +14,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <tuple>
 
 class QAction;
 class QMenu;
@@ -87,12 +86,11 @@ public:
     // recorded histograms, its settings in the controls (Apply starts a new run from them). The
     // current run ends first. A run that another process still writes (a watched PyTorch run, a
     // CLI train, a sweep's run) is followed: new steps appear as they are committed (polled
-    // every kFollowMs), the gradient view stays on the newest step unless scrubbed back, and the
-    // status bar says live or ended. Returns the error (not a record, unreadable config), or
-    // empty.
+    // every RecordRunSource::kFollowMs), the gradient view stays on the newest step unless scrubbed
+    // back, and the status bar says live or ended. Returns the error (not a record, unreadable
+    // config), or empty.
     QString openRun(const QString& dir);
     QString viewedRun() const { return m_viewed ? m_viewed->folder() : QString(); }
-    static constexpr int kFollowMs = RecordRunSource::kFollowMs;
     // The run on show is being written by another process.
     bool viewedRunIsLive() const { return m_viewed && m_viewed->live(); }
     // The steps of the run on show, as read at the last poll.

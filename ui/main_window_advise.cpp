@@ -69,11 +69,11 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
         if (steeringViewedRun()) {
             // The script's stages are its modules: the advice's module names become stages.
             nlohmann::json recipe = document.at("recipe");
+            const std::vector<std::string> names = m_viewed->stageNames();
             if (recipe.contains("overrides"))
                 for (nlohmann::json& entry : recipe["overrides"])
                     if (entry.contains("modules")) {
                         const std::string name = entry["modules"].get<std::string>();
-                        const std::vector<std::string> names = m_viewed->stageNames();
                         const auto it = std::find(names.begin(), names.end(), name);
                         if (it == names.end())
                             return tr("The advice names module %1, which the run does not have")

@@ -40,6 +40,13 @@ QString MainWindow::openRun(const QString& dir) {
     m_controller->closeSession(); // also when dir is the current run's: its record is now whole
     m_viewed = std::move(source);
     m_source = m_viewed.get();
+    try {
+        m_viewed->refresh();
+    } catch (const std::exception& e) {
+        m_viewed.reset();
+        m_source = m_live.get();
+        return dir + QStringLiteral(": ") + QString::fromStdString(e.what());
+    }
     const RecordRunSource& run = *m_viewed;
     {
         const QSignalBlocker block(m_watchedFormat);
@@ -57,8 +64,7 @@ QString MainWindow::openRun(const QString& dir) {
         const ShownPrecision judged = run.precisionAt(0);
         controls.recipe = judged.recipe;
         controls.scalingPolicy = judged.scalingPolicy;
-        const std::vector<StepScalars> steps = run.record().steps();
-        const double last = steps.empty() ? 1.0 : steps.back().scale;
+        const double last = run.steps().empty() ? 1.0 : run.steps().back().scale;
         controls.lossScale = last > 0 && std::isfinite(last) ? last : 1.0;
     }
     showRunSettings(controls);
@@ -79,11 +85,7 @@ QString MainWindow::openRun(const QString& dir) {
         showWatchedRunInControls(tr("emulated: %1").arg(QFileInfo(dir).fileName()));
     else
         showConfigInControls(controls, tr("run: %1").arg(QFileInfo(dir).fileName()));
-    if (const QString err = refreshViewedRun(); !err.isEmpty()) {
-        m_viewed.reset();
-        m_source = m_live.get();
-        return err;
-    }
+    showViewedRun();
     m_pollTimer->setInterval(m_source->pollIntervalMs());
     m_pollTimer->start();
     markPendingValues();

@@ -73,18 +73,14 @@ void RecordRunSource::refresh() {
     m_version = version;
     m_live = live;
     m_history = std::move(history);
-    m_summary = std::move(summary);
-    m_histogramSteps = std::move(histogramSteps);
-}
-
-std::vector<StepScalars> RecordRunSource::history() const {
     // As the live views do: at most ~4k points, evaluations always kept.
     const std::size_t every = m_history.size() / TrainingController::kHistoryCapacity + 1;
-    std::vector<StepScalars> shown;
+    m_shownHistory.clear();
     for (std::size_t i = 0; i < m_history.size(); ++i)
         if (i % every == 0 || m_history[i].evaluated || i + 1 == m_history.size())
-            shown.push_back(m_history[i]);
-    return shown;
+            m_shownHistory.push_back(m_history[i]);
+    m_summary = std::move(summary);
+    m_histogramSteps = std::move(histogramSteps);
 }
 
 void RecordRunSource::showNoStep() {
@@ -129,17 +125,16 @@ const FormatComparison& RecordRunSource::compareFormats(int stage, TensorRole ro
     // A watched run keeps no samples, but every judged format's counts for the whole tensor.
     if (stage < 0 || static_cast<std::size_t>(stage) >= m_names.size() || m_snapshot.stages.empty())
         return m_judgedComparison; // no recorded step on show yet
-    auto key = std::make_tuple(m_snapshot.statsStep, stage, static_cast<int>(role), m_judged);
-    if (key == m_judgedKey)
+    const std::string& name = m_names[static_cast<std::size_t>(stage)];
+    if (m_judgedComparison.key == judgedComparisonKey(m_snapshot.statsStep, name, role, m_judged))
         return m_judgedComparison; // a step's rows are committed at once: read already
     std::vector<FormatOutcome> judged;
     for (const StatsRow& row :
          m_record->tensorRows(m_snapshot.statsStep, static_cast<std::size_t>(stage), role))
         judged.push_back(recordedOutcome(row.format, row.blocks > 0, row.counts, row.error));
+    // Made only after a read that did not throw: a failed read is tried again next time.
     m_judgedComparison =
-        judgedFormatComparison(std::move(judged), m_names[static_cast<std::size_t>(stage)], role,
-                               m_snapshot.statsStep, m_judged);
-    m_judgedKey = std::move(key); // read: a failed read is tried again next time
+        judgedFormatComparison(std::move(judged), name, role, m_snapshot.statsStep, m_judged);
     return m_judgedComparison;
 }
 

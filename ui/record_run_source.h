@@ -13,7 +13,6 @@
 
 #include <memory>
 #include <optional>
-#include <tuple>
 
 namespace plab {
 
@@ -28,7 +27,7 @@ public:
     bool poll() override;
     QString folder() const override { return m_dir; }
     std::vector<std::string> stageNames() const override { return m_names; }
-    std::vector<StepScalars> history() const override;
+    const std::vector<StepScalars>& history() const override { return m_shownHistory; }
     const std::vector<FlushColumn>& flushColumns() const override { return m_columns; }
     const TrainingSnapshot* snapshot() const override { return &m_snapshot; }
     ShownPrecision precision() const override { return precisionAt(m_snapshot.statsStep); }
@@ -81,6 +80,7 @@ private:
     std::int64_t m_version = -1; // the record's data_version at the last refresh
     bool m_live = false;
     std::vector<StepScalars> m_history;
+    std::vector<StepScalars> m_shownHistory; // as the time view draws it, made at each read
     // The heat map's columns, and the last stats row they were read up to: a refresh reads only
     // the rows committed since.
     std::vector<FlushColumn> m_columns;
@@ -93,7 +93,6 @@ private:
     TrainingSnapshot m_snapshot;
     SampledFormatComparer m_sampled;
     FormatComparison m_judgedComparison; // a watched run's, read from the record
-    std::tuple<std::int64_t, int, int, std::string> m_judgedKey{-1, -1, -1, {}}; // what it is of
 };
 
 } // namespace plab

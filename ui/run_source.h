@@ -32,7 +32,7 @@ public:
     virtual QString folder() const = 0;
     virtual std::vector<std::string> stageNames() const = 0;
     // The steps as the time view draws them: at most ~4k points, evaluations kept.
-    virtual std::vector<StepScalars> history() const = 0;
+    virtual const std::vector<StepScalars>& history() const = 0;
     virtual const std::vector<FlushColumn>& flushColumns() const = 0;
     // The statistics step on show (null before the first), and the precision it was cast in.
     virtual const TrainingSnapshot* snapshot() const = 0;
