@@ -3,6 +3,7 @@
 // database, whose last whole step this recovers.
 #include "cli_commands.h"
 
+#include "record/folder_kind.h"
 #include "record/record_file.h"
 #include "record/run_export.h"
 #include "record/run_record_schema.h"
@@ -48,6 +49,14 @@ Command addExportCommand(CLI::App& app) {
                     throw std::invalid_argument(e.what());
                 }
                 const std::string dir = out->empty() ? *run : *out;
+                // Into the run itself, or a folder of no record: another run's exports would no
+                // longer match its run.sqlite, and a sweep's or compare's files are theirs.
+                if (!sameFolder(dir, *run))
+                    if (const FolderKind held = folderKind(dir); held != FolderKind::Empty)
+                        throw std::invalid_argument(
+                            "--out " + dir + ": holds " + describeFolderKind(held) +
+                            "'s record; the exports of " + *run +
+                            " go into their own run's folder or a folder of no record");
                 std::optional<RunSummary> recovered;
                 try {
                     exportRunRecord(*db, dir);

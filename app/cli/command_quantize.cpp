@@ -10,6 +10,7 @@
 #include "numerics/reference_quantize.h"
 #include "numerics/tensor_cast.h"
 #include "quantize_blocks.h"
+#include "util/printable_text.h"
 
 #include <cctype>
 #include <cerrno>
@@ -102,9 +103,7 @@ std::vector<float> readTextNumbers(std::istream& in) {
         const float v = std::strtof(begin, &end);
         // ERANGE is fine: the value is what float32 makes of the text (Inf, or 0 / subnormal).
         if (end == begin || end != begin + word.size()) { // a NUL byte inside ends strtof early
-            std::string shown;
-            for (char c : word.substr(0, 60))
-                shown += c == '\0' ? std::string("\\0") : std::string(1, c);
+            const std::string shown = printableText(std::string_view(word).substr(0, 60));
             throw std::invalid_argument("quantize: stdin word " + std::to_string(index) + " \"" +
                                         shown +
                                         "\" is not a number (expected e.g. 0.1, -3e-5, "
@@ -115,7 +114,7 @@ std::vector<float> readTextNumbers(std::istream& in) {
         if (errno == ERANGE && (v == 0.0f || std::isinf(v)) && ++outOfRange <= 5)
             std::fprintf(stderr,
                          "quantize: stdin word %zu \"%.60s\" is %s float32's range: read as %s\n",
-                         index, word.c_str(), v == 0.0f ? "below" : "above",
+                         index, printableText(word).c_str(), v == 0.0f ? "below" : "above",
                          v == 0.0f ? (std::signbit(v) ? "-0" : "0") : (v < 0.0f ? "-inf" : "inf"));
         values.push_back(v);
     }

@@ -109,12 +109,12 @@ std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs
                         arrayJobScript(options, "plab-sweep", static_cast<int>(runs.size()),
                                        base + "_%a.log", command));
     const std::string id = submitJob(base + ".sbatch");
-    std::ofstream jobs(slurmDir(out) + "/jobs", std::ios::app);
-    jobs << id << ' ' << name << '\n';
-    jobs.flush();
-    if (!jobs)
-        throw std::runtime_error(slurmDir(out) + "/jobs: cannot write (slurm job " + id +
+    try {
+        RowFile(slurmDir(out) + "/jobs", WriteOpen::Append).append(id + ' ' + name + '\n');
+    } catch (const RecordError& e) {
+        throw std::runtime_error(std::string(e.what()) + " (slurm job " + id +
                                  " was submitted; scancel it or wait)");
+    }
     return id;
 }
 

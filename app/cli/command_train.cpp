@@ -9,6 +9,7 @@
 #include "record/run_folder.h"
 #include "train/presets.h"
 #include "train/run_data.h"
+#include "train/run_log.h"
 #include "train/training_session.h"
 #include "util/folder_size.h"
 
@@ -160,7 +161,7 @@ int runTrain(const TrainArgs& args) {
         std::fputc('\n', stderr);
     session.waitUntilDone();
     // What the record takes on disk, so that its size is never a surprise.
-    std::fprintf(stderr, "run record: %s in %s\n", megabytesText(bytesUnder(out)).c_str(),
+    std::fprintf(stderr, "run record: %s in %s\n", megabytesText(runFilesBytes(out)).c_str(),
                  out.c_str());
     if (data->text && session.latestSnapshot() != nullptr) {
         // A text model's loss in bits per byte (what its papers report), and what it writes.

@@ -2,6 +2,7 @@
 #include "cli_commands.h"
 #include "record/record_error.h"
 #include "util/nearest_name.h"
+#include "util/printable_text.h"
 
 #if PLAB_HAVE_CUDA
 #include "cuda/cuda_backend.h"
@@ -21,16 +22,14 @@ namespace {
 
 // Messages are one line of bounded length: an argument of megabytes is not echoed whole.
 std::string oneLine(const std::string& text) {
-    // Control characters shown, not obeyed: a NUL in a key used to end the message there.
-    std::string message;
-    for (const char c : text) {
-        if (c == '\0')
-            message += "\\0";
-        else if (c == '\n' || c == '\r' || c == '\t')
-            message += ' ';
-        else
-            message += c;
-    }
+    // Line breaks become spaces (a message is one line); every other control byte and invalid
+    // UTF-8 is shown escaped, not obeyed: a NUL in a key used to end the message there, and an
+    // ESC in a format name coloured the terminal.
+    std::string flat(text);
+    for (char& c : flat)
+        if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+    std::string message = plab::printableText(flat);
     // A long value is cut in the middle: the reason, at the end, stays.
     constexpr std::size_t kHead = 240, kTail = 160;
     if (message.size() > kHead + kTail + 40)

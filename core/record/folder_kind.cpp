@@ -35,6 +35,11 @@ FolderKind folderKind(const std::string& dir) {
     return FolderKind::Empty;
 }
 
+std::string describeFolderKind(FolderKind kind) {
+    const KindMarker* m = markerOf(kind);
+    return m ? m->what : "no record";
+}
+
 void refuseOtherKind(const std::string& dir, FolderKind writing) {
     const FolderKind held = folderKind(dir);
     if (held == FolderKind::Empty || held == writing)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace plab {
@@ -30,16 +31,100 @@ bool writeAll(int fd, const char* data, std::size_t size) {
     return true;
 }
 
+std::string notRegularMessage(const std::string& path, unsigned mode, const char* doing) {
+    return path + ": is " + nonRegularKind(mode) + ", not a regular file; refusing to " + doing +
+           " it (a run writes only regular files of its own)";
+}
+
+// A temporary of the writer's own beside path: created anew (O_EXCL), never through a link. A
+// leftover of a writer that died (a regular file or a link by that name) is removed first; the
+// name is the writer's by convention, and removing a link removes only the link.
+int createTemporary(const std::string& temp) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        const int fd =
+            ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+        struct stat st {};
+        if (::lstat(temp.c_str(), &st) != 0)
+            continue;
+        if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+            throw RecordError(notRegularMessage(temp, st.st_mode, "write"));
+        ::unlink(temp.c_str());
+    }
+    return -1;
+}
+
 } // namespace
+
+std::string nonRegularKind(unsigned mode) {
+    if (S_ISREG(mode))
+        return {};
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    if (S_ISDIR(mode))
+        return "a folder";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+void refuseNonRegularTarget(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT)
+            return;
+        throw RecordWriteError(systemError("cannot look at", path));
+    }
+    if (!S_ISREG(st.st_mode))
+        throw RecordError(notRegularMessage(path, st.st_mode, "replace"));
+}
+
+int openRegularFileForWriting(const std::string& path, WriteOpen how, bool readToo) {
+    // Refused before open where it can be: opening a FIFO to write waits for a reader. O_NONBLOCK
+    // closes the race with a FIFO put there after the look; O_NOFOLLOW the one with a link.
+    refuseNonRegularTarget(path);
+    int flags = (readToo ? O_RDWR : O_WRONLY) | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+    if (how == WriteOpen::Append)
+        flags |= O_APPEND;
+    const int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENXIO) // a link or a FIFO that appeared after the look
+            throw RecordError(path + ": is not a regular file; refusing to write it");
+        throw RecordWriteError(systemError("cannot create", path));
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const unsigned mode = st.st_mode;
+        ::close(fd);
+        throw RecordError(notRegularMessage(path, mode, "write"));
+    }
+    // Emptied only once it is known to be a regular file; blocking again, as writers expect.
+    if ((how == WriteOpen::Truncate && ::ftruncate(fd, 0) != 0) ||
+        ::fcntl(fd, F_SETFL, flags & O_APPEND) != 0) {
+        const int error = errno;
+        ::close(fd);
+        errno = error;
+        throw RecordWriteError(systemError("cannot write", path));
+    }
+    return fd;
+}
 
 std::string systemError(const std::string& what, const std::string& path) {
     return path + ": " + what + " (" + std::strerror(errno) + ")";
 }
 
-RowFile::RowFile(std::string path) : m_path(std::move(path)) {
-    m_fd = ::open(m_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (m_fd < 0)
-        throw RecordWriteError(systemError("cannot create", m_path));
+RowFile::RowFile(std::string path, WriteOpen how) : m_path(std::move(path)) {
+    m_fd = openRegularFileForWriting(m_path, how);
+    struct stat st {};
+    if (how != WriteOpen::Truncate && ::fstat(m_fd, &st) == 0)
+        m_size = static_cast<std::uint64_t>(st.st_size); // a failed append is cut back to here
 }
 
 RowFile::~RowFile() {
@@ -85,8 +170,9 @@ void RowFile::append(const std::string& rows) {
 }
 
 void writeFileAtomically(const std::string& path, const std::string& contents) {
+    refuseNonRegularTarget(path);
     const std::string temp = path + ".tmp";
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = createTemporary(temp);
     if (fd < 0)
         throw RecordWriteError(systemError("cannot create", temp));
     bool ok = writeAll(fd, contents.data(), contents.size()) && ::fsync(fd) == 0;
@@ -99,6 +185,13 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
         ::unlink(temp.c_str());
         errno = error;
         throw RecordWriteError(systemError("cannot write", path));
+    }
+    // Looked at again just before the rename: what stood there while the file was written.
+    try {
+        refuseNonRegularTarget(path);
+    } catch (...) {
+        ::unlink(temp.c_str());
+        throw;
     }
     if (::rename(temp.c_str(), path.c_str()) != 0) {
         const int renameError = errno;
@@ -125,9 +218,7 @@ RunDirectoryLock::RunDirectoryLock(const std::string& dir) {
     if (ec)
         throw RecordError(dir + ": cannot create the run directory (" + ec.message() + ")");
     const std::string path = dir + "/.lock";
-    m_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (m_fd < 0)
-        throw RecordError(systemError("cannot create the run directory's lock", path));
+    m_fd = openRegularFileForWriting(path, WriteOpen::Keep, /*readToo=*/true);
     if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
         const int error = errno;
         char holder[32] = {};

@@ -4,7 +4,12 @@
 //    write loop; a failed or short write (full disk) is undone (the file is cut back to its last
 //    whole row) and reported, never left as half a row.
 //  - writeFileAtomically: a temporary file written, synced, then renamed over the target; on any
-//    failure the temporary is removed and the target keeps its previous contents.
+//    failure the temporary is removed and the target keeps its previous contents. Only a regular
+//    file (or nothing) is ever replaced: a symbolic link, device, FIFO or folder at the target is
+//    refused, so that `--out /dev/full` cannot replace a device node, nor a planted link redirect
+//    a write.
+//  - openRegularFileForWriting: every file a run opens to write goes through it: never through a
+//    symbolic link (O_NOFOLLOW), never a FIFO or device (refused without blocking on them).
 //  - RunDirectoryLock: an exclusive advisory lock (flock) on DIR/.lock for as long as a run
 //    writes there; a second writer is refused with the holder's process id.
 // Every failure throws RecordError naming the file and the system's reason.
@@ -18,11 +23,14 @@
 
 namespace plab {
 
+// How a file is opened for writing: created if missing, and then emptied, appended to, or kept.
+enum class WriteOpen { Truncate, Append, Keep };
+
 class RowFile {
 public:
     RowFile() = default;
-    // Creates or truncates path.
-    explicit RowFile(std::string path);
+    // Creates path, or empties it (Truncate) or goes on at its end (Append).
+    explicit RowFile(std::string path, WriteOpen how = WriteOpen::Truncate);
     ~RowFile();
     RowFile(RowFile&& other) noexcept;
     RowFile& operator=(RowFile&& other) noexcept;
@@ -41,8 +49,20 @@ private:
     std::uint64_t m_size = 0;
 };
 
-// Replaces path with contents, or leaves it as it was and throws.
+// Replaces path with contents, or leaves it as it was and throws. Throws RecordError when path
+// is there and is not a regular file.
 void writeFileAtomically(const std::string& path, const std::string& contents);
+
+// A descriptor (O_CLOEXEC) for path as a regular file, created 0644 if missing; or throws
+// RecordError naming the file and what it is (a symbolic link, a FIFO, a device, a folder). With
+// readToo the descriptor also reads (O_RDWR).
+int openRegularFileForWriting(const std::string& path, WriteOpen how, bool readToo = false);
+// Throws RecordError unless path is absent or a regular file (not followed through a link): what
+// a writer checks before it renames a file of its own over path.
+void refuseNonRegularTarget(const std::string& path);
+// What a file that is not a regular one is, as messages name it ("a symbolic link", "a FIFO",
+// "a character device", ...), from lstat's mode; empty for a regular file.
+std::string nonRegularKind(unsigned mode);
 
 class RunDirectoryLock {
 public:

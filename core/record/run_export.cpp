@@ -39,6 +39,7 @@ public:
     void commit() {
         flush();
         m_file = RowFile();
+        refuseNonRegularTarget(m_target); // a link or device there is not replaced
         if (std::rename((m_target + ".export-tmp").c_str(), m_target.c_str()) != 0)
             throw RecordError(systemError("cannot replace", m_target));
         m_committed = true;

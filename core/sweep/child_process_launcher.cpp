@@ -77,8 +77,13 @@ void ChildProcessLauncher::start(std::size_t index, const SweepRun& run) {
         argv.push_back(a.data());
     argv.push_back(nullptr);
     const std::string errPath = stderrPath(run);
+    // Opened here, not in the child: a planted link, FIFO or device at the log's name is refused
+    // with its reason (the child could only exit 127), and never written through.
+    const int err = openRegularFileForWriting(errPath, WriteOpen::Truncate);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
+    if (pid != 0)
+        ::close(err); // the child's copy is its stderr
     if (pid < 0)
         throw std::runtime_error("cannot start " + m_program + " for " + run.dir + " (" +
                                  std::strerror(errno) + ")");
@@ -95,7 +100,6 @@ void ChildProcessLauncher::start(std::size_t index, const SweepRun& run) {
         if (::getppid() != parent) // the parent died before prctl took effect
             ::_exit(128 + SIGTERM);
         const int out = ::open("/dev/null", O_WRONLY);
-        const int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (out < 0 || err < 0 || ::dup2(out, STDOUT_FILENO) < 0 || ::dup2(err, STDERR_FILENO) < 0)
             ::_exit(127);
         ::execve(argv[0], argv.data(), environ);

@@ -3,10 +3,14 @@
 
 #include "record/record_error.h"
 #include "record/record_file.h"
+#include "util/system_memory.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string_view>
 
@@ -163,15 +167,70 @@ void RunCheckpoint::write(const std::string& path) const {
     writeFileAtomically(path, out);
 }
 
-RunCheckpoint RunCheckpoint::read(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw RecordError(path + ": cannot be read");
-    const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad())
-        throw RecordError(path + ": cannot be read");
-    if (data.size() < sizeof kMagic || std::memcmp(data.data(), kMagic, sizeof kMagic) != 0)
+namespace {
+
+struct ReadFd {
+    int fd = -1;
+    ~ReadFd() {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+// Reads exactly n bytes at offset, or throws naming the file.
+void readAt(int fd, const std::string& path, char* into, std::size_t n, off_t offset) {
+    std::size_t got = 0;
+    while (got < n) {
+        const ssize_t r = ::pread(fd, into + got, n - got, offset + static_cast<off_t>(got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            throw RecordError(systemError("cannot read", path));
+        if (r == 0)
+            throw RecordError(path + ": is cut short");
+        got += static_cast<std::size_t>(r);
+    }
+}
+
+// The file's bytes, once it is known to be what a run wrote: a regular file (not a link, FIFO
+// or device, which could block the read or never end), starting with the magic, no larger than
+// the memory that could hold it. A FIFO used to hang `train --resume` past its signals, a link
+// to /dev/zero grew without bound, and a 2 GB file was read whole before it was refused.
+std::string readCheckpointBytes(const std::string& path) {
+    ReadFd f;
+    f.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (f.fd < 0) {
+        if (errno == ELOOP)
+            throw RecordError(path + ": is a symbolic link; a checkpoint is a regular file its "
+                                     "run wrote");
+        throw RecordError(systemError("cannot be read", path));
+    }
+    struct stat st {};
+    if (::fstat(f.fd, &st) != 0)
+        throw RecordError(systemError("cannot be read", path));
+    if (!S_ISREG(st.st_mode))
+        throw RecordError(path + ": is " + nonRegularKind(st.st_mode) +
+                          ", not a regular file; a checkpoint is a regular file its run wrote");
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    char magic[sizeof kMagic];
+    if (size < sizeof kMagic)
         throw RecordError(path + ": is not a Precision Lab checkpoint");
+    readAt(f.fd, path, magic, sizeof magic, 0);
+    if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+        throw RecordError(path + ": is not a Precision Lab checkpoint");
+    if (const auto available = availableMemoryBytes(); available && size > *available / 2)
+        throw RecordError(path + ": is " + std::to_string(size) +
+                          " bytes, more than half the memory this machine has free (" +
+                          std::to_string(*available) + " bytes): not read");
+    std::string data(static_cast<std::size_t>(size), '\0');
+    readAt(f.fd, path, data.data(), data.size(), 0);
+    return data;
+}
+
+} // namespace
+
+RunCheckpoint RunCheckpoint::read(const std::string& path) {
+    const std::string data = readCheckpointBytes(path);
     if (data.size() < sizeof kMagic + sizeof(std::uint32_t) + sizeof(std::uint64_t))
         throw RecordError(path + ": is cut short");
     std::uint64_t stored;

@@ -91,18 +91,72 @@ void refuseEarlierRun(const std::string& dir, const char* hint) {
             throw RecordError(dir + ": holds an earlier run (" + name + "); " + hint);
 }
 
+// What a run leaves in its folder besides kRecordFiles: the database's side files, temporaries
+// of files written atomically, the lock, an emulated run's commands, a stopped run's checkpoint.
+constexpr const char* kRunSideFiles[] = {
+    "run.sqlite-shm", "run.sqlite-journal", "summary.json.tmp", "config.json.tmp",
+    ".lock",          "commands.jsonl",     "checkpoint.bin",   "checkpoint.bin.tmp"};
+
+bool isRunOwnFile(const std::string& name) {
+    const auto named = [&](const auto& names) {
+        return std::any_of(std::begin(names), std::end(names),
+                           [&](const char* n) { return name == n; });
+    };
+    constexpr std::string_view kExportTemporary = ".export-tmp";
+    const std::string_view exported =
+        name.size() > kExportTemporary.size() && name.ends_with(kExportTemporary)
+            ? std::string_view(name).substr(0, name.size() - kExportTemporary.size())
+            : std::string_view(name);
+    return named(kRecordFiles) || named(kRunSideFiles) ||
+           std::any_of(std::begin(kRunExportFiles), std::end(kRunExportFiles),
+                       [&](const char* n) { return exported == n; });
+}
+
+// A new run goes into a new or empty folder, or one that holds only what a run leaves (an
+// earlier run, which the caller's rules then refuse or replace): `train --out /` wrote ten files
+// into / and reported its whole size as the record's.
+void refuseFolderOfOtherFiles(const std::string& dir, const char* hint) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / kRunRecordFile, ec))
+        return; // a run's folder, with whatever its user put beside the record (a report)
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (!isRunOwnFile(name))
+            throw RecordError(dir + ": is not empty and holds no run (it holds \"" + name +
+                              "\", not a file a run writes); a run is recorded into a new or "
+                              "empty folder: " +
+                              hint);
+    }
+}
+
 constexpr const char* kCliHint = "pass --overwrite to replace it, or choose another --out";
 // A run the core did not train is recorded from Python (precision_lab.torch.watch, emulate).
 constexpr const char* kPythonHint = "pass overwrite=True to replace it, or choose another run_dir";
+constexpr const char* kCliFolderHint = "choose another --out";
+constexpr const char* kPythonFolderHint = "choose another run_dir";
 
 } // namespace
+
+std::uint64_t runFilesBytes(const std::string& dir) {
+    std::uint64_t bytes = 0;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+        std::error_code sizeError;
+        if (isRunOwnFile(it->path().filename().string()) && it->is_regular_file(sizeError))
+            if (const std::uintmax_t size = it->file_size(sizeError); !sizeError)
+                bytes += size;
+    }
+    return bytes;
+}
 
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
     // Before the lock, which would leave its file in a folder that is not a run's (not even
     // with overwrite).
     : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
-      m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+      m_lock(
+          (refuseFolderOfOtherFiles(dir, kCliFolderHint), std::make_unique<RunDirectoryLock>(dir))),
+      m_stageNames(stageNames) {
     if (!options.overwrite)
         refuseEarlierRun(dir, kCliHint);
     else // nothing of the earlier run may describe this one
@@ -116,7 +170,9 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
 RunLog::RunLog(const std::string& dir, const ExternalRun& run,
                const std::vector<std::string>& stageNames, const RunLogOptions& options)
     : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
-      m_lock(std::make_unique<RunDirectoryLock>(dir)), m_stageNames(stageNames) {
+      m_lock((refuseFolderOfOtherFiles(dir, kPythonFolderHint),
+              std::make_unique<RunDirectoryLock>(dir))),
+      m_stageNames(stageNames) {
     if (!options.overwrite)
         refuseEarlierRun(dir, kPythonHint);
     else

@@ -29,6 +29,10 @@ namespace plab {
 // but the record's own files is touched. True when the folder is gone.
 bool removeRunWithoutSteps(const std::string& dir);
 
+// The bytes of the run's own files in dir (its record, exports, checkpoint, side files), not of
+// anything else the folder holds: what "run record: 1.2 MB" reports.
+std::uint64_t runFilesBytes(const std::string& dir);
+
 struct RunLogOptions {
     bool overwrite = false; // replace an earlier run's record in the same folder
     // Go on from the folder's checkpoint (train/run_checkpoint.h) when it holds one of this

@@ -79,6 +79,8 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
     }
     m_deviceName = m_trainer->deviceName();
     m_deviceNotice = m_trainer->deviceNotice();
+    if (checkpoint)
+        m_checkpointStep = m_resumedFrom;
     if (!m_runDir.empty() && checkpoint)
         m_log = std::make_unique<RunLog>(
             m_runDir, m_config, m_stageNames,
@@ -279,8 +281,9 @@ bool TrainingSession::record(Write&& write) {
         // One try to say so in the summary (a failed row was cut back, so a full disk may have
         // room for it), then nothing more is written; what was written stays whole.
         try {
-            m_log->writeSummary(summaryNow(
-                false, std::string("failed: the run record could not be written: ") + e.what()));
+            m_log->writeSummary(summaryNow(false, std::string("failed: the run record could not "
+                                                              "be written: ") +
+                                                      e.what() + keptCheckpointNote()));
             m_log->commit();
         } catch (const std::exception&) {
         }
@@ -500,13 +503,16 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
         state = SessionState::Failed;
         why += std::string("; then failed: ") + e.what();
     }
-    // A stopped run can go on from here (train --resume, a resumed sweep); any other end leaves
-    // nothing to go on from.
+    // A stopped run can go on from here (train --resume, a resumed sweep). A failed one keeps
+    // the last checkpoint it wrote (checkpoint_every): a full disk must not take away the step
+    // a resume goes on from. A finished or diverged run leaves nothing to go on from.
     try {
         if (state == SessionState::Stopped && m_log)
             writeCheckpoint();
-        else
+        else if (state != SessionState::Failed)
             removeCheckpoint();
+        else
+            why += keptCheckpointNote();
     } catch (const std::exception& e) {
         why += std::string("; no checkpoint to resume from: ") + e.what();
     }
@@ -654,6 +660,15 @@ void TrainingSession::writeCheckpoint() {
              std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count()}};
     m_trainer->saveState(checkpoint);
     checkpoint.write(m_runDir + "/" + kCheckpointFile);
+    m_checkpointStep = m_trainer->stepsTaken();
+}
+
+std::string TrainingSession::keptCheckpointNote() const {
+    if (m_runDir.empty() || m_checkpointStep == 0 ||
+        !std::filesystem::exists(m_runDir + "/" + kCheckpointFile))
+        return {};
+    return "; its last checkpoint (step " + std::to_string(m_checkpointStep) +
+           ") is kept: train --resume goes on from it";
 }
 
 void TrainingSession::checkpointNow() {
@@ -677,6 +692,7 @@ void TrainingSession::removeCheckpoint() {
         return;
     std::error_code ec;
     std::filesystem::remove(m_runDir + "/" + kCheckpointFile, ec);
+    m_checkpointStep = 0;
 }
 
 std::optional<RunCheckpoint> TrainingSession::usableCheckpoint(const TrainConfig& config,

@@ -125,6 +125,9 @@ private:
     // (a run that ended otherwise, or was reset: nothing to go on from).
     void writeCheckpoint();
     void removeCheckpoint();
+    // "; its last checkpoint (step N) is kept: ..." when a failed run leaves one to resume from
+    // (a full disk must not take it away), else empty.
+    std::string keptCheckpointNote() const;
     void checkpointNow(); // train.checkpoint_every's: a failure is an event, not the run's end
     // runDir's checkpoint when it is one of a run started from `config` (its start or its
     // replay config); else nothing, and `why` says why not.
@@ -182,7 +185,8 @@ private:
     std::int64_t m_lastEvalStep = 0;
     std::int64_t m_recordedSteps = 0; // the last step wholly in the run record
     std::int64_t m_resumedFrom = 0;
-    double m_wallBefore = 0.0; // a resumed run's seconds before its checkpoint
+    std::int64_t m_checkpointStep = 0; // of the last checkpoint written or resumed from; 0: none
+    double m_wallBefore = 0.0;         // a resumed run's seconds before its checkpoint
     std::chrono::steady_clock::time_point m_started, m_summaryWritten;
 
     TripleBuffer<TrainingSnapshot> m_snapshots;

@@ -75,9 +75,9 @@ std::int64_t sendRunCommand(const std::string& dir, const nlohmann::json& comman
         throw RecordError(path + ": a command of " + std::to_string(line.size()) +
                           " bytes (at most " + std::to_string(kMaxCommandBytes) + ")");
     Fd f;
-    f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (f.fd < 0)
-        throw RecordError(systemError("cannot write a command to", path));
+    // Never through a planted link, never a FIFO or device (a link to /dev/zero held the lock
+    // forever while the lines were counted).
+    f.fd = openRegularFileForWriting(path, WriteOpen::Append, /*readToo=*/true);
     // Serialises senders: the line count read under the lock is this command's number.
     while (::flock(f.fd, LOCK_EX) != 0)
         if (errno != EINTR)
@@ -100,7 +100,7 @@ CommandInbox::CommandInbox(std::string dir) : m_path(std::move(dir) + "/" + kCom
 std::vector<RunCommand> CommandInbox::poll() {
     std::vector<RunCommand> out;
     struct stat st {};
-    if (::stat(m_path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= m_offset)
+    if (::lstat(m_path.c_str(), &st) != 0 || static_cast<std::uint64_t>(st.st_size) <= m_offset)
         return out; // no file, or nothing new: the common case, one stat
     const auto unreadable = [&](const std::string& why) {
         if (!m_reportedUnreadable)
@@ -109,7 +109,10 @@ std::vector<RunCommand> CommandInbox::poll() {
         return out;
     };
     Fd f;
-    f.fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (!S_ISREG(st.st_mode)) // a planted link, FIFO or device is not the script's inbox
+        return unreadable(m_path + ": is " + nonRegularKind(st.st_mode) +
+                          ", not a regular file; no command is read from it");
+    f.fd = ::open(m_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (f.fd < 0)
         return unreadable(systemError("cannot read", m_path));
     std::string text(static_cast<std::size_t>(st.st_size) - m_offset, '\0');

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_test_support.h"
 #include "record/record_file.h"
 #include "record/run_record.h"
 #include "sweep/sweep_plan.h"
@@ -35,6 +36,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+using namespace plab::cli_test;
 
 class TestCli : public QObject {
     Q_OBJECT
@@ -95,62 +98,6 @@ private slots:
     void devicesListsCpuAndSaysWhyNoGpu();
     void exportRefusesWhatIsNotARecord();
 };
-
-namespace {
-
-struct Result {
-    int exitCode;
-    QByteArray out;
-    QByteArray err;
-};
-
-Result runCli(const QStringList& args, const QByteArray& input = {}) {
-    QProcess p;
-    p.start(QStringLiteral(PLAB_CLI_PATH), args);
-    if (!p.waitForStarted())
-        return {-1, {}, "could not start"};
-    p.write(input);
-    p.closeWriteChannel();
-    if (!p.waitForFinished(60000))
-        return {-2, {}, "timed out"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -3, p.readAllStandardOutput(),
-            p.readAllStandardError()};
-}
-
-// A value from RUN/run.sqlite as a reader sees it while the run writes (whole transactions
-// only), or -1 when the record cannot be read.
-qint64 recordQuery(const QString& run, const char* sql) {
-    sqlite3* db = nullptr;
-    const QByteArray path = (run + QStringLiteral("/run.sqlite")).toUtf8();
-    qint64 value = -1;
-    if (sqlite3_open_v2(path.constData(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
-        sqlite3_busy_timeout(db, 2000);
-        sqlite3_stmt* s = nullptr;
-        if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK &&
-            sqlite3_step(s) == SQLITE_ROW)
-            value = sqlite3_column_int64(s, 0);
-        sqlite3_finalize(s);
-    }
-    sqlite3_close(db);
-    return value;
-}
-
-// Runs SQL that changes the record (a test planting a state a kill could leave).
-bool recordExec(const QString& run, const char* sql) {
-    sqlite3* db = nullptr;
-    const QByteArray path = (run + QStringLiteral("/run.sqlite")).toUtf8();
-    const bool ok =
-        sqlite3_open_v2(path.constData(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK &&
-        sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
-    sqlite3_close(db);
-    return ok;
-}
-
-qint64 recordedSteps(const QString& run) {
-    return recordQuery(run, "SELECT count(*) FROM steps");
-}
-
-} // namespace
 
 void TestCli::formatsTable() {
     const Result r = runCli({QStringLiteral("formats")});
@@ -352,7 +299,7 @@ void TestCli::badInput_data() {
                                       << "unknown command \"trian\"; did you mean \"train\"?";
     QTest::newRow("unknown option") << args({"train", "--stpes", "1"}) << QByteArray() << "--stpes";
     QTest::newRow("NUL inside a number")
-        << args({"quantize", "-f", "fp16"}) << QByteArray("1.5\0abc 2", 9) << "\"1.5\\0abc\"";
+        << args({"quantize", "-f", "fp16"}) << QByteArray("1.5\0abc 2", 9) << "\"1.5\\x00abc\"";
     QTest::newRow("huge argument, not echoed whole")
         << QStringList{QStringLiteral("quantize"), QStringLiteral("-f"),
                        QString(100000, QLatin1Char('x'))}
@@ -390,29 +337,6 @@ void TestCli::benchRuns() {
     QVERIFY(blocks.out.contains("x element"));
     QVERIFY(blocks.out.contains("(1 in 97 special)")); // NaN, Inf and subnormals in the blocks
 }
-
-namespace {
-
-const QStringList kTinyRun = {QStringLiteral("--set"), QStringLiteral("data.train_size=600"),
-                              QStringLiteral("--set"), QStringLiteral("data.test_size=100"),
-                              QStringLiteral("--set"), QStringLiteral("model.hidden=[16]"),
-                              QStringLiteral("--set"), QStringLiteral("train.batch_size=32")};
-
-QJsonObject readSummary(const QString& run) {
-    QFile f(run + QStringLiteral("/summary.json"));
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-QList<QByteArray> fileLines(const QString& path) {
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    return f.readAll().trimmed().split('\n');
-}
-
-} // namespace
 
 void TestCli::presetsList() {
     const Result r = runCli({QStringLiteral("presets")});
@@ -609,47 +533,6 @@ void TestCli::compareWritesTableAndPlots() {
     QVERIFY(bad.exitCode > 0);
     QVERIFY(bad.err.contains("preset \"fp7\""));
 }
-
-namespace {
-
-QStringList trainArgs(const QString& out, const char* steps, const QStringList& extra = {}) {
-    return QStringList{QStringLiteral("train"), QStringLiteral("--steps"),
-                       QString::fromLatin1(steps), QStringLiteral("--out"), out} +
-           kTinyRun + extra;
-}
-
-// Sends `signal` to a running `train` once its record holds `steps` steps (or after 30 s), and
-// waits for it to end.
-bool signalWhenRecorded(QProcess& p, const QString& run, qint64 steps, int signal) {
-    for (int i = 0; i < 1500 && recordedSteps(run) < steps; ++i)
-        QTest::qWait(20);
-    ::kill(static_cast<pid_t>(p.processId()), signal);
-    return p.waitForFinished(20000);
-}
-
-// Starts a run too long to end by itself and waits until its record holds `steps` steps.
-bool startLongRun(QProcess& p, const QString& run, int steps) {
-    p.start(QStringLiteral(PLAB_CLI_PATH), trainArgs(run, "1000000"));
-    if (!p.waitForStarted())
-        return false;
-    for (int i = 0; i < 1500; ++i) {
-        if (recordedSteps(run) >= steps)
-            return true;
-        QTest::qWait(20);
-    }
-    return false;
-}
-
-bool endsOnWholeRows(const QString& run) {
-    for (const char* name : {"/metrics.csv", "/layers.csv", "/histograms.csv", "/events.jsonl"}) {
-        QFile f(run + QLatin1String(name));
-        if (!f.open(QIODevice::ReadOnly) || !f.readAll().endsWith('\n'))
-            return false;
-    }
-    return true;
-}
-
-} // namespace
 
 // One child that cannot run (its folder is a file) is a row marked failed with its reason, its
 // stderr is kept, the others' results stand, and the exit status says some failed.

@@ -232,3 +232,25 @@ def test_exports_quote_module_names_that_hold_quotes_and_line_breaks(tmp_path):
     scope = {}
     exec(compile(text, "torchao", "exec"), scope)
     assert scope["FLOAT8_MODULES"] == {name} and "owned" not in scope
+
+
+def test_export_replaces_only_a_regular_file(watched, tmp_path):
+    """Issue 65 item 1: the export's rename never replaces a link, FIFO or folder at ``out``, and
+    a link planted at the temporary's name is removed, not written through."""
+    import precision_lab as pl
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    link = tmp_path / "advice.json"
+    link.symlink_to(victim)
+    with pytest.raises(OSError, match="is not a regular file; refusing to replace it"):
+        pl.export_advice(watched, "recipe", out=link, ladder=LADDER)
+    assert link.is_symlink() and victim.read_text() == "keep"
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="is not a regular file"):
+        pl.export_advice(watched, "recipe", out=fifo, ladder=LADDER)
+    target = tmp_path / "written.json"
+    (tmp_path / "written.json.tmp").symlink_to(victim)
+    text = pl.export_advice(watched, "recipe", out=target, ladder=LADDER)
+    assert target.read_text() == text and victim.read_text() == "keep"
+    assert not (tmp_path / "written.json.tmp").exists()

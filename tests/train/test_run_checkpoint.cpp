@@ -19,6 +19,9 @@
 #include "train/trainer.h"
 #include "train/training_session.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +35,7 @@ class TestRunCheckpoint : public QObject {
 private slots:
     void initTestCase();
     void fileRoundTripsAndRefusesDamage();
+    void refusesWhatIsNotACheckpointFile();
     void trainerResumesBitForBit_data();
     void trainerResumesBitForBit();
     void gptResumesBitForBit();
@@ -84,6 +88,35 @@ QString errorOf(F&& f) {
 
 void TestRunCheckpoint::initTestCase() {
     m_data = std::make_shared<const DataSplit>(makeSyntheticData(3, 160, 64));
+}
+
+// A checkpoint is read only once it is known to be a regular file with the magic and of a size
+// memory can hold (issue 65 item 7): a FIFO hung `train --resume` past its signals, a link to
+// /dev/zero grew to a gigabyte in seconds, and a huge file was read whole before it was refused.
+void TestRunCheckpoint::refusesWhatIsNotACheckpointFile() {
+    QTemporaryDir dir;
+    const std::string base = dir.path().toStdString();
+    const std::string fifo = base + "/fifo.bin";
+    QVERIFY(::mkfifo(fifo.c_str(), 0644) == 0);
+    QVERIFY2(errorOf([&] { RunCheckpoint::read(fifo); }).contains("is a FIFO, not a regular file"),
+             qPrintable(errorOf([&] { RunCheckpoint::read(fifo); })));
+    const std::string zero = base + "/zero.bin";
+    QVERIFY(::symlink("/dev/zero", zero.c_str()) == 0);
+    QVERIFY(errorOf([&] { RunCheckpoint::read(zero); }).contains("is a symbolic link"));
+    QVERIFY(errorOf([&] { RunCheckpoint::read(base); }).contains("is a folder"));
+    // 256 GiB with the magic, sparse on disk: refused by its size, not read.
+    const std::string huge = base + "/huge.bin";
+    writeAllBytes(huge, "PLABCKPT");
+    std::filesystem::resize_file(huge, std::uintmax_t{256} << 30);
+    const QString tooLarge = errorOf([&] { RunCheckpoint::read(huge); });
+    QVERIFY2(tooLarge.contains("more than half the memory"), qPrintable(tooLarge));
+    // Without the magic: refused after reading eight bytes.
+    std::filesystem::resize_file(huge, 0);
+    writeAllBytes(huge, "NOTACKPT");
+    std::filesystem::resize_file(huge, std::uintmax_t{256} << 30);
+    QVERIFY(
+        errorOf([&] { RunCheckpoint::read(huge); }).contains("is not a Precision Lab checkpoint"));
+    std::filesystem::remove(huge);
 }
 
 void TestRunCheckpoint::fileRoundTripsAndRefusesDamage() {

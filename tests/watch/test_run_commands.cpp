@@ -11,6 +11,10 @@
 #include "watch/run_commands.h"
 #include "watch/watch_recorder.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -24,6 +28,7 @@ private slots:
     void theReaderTakesWholeLinesOnly();
     void runsThatTakeNoCommandsAreRefused();
     void pauseHoldsUntilAStepOrResume();
+    void aPlantedLinkOrFifoIsNotTheInbox();
 };
 
 namespace {
@@ -163,4 +168,40 @@ void TestRunCommands::pauseHoldsUntilAStepOrResume() {
 }
 
 QTEST_GUILESS_MAIN(TestRunCommands)
+// steer follows no link planted at RUN/commands.jsonl and waits on no FIFO there (issue 65 item 2:
+// a link to /dev/zero held steer and its lock forever; a link elsewhere was appended to).
+void TestRunCommands::aPlantedLinkOrFifoIsNotTheInbox() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    EmulatedRun run(dir, settings());
+    const std::string inbox = dir + "/" + kCommandsFile;
+    const std::string victim = tmp.path().toStdString() + "/victim";
+    std::ofstream(victim) << "keep\n";
+    for (const std::string& target : {std::string("/dev/zero"), victim}) {
+        std::filesystem::remove(inbox);
+        QVERIFY(::symlink(target.c_str(), inbox.c_str()) == 0);
+        try {
+            sendRunCommand(dir, {{"action", "pause"}});
+            QFAIL("a command was written through a link");
+        } catch (const RecordError& e) {
+            QVERIFY2(std::string(e.what()).find("is a symbolic link") != std::string::npos,
+                     e.what());
+        }
+        CommandInbox reader(dir);
+        const std::vector<RunCommand> read = reader.poll();
+        QCOMPARE(read.size(), std::size_t{1}); // the script is told once, and reads nothing
+        QVERIFY2(read[0].error.find("not a regular file") != std::string::npos,
+                 read[0].error.c_str());
+    }
+    std::ifstream kept(victim);
+    std::string text((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>());
+    QCOMPARE(text, std::string("keep\n"));
+    std::filesystem::remove(inbox);
+    QVERIFY(::mkfifo(inbox.c_str(), 0644) == 0);
+    QVERIFY_THROWS_EXCEPTION(RecordError, sendRunCommand(dir, {{"action", "pause"}}));
+    std::filesystem::remove(inbox);
+    QCOMPARE(sendRunCommand(dir, {{"action", "pause"}}), std::int64_t{1}); // a file of its own
+    run.close("completed", true);
+}
+
 #include "test_run_commands.moc"

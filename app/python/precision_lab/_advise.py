@@ -3,6 +3,7 @@ core's recipe advisor, as ``precision-lab-cli advise``), and its exports."""
 
 import numbers
 import os
+import stat
 
 from . import _core
 
@@ -22,6 +23,38 @@ def _share(value, name):
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value <= 1:
         raise ValueError(f"{name} {value!r}: expected a share from 0 to 1 (0.01) or '1%'")
     return float(value)
+
+
+def _write_regular_file(out, text):
+    """Writes text to out through a temporary renamed over it, as the core's writers do: only a
+    regular file (or nothing) at out is replaced, never a link, FIFO, device or folder, and the
+    temporary is created anew, never through a link planted at its name."""
+    path = os.fspath(out)
+    for name, refused in ((path, "replace"), (f"{path}.tmp", "write")):
+        try:
+            mode = os.lstat(name).st_mode
+        except FileNotFoundError:
+            continue
+        if stat.S_ISREG(mode) or (name != path and stat.S_ISLNK(mode)):
+            if name != path:
+                os.unlink(name)  # a leftover temporary (a link: only the link goes)
+            continue
+        raise OSError(f"{name}: is not a regular file; refusing to {refused} it (the advice is "
+                      f"written only as a regular file)")
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
@@ -84,10 +117,5 @@ def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_f
     text = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
                    max_saturated_blocks, steps, kind)["export"]
     if out is not None:
-        tmp = f"{os.fspath(out)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
+        _write_regular_file(out, text)
     return text
