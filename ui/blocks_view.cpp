@@ -119,10 +119,11 @@ void BlocksView::clear(const QString& why) {
     m_rangePlot->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void BlocksView::show(const TrainingSnapshot& snapshot, const ShownPrecision& precision, int stage,
-                      TensorRole role) {
+void BlocksView::show(const TrainingSnapshot& snapshot, const ShownPrecision& runPrecision,
+                      int stage, TensorRole role) {
     if (stage < 0 || stage >= static_cast<int>(snapshot.stages.size()))
         return clear(tr("Press Train or Step to see the blocks of each layer."));
+    const ShownPrecision precision = runPrecision.forStage(stage, snapshot.stageNames);
     const std::optional<BlockScheme>& scheme = precision.blockScheme;
     if (!scheme)
         return clear(tr("Not block-scaled: the scaling policy is %1 (mx, nvfp4 and blockwise "

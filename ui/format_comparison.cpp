@@ -44,8 +44,9 @@ std::string formatInUse(const ShownPrecision& precision, const FormatSpec& inUse
 } // namespace
 
 const FormatComparison& SampledFormatComparer::compare(const TrainingSnapshot& snapshot,
-                                                       const ShownPrecision& precision, int stage,
-                                                       TensorRole role) {
+                                                       const ShownPrecision& runPrecision,
+                                                       int stage, TensorRole role) {
+    const ShownPrecision precision = runPrecision.forStage(stage, snapshot.stageNames);
     if (stage < 0 || stage >= static_cast<int>(snapshot.stages.size()))
         return m_last;
     const auto& sample =

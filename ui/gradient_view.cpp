@@ -215,9 +215,10 @@ void GradientView::drawOverlays() {
 
 GradientView::ScaleNote GradientView::scaleNote(int stage, TensorRole r,
                                                 const FormatSpec& format) const {
-    const QString policy = QString::fromLatin1(toString(m_precision.scalingPolicy));
+    const ShownPrecision stagePrecision = m_precision.forStage(stage, m_snapshot.stageNames);
+    const QString policy = QString::fromLatin1(toString(stagePrecision.scalingPolicy));
     const double stepScale = m_snapshot.scalars.scale;
-    if (!lossScaleMovesCast(m_precision.scalingPolicy, r, format.exponentBits)) {
+    if (!lossScaleMovesCast(stagePrecision.scalingPolicy, r, format.exponentBits)) {
         if (!isGradient(r)) // weights, activations, the update's tensors: no loss scale
             return {1.0, tr("log2 |x|"), QString()};
         return {1.0,

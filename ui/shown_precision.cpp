@@ -14,6 +14,19 @@ ShownPrecision ShownPrecision::of(const TrainConfig& config) {
     return shown;
 }
 
+ShownPrecision ShownPrecision::forStage(int stage,
+                                        const std::vector<std::string>& stageNames) const {
+    const TensorScaling* own = recipe.stageScalingOverride(stage, stageNames);
+    if (own == nullptr)
+        return *this;
+    ShownPrecision shown = *this;
+    if (own->scalesTensors()) // a stage scaled to its own amax: the loss scale does not move it
+        shown.scalingPolicy = own->policy;
+    shown.blockScheme = own->blockScheme();
+    shown.amaxMargin = own->amaxMargin;
+    return shown;
+}
+
 ShownPrecision ShownPrecision::judgedIn(const std::string& format) {
     ShownPrecision shown;
     const QuantConfig q = QuantConfig::forFormat(

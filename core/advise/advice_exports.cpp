@@ -92,11 +92,11 @@ std::string describeCriteria(const RunAdvice& a) {
 nlohmann::json adviceRecipe(const RunAdvice& advice) {
     constexpr TensorRole kRoles[] = {TensorRole::Weights, TensorRole::Activations,
                                      TensorRole::ActivationGradients, TensorRole::WeightGradients};
-    nlohmann::json blockScaling = nullptr;
-    std::string blockFormat;
-    // Per role, the recipe format of each stage, and how many stages took each.
+    // Per role, the recipe format of each stage, and how many stages took each; per stage, the
+    // block scaling its block-format roles take (a layer's own scaling, config.md).
     std::map<TensorRole, std::map<std::size_t, std::string>> byStage;
     std::map<TensorRole, std::map<std::string, int>> votes;
+    std::map<std::size_t, std::pair<std::string, nlohmann::json>> stageBlocks; // format, scaling
     auto isProduct = [&](std::size_t stage) {
         return stage >= advice.products.size() || advice.products[stage];
     };
@@ -106,29 +106,29 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         const std::string chosen = r.chosen.empty() ? "fp32" : r.chosen;
         const RecipeFormat f = recipeFormatOf(chosen);
         if (!f.scaling.is_null()) {
-            if (!blockFormat.empty() && blockFormat != chosen)
+            const auto [it, first] = stageBlocks.try_emplace(r.stage, chosen, f.scaling);
+            if (!first && it->second.first != chosen)
                 throw std::invalid_argument(
-                    "the advice takes two block formats (" + blockFormat + " and " + chosen +
-                    "): a recipe scales with one block policy; advise again with one of them in "
+                    "the advice takes two block formats in " + r.module + " (" + it->second.first +
+                    " and " + chosen +
+                    "): a layer scales with one block policy; advise again with one of them in "
                     "--ladder");
-            blockFormat = chosen;
-            blockScaling = f.scaling;
         }
         byStage[r.role][r.stage] = f.element;
         ++votes[r.role][f.element];
     }
-    // Under a block policy every narrow role is block-scaled: a format judged unscaled (E4M3 at
-    // the loss scale) would then be cast otherwise than it was judged.
-    if (!blockFormat.empty())
-        for (const RoleAdvice& r : advice.roles)
-            if (isProduct(r.stage) && !r.chosen.empty() && findBlockFormat(r.chosen) == nullptr &&
-                parseFormat(r.chosen).hasNarrowRange())
-                throw std::invalid_argument(
-                    "the advice takes " + blockFormat + " (a block format) and " + r.chosen +
-                    " unscaled (" + r.module + " " + std::string(toString(r.role)) +
-                    "): a recipe block-scales every narrow role under one policy; advise again "
-                    "with a ladder of " +
-                    blockFormat + " and wide formats, or without it");
+    // A block-scaled layer block-scales every narrow role: a format judged unscaled (E4M3 at the
+    // loss scale) in the same layer would be cast otherwise than it was judged.
+    for (const RoleAdvice& r : advice.roles)
+        if (const auto blocks = stageBlocks.find(r.stage);
+            blocks != stageBlocks.end() && isProduct(r.stage) && !r.chosen.empty() &&
+            findBlockFormat(r.chosen) == nullptr && parseFormat(r.chosen).hasNarrowRange())
+            throw std::invalid_argument(
+                "the advice takes " + blocks->second.first + " (a block format) and " + r.chosen +
+                " unscaled in " + r.module + " (" + std::string(toString(r.role)) +
+                "): a layer block-scales every narrow role under one policy; advise again with "
+                "a ladder of " +
+                blocks->second.first + " and wide formats, or without it");
     nlohmann::json recipe = nlohmann::json::object();
     std::map<TensorRole, std::string> base;
     for (TensorRole role : kRoles) {
@@ -150,6 +150,14 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         for (const auto& [stage, format] : byStage[role])
             if (format != base[role])
                 exceptions[stage][toString(role)] = format;
+    // A block-scaled layer's own scaling; the run's is its loss scaler.
+    const auto scalingOf = [&](std::size_t stage) {
+        const auto blocks = stageBlocks.find(stage);
+        return blocks == stageBlocks.end() ? nlohmann::json{{"policy", "none"}}
+                                           : blocks->second.second;
+    };
+    for (const auto& [stage, blocks] : stageBlocks)
+        exceptions[stage]["scaling"] = blocks.second;
     if (advice.watched) {
         // emulate's module patterns also match a module's children ("attn" matches
         // "attn.out_proj"): a child of an exception gets an entry of its own, every role, and
@@ -160,9 +168,11 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         for (const auto& [stage, format] : byStage[TensorRole::Weights])
             for (std::size_t parent : parents)
                 if (parent != stage && recipeName(stage).rfind(recipeName(parent) + ".", 0) == 0)
-                    for (TensorRole role : kRoles)
+                    for (TensorRole role : kRoles) {
                         if (const auto f = byStage[role].find(stage); f != byStage[role].end())
                             exceptions[stage][toString(role)] = f->second;
+                        exceptions[stage]["scaling"] = scalingOf(stage);
+                    }
     }
     std::vector<std::size_t> order;
     for (const auto& [stage, roles] : exceptions)
@@ -180,9 +190,7 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     if (!overrides.empty())
         recipe["overrides"] = overrides;
     nlohmann::json scaling;
-    if (!blockScaling.is_null())
-        scaling = blockScaling;
-    else if (advice.scaleVaried)
+    if (advice.scaleVaried)
         scaling = {{"policy", "dynamic"}, {"scale", advice.lossScale}};
     else if (advice.lossScale != 1.0)
         scaling = {{"policy", "static"}, {"scale", advice.lossScale}};

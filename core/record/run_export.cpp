@@ -107,13 +107,13 @@ void exportLayers(SqliteDb& db, const std::string& dir, int version) {
     ExportFile out(dir, "layers.csv");
     out.add("step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
             "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
-            "mx_saturated_blocks,mse,sqnr_db,norm_rel_error\n");
+            "mx_saturated_blocks,mse,sqnr_db,norm_rel_error,scaling\n");
     SqliteStatement s = db.prepare(
         std::string("SELECT step, stage, role, format, total, zero, underflow, subnormal, normal, "
                     "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
                     "mx_blocks, mx_saturated_blocks, ") +
         (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
-        " FROM stats ORDER BY seq");
+        (version >= 6 ? ", scaling" : ", NULL") + " FROM stats ORDER BY seq");
     while (s.next()) {
         const std::int64_t stage = s.integer(1);
         QuantStats q;
@@ -133,7 +133,7 @@ void exportLayers(SqliteDb& db, const std::string& dir, int version) {
         QuantError e;
         if (!s.isNull(18))
             e = {static_cast<std::uint64_t>(s.integer(18)), s.real(19), s.real(20), s.real(21)};
-        out.add(row + errorCells(e) + '\n');
+        out.add(row + errorCells(e) + ',' + (s.isNull(22) ? std::string() : s.text(22)) + '\n');
     }
     out.commit();
 }

@@ -232,7 +232,8 @@ std::string statsRowColumns(int version) {
     return std::string("seq, step, stage, role, format, zero, underflow, subnormal, normal, "
                        "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
                        "mx_blocks, mx_saturated_blocks, ") +
-           (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL");
+           (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
+           (version >= 6 ? ", scaling" : ", NULL");
 }
 
 std::vector<StatsRow> readStatsRows(SqliteStatement& s, std::size_t stageCount) {
@@ -260,6 +261,8 @@ std::vector<StatsRow> readStatsRows(SqliteStatement& s, std::size_t stageCount) 
         if (!s.isNull(18))
             row.error = {static_cast<std::uint64_t>(s.integer(18)), s.real(19), s.real(20),
                          s.real(21)};
+        if (!s.isNull(22))
+            row.scaling = s.text(22);
         out.push_back(std::move(row));
     }
     return out;

@@ -47,7 +47,8 @@ struct StatsRow {
     float amax = 0.0f;
     double gradientScale = 1.0, tensorScale = 1.0;
     std::uint64_t blocks = 0, saturatedBlocks = 0, updates = 0, lostUpdates = 0;
-    QuantError error; // not measured: count 0
+    QuantError error;    // not measured: count 0
+    std::string scaling; // the per-tensor scaling that cast it; empty: not recorded
     double flushedShare() const { return plab::flushedShare(counts); }
 };
 

@@ -13,8 +13,9 @@ namespace plab {
 inline constexpr const char* kRunRecordFile = "run.sqlite";
 // Version 2 added the error sums to stats and the blocks table, version 3 the channels table,
 // version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats),
-// version 5 the diagnostics table; this build reads 1 to 5.
-inline constexpr int kRunRecordSchemaVersion = 5;
+// version 5 the diagnostics table, version 6 the stats' scaling (which per-tensor scaling cast
+// the row: a layer may have its own); this build reads 1 to 6.
+inline constexpr int kRunRecordSchemaVersion = 6;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
@@ -32,7 +33,8 @@ CREATE TABLE stats(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEG
   stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
   subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
   lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, mx_blocks INTEGER,
-  mx_saturated_blocks INTEGER, err_count INTEGER, signal_sq REAL, error_sq REAL, output_sq REAL);
+  mx_saturated_blocks INTEGER, err_count INTEGER, signal_sq REAL, error_sq REAL, output_sq REAL,
+  scaling TEXT);
 CREATE INDEX stats_by_step ON stats(step);
 -- log2|x| histograms of the unquantised inputs (histogram_blob.h), every histograms_every-th
 -- statistics step.

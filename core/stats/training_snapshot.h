@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace plab {
@@ -35,6 +36,9 @@ struct StageStats {
     std::uint64_t lostUpdates = 0; // of those, how many left the master weight unchanged
     double gradientScale = 1.0;    // the scale this stage's gradients carried (per-layer policy)
     std::array<double, kRoleCount> tensorScale{1, 1, 1, 1, 1, 1}; // amax scaling, per role
+    // The per-tensor scaling that cast each role ("none", "amax-current", "nvfp4", ...: the
+    // stage's own or the run's, train/tensor_scaling.h); empty where not known.
+    std::array<std::string_view, kRoleCount> scaling{};
     // Block scaling: NVFP4's s_enc lands in tensorScale; per-block statistics here.
     std::array<BlockStats, kRoleCount> blocks{};
     // A sample of each cast's unquantised input (stats/tensor_sample.h) for the format what-if,

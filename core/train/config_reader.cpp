@@ -106,6 +106,72 @@ private:
 
 constexpr double kHuge = 1e300;
 
+// The per-tensor scaling keys, the run's (config.scaling) and an override's alike.
+void readTensorScalingKeys(Reader& s, TensorScaling& t) {
+    s.number("margin", t.amaxMargin, -64, 64);
+    s.number("amax_history", t.amaxHistory, 1, 1 << 20);
+    std::string algorithm = t.amaxMostRecent ? "most_recent" : "max";
+    s.text("amax_algorithm", algorithm);
+    if (algorithm != "max" && algorithm != "most_recent")
+        throw ConfigError(s.path("amax_algorithm") + ": \"" + algorithm +
+                          "\" (expected max or most_recent)");
+    t.amaxMostRecent = algorithm == "most_recent";
+    s.number("block_size", t.blockSize, 0, 4096);
+    std::string rounding(toString(t.scaleRounding));
+    s.text("scale_rounding", rounding);
+    if (rounding != "floor" && rounding != "ceil")
+        throw ConfigError(s.path("scale_rounding") + ": \"" + rounding +
+                          "\" (expected floor or ceil)");
+    t.scaleRounding = parseScaleRounding(rounding);
+    s.flag("weight_tiles", t.weightTiles);
+    s.flag("pow2_scales", t.pow2Scales);
+    s.flag("four_over_six", t.fourOverSix);
+}
+
+// The run's keys an override's scaling may not give: the loss scaler's and the transform's.
+constexpr const char* kRunScalingKeys[] = {
+    "scale",     "growth_factor", "backoff_factor", "growth_interval", "min_scale",
+    "max_scale", "hysteresis",    "floor",          "floor_growth",    "floor_interval",
+    "floor_max", "per_layer_cap", "cumulative_cap", "hadamard"};
+
+std::string tensorScalingPolicyNames() {
+    std::string names;
+    for (const ScalingPolicyInfo& p : kScalingPolicies)
+        if (isTensorScalingPolicy(p.policy))
+            names += (names.empty() ? "" : ", ") + std::string(p.name);
+    return names;
+}
+
+// An override's "scaling": a layer's own per-tensor scaling (train/tensor_scaling.h).
+TensorScaling readOverrideScaling(const json& v, const std::string& path) {
+    Reader r(v, path);
+    for (const char* key : kRunScalingKeys)
+        if (r.has(key))
+            throw ConfigError(r.path(key) + ": the run's setting (config.scaling." + key +
+                              "), not a layer's: an override's scaling is its per-tensor "
+                              "scaling (policy " +
+                              tensorScalingPolicyNames() + ")");
+    std::string policy;
+    r.text("policy", policy);
+    if (!r.has("policy"))
+        throw ConfigError(r.path("policy") + ": missing (" + tensorScalingPolicyNames() + ")");
+    const std::optional<ScalingPolicy> parsed = parseScalingPolicy(policy);
+    if (!parsed)
+        throw ConfigError(r.path("policy") + ": \"" + policy + "\" (expected " +
+                          tensorScalingPolicyNames() + ")");
+    if (!isTensorScalingPolicy(*parsed))
+        throw ConfigError(r.path("policy") + ": \"" + policy +
+                          "\" scales the loss, which is the run's (config.scaling.policy); a "
+                          "layer's scaling is one of " +
+                          tensorScalingPolicyNames());
+    TensorScaling t;
+    t.policy = *parsed;
+    t.weightTiles = t.policy == ScalingPolicy::Nvfp4 || t.policy == ScalingPolicy::Blockwise;
+    readTensorScalingKeys(r, t);
+    r.finish();
+    return t;
+}
+
 QuantConfig readQuant(const json& v, const std::string& path) {
     auto wrap = [&](auto&& fn) {
         try {
@@ -187,6 +253,15 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
                 }
                 auto& kindRoles = recipe.kindOverrides[kind];
                 readRoles(o, base, kindRoles);
+                if (o.has("scaling")) {
+                    if (k->site)
+                        throw ConfigError(base + ".scaling: the " + kind +
+                                          " site is cast within its stage's scaling; give "
+                                          "scaling to a stage or a stage kind (attention, mlp, "
+                                          "head)");
+                    recipe.kindScaling[kind] =
+                        readOverrideScaling(o.at("scaling"), base + ".scaling");
+                }
                 for (TensorRole role : kAllRoles)
                     if (kindRoles[static_cast<std::size_t>(role)] &&
                         !k->roles[static_cast<std::size_t>(role)])
@@ -202,6 +277,9 @@ void readRecipe(const json& j, PrecisionRecipe& recipe) {
                 throw ConfigError(base + ".stage: missing (the layer index, -1 for the last, or "
                                          "a \"kind\" for the gpt)");
             readRoles(o, base, recipe.stageOverrides[stage]);
+            if (o.has("scaling"))
+                recipe.stageScaling[stage] =
+                    readOverrideScaling(o.at("scaling"), base + ".scaling");
             o.finish();
         }
     }
@@ -476,24 +554,9 @@ TrainConfig configFromJson(const json& j) {
         s.number("floor_max", d.floorMax, 0.0, 1e30);
         s.number("per_layer_cap", c.perLayerCap, 1.0, 1e30);
         s.number("cumulative_cap", c.cumulativeCap, 1.0, 1e30);
-        s.number("margin", c.amaxMargin, -64, 64);
-        s.number("amax_history", c.amaxHistory, 1, 1 << 20);
-        std::string algorithm = "max";
-        s.text("amax_algorithm", algorithm);
-        if (algorithm != "max" && algorithm != "most_recent")
-            throw ConfigError("config.scaling.amax_algorithm: \"" + algorithm +
-                              "\" (expected max or most_recent)");
-        c.amaxMostRecent = algorithm == "most_recent";
-        s.number("block_size", c.blockSize, 0, 4096);
-        std::string rounding(toString(c.scaleRounding));
-        s.text("scale_rounding", rounding);
-        if (rounding != "floor" && rounding != "ceil")
-            throw ConfigError("config.scaling.scale_rounding: \"" + rounding +
-                              "\" (expected floor or ceil)");
-        c.scaleRounding = parseScaleRounding(rounding);
-        s.flag("weight_tiles", c.weightTiles);
-        s.flag("pow2_scales", c.pow2Scales);
-        s.flag("four_over_six", c.fourOverSix);
+        TensorScaling tensors = c.tensorScaling();
+        readTensorScalingKeys(s, tensors);
+        c.setTensorScalingSettings(tensors);
         s.flag("hadamard", c.hadamard);
         s.finish();
     }

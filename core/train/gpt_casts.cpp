@@ -74,6 +74,10 @@ double GptRecipeCasts::tensorScale(int stage, transformer::GptOperand operand) c
     return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].tensorScale;
 }
 
+std::string_view GptRecipeCasts::scaling(int stage, transformer::GptOperand operand) const {
+    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].scaling;
+}
+
 void GptRecipeCasts::resetStats() {
     for (Counted& c : m_counted) {
         c.stats = QuantStats{};
@@ -100,11 +104,9 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
     if (q == nullptr || (q->isIdentity() && !counting))
         return;
     Counted& c = counted(stage, operand);
-    BlockLayout shape = layout;
-    shape.tiles = layout.tiles && m_config.weightTiles; // weights, where the recipe tiles them
     const CastCounters counters{counting ? &c.stats : nullptr, counting ? &c.blocks : nullptr,
-                                &c.tensorScale};
-    m_caster.cast(stage, role, v, v, shape, counters, !m_evaluation, thisCall, siteName);
+                                &c.tensorScale, *siteName == '\0' ? &c.scaling : nullptr};
+    m_caster.cast(stage, role, v, v, layout, counters, !m_evaluation, thisCall, siteName);
 }
 
 bool GptRecipeCasts::hadamard(int stage) const {

@@ -47,6 +47,8 @@ public:
     const QuantStats& stats(int stage, transformer::GptOperand operand) const;
     const BlockStats& blockStats(int stage, transformer::GptOperand operand) const;
     double tensorScale(int stage, transformer::GptOperand operand) const;
+    // The per-tensor scaling that cast the operand where a product reads it (its plain site).
+    std::string_view scaling(int stage, transformer::GptOperand operand) const;
     void resetStats();
     // Delayed scaling's histories, for a checkpoint (RecipeCaster::amaxHistories).
     std::vector<double> amaxHistories() const { return m_caster.amaxHistories(); }
@@ -69,6 +71,7 @@ private:
         QuantStats stats;
         BlockStats blocks;
         double tensorScale = 1.0;
+        std::string_view scaling;
     };
     Counted& counted(int stage, transformer::GptOperand operand);
 

@@ -195,6 +195,7 @@ std::vector<StageStats> GptRun::stageStats() const {
             st.roles[static_cast<std::size_t>(o)] = m_casts->stats(stage, operand);
             st.blocks[static_cast<std::size_t>(o)] = m_casts->blockStats(stage, operand);
             st.tensorScale[static_cast<std::size_t>(o)] = m_casts->tensorScale(stage, operand);
+            st.scaling[static_cast<std::size_t>(o)] = m_casts->scaling(stage, operand);
         }
         st.roles[static_cast<std::size_t>(TensorRole::MasterWeights)] = m_masterStats[s];
         st.roles[static_cast<std::size_t>(TensorRole::OptimizerState)] = m_stateStats[s];

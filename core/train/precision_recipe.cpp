@@ -39,16 +39,42 @@ const QuantConfig& PrecisionRecipe::config(int stage, int stageCount, TensorRole
     return roles[r];
 }
 
+const TensorScaling* PrecisionRecipe::scalingOverride(int stage, int stageCount,
+                                                      std::string_view stageKind) const {
+    if (auto it = stageScaling.find(stage); it != stageScaling.end())
+        return &it->second;
+    if (stage == stageCount - 1)
+        if (auto it = stageScaling.find(-1); it != stageScaling.end())
+            return &it->second;
+    if (!stageKind.empty())
+        if (auto it = kindScaling.find(stageKind); it != kindScaling.end())
+            return &it->second;
+    return nullptr;
+}
+
+namespace {
+
+// A stage's kind from its name: the part after the last '.' ("block0.attention" -> attention).
+std::string_view kindOfStage(int stage, const std::vector<std::string>& stageNames) {
+    if (stage < 0 || stage >= static_cast<int>(stageNames.size()))
+        return {};
+    const std::string_view name = stageNames[static_cast<std::size_t>(stage)];
+    const std::size_t dot = name.rfind('.');
+    return dot == std::string_view::npos ? name : name.substr(dot + 1);
+}
+
+} // namespace
+
 const QuantConfig& PrecisionRecipe::stageConfig(int stage,
                                                 const std::vector<std::string>& stageNames,
                                                 TensorRole role) const {
-    const int count = static_cast<int>(stageNames.size());
-    std::string_view kind;
-    if (stage >= 0 && stage < count) {
-        kind = stageNames[static_cast<std::size_t>(stage)];
-        kind = kind.substr(kind.rfind('.') == std::string_view::npos ? 0 : kind.rfind('.') + 1);
-    }
-    return config(stage, count, role, kind);
+    return config(stage, static_cast<int>(stageNames.size()), role, kindOfStage(stage, stageNames));
+}
+
+const TensorScaling*
+PrecisionRecipe::stageScalingOverride(int stage, const std::vector<std::string>& stageNames) const {
+    return scalingOverride(stage, static_cast<int>(stageNames.size()),
+                           kindOfStage(stage, stageNames));
 }
 
 } // namespace plab

@@ -5,6 +5,7 @@
 
 #include "numerics/rounding.h"
 #include "numerics/tensor_role.h"
+#include "train/tensor_scaling.h"
 
 #include <array>
 #include <map>
@@ -56,6 +57,11 @@ struct PrecisionRecipe {
     // kind's, then the role's.
     std::map<std::string, std::array<std::optional<QuantConfig>, kRoleCount>, std::less<>>
         kindOverrides;
+    // A layer's own per-tensor scaling (train/tensor_scaling.h), by stage index (-1: the last)
+    // and by stage kind; a stage without one takes the run's (the scaling.* of an amax or block
+    // policy, else none). Precedence as for formats: the index's, then the kind's.
+    std::map<int, TensorScaling> stageScaling;
+    std::map<std::string, TensorScaling, std::less<>> kindScaling;
     std::optional<QuantConfig> accumulation; // none: FP32 accumulation
     int accumulateEvery = 0;                 // products between roundings of the running sum
     // Promotion (DeepSeek-V3): chunks of this many products summed in the accumulation format,
@@ -72,6 +78,12 @@ struct PrecisionRecipe {
     // record shows as the stage's format for a role.
     const QuantConfig& stageConfig(int stage, const std::vector<std::string>& stageNames,
                                    TensorRole role) const;
+    // The scaling a stage's override gives it, or null where the stage takes the run's.
+    const TensorScaling* scalingOverride(int stage, int stageCount,
+                                         std::string_view stageKind = {}) const;
+    // scalingOverride() for a stage of a model with these stage names (kinds as stageConfig).
+    const TensorScaling* stageScalingOverride(int stage,
+                                              const std::vector<std::string>& stageNames) const;
     // The override a site sets for a role, if any.
     const std::optional<QuantConfig>& siteConfig(std::string_view site, TensorRole role) const;
     bool operator==(const PrecisionRecipe&) const = default;

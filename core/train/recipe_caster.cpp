@@ -31,20 +31,55 @@ RecipeCaster::RecipeCaster(const TrainConfig& config, int stageCount, TensorOps&
 }
 
 void RecipeCaster::applyScalingPolicy() {
-    const ScalingPolicy policy = m_config.scalingPolicy;
-    m_tensorScaling = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
-                      : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
-                      : isBlockScaling(policy)               ? TensorScalingKind::Blocks
-                                                             : TensorScalingKind::None;
-    if (const std::optional<BlockScheme> scheme = m_config.blockScheme())
-        m_blockScheme = *scheme;
-    m_hadamard = m_config.hadamard && m_tensorScaling == TensorScalingKind::Blocks;
     // SplitMix64 of the seed: 16 random signs, the same for the whole run.
     std::uint64_t z = m_config.seed + 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     m_hadamardSigns = static_cast<std::uint32_t>((z ^ (z >> 31)) & 0xFFFFu);
     m_amaxHistory.clear();
+    m_stageScaling.clear();
+    resolveStageScaling();
+}
+
+void RecipeCaster::resolveStageScaling() {
+    const TensorScaling run = m_config.tensorScaling();
+    std::vector<StageScaling> resolved(static_cast<std::size_t>(m_stageCount));
+    for (int s = 0; s < m_stageCount; ++s) {
+        const TensorScaling* own = m_config.recipe.scalingOverride(
+            s, m_stageCount, m_stageKinds[static_cast<std::size_t>(s)]);
+        StageScaling& stage = resolved[static_cast<std::size_t>(s)];
+        stage.settings = own != nullptr ? *own : run;
+        const ScalingPolicy policy = stage.settings.policy;
+        stage.kind = policy == ScalingPolicy::AmaxCurrent   ? TensorScalingKind::AmaxCurrent
+                     : policy == ScalingPolicy::AmaxDelayed ? TensorScalingKind::AmaxDelayed
+                     : isBlockScaling(policy)               ? TensorScalingKind::Blocks
+                                                            : TensorScalingKind::None;
+        if (const std::optional<BlockScheme> scheme = stage.settings.blockScheme())
+            stage.scheme = *scheme;
+        // A stage whose scaling changed starts its amax histories afresh (a new policy, a new
+        // history length); the other stages' go on as they were.
+        if (!m_stageScaling.empty() &&
+            m_stageScaling[static_cast<std::size_t>(s)].settings != stage.settings)
+            std::erase_if(m_amaxHistory, [s](const auto& entry) {
+                return entry.first[0] == static_cast<std::uint64_t>(s);
+            });
+    }
+    m_stageScaling = std::move(resolved);
+    m_hadamard = m_config.hadamard && scalesBlocks();
+}
+
+const TensorScaling& RecipeCaster::scaling(int stage) const {
+    return stageScaling(stage).settings;
+}
+
+bool RecipeCaster::scalesTensors() const {
+    return std::any_of(m_stageScaling.begin(), m_stageScaling.end(),
+                       [](const StageScaling& s) { return s.kind != TensorScalingKind::None; });
+}
+
+bool RecipeCaster::scalesBlocks() const {
+    return std::any_of(m_stageScaling.begin(), m_stageScaling.end(),
+                       [](const StageScaling& s) { return s.kind == TensorScalingKind::Blocks; });
 }
 
 void RecipeCaster::buildQuantizers() {
@@ -62,7 +97,7 @@ void RecipeCaster::buildQuantizers() {
                 // Scaled tensors saturate, as the MX spec and Transformer Engine's casts do: a
                 // block or tensor scale is chosen to fill the range, and a stale (delayed) amax
                 // or a block's largest element past the element max must clip, not become Inf.
-                if (isProductInput(r) && m_tensorScaling != TensorScalingKind::None)
+                if (isProductInput(r) && stageScaling(s).kind != TensorScalingKind::None)
                     c.overflow = Overflow::Saturate;
                 slot = std::make_unique<Quantizer>(c);
             }
@@ -79,6 +114,7 @@ void RecipeCaster::buildQuantizers() {
 
 void RecipeCaster::setRecipe(const PrecisionRecipe& recipe) {
     m_config.recipe = recipe;
+    resolveStageScaling(); // an override may give a stage scaling of its own
     buildQuantizers();
 }
 
@@ -114,8 +150,9 @@ bool RecipeCaster::isPlain(int stage, TensorRole role, std::string_view site) co
     // A format with FP32's exponent range (BF16, FP32) needs no scale: a stage a recipe keeps
     // in BF16 under a block-scaled recipe is cast plainly.
     const Quantizer* q = siteQuantizer(stage, role, site);
-    return q == nullptr || m_tensorScaling == TensorScalingKind::None || !isProductInput(role) ||
-           (m_tensorScaling == TensorScalingKind::Blocks && !q->config().format.hasNarrowRange());
+    const TensorScalingKind kind = stageScaling(stage).kind;
+    return q == nullptr || kind == TensorScalingKind::None || !isProductInput(role) ||
+           (kind == TensorScalingKind::Blocks && !q->config().format.hasNarrowRange());
 }
 
 double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
@@ -128,9 +165,12 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
         return kAmaxInCounts;
     }
     const Quantizer& q = *found;
+    const StageScaling& scaled = stageScaling(stage);
     QuantizeOptions opts = options(stage, role, call);
     const bool collect = counters.stats != nullptr;
     const bool plain = isPlain(stage, role, site);
+    if (counters.scaling != nullptr)
+        *counters.scaling = toString(plain ? ScalingPolicy::None : scaled.settings.policy);
     // A plain cast measures its own error; the scaled ones are measured after, from a copy of
     // the input when they overwrite it.
     const Tensor kept = collect && !plain ? keepForError(in, values) : Tensor{};
@@ -138,8 +178,10 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
     if (plain) {
         opts.measureError = collect;
         m_ops.quantize(q, in, values, counters.stats, opts);
-    } else if (m_tensorScaling == TensorScalingKind::Blocks) {
-        const float amax = castBlocks(q, in, values, layout, counters, opts);
+    } else if (scaled.kind == TensorScalingKind::Blocks) {
+        BlockLayout shape = layout;
+        shape.tiles = layout.tiles && scaled.settings.weightTiles; // weights, where it tiles them
+        const float amax = castBlocks(q, scaled.scheme, in, values, shape, counters, opts);
         // NVFP4's cast took the tensor amax; the other block casts a pass when it is wanted.
         if (collect) {
             tensorAmax = amax < 0.0f ? m_ops.amax(kept) : (std::isfinite(amax) ? amax : 0.0);
@@ -149,22 +191,22 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
         }
     } else {
         AmaxHistory* history = nullptr;
-        if (m_tensorScaling == TensorScalingKind::AmaxDelayed)
+        if (scaled.kind == TensorScalingKind::AmaxDelayed)
             history = &m_amaxHistory
                            .try_emplace({static_cast<std::uint64_t>(stage),
                                          static_cast<std::uint64_t>(role),
                                          static_cast<std::uint64_t>(siteIndex(site)), call},
-                                        static_cast<std::size_t>(m_config.amaxHistory))
+                                        static_cast<std::size_t>(scaled.settings.amaxHistory))
                            .first->second;
         // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
         // history's and records this tensor's amax during the pass (one read of the data).
         const bool fromHistory = history != nullptr && !history->empty();
         double amax = 0.0;
         if (fromHistory)
-            amax = m_config.amaxMostRecent ? history->mostRecent() : history->max();
+            amax = scaled.settings.amaxMostRecent ? history->mostRecent() : history->max();
         else
             amax = m_ops.amax(in);
-        const double scale = amaxScale(amax, q.config().format, m_config.amaxMargin);
+        const double scale = amaxScale(amax, q.config().format, scaled.settings.amaxMargin);
         if (counters.tensorScale != nullptr)
             *counters.tensorScale = scale;
         double current = amax;
@@ -179,23 +221,23 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
     return tensorAmax;
 }
 
-float RecipeCaster::castBlocks(const Quantizer& q, Tensor in, Tensor values,
-                               const BlockLayout& layout, const CastCounters& counters,
-                               const QuantizeOptions& options) {
+float RecipeCaster::castBlocks(const Quantizer& q, const BlockScheme& scheme, Tensor in,
+                               Tensor values, const BlockLayout& layout,
+                               const CastCounters& counters, const QuantizeOptions& options) {
     QuantizeOptions opts = options;
     const std::size_t body =
         layout.cols == 0 ? in.size : std::min(in.size, layout.rows * layout.cols);
     const BlockQuantizeResult result =
-        m_ops.quantizeBlocks(q, m_blockScheme, in.slice(0, body), values.slice(0, body), layout,
+        m_ops.quantizeBlocks(q, scheme, in.slice(0, body), values.slice(0, body), layout,
                              counters.stats, counters.blocks, opts);
     if (counters.tensorScale != nullptr)
         *counters.tensorScale = result.tensorScale;
     if (body == in.size)
         return result.inputAmax;
     opts.firstIndex = body; // the rest (biases): one row of blocks, their own random words
-    const BlockQuantizeResult rest = m_ops.quantizeBlocks(
-        q, m_blockScheme, in.slice(body, in.size - body), values.slice(body, in.size - body), {},
-        counters.stats, counters.blocks, opts);
+    const BlockQuantizeResult rest = m_ops.quantizeBlocks(q, scheme, in.slice(body, in.size - body),
+                                                          values.slice(body, in.size - body), {},
+                                                          counters.stats, counters.blocks, opts);
     return std::max(result.inputAmax, rest.inputAmax); // one scheme: both -1, or both amaxes
 }
 
@@ -224,7 +266,11 @@ void RecipeCaster::restoreAmaxHistories(const std::vector<double>& saved) {
         i += 5;
         if (saved.size() - i < count)
             throw std::invalid_argument("amax histories: cut short");
-        AmaxHistory history(static_cast<std::size_t>(m_config.amaxHistory));
+        const auto stage = static_cast<int>(key[0]);
+        if (stage < 0 || stage >= m_stageCount)
+            throw std::invalid_argument("amax histories: stage " + std::to_string(stage) +
+                                        " is not a stage of this model");
+        AmaxHistory history(static_cast<std::size_t>(scaling(stage).amaxHistory));
         history.assign({saved.begin() + static_cast<std::ptrdiff_t>(i),
                         saved.begin() + static_cast<std::ptrdiff_t>(i + count)});
         m_amaxHistory.insert_or_assign(key, std::move(history));
@@ -243,7 +289,7 @@ Tensor RecipeCaster::keepForError(Tensor in, Tensor out) {
 }
 
 bool RecipeCaster::hadamardFor(int stage) const {
-    return m_hadamard &&
+    return m_hadamard && stageScaling(stage).kind == TensorScalingKind::Blocks &&
            quantizer(stage, TensorRole::ActivationGradients).config().format.hasNarrowRange();
 }
 
@@ -258,8 +304,8 @@ Tensor RecipeCaster::castAlongBatch(int stage, TensorRole role, Tensor raw, std:
     m_ops.hadamard16(transformed, raw, batch, width, m_hadamardSigns);
     m_ops.transpose(into, transformed, batch, width); // (width, batch): blocks along the batch
     if (q.config().format.hasNarrowRange())
-        m_ops.quantizeBlocks(q, m_blockScheme, into, into, {width, batch, false}, nullptr, nullptr,
-                             words);
+        m_ops.quantizeBlocks(q, stageScaling(stage).scheme, into, into, {width, batch, false},
+                             nullptr, nullptr, words);
     else
         m_ops.quantize(q, into, into, nullptr, words);
     return into; // kept transposed: the weight-gradient product takes it so

@@ -36,6 +36,8 @@ struct CastCounters {
     QuantStats* stats = nullptr;
     BlockStats* blocks = nullptr;
     double* tensorScale = nullptr; // the amax scale, or NVFP4's s_enc
+    // The scaling policy that cast it ("none" for a plain cast), a name of kScalingPolicies.
+    std::string_view* scaling = nullptr;
 };
 
 class RecipeCaster {
@@ -70,15 +72,19 @@ public:
     // Whether the role's cast at this stage (and site) is a plain cast (no tensor or block
     // scale).
     bool isPlain(int stage, TensorRole role, std::string_view site = {}) const;
-    // Whether a tensor scaling policy (amax or blocks) rescales the products' inputs.
-    bool scalesTensors() const { return m_tensorScaling != TensorScalingKind::None; }
-    bool scalesBlocks() const { return m_tensorScaling == TensorScalingKind::Blocks; }
+    // The per-tensor scaling of a stage's products' inputs: its override's, else the run's
+    // (train/tensor_scaling.h).
+    const TensorScaling& scaling(int stage) const;
+    // Whether any stage's scaling rescales the products' inputs (amax or blocks), in blocks.
+    bool scalesTensors() const;
+    bool scalesBlocks() const;
 
     // in -> values (they may be the same tensor), as the recipe casts the role at this stage.
     // layout: the tensor's rows for block scaling (elements past rows x cols form one more row,
-    // as a weight layer's biases do). `training` false (evaluation) leaves the amax histories
-    // alone. With counters.stats, the cast is counted and its error measured (from a copy of
-    // the input kept for it when a scaled cast overwrites it). Returns the whole tensor's
+    // as a weight layer's biases do); layout.tiles says the tensor may be tiled (a weight), and
+    // it is where the stage's scaling tiles weights. `training` false (evaluation) leaves the amax
+    // histories alone. With counters.stats, the cast is counted and its error measured (from a copy
+    // of the input kept for it when a scaled cast overwrites it). Returns the whole tensor's
     // largest finite |x| where the cast learnt it (amax scaling, NVFP4), kAmaxInCounts where it
     // is counters.stats->amax (a plain cast), or a pass over the input when counting a block
     // cast that takes no amax. call: as options(); each (stage, role, site, call) tensor keeps
@@ -109,12 +115,25 @@ public:
 
 private:
     enum class TensorScalingKind { None, AmaxCurrent, AmaxDelayed, Blocks };
+    // A stage's scaling as the casts use it.
+    struct StageScaling {
+        TensorScaling settings;
+        TensorScalingKind kind = TensorScalingKind::None;
+        BlockScheme scheme; // when kind is Blocks
+    };
     void applyScalingPolicy();
+    // Each stage's scaling from the recipe's overrides and the run's; the amax histories of a
+    // stage whose scaling changed start afresh, the others' go on.
+    void resolveStageScaling();
     void buildQuantizers();
+    const StageScaling& stageScaling(int stage) const {
+        return m_stageScaling[static_cast<std::size_t>(stage)];
+    }
     // Returns the input amax the cast took (NVFP4's, the larger of the body's and the rest's),
     // or -1 where it took none.
-    float castBlocks(const Quantizer& q, Tensor in, Tensor values, const BlockLayout& layout,
-                     const CastCounters& counters, const QuantizeOptions& options);
+    float castBlocks(const Quantizer& q, const BlockScheme& scheme, Tensor in, Tensor values,
+                     const BlockLayout& layout, const CastCounters& counters,
+                     const QuantizeOptions& options);
     static int siteIndex(std::string_view site); // kSites
     Tensor keepForError(Tensor in, Tensor out);
 
@@ -128,10 +147,9 @@ private:
     std::vector<std::vector<std::vector<std::unique_ptr<Quantizer>>>> m_quantizers;
     std::unique_ptr<Quantizer> m_accumulationQuantizer;
     Accumulation m_accumulation;
-    TensorScalingKind m_tensorScaling = TensorScalingKind::None;
-    BlockScheme m_blockScheme; // when m_tensorScaling is Blocks
-    bool m_hadamard = false;
-    std::uint32_t m_hadamardSigns = 0; // the transform's random diagonal, fixed per run
+    std::vector<StageScaling> m_stageScaling; // per stage
+    bool m_hadamard = false;                  // scaling.hadamard, where a stage is block-scaled
+    std::uint32_t m_hadamardSigns = 0;        // the transform's random diagonal, fixed per run
     // Delayed scaling: per (stage, role, site, call) tensor: weights, activations, activation
     // gradients (the products' inputs).
     std::map<std::array<std::uint64_t, 4>, AmaxHistory> m_amaxHistory;

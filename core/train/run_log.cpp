@@ -267,9 +267,9 @@ void RunLog::prepareStatements(int histogramsEvery, std::uint64_t recordBudgetMb
     m_insertStats = m_db->prepare(
         "INSERT INTO stats(step, stage, role, format, total, zero, underflow, subnormal, normal, "
         "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-        "mx_saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq) VALUES (?1, "
-        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-        "?21, ?22, ?23)");
+        "mx_saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq, scaling) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+        "?18, ?19, ?20, ?21, ?22, ?23, ?24)");
     m_insertChannels = m_db->prepare(
         "INSERT INTO channels(step, stage, channels, amax_max, amax_median, outlier_share, "
         "attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
@@ -440,7 +440,8 @@ void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) 
             logRoleStats(step, s, role,
                          {m_roleFormats[s * kRoleCount + r], stages[s].roles[r],
                           stages[s].blocks[r], stages[s].gradientScale, stages[s].tensorScale[r],
-                          master ? stages[s].updates : 0, master ? stages[s].lostUpdates : 0},
+                          master ? stages[s].updates : 0, master ? stages[s].lostUpdates : 0,
+                          stages[s].scaling[r]},
                          withHistograms);
             if (withHistograms)
                 logHistogram(step, s, role, stages[s].roles[r].histogram);
@@ -473,6 +474,8 @@ void RunLog::logRoleStats(std::int64_t step, std::size_t stage, TensorRole role,
             .bind(21, q.error.signalSq)
             .bind(22, q.error.errorSq)
             .bind(23, q.error.outputSq);
+    if (!row.scaling.empty())
+        m_insertStats.bind(24, row.scaling);
     m_insertStats.run();
     const BlockStats& b = row.blocks;
     if (b.empty())

@@ -97,6 +97,7 @@ public:
         double gradientScale = 1.0;
         double tensorScale = 1.0;
         std::uint64_t updates = 0, lostUpdates = 0; // master weights' rows only
+        std::string_view scaling = {}; // the policy that cast it; empty: NULL (a judged format)
     };
     void logRoleStats(std::int64_t step, std::size_t stage, TensorRole role, const RoleRow& row,
                       bool withHistograms);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace plab {
 namespace {
@@ -15,6 +16,19 @@ json quantJson(const QuantConfig& c) {
     return {{"format", c.format.name},
             {"rounding", std::string(toString(c.rounding))},
             {"overflow", std::string(toString(c.overflow))}};
+}
+
+// A stage's own scaling as an override writes it, and the run's scaling.* keys for it.
+json tensorScalingJson(const TensorScaling& t) {
+    return {{"policy", std::string(toString(t.policy))},
+            {"margin", t.amaxMargin},
+            {"amax_history", t.amaxHistory},
+            {"amax_algorithm", t.amaxMostRecent ? "most_recent" : "max"},
+            {"block_size", t.blockSize},
+            {"scale_rounding", std::string(toString(t.scaleRounding))},
+            {"weight_tiles", t.weightTiles},
+            {"pow2_scales", t.pow2Scales},
+            {"four_over_six", t.fourOverSix}};
 }
 
 } // namespace
@@ -79,20 +93,40 @@ json TrainConfig::toJson() const {
                                            {"promote_every", recipe.promoteEvery}}
                                     : json{{"format", recipe.accumulation->format.name},
                                            {"every", recipe.accumulateEvery}};
+    // One entry per stage index, then per kind: its roles' formats and its own scaling.
     json overrides = json::array();
-    for (const auto& [stage, roles] : recipe.stageOverrides) {
-        json o = {{"stage", stage}};
-        for (TensorRole r : kAllRoles)
-            if (const auto& q = roles[static_cast<std::size_t>(r)])
-                o[std::string(toString(r))] = quantJson(*q);
-        overrides.push_back(o);
+    const auto addOverride = [&](json o, const auto* roles, const TensorScaling* scaling) {
+        if (roles != nullptr)
+            for (TensorRole r : kAllRoles)
+                if (const auto& q = (*roles)[static_cast<std::size_t>(r)])
+                    o[std::string(toString(r))] = quantJson(*q);
+        if (scaling != nullptr)
+            o["scaling"] = tensorScalingJson(*scaling);
+        overrides.push_back(std::move(o));
+    };
+    std::set<int> stages;
+    for (const auto& entry : recipe.stageOverrides)
+        stages.insert(entry.first);
+    for (const auto& entry : recipe.stageScaling)
+        stages.insert(entry.first);
+    for (int stage : stages) {
+        const auto roles = recipe.stageOverrides.find(stage);
+        const auto scaling = recipe.stageScaling.find(stage);
+        addOverride({{"stage", stage}},
+                    roles == recipe.stageOverrides.end() ? nullptr : &roles->second,
+                    scaling == recipe.stageScaling.end() ? nullptr : &scaling->second);
     }
-    for (const auto& [kind, roles] : recipe.kindOverrides) {
-        json o = {{"kind", kind}};
-        for (TensorRole r : kAllRoles)
-            if (const auto& q = roles[static_cast<std::size_t>(r)])
-                o[std::string(toString(r))] = quantJson(*q);
-        overrides.push_back(o);
+    std::set<std::string, std::less<>> kinds;
+    for (const auto& entry : recipe.kindOverrides)
+        kinds.insert(entry.first);
+    for (const auto& entry : recipe.kindScaling)
+        kinds.insert(entry.first);
+    for (const std::string& kind : kinds) {
+        const auto roles = recipe.kindOverrides.find(kind);
+        const auto scaling = recipe.kindScaling.find(kind);
+        addOverride({{"kind", kind}},
+                    roles == recipe.kindOverrides.end() ? nullptr : &roles->second,
+                    scaling == recipe.kindScaling.end() ? nullptr : &scaling->second);
     }
     recipeJson["overrides"] = overrides;
     const char* init = "he";
@@ -147,16 +181,12 @@ json TrainConfig::toJson() const {
           {"floor_max", dynamic.floorMax},
           {"per_layer_cap", perLayerCap},
           {"cumulative_cap", cumulativeCap},
-          {"margin", amaxMargin},
-          {"amax_history", amaxHistory},
-          {"amax_algorithm", amaxMostRecent ? "most_recent" : "max"},
-          {"block_size", blockSize},
-          {"scale_rounding", std::string(toString(scaleRounding))},
-          {"weight_tiles", weightTiles},
-          {"pow2_scales", pow2Scales},
-          {"four_over_six", fourOverSix},
           {"hadamard", hadamard}}},
     };
+    const json tensors = tensorScalingJson(tensorScaling());
+    for (const auto& [key, value] : tensors.items())
+        if (key != "policy")
+            j["scaling"][key] = value;
     if (model.type == "gpt") // the GPT's shape, written only for it (older records lack it)
         for (const auto& [key, value] : {std::pair{"context", model.context},
                                          {"width", model.width},
@@ -178,32 +208,38 @@ void TrainConfig::setScalingFrom(const TrainConfig& o) {
     dynamic = o.dynamic;
     perLayerCap = o.perLayerCap;
     cumulativeCap = o.cumulativeCap;
-    amaxMargin = o.amaxMargin;
-    amaxHistory = o.amaxHistory;
-    amaxMostRecent = o.amaxMostRecent;
-    blockSize = o.blockSize;
-    scaleRounding = o.scaleRounding;
-    weightTiles = o.weightTiles;
-    pow2Scales = o.pow2Scales;
-    fourOverSix = o.fourOverSix;
+    setTensorScalingSettings(o.tensorScaling());
     hadamard = o.hadamard;
 }
 
 std::optional<BlockScheme> TrainConfig::blockScheme() const {
-    if (!isBlockScaling(scalingPolicy))
-        return std::nullopt;
-    BlockScheme s;
-    s.kind = scalingPolicy == ScalingPolicy::Nvfp4       ? BlockScaleKind::Nvfp4
-             : scalingPolicy == ScalingPolicy::Blockwise ? BlockScaleKind::Fp32
-                                                         : BlockScaleKind::Mx;
-    s.blockSize = blockSize > 0                               ? blockSize
-                  : scalingPolicy == ScalingPolicy::Nvfp4     ? 16
-                  : scalingPolicy == ScalingPolicy::Blockwise ? 128
-                                                              : 32;
-    s.scaleRounding = scaleRounding;
-    s.powerOfTwoScales = pow2Scales;
-    s.fourOverSix = fourOverSix;
-    return s;
+    return tensorScaling().blockScheme();
+}
+
+TensorScaling TrainConfig::tensorScaling() const {
+    TensorScaling t;
+    t.policy = isAmaxScaling(scalingPolicy) || isBlockScaling(scalingPolicy) ? scalingPolicy
+                                                                             : ScalingPolicy::None;
+    t.amaxMargin = amaxMargin;
+    t.amaxHistory = amaxHistory;
+    t.amaxMostRecent = amaxMostRecent;
+    t.blockSize = blockSize;
+    t.scaleRounding = scaleRounding;
+    t.weightTiles = weightTiles;
+    t.pow2Scales = pow2Scales;
+    t.fourOverSix = fourOverSix;
+    return t;
+}
+
+void TrainConfig::setTensorScalingSettings(const TensorScaling& t) {
+    amaxMargin = t.amaxMargin;
+    amaxHistory = t.amaxHistory;
+    amaxMostRecent = t.amaxMostRecent;
+    blockSize = t.blockSize;
+    scaleRounding = t.scaleRounding;
+    weightTiles = t.weightTiles;
+    pow2Scales = t.pow2Scales;
+    fourOverSix = t.fourOverSix;
 }
 
 } // namespace plab

@@ -101,6 +101,12 @@ struct TrainConfig {
     void setScalingFrom(const TrainConfig& other);
     // The block scheme of a block-scaling policy (nullopt for the others).
     std::optional<BlockScheme> blockScheme() const;
+    // The run's per-tensor scaling: the policy when it is an amax or block one (else none), with
+    // the scaling.* settings of those policies; what a stage without an override of its own
+    // takes (PrecisionRecipe::scalingOverride).
+    TensorScaling tensorScaling() const;
+    // Those settings (margin ... four_over_six) from t; the policy is left as it is.
+    void setTensorScalingSettings(const TensorScaling& t);
     // Field by field: what a replay test compares (a config and its config.json read back).
     bool operator==(const TrainConfig&) const = default;
 };

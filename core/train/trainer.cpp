@@ -193,11 +193,20 @@ void Trainer::allocateEngineState() {
 }
 
 void checkRecipeStages(const PrecisionRecipe& recipe, int stages, bool kindsApply) {
+    if (!kindsApply && !recipe.kindScaling.empty())
+        throw ConfigError("config.recipe.overrides: kind \"" + recipe.kindScaling.begin()->first +
+                          "\" names a transformer's stages; this model has none (give a stage "
+                          "index)");
     if (!kindsApply && !recipe.kindOverrides.empty())
         throw ConfigError("config.recipe.overrides: kind \"" + recipe.kindOverrides.begin()->first +
                           "\" names a transformer's stages or sites; this model has none (give "
                           "a stage index)");
-    for (const auto& [stage, roles] : recipe.stageOverrides)
+    std::vector<int> named;
+    for (const auto& entry : recipe.stageOverrides)
+        named.push_back(entry.first);
+    for (const auto& entry : recipe.stageScaling)
+        named.push_back(entry.first);
+    for (int stage : named)
         if (stage < -1 || stage >= stages)
             throw ConfigError("config.recipe.overrides: stage " + std::to_string(stage) +
                               " is not a stage of this model (" + std::to_string(stages) +
@@ -568,7 +577,8 @@ void Trainer::quantizeRole(int stage, TensorRole role, Tensor in, Tensor values,
     if (collect) // before the cast overwrites it
         keepSample(st.samples[r], in, layout);
     const CastCounters counters =
-        collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r]} : CastCounters{};
+        collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r], &st.scaling[r]}
+                : CastCounters{};
     const double amax = m_caster->cast(stage, role, in, values, layout, counters, training);
     if (collect)
         st.samples[r].tensorAmax =
@@ -638,7 +648,8 @@ BlockLayout Trainer::weightLayout(int stage) const {
     const std::size_t outputs = layer.parameterCount() - layer.weightCount();
     if (outputs == 0)
         return {};
-    return {outputs, layer.weightCount() / outputs, m_config.weightTiles};
+    // Tiled where the stage's scaling tiles weights: the caster decides (RecipeCaster::cast).
+    return {outputs, layer.weightCount() / outputs, true};
 }
 
 BlockLayout Trainer::activationLayout(std::size_t layer, int batch) const {

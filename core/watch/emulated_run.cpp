@@ -72,7 +72,8 @@ void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, 
     const bool collect = (m_step - 1) % m_settings.every == 0;
     StageStats& st = m_stats[s];
     const CastCounters counters =
-        collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r]} : CastCounters{};
+        collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r], &st.scaling[r]}
+                : CastCounters{};
     m_cast[s][r] = true;
     const std::uint8_t call = m_calls[s][r];
     m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
@@ -107,7 +108,8 @@ void EmulatedRun::endStep(std::optional<double> loss, std::optional<double> lear
                     step.counted.push_back(
                         {s, role,
                          m_caster.quantizer(static_cast<int>(s), role).config().format.name,
-                         m_stats[s].roles[r], m_stats[s].blocks[r], m_stats[s].tensorScale[r]});
+                         m_stats[s].roles[r], m_stats[s].blocks[r], m_stats[s].tensorScale[r],
+                         std::string(m_stats[s].scaling[r])});
                 }
         for (StageStats& st : m_stats)
             st = StageStats{};

@@ -236,10 +236,10 @@ void WatchRecorder::record(const WatchedStep& step) {
                                   std::to_string(m_settings.stageNames.size()));
             const bool gradient =
                 t.role == TensorRole::ActivationGradients || t.role == TensorRole::WeightGradients;
-            m_log->logRoleStats(
-                step.step, t.stage, t.role,
-                {t.format, t.stats, t.blocks, gradient ? step.scale : 1.0, t.tensorScale},
-                withHistograms);
+            m_log->logRoleStats(step.step, t.stage, t.role,
+                                {t.format, t.stats, t.blocks, gradient ? step.scale : 1.0,
+                                 t.tensorScale, 0, 0, t.scaling},
+                                withHistograms);
             if (withHistograms)
                 m_log->logHistogram(step.step, t.stage, t.role, t.stats.histogram);
         }

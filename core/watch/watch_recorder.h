@@ -71,6 +71,7 @@ struct CountedTensor {
     QuantStats stats;
     BlockStats blocks;
     double tensorScale = 1.0;
+    std::string scaling; // the per-tensor scaling that cast it (StageStats::scaling)
 };
 
 struct WatchedStep {

@@ -243,12 +243,51 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
     QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
     QVERIFY(yaml.find("\"^blocks$\"") == std::string::npos);          // all E4M3
     QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
-    // The default ladder mixes NVFP4 with unscaled E4M3: one recipe cannot hold both.
+    // The default ladder mixes NVFP4 with unscaled E4M3 in different layers: each layer takes
+    // its own scaling (issue 63 item 1), and the run keeps its loss scaler.
+    RunAdvice mixed = adviseRun(RunRecord(dir), AdviceCriteria{});
+    mixed.watched = false; // stage indices, which the config reader takes (emulate resolves names)
+    nlohmann::json mixedDocument;
     try {
-        adviceRecipe(adviseRun(RunRecord(dir), AdviceCriteria{}));
-        QFAIL("a recipe mixing a block format with unscaled narrow formats was written");
+        mixedDocument = adviceRecipe(mixed);
     } catch (const std::invalid_argument& e) {
-        QVERIFY2(std::string(e.what()).find("nvfp4") != std::string::npos, e.what());
+        QFAIL(e.what());
+    }
+    TrainConfig mixedConfig;
+    try {
+        mixedConfig = configFromJson(mixedDocument);
+    } catch (const std::exception& e) {
+        QFAIL(qPrintable(
+            QString::fromStdString(std::string(e.what()) + ": " + mixedDocument.dump())));
+    }
+    QVERIFY(mixedConfig.scalingPolicy != ScalingPolicy::Nvfp4);
+    int blockScaled = 0;
+    for (const RoleAdvice& r : mixed.roles) {
+        const int stage = static_cast<int>(r.stage);
+        const TensorScaling* own = mixedConfig.recipe.scalingOverride(stage, 3);
+        const bool nvfp4 = r.chosen == "nvfp4";
+        if (nvfp4) {
+            QVERIFY2(own != nullptr && own->policy == ScalingPolicy::Nvfp4, r.module.c_str());
+            QCOMPARE(mixedConfig.recipe.config(stage, 3, r.role).format.name,
+                     std::string("fp4-e2m1"));
+            ++blockScaled;
+        } else if (own != nullptr && own->policy == ScalingPolicy::Nvfp4) {
+            QVERIFY2(r.chosen.empty() || !parseFormat(r.chosen).hasNarrowRange(),
+                     r.module.c_str()); // wide beside it
+        }
+    }
+    QVERIFY(blockScaled > 0);
+    // Two block formats in one layer are still refused, naming the layer.
+    RunAdvice twoBlocks = mixed;
+    for (RoleAdvice& r : twoBlocks.roles)
+        if (r.stage == 0)
+            r.chosen = r.role == TensorRole::Weights ? "nvfp4" : "mxfp8-e4m3";
+    try {
+        adviceRecipe(twoBlocks);
+        QFAIL("a layer with two block formats was written");
+    } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).find("two block formats in ") != std::string::npos,
+                 e.what());
     }
 }
 

@@ -496,3 +496,34 @@ def test_python_words_and_limits(tmp_path):
     assert not (tmp_path / "w").exists() and not (tmp_path / "e").exists()
     nvfp4 = pl.formats("nvfp4")
     assert nvfp4["max_finite"] == 6.0 and pl.formats("mxfp8-e4m3")["max_finite"] == 448.0
+
+
+def test_a_module_takes_its_own_scaling(tmp_path):
+    """Issue 63 item 1: an override naming modules may carry the module's own per-tensor scaling;
+    its casts are the policy's (the record's scaling column says so) and the other modules keep
+    the run's."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as plt
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    recipe = {"recipe": {"weights": "fp8-e4m3", "activations": "fp8-e4m3",
+                         "activation_gradients": "fp8-e5m2",
+                         "overrides": [{"modules": "2",
+                                        "scaling": {"policy": "amax-current", "margin": 1}}]},
+              "scaling": {"policy": "static"}}
+    run = tmp_path / "mixed"
+    x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    with plt.emulate(model, recipe, str(run)) as em:
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for _ in range(3):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            em.step(loss=loss)
+    stats = pl.open_run(run).stats
+    cast = stats[stats.role.isin(["weights", "activations", "activation_gradients"])]
+    assert set(cast[cast.stage_name == "2"].scaling) == {"amax-current"}
+    assert set(cast[cast.stage_name == "0"].scaling) == {"none"}
+    assert (cast[cast.stage_name == "2"].tensor_scale != 1.0).all()

@@ -328,7 +328,7 @@ void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
     QVERIFY(blocks.find("\n1,0,") != std::string::npos);
     QVERIFY(blocks.find("\n4,0,") != std::string::npos);
     const std::string layers = readAll(run + "/layers.csv");
-    QVERIFY(layers.find(",mse,sqnr_db,norm_rel_error\n") != std::string::npos);
+    QVERIFY(layers.find(",mse,sqnr_db,norm_rel_error,scaling\n") != std::string::npos);
     std::istringstream rows(layers);
     std::string line;
     int measured = 0, unmeasured = 0;
@@ -371,19 +371,19 @@ void TestRunRecord::versionOneRecordStillReads() {
     exportRunRecord(run, run);
     QVERIFY(!std::filesystem::exists(run + "/blocks.csv"));
     QVERIFY(!std::filesystem::exists(run + "/channels.csv"));
-    QVERIFY(readAll(run + "/layers.csv").find("0.047619047619047616,0,0,1,1,0,0,,,\n") !=
+    QVERIFY(readAll(run + "/layers.csv").find("0.047619047619047616,0,0,1,1,0,0,,,,\n") !=
             std::string::npos);
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '6' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '7' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 6 (this build reads versions 1 to 5)") != std::string::npos,
+                     "schema version 7 (this build reads versions 1 to 6)") != std::string::npos,
                  e.what());
     }
 }

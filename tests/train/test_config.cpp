@@ -116,6 +116,23 @@ void TestConfig::errors_data() {
                                 << "config.scaling.block_size";
     QTest::newRow("backoff") << R"({"scaling": {"policy": "dynamic", "backoff_factor": 2}})"
                              << "config.scaling.backoff_factor";
+    QTest::newRow("override scaling: the loss scale")
+        << R"({"recipe": {"overrides": [{"stage": 0, "scaling": {"policy": "amax-current",
+                                                                  "scale": 8}}]}})"
+        << "config.recipe.overrides[0].scaling.scale: the run's setting (config.scaling.scale)";
+    QTest::newRow("override scaling: a loss-scale policy")
+        << R"({"recipe": {"overrides": [{"stage": 0, "scaling": {"policy": "dynamic"}}]}})"
+        << "config.recipe.overrides[0].scaling.policy: \"dynamic\" scales the loss";
+    QTest::newRow("override scaling: no policy")
+        << R"({"recipe": {"overrides": [{"stage": 0, "scaling": {"margin": 1}}]}})"
+        << "config.recipe.overrides[0].scaling.policy: missing";
+    QTest::newRow("override scaling: a site")
+        << R"({"recipe": {"overrides": [{"kind": "softmax", "scaling": {"policy": "mx"}}]}})"
+        << "config.recipe.overrides[0].scaling: the softmax site is cast within";
+    QTest::newRow("override scaling: a bad key")
+        << R"({"recipe": {"overrides": [{"stage": 0, "scaling": {"policy": "mx",
+                                                                  "scale_rounding": "up"}}]}})"
+        << "config.recipe.overrides[0].scaling.scale_rounding: \"up\"";
     QTest::newRow("timeline not an array") << R"({"timeline": 5})"
                                            << "config.timeline: expected an array";
     QTest::newRow("timeline edits the model")
@@ -265,7 +282,18 @@ void TestConfig::everyKeyReplaysFieldByField() {
            {{"format", "bf16"}, {"rounding", "nearest-away"}, {"overflow", "saturate"}}},
           {"accumulation", {{"format", "fp16"}, {"every", 4}}},
           {"overrides",
-           {{{"stage", 0}, {"weights", "fp16"}}, {{"stage", -1}, {"activations", "fp32"}}}}}},
+           {{{"stage", 0}, {"weights", "fp16"}},
+            {{"stage", -1}, {"activations", "fp32"}},
+            {{"stage", 1},
+             {"scaling",
+              {{"policy", "amax-delayed"},
+               {"margin", 2},
+               {"amax_history", 8},
+               {"amax_algorithm", "most_recent"}}}},
+            {{"stage", 2},
+             {"weights", "fp4-e2m1"},
+             {"scaling",
+              {{"policy", "nvfp4"}, {"four_over_six", true}, {"weight_tiles", false}}}}}}}},
         {"scaling",
          {{"policy", "enhanced"},
           {"scale", 256.0},
@@ -323,6 +351,14 @@ void TestConfig::everyKeyReplaysFieldByField() {
                      qPrintable(QStringLiteral("config key %1 is tested at its default value")
                                     .arg(QString::fromStdString(key))));
     }
+    // A stage kind's own scaling (the GPT's head in MXFP8 blocks) replays too.
+    expectReplays(configFromJson({{"model", {{"type", "gpt"}}},
+                                  {"recipe",
+                                   {{"overrides",
+                                     {{{"kind", "head"},
+                                       {"weights", "fp8-e4m3"},
+                                       {"scaling", {{"policy", "mx"}, {"block_size", 16}}}}}}}}}),
+                  QStringLiteral("a kind's scaling"));
     // Accumulation without "every" (one rounding of the whole sum) replays too.
     expectReplays(configFromJson({{"recipe", {{"accumulation", {{"format", "bf16"}}}}}}),
                   QStringLiteral("accumulation without every"));

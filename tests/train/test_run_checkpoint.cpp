@@ -157,6 +157,16 @@ void TestRunCheckpoint::trainerResumesBitForBit_data() {
     // Delayed scaling: each tensor's scale from the history of its amaxes.
     QTest::newRow("delayed amax") << "fp8-hybrid-delayed"
                                   << R"({"scaling": {"amax_history": 4}})";
+    // Per-layer scaling (issue 63 item 1): a dynamic loss scale for the run, the first layer's
+    // tensors from its own delayed amax history (of 3), the last in NVFP4 blocks.
+    QTest::newRow("per-layer scaling") << "fp16-amp"
+                                       << R"({"recipe": {"weights": "fp8-e4m3",
+              "activations": "fp8-e4m3", "activation_gradients": "fp8-e5m2",
+              "overrides": [{"stage": 0, "scaling": {"policy": "amax-delayed",
+                                                     "amax_history": 3}},
+                            {"stage": -1, "weights": "fp4-e2m1", "activations": "fp4-e2m1",
+                             "activation_gradients": "fp4-e2m1",
+                             "scaling": {"policy": "nvfp4"}}]}})";
     // Adam's two moments; a dynamic scale that grows every 2 clean steps and backs off.
     QTest::newRow("adam, dynamic") << "fp16-amp"
                                    << R"({"train": {"optimizer": "adam", "lr": 0.01},

@@ -7,6 +7,7 @@
 #include "record_run_source.h"
 #include "training_controller.h"
 
+#include "train/presets.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 #include "watch/watch_recorder.h"
@@ -32,6 +33,7 @@ private slots:
     void windowPollsTheRunOnShowFromOneTimer();
     void windowShowsASweepMemberChosenInCompare();
     void aboutNamesTheVersion();
+    void aStageWithItsOwnScalingIsShownInIt();
 };
 
 namespace {
@@ -257,4 +259,20 @@ void TestRunSource::aboutNamesTheVersion() {
 }
 
 QTEST_MAIN(TestRunSource)
+// Issue 63 item 1: a stage the recipe gives its own scaling is drawn in it (its block scheme, its
+// policy for the loss-scale preview); the other stages in the run's.
+void TestRunSource::aStageWithItsOwnScalingIsShownInIt() {
+    const TrainConfig config = configFromJson(findPreset("nvfp4-mxfp8-tail").json);
+    const ShownPrecision run = ShownPrecision::of(config);
+    const std::vector<std::string> names = {"fc1", "fc2", "head"};
+    const ShownPrecision first = run.forStage(0, names), tail = run.forStage(2, names);
+    QVERIFY(first == run);
+    QVERIFY(first.blockScheme && first.blockScheme->kind == BlockScaleKind::Nvfp4);
+    QVERIFY(tail.scalingPolicy == ScalingPolicy::Mx);
+    QVERIFY(tail.blockScheme && tail.blockScheme->kind == BlockScaleKind::Mx &&
+            tail.blockScheme->blockSize == 32 &&
+            tail.blockScheme->scaleRounding == ScaleRounding::Ceil);
+    QCOMPARE(tail.format(2, names, TensorRole::Weights).name, std::string("fp8-e4m3"));
+}
+
 #include "test_run_source.moc"

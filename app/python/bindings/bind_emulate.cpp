@@ -72,9 +72,6 @@ public:
                m_run->caster().quantizer(stage, roleOf(role)).isIdentity();
     }
     bool hadamardFor(int stage) const { return m_run->caster().hadamardFor(stage); }
-    bool weightTiles() const {
-        return m_run->caster().scalesBlocks() && m_run->caster().config().weightTiles;
-    }
     std::int64_t step() const { return m_run->step(); }
     bool statisticsStep() const { return m_run->statisticsStep(); }
     void event(const std::string& type, const std::string& message) { m_run->event(type, message); }
@@ -219,7 +216,6 @@ void bindEmulate(py::module_& m) {
         .def("format", &Emulator::format)
         .def("is_identity", &Emulator::isIdentity)
         .def("hadamard_for", &Emulator::hadamardFor)
-        .def_property_readonly("weight_tiles", &Emulator::weightTiles)
         .def_property_readonly("step", &Emulator::step)
         .def_property_readonly("statistics_step", &Emulator::statisticsStep)
         .def("event", &Emulator::event)

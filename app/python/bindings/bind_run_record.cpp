@@ -47,7 +47,7 @@ py::dict stepColumns(const std::vector<StepScalars>& steps) {
 
 struct StatColumns {
     std::vector<std::int64_t> step, stage;
-    std::vector<std::string> stageName, role, format;
+    std::vector<std::string> stageName, role, format, scaling;
     std::vector<std::uint64_t> total, zero, flushed, subnormal, normal, overflow, nan, blocks,
         saturatedBlocks;
     std::vector<double> amax, flushedShare, gradScale, tensorScale, sqnrDb, mse;
@@ -72,6 +72,7 @@ struct StatColumns {
         flushedShare.push_back(row.flushedShare());
         gradScale.push_back(row.gradientScale);
         tensorScale.push_back(row.tensorScale);
+        scaling.push_back(row.scaling);
         blocks.push_back(row.blocks);
         saturatedBlocks.push_back(row.saturatedBlocks);
         const bool measured = row.error.measured();
@@ -97,6 +98,7 @@ struct StatColumns {
         d["flushed_share"] = flushedShare;
         d["grad_scale"] = gradScale;
         d["tensor_scale"] = tensorScale;
+        d["scaling"] = scaling;
         d["blocks"] = blocks;
         d["saturated_blocks"] = saturatedBlocks;
         d["sqnr_db"] = sqnrDb;

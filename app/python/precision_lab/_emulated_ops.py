@@ -62,7 +62,7 @@ class Site:
             cols = n
         rows = n // cols
         core.cast(self.stage, role, src.data_ptr(), out.data_ptr(), n, rows, cols,
-                  bool(tiles and core.weight_tiles))
+                  bool(tiles))  # the caster tiles a weight where its stage's scaling does
         if out.device != device or out.dtype != dtype:
             out = out.to(device=device, dtype=dtype)
         return out

@@ -11,7 +11,9 @@ class Run:
 
     ``steps``: one row per step (loss, scale, lr, ...; NaN where not reported).
     ``stats``: one row per statistics step, stage (module), role and format: the class counts,
-    amax, flushed_share, grad_scale (the loss scale gradients were judged at), sqnr_db, blocks.
+    amax, flushed_share, grad_scale (the loss scale gradients were judged at), tensor_scale,
+    scaling (the per-tensor scaling that cast the row: "none", "amax-current", "nvfp4", ...; ""
+    for a watched run's judged formats), sqnr_db, blocks.
     ``diagnostics``: per statistics step, stage and role of a watched run, the activations'
     kurtosis (format "") and each block format's block-scale spread (block_scale_log2_std) and
     live and zero-scale blocks (docs/record.md); empty for other runs.
