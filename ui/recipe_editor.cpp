@@ -80,6 +80,23 @@ RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
         connect(w.rounding, &QComboBox::activated, this, [this, role] { onEdited(role); });
         connect(w.overflow, &QComboBox::activated, this, [this, role] { onEdited(role); });
     }
+    auto* scalingLabel = new QLabel(tr("scaling"), this);
+    scalingLabel->setToolTip(tr("How this layer's weights, activations and activation gradients "
+                                "are scaled before their cast: the run's (the policy box), or "
+                                "its own per-tensor or per-block scaling, as Transformer "
+                                "Engine's nested recipes give a layer"));
+    m_scaling = new QComboBox(this);
+    m_scaling->addItem(tr("the run's"));
+    for (const ScalingPolicyInfo& p : kScalingPolicies)
+        if (isTensorScalingPolicy(p.policy)) {
+            m_scaling->addItem(QString::fromLatin1(p.name), static_cast<int>(p.policy));
+            m_scaling->setItemData(m_scaling->count() - 1, tr(p.description), Qt::ToolTipRole);
+        }
+    m_scaling->setToolTip(scalingLabel->toolTip());
+    grid->addWidget(scalingLabel, row, 0);
+    grid->addWidget(m_scaling, row, 1, 1, 3);
+    ++row;
+    connect(m_scaling, &QComboBox::activated, this, [this] { onScalingEdited(); });
     m_error = new QLabel(this);
     m_error->setWordWrap(true);
     m_error->setStyleSheet(QStringLiteral("color: #c03030"));
@@ -134,22 +151,29 @@ std::string describeRoles(const std::array<std::optional<QuantConfig>, kRoleCoun
 
 QString RecipeEditor::exceptionsText() const {
     std::string text;
-    for (const auto& [stage, roles] : m_recipe.stageOverrides) {
-        const bool named = stage >= 0 && static_cast<std::size_t>(stage) < m_stageNames.size();
-        const std::string which = stage == -1 ? "last layer"
-                                  : named ? "layer " + m_stageNames[static_cast<std::size_t>(stage)]
-                                  : stage == 0 ? "first layer"
-                                               : "layer " + std::to_string(stage + 1);
-        text += "\n" + which + ": " + describeRoles(roles);
-    }
+    for (const auto& [stage, roles] : m_recipe.stageOverrides)
+        if (const std::string set = describeRoles(roles); !set.empty())
+            text += "\n" + describeStage(stage) + ": " + set;
     for (const auto& [kind, roles] : m_recipe.kindOverrides)
         text += "\n" + kind + ": " + describeRoles(roles);
+    for (const auto& [stage, scaling] : m_recipe.stageScaling)
+        text += "\n" + describeStage(stage) + ": scaling " + std::string(toString(scaling.policy));
+    for (const auto& [kind, scaling] : m_recipe.kindScaling)
+        text += "\n" + kind + ": scaling " + std::string(toString(scaling.policy));
     if (m_recipe.accumulation)
         text += "\nproducts accumulate in " + m_recipe.accumulation->format.name;
     return text.empty()
                ? QString()
                : tr("Exceptions:%1")
                      .arg(QString::fromStdString(text).replace(QLatin1Char('_'), QLatin1Char(' ')));
+}
+
+std::string RecipeEditor::describeStage(int stage) const {
+    const bool named = stage >= 0 && static_cast<std::size_t>(stage) < m_stageNames.size();
+    return stage == -1  ? "last layer"
+           : named      ? "layer " + m_stageNames[static_cast<std::size_t>(stage)]
+           : stage == 0 ? "first layer"
+                        : "layer " + std::to_string(stage + 1);
 }
 
 QString RecipeEditor::formatBoxStyle(TensorRole role) const {
@@ -198,10 +222,42 @@ void RecipeEditor::showRows() {
         m_rows[r].overflow->setCurrentText(QString::fromLatin1(toString(q.overflow).data()));
         m_rows[r].format->setStyleSheet({}); // a refused entry's marker goes with it
     }
+    const int stage = shownStage();
+    const TensorScaling* own =
+        stage < 0 ? nullptr : m_recipe.stageScalingOverride(stage, m_stageNames);
+    m_scaling->setEnabled(stage >= 0);
+    m_scaling->setCurrentIndex(own ? m_scaling->findData(static_cast<int>(own->policy)) : 0);
     m_error->clear();
     m_exceptions->setText(exceptionsText());
     m_exceptions->setVisible(!m_exceptions->text().isEmpty());
     m_loading = false;
+}
+
+void RecipeEditor::onScalingEdited() {
+    const int stage = shownStage();
+    if (m_loading || stage < 0)
+        return;
+    const QVariant policy = m_scaling->currentData();
+    const TensorScaling* before = m_recipe.stageScalingOverride(stage, m_stageNames);
+    if (!policy.isValid()) { // the run's: this layer's own goes (kept under -1 for the last)
+        std::size_t erased = m_recipe.stageScaling.erase(stage);
+        if (stage + 1 == static_cast<int>(m_stageNames.size()))
+            erased += m_recipe.stageScaling.erase(-1);
+        if (erased == 0)
+            return;
+        showRows(); // a kind's scaling may still apply to it
+    } else {
+        TensorScaling own;
+        own.policy = static_cast<ScalingPolicy>(policy.toInt());
+        own.weightTiles =
+            own.policy == ScalingPolicy::Nvfp4 || own.policy == ScalingPolicy::Blockwise;
+        if (before != nullptr && before->policy == own.policy)
+            return;
+        m_recipe.stageScaling[stage] = own;
+    }
+    m_exceptions->setText(exceptionsText());
+    m_exceptions->setVisible(!m_exceptions->text().isEmpty());
+    emit recipeChanged(m_recipe);
 }
 
 void RecipeEditor::onEdited(TensorRole role) {

@@ -1,7 +1,8 @@
 // RecipeEditor: format, rounding and overflow for every tensor role, of all layers or of one
-// (the Layer box: an edit there is that layer's override, a recipe cell). Edits apply to the
-// running session (or a steered script) at the next step; a custom eXmY that does not parse is
-// marked and not applied.
+// (the Layer box: an edit there is that layer's override, a recipe cell), and one layer's own
+// per-tensor scaling (the Scaling box: the run's, or none, amax or block scaling of its own).
+// Edits apply to the running session (or a steered script) at the next step; a custom eXmY that
+// does not parse is marked and not applied.
 #pragma once
 
 #include "train/precision_recipe.h"
@@ -29,6 +30,9 @@ public:
     // The layer the rows show and edit, or -1 for all layers (the recipe's rows).
     int shownStage() const;
     const PrecisionRecipe& recipe() const { return m_recipe; }
+    // The shown layer's scaling: "the run's" (no override) or a policy of its own; disabled
+    // while all layers show (the run's scaling is the policy box's).
+    QComboBox* scalingBox() const { return m_scaling; }
     QComboBox* formatBox(TensorRole role) const {
         return m_rows[static_cast<std::size_t>(role)].format;
     }
@@ -53,10 +57,14 @@ private:
         QComboBox* overflow;
     };
     void onEdited(TensorRole role);
+    void onScalingEdited();
     void showRows(); // the shown layer's formats
     const QuantConfig& shownConfig(TensorRole role) const;
+    // "first layer", "layer fc2", "last layer": an exception's stage as the dock names it.
+    std::string describeStage(int stage) const;
 
     std::array<Row, kRoleCount> m_rows;
+    QComboBox* m_scaling = nullptr;
     PrecisionRecipe m_recipe;
     std::vector<std::string> m_stageNames;
     QComboBox* m_layer;

@@ -10,7 +10,7 @@ ShownPrecision ShownPrecision::of(const TrainConfig& config) {
     shown.recipe = config.recipe;
     shown.scalingPolicy = config.scalingPolicy;
     shown.blockScheme = config.blockScheme();
-    shown.amaxMargin = config.amaxMargin;
+    shown.amaxMargin = config.tensors.amaxMargin;
     return shown;
 }
 

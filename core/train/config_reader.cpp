@@ -532,7 +532,8 @@ TrainConfig configFromJson(const json& j) {
             throw ConfigError("config.scaling.policy: \"" + policy + "\" (expected " +
                               scalingPolicyNames() + ")");
         if (*parsed != c.scalingPolicy) // a policy's own defaults, unless given below
-            c.weightTiles = *parsed == ScalingPolicy::Nvfp4 || *parsed == ScalingPolicy::Blockwise;
+            c.tensors.weightTiles =
+                *parsed == ScalingPolicy::Nvfp4 || *parsed == ScalingPolicy::Blockwise;
         c.scalingPolicy = *parsed;
         if (info(c.scalingPolicy).adaptsLossScale)
             c.lossScale = 65536.0; // GradScaler's initial scale unless given
@@ -554,9 +555,7 @@ TrainConfig configFromJson(const json& j) {
         s.number("floor_max", d.floorMax, 0.0, 1e30);
         s.number("per_layer_cap", c.perLayerCap, 1.0, 1e30);
         s.number("cumulative_cap", c.cumulativeCap, 1.0, 1e30);
-        TensorScaling tensors = c.tensorScaling();
-        readTensorScalingKeys(s, tensors);
-        c.setTensorScalingSettings(tensors);
+        readTensorScalingKeys(s, c.tensors);
         s.flag("hadamard", c.hadamard);
         s.finish();
     }

@@ -208,7 +208,7 @@ void TrainConfig::setScalingFrom(const TrainConfig& o) {
     dynamic = o.dynamic;
     perLayerCap = o.perLayerCap;
     cumulativeCap = o.cumulativeCap;
-    setTensorScalingSettings(o.tensorScaling());
+    tensors = o.tensors;
     hadamard = o.hadamard;
 }
 
@@ -217,29 +217,10 @@ std::optional<BlockScheme> TrainConfig::blockScheme() const {
 }
 
 TensorScaling TrainConfig::tensorScaling() const {
-    TensorScaling t;
+    TensorScaling t = tensors;
     t.policy = isAmaxScaling(scalingPolicy) || isBlockScaling(scalingPolicy) ? scalingPolicy
                                                                              : ScalingPolicy::None;
-    t.amaxMargin = amaxMargin;
-    t.amaxHistory = amaxHistory;
-    t.amaxMostRecent = amaxMostRecent;
-    t.blockSize = blockSize;
-    t.scaleRounding = scaleRounding;
-    t.weightTiles = weightTiles;
-    t.pow2Scales = pow2Scales;
-    t.fourOverSix = fourOverSix;
     return t;
-}
-
-void TrainConfig::setTensorScalingSettings(const TensorScaling& t) {
-    amaxMargin = t.amaxMargin;
-    amaxHistory = t.amaxHistory;
-    amaxMostRecent = t.amaxMostRecent;
-    blockSize = t.blockSize;
-    scaleRounding = t.scaleRounding;
-    weightTiles = t.weightTiles;
-    pow2Scales = t.pow2Scales;
-    fourOverSix = t.fourOverSix;
 }
 
 } // namespace plab

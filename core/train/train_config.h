@@ -82,15 +82,9 @@ struct TrainConfig {
     double lossScale = 1.0;        // static scale, or the dynamic policies' initial one
     DynamicScalerSettings dynamic; // dynamic / enhanced parameters (initialScale unused)
     double perLayerCap = 16.0, cumulativeCap = 1024.0; // per-layer (Zhao et al.)
-    int amaxMargin = 0;                                // amax scaling (Transformer Engine)
-    int amaxHistory = 1024;
-    bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
-    // Block scaling (mx, nvfp4, blockwise): see blockScheme().
-    int blockSize = 0; // elements per block; 0: the policy's (32, 16, 128)
-    ScaleRounding scaleRounding = ScaleRounding::Floor; // mx: OCP's floor or TE's ceil
-    bool weightTiles = false; // weights in square tiles (nvfp4 and blockwise by default)
-    bool pow2Scales = false;  // blockwise: scales rounded to powers of two
-    bool fourOverSix = false; // nvfp4: per block, map amax to 4 or 6, whichever errs less
+    // The amax and block policies' settings (margin, history, block size, ...); their policy
+    // is scalingPolicy (tensors.policy is unused here: tensorScaling() fills it in).
+    TensorScaling tensors;
     // Block policies: the random Hadamard transform of linear layers' weight-gradient operands.
     bool hadamard = false;
 
@@ -101,12 +95,10 @@ struct TrainConfig {
     void setScalingFrom(const TrainConfig& other);
     // The block scheme of a block-scaling policy (nullopt for the others).
     std::optional<BlockScheme> blockScheme() const;
-    // The run's per-tensor scaling: the policy when it is an amax or block one (else none), with
-    // the scaling.* settings of those policies; what a stage without an override of its own
-    // takes (PrecisionRecipe::scalingOverride).
+    // The run's per-tensor scaling: `tensors` with the policy when it is an amax or block one
+    // (else none); what a stage without an override of its own takes
+    // (PrecisionRecipe::scalingOverride).
     TensorScaling tensorScaling() const;
-    // Those settings (margin ... four_over_six) from t; the policy is left as it is.
-    void setTensorScalingSettings(const TensorScaling& t);
     // Field by field: what a replay test compares (a config and its config.json read back).
     bool operator==(const TrainConfig&) const = default;
 };

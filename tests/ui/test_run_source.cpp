@@ -4,6 +4,7 @@
 #include "compare_dialog.h"
 #include "live_run_source.h"
 #include "main_window.h"
+#include "recipe_editor.h"
 #include "record_run_source.h"
 #include "training_controller.h"
 
@@ -12,6 +13,7 @@
 #include "train/training_session.h"
 #include "watch/watch_recorder.h"
 
+#include <QComboBox>
 #include <QLabel>
 #include <QListWidget>
 #include <QSignalSpy>
@@ -34,6 +36,7 @@ private slots:
     void windowShowsASweepMemberChosenInCompare();
     void aboutNamesTheVersion();
     void aStageWithItsOwnScalingIsShownInIt();
+    void theDockGivesALayerItsOwnScaling();
 };
 
 namespace {
@@ -273,6 +276,36 @@ void TestRunSource::aStageWithItsOwnScalingIsShownInIt() {
             tail.blockScheme->blockSize == 32 &&
             tail.blockScheme->scaleRounding == ScaleRounding::Ceil);
     QCOMPARE(tail.format(2, names, TensorRole::Weights).name, std::string("fp8-e4m3"));
+}
+
+// The recipe dock's Scaling box (issue 63 item 1): disabled for all layers; for one layer it shows
+// the layer's own scaling and sets or removes it, and the recipe it sends says so.
+void TestRunSource::theDockGivesALayerItsOwnScaling() {
+    RecipeEditor dock;
+    dock.setStageNames({"fc1", "fc2", "head"});
+    dock.setRecipe(configFromJson(findPreset("nvfp4-mxfp8-tail").json).recipe);
+    QVERIFY(!dock.scalingBox()->isEnabled());
+    std::vector<PrecisionRecipe> sent;
+    connect(&dock, &RecipeEditor::recipeChanged, this,
+            [&](const PrecisionRecipe& r) { sent.push_back(r); });
+    dock.layerBox()->setCurrentIndex(3); // head: the preset's MXFP8 tail
+    QVERIFY(dock.scalingBox()->isEnabled());
+    QCOMPARE(dock.scalingBox()->currentText(), QStringLiteral("mx"));
+    dock.layerBox()->setCurrentIndex(1);            // fc1: the run's NVFP4
+    QCOMPARE(dock.scalingBox()->currentIndex(), 0); // the run's
+    const int current = dock.scalingBox()->findText(QStringLiteral("amax-current"));
+    QVERIFY(current > 0);
+    dock.scalingBox()->setCurrentIndex(current);
+    emit dock.scalingBox()->activated(current);
+    QCOMPARE(sent.size(), std::size_t{1});
+    QVERIFY(sent.back().stageScaling.at(0).policy == ScalingPolicy::AmaxCurrent);
+    QVERIFY2(dock.exceptionsText().contains(QStringLiteral("layer fc1: scaling amax-current")),
+             qPrintable(dock.exceptionsText()));
+    // Back to the run's: the layer's own goes.
+    dock.scalingBox()->setCurrentIndex(0);
+    emit dock.scalingBox()->activated(0);
+    QCOMPARE(sent.size(), std::size_t{2});
+    QVERIFY(sent.back().stageScaling.count(0) == 0);
 }
 
 #include "test_run_source.moc"
