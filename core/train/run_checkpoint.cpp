@@ -3,6 +3,7 @@
 
 #include "record/record_error.h"
 #include "record/record_file.h"
+#include "util/scoped_fd.h"
 #include "util/system_memory.h"
 
 #include <fcntl.h>
@@ -169,14 +170,6 @@ void RunCheckpoint::write(const std::string& path) const {
 
 namespace {
 
-struct ReadFd {
-    int fd = -1;
-    ~ReadFd() {
-        if (fd >= 0)
-            ::close(fd);
-    }
-};
-
 // Reads exactly n bytes at offset, or throws naming the file.
 void readAt(int fd, const std::string& path, char* into, std::size_t n, off_t offset) {
     std::size_t got = 0;
@@ -197,7 +190,7 @@ void readAt(int fd, const std::string& path, char* into, std::size_t n, off_t of
 // the memory that could hold it. A FIFO used to hang `train --resume` past its signals, a link
 // to /dev/zero grew without bound, and a 2 GB file was read whole before it was refused.
 std::string readCheckpointBytes(const std::string& path) {
-    ReadFd f;
+    ScopedFd f;
     f.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (f.fd < 0) {
         if (errno == ELOOP)

@@ -4,6 +4,7 @@
 #include "record/record_error.h"
 #include "record/record_file.h"
 #include "record/run_record.h"
+#include "util/scoped_fd.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -15,15 +16,6 @@
 
 namespace plab {
 namespace {
-
-// Closes a descriptor on every path out.
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0)
-            ::close(fd);
-    }
-};
 
 std::int64_t countLines(int fd, const std::string& path) {
     std::int64_t lines = 0;
@@ -74,7 +66,7 @@ std::int64_t sendRunCommand(const std::string& dir, const nlohmann::json& comman
     if (line.size() > kMaxCommandBytes)
         throw RecordError(path + ": a command of " + std::to_string(line.size()) +
                           " bytes (at most " + std::to_string(kMaxCommandBytes) + ")");
-    Fd f;
+    ScopedFd f;
     // Never through a planted link, never a FIFO or device (a link to /dev/zero held the lock
     // forever while the lines were counted).
     f.fd = openRegularFileForWriting(path, WriteOpen::Append, /*readToo=*/true);
@@ -108,7 +100,7 @@ std::vector<RunCommand> CommandInbox::poll() {
         m_reportedUnreadable = true;
         return out;
     };
-    Fd f;
+    ScopedFd f;
     if (!S_ISREG(st.st_mode)) // a planted link, FIFO or device is not the script's inbox
         return unreadable(m_path + ": is " + nonRegularKind(st.st_mode) +
                           ", not a regular file; no command is read from it");
