@@ -9,26 +9,46 @@ cd "$(dirname "$0")/.."
 mode=${1:-run}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
-stage() { echo; echo "=== $* ($(date +%H:%M:%S))"; }
+# Each stage's start, and at its end its time (docs/testing.md gives each a budget).
+stage_name="" stage_start=0 run_start=$(date +%s)
+stage_end() {
+  [[ -n "$stage_name" ]] || return 0
+  local now; now=$(date +%s)
+  printf '=== %s: %dm%02ds (all stages so far %dm%02ds)\n' "$stage_name" \
+    $(((now - stage_start) / 60)) $(((now - stage_start) % 60)) \
+    $(((now - run_start) / 60)) $(((now - run_start) % 60))
+}
+stage() {
+  stage_end
+  stage_name=$* stage_start=$(date +%s)
+  echo; echo "=== $* ($(date +%H:%M:%S))"
+}
 
 if [[ "$mode" == test ]]; then
+  # A failing stage's time too, and which stage it was.
+  trap 'rc=$?; if ((rc != 0)); then stage_end; echo "=== failed in: $stage_name (exit $rc)"; fi' EXIT
+  stage "install what is missing"
   packaging/install-deps.sh --test
-  stage "plain build and tests"
+  stage "plain build"
   cmake --preset default >/dev/null
   cmake --build --preset default
+  stage "plain tests"
   # `exhaustive` (2^32-input sweeps) and `longrun` stay out of the default run; see docs/testing.md.
   ctest --preset default
-  stage "AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer build"
   cmake --preset asan >/dev/null
   cmake --build --preset asan
+  stage "AddressSanitizer + UndefinedBehaviorSanitizer tests"
   ctest --preset asan
-  stage "ThreadSanitizer build and threaded tests"
+  stage "ThreadSanitizer build"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan
+  stage "ThreadSanitizer tests (the threaded ones)"
   ctest --preset tsan
-  stage "fuzzing, 60 s per target"
+  stage "fuzzing: build, then 60 s per target"
   tests/fuzz/run-fuzzers.sh 60
-  stage "all stages passed"
+  stage_end
+  echo "=== all stages passed"
   exit 0
 fi
 

@@ -44,11 +44,17 @@ void setRow(QTableWidget* t, int row, const QStringList& cells) {
 AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
     setWindowTitle(tr("Advise: which format can each layer take?"));
     const AdviceCriteria defaults;
-    QStringList ladder;
-    for (const std::string& f : defaults.ladder)
-        ladder << QString::fromStdString(f);
-    m_ladder = new QLineEdit(ladder.join(QLatin1Char(',')), this);
-    m_ladder->setToolTip(tr("Formats to try, narrowest first"));
+    m_ladder = new QLineEdit(this);
+    m_ladder->setPlaceholderText(tr("the run's formats, narrowest first"));
+    m_ladder->setToolTip(tr("Formats and framework recipes to try, narrowest first; empty: "
+                            "those of the run among %1, else every format it recorded, then "
+                            "fp32. Filled in from the run once advised.")
+                             .arg(QString::fromStdString([] {
+                                 std::string text;
+                                 for (const std::string& f : kDefaultLadder)
+                                     text += (text.empty() ? "" : ",") + f;
+                                 return text;
+                             }())));
     auto percentBox = [this](double value, const QString& tip) {
         auto* box = new QDoubleSpinBox(this);
         box->setRange(0.0, 100.0);
@@ -118,6 +124,8 @@ AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
 }
 
 QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString& whyNotApply) {
+    if (runDir != m_runDir)
+        m_ladder->clear(); // another run: its own ladder, from what it recorded
     m_runDir = runDir;
     m_apply->setEnabled(canApply);
     m_apply->setToolTip(canApply ? tr("Start a run under the advice") : whyNotApply);
@@ -136,6 +144,10 @@ QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString&
         fillTables();
         return QString::fromUtf8(e.what());
     }
+    QStringList ladder;
+    for (const std::string& f : m_advice->criteria.ladder)
+        ladder << QString::fromStdString(f);
+    m_ladder->setText(ladder.join(QLatin1Char(','))); // the ladder it was advised on
     fillTables();
     emit advised();
     m_status->setText(tr("%1: statistics steps %2 to %3 (%4 steps)")

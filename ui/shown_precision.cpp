@@ -2,6 +2,7 @@
 #include "shown_precision.h"
 
 #include "numerics/format_spec.h"
+#include "train/recipe_candidates.h"
 
 namespace plab {
 
@@ -29,8 +30,12 @@ ShownPrecision ShownPrecision::forStage(int stage,
 
 ShownPrecision ShownPrecision::judgedIn(const std::string& format) {
     ShownPrecision shown;
+    // A block format or a recipe candidate scales the values in its cast: the recorded
+    // histogram (of the values before) would not fit its element bands.
+    const bool scaledInCast =
+        findBlockFormat(format) != nullptr || findRecipeCandidate(format) != nullptr;
     const QuantConfig q = QuantConfig::forFormat(
-        parseFormat(findBlockFormat(format) != nullptr ? std::string("fp32") : format));
+        parseFormat(scaledInCast ? std::string("fp32") : format));
     for (QuantConfig& role : shown.recipe.roles)
         role = q;
     shown.scalingPolicy = ScalingPolicy::Static;

@@ -21,9 +21,9 @@ struct ShownPrecision {
 
     static ShownPrecision of(const TrainConfig& config);
     // Every role in `format`, under a static scale (the slider's preview moves the gradients'
-    // histograms). A block format's element bands would not fit the recorded histogram (of the
-    // values before the block scales), so it is drawn over FP32's bands; the block cast's own
-    // counts are in the shares line.
+    // histograms). A block format's or a recipe candidate's element bands would not fit the
+    // recorded histogram (of the values before their scales), so it is drawn over FP32's bands;
+    // the scaled cast's own counts are in the shares line.
     static ShownPrecision judgedIn(const std::string& format);
 
     // As shown for one stage: where the recipe gives the stage its own per-tensor scaling

@@ -27,7 +27,9 @@ Command addAdviseCommand(CLI::App& app) {
     auto o = std::make_shared<Options>();
     cmd->add_option("run", o->run, "Run folder (holds run.sqlite)")->required();
     cmd->add_option("--ladder", o->ladder,
-                    "Formats to try, narrowest first (default nvfp4,fp8-e4m3,bf16,fp32)")
+                    "Formats and framework recipes to try, narrowest first (default: those of "
+                    "nvfp4,mxfp8,fp8-block,fp8-delayed,fp8-current,bf16 the run recorded, else "
+                    "every format it recorded; then fp32)")
         ->delimiter(',');
     cmd->add_option("--max-flushed", o->maxFlushed,
                     "Largest share of nonzero values flushed to zero at any step (default 1%)");

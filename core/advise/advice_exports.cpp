@@ -3,6 +3,8 @@
 
 #include "numerics/block_scheme.h"
 #include "numerics/format_spec.h"
+#include "train/config_json.h"
+#include "train/recipe_candidates.h"
 
 #include <algorithm>
 #include <cctype>
@@ -15,13 +17,23 @@
 namespace plab {
 namespace {
 
-// How a recipe says a format: its role format and, for a block format, its scaling policy.
+// How a recipe says a ladder entry for one role: the role's format (a name, or a format with its
+// rounding) and, for a scaled entry (a block format, a recipe candidate), the layer's scaling.
 struct RecipeFormat {
-    std::string element;
-    nlohmann::json scaling; // null: an element format
+    nlohmann::json element;
+    nlohmann::json scaling; // null: an element format, cast as it was judged (unscaled)
 };
 
-RecipeFormat recipeFormatOf(const std::string& format) {
+RecipeFormat recipeFormatOf(const std::string& format, TensorRole role) {
+    if (const RecipeCandidate* candidate = findRecipeCandidate(format)) {
+        // As the watcher judged it: the candidate's preset, every module alike.
+        const TrainConfig config = candidateConfig(*candidate);
+        const QuantConfig& q = config.recipe.roles[static_cast<std::size_t>(role)];
+        nlohmann::json element = q.format.name;
+        if (q.rounding != Rounding::NearestEven)
+            element = {{"format", q.format.name}, {"rounding", std::string(toString(q.rounding))}};
+        return {element, tensorScalingJson(config.tensorScaling())};
+    }
     const BlockFormat* block = findBlockFormat(format);
     if (block == nullptr)
         return {format, nullptr};
@@ -44,11 +56,9 @@ RecipeFormat recipeFormatOf(const std::string& format) {
     return {block->element.name, scaling};
 }
 
-// Bits of a format's element (a block format's element): what decides an FP8 GEMM.
-int elementBits(const std::string& format) {
-    if (const BlockFormat* block = findBlockFormat(format))
-        return block->element.totalBits();
-    return parseFormat(format).totalBits();
+// Whether a ladder entry is cast scaled (a block format or a recipe candidate).
+bool castScaled(const std::string& format) {
+    return findRecipeCandidate(format) != nullptr || findBlockFormat(format) != nullptr;
 }
 
 const char* teGemm(const std::string& gemm) {
@@ -93,10 +103,10 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     constexpr TensorRole kRoles[] = {TensorRole::Weights, TensorRole::Activations,
                                      TensorRole::ActivationGradients, TensorRole::WeightGradients};
     // Per role, the recipe format of each stage, and how many stages took each; per stage, the
-    // block scaling its block-format roles take (a layer's own scaling, config.md).
-    std::map<TensorRole, std::map<std::size_t, std::string>> byStage;
-    std::map<TensorRole, std::map<std::string, int>> votes;
-    std::map<std::size_t, std::pair<std::string, nlohmann::json>> stageBlocks; // format, scaling
+    // scaled entry its scaled roles take and its scaling (a layer's own scaling, config.md).
+    std::map<TensorRole, std::map<std::size_t, nlohmann::json>> byStage;
+    std::map<TensorRole, std::map<nlohmann::json, int>> votes;
+    std::map<std::size_t, std::pair<std::string, nlohmann::json>> stageScaled; // entry, scaling
     auto isProduct = [&](std::size_t stage) {
         return stage >= advice.products.size() || advice.products[stage];
     };
@@ -104,33 +114,35 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         if (!isProduct(r.stage))
             continue; // a LayerNorm's weights: no product the recipe casts
         const std::string chosen = r.chosen.empty() ? "fp32" : r.chosen;
-        const RecipeFormat f = recipeFormatOf(chosen);
+        const RecipeFormat f = recipeFormatOf(chosen, r.role);
         if (!f.scaling.is_null()) {
-            const auto [it, first] = stageBlocks.try_emplace(r.stage, chosen, f.scaling);
+            const auto [it, first] = stageScaled.try_emplace(r.stage, chosen, f.scaling);
             if (!first && it->second.first != chosen)
                 throw std::invalid_argument(
-                    "the advice takes two block formats in " + r.module + " (" + it->second.first +
-                    " and " + chosen +
-                    "): a layer scales with one block policy; advise again with one of them in "
+                    "the advice takes two scaled recipes in " + r.module + " (" +
+                    it->second.first + " and " + chosen +
+                    "): a layer scales under one policy; advise again with one of them in "
                     "--ladder");
         }
         byStage[r.role][r.stage] = f.element;
         ++votes[r.role][f.element];
     }
-    // A block-scaled layer block-scales every narrow role: a format judged unscaled (E4M3 at the
-    // loss scale) in the same layer would be cast otherwise than it was judged.
+    // A scaled layer scales every narrow product input: a format judged unscaled (E4M3 at the
+    // loss scale) in the same layer would be cast otherwise than it was judged. (A weight
+    // gradient, a product's output, no layer scaling touches.)
     for (const RoleAdvice& r : advice.roles)
-        if (const auto blocks = stageBlocks.find(r.stage);
-            blocks != stageBlocks.end() && isProduct(r.stage) && !r.chosen.empty() &&
-            findBlockFormat(r.chosen) == nullptr && parseFormat(r.chosen).hasNarrowRange())
+        if (const auto scaled = stageScaled.find(r.stage);
+            scaled != stageScaled.end() && isProduct(r.stage) && isProductInput(r.role) &&
+            !r.chosen.empty() &&
+            !castScaled(r.chosen) && parseFormat(r.chosen).hasNarrowRange())
             throw std::invalid_argument(
-                "the advice takes " + blocks->second.first + " (a block format) and " + r.chosen +
+                "the advice takes " + scaled->second.first + " (scaled) and " + r.chosen +
                 " unscaled in " + r.module + " (" + std::string(toString(r.role)) +
-                "): a layer block-scales every narrow role under one policy; advise again with "
+                "): a layer scales every narrow role under one policy; advise again with "
                 "a ladder of " +
-                blocks->second.first + " and wide formats, or without it");
+                scaled->second.first + " and wide formats, or without it");
     nlohmann::json recipe = nlohmann::json::object();
-    std::map<TensorRole, std::string> base;
+    std::map<TensorRole, nlohmann::json> base;
     for (TensorRole role : kRoles) {
         int best = 0;
         for (const auto& [format, n] : votes[role])
@@ -150,14 +162,14 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
         for (const auto& [stage, format] : byStage[role])
             if (format != base[role])
                 exceptions[stage][toString(role)] = format;
-    // A block-scaled layer's own scaling; the run's is its loss scaler.
+    // A scaled layer's own scaling; the run's is its loss scaler.
     const auto scalingOf = [&](std::size_t stage) {
-        const auto blocks = stageBlocks.find(stage);
-        return blocks == stageBlocks.end() ? nlohmann::json{{"policy", "none"}}
-                                           : blocks->second.second;
+        const auto scaled = stageScaled.find(stage);
+        return scaled == stageScaled.end() ? nlohmann::json{{"policy", "none"}}
+                                           : scaled->second.second;
     };
-    for (const auto& [stage, blocks] : stageBlocks)
-        exceptions[stage]["scaling"] = blocks.second;
+    for (const auto& [stage, scaled] : stageScaled)
+        exceptions[stage]["scaling"] = scaled.second;
     if (advice.watched) {
         // emulate's module patterns also match a module's children ("attn" matches
         // "attn.out_proj"): a child of an exception gets an entry of its own, every role, and
@@ -218,7 +230,7 @@ std::string adviceTeYaml(const RunAdvice& advice) {
     std::map<std::size_t, std::string> names;
     for (const GemmAdvice& g : advice.gemms) {
         names[g.stage] = g.module;
-        if (elementBits(g.format) > 8)
+        if (ladderElementBits(g.format) > 8)
             wide[g.stage].push_back(&g);
     }
     if (wide.empty())
@@ -251,7 +263,7 @@ std::string adviceTeYaml(const RunAdvice& advice) {
 std::string adviceTorchao(const RunAdvice& advice) {
     std::map<std::string, bool> narrow; // module -> all three products in 8 bits or fewer
     for (const GemmAdvice& g : advice.gemms) {
-        const bool fits = elementBits(g.format) <= 8;
+        const bool fits = ladderElementBits(g.format) <= 8;
         const auto [it, added] = narrow.emplace(g.module, fits);
         if (!added)
             it->second = it->second && fits;

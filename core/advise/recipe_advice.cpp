@@ -2,8 +2,10 @@
 #include "advise/recipe_advice.h"
 
 #include "numerics/block_scheme.h"
+#include "numerics/format_spec.h"
 #include "numerics/tensor_cast.h"
 #include "record/run_record.h"
+#include "train/recipe_candidates.h"
 
 #include <algorithm>
 #include <array>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace plab {
 namespace {
@@ -73,6 +76,11 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
         v.outcome = FormatVerdict::Outcome::Meets;
         v.criterion = "exact";
         v.reason = "float32 keeps the values as they are";
+        return v;
+    }
+    if (findRecipeCandidate(format) != nullptr && !candidateJudges(role)) {
+        v.outcome = FormatVerdict::Outcome::NoData;
+        v.reason = "a recipe keeps " + what + " (a product's output) in high precision";
         return v;
     }
     if (tally == nullptr || tally->rows == 0) {
@@ -181,13 +189,9 @@ void parseStepWindow(const std::string& text, AdviceCriteria& c) {
 }
 
 void checkCriteria(const AdviceCriteria& c) {
-    if (c.ladder.empty())
-        throw std::invalid_argument("--ladder: empty: name formats narrowest first (e.g. "
-                                    "nvfp4,fp8-e4m3,bf16,fp32)");
     std::vector<std::string> canonical; // "float8_e4m3fn" and "fp8-e4m3" are one format
     for (const std::string& f : c.ladder) {
-        // FormatError names an unknown one.
-        canonical.push_back(f == "fp32" ? f : TensorCast(TensorCastSpec{.format = f}).name());
+        canonical.push_back(ladderName(f)); // FormatError names an unknown one
         for (std::size_t j = 0; j + 1 < canonical.size(); ++j)
             if (canonical[j] == canonical.back())
                 throw std::invalid_argument("--ladder: " + canonical.back() + " is named twice");
@@ -205,6 +209,66 @@ void checkCriteria(const AdviceCriteria& c) {
         throw std::invalid_argument("--min-sqnr: expected a finite number of dB");
     if (c.lastSteps < 0 || c.firstStep < 0 || c.lastStep < c.firstStep)
         throw std::invalid_argument("--steps: expected all, last:N or A:B");
+}
+
+std::string ladderName(const std::string& format) {
+    if (format == "fp32" || findRecipeCandidate(format) != nullptr)
+        return format;
+    return TensorCast(TensorCastSpec{.format = format}).name();
+}
+
+int ladderElementBits(const std::string& format) {
+    if (const RecipeCandidate* candidate = findRecipeCandidate(format)) {
+        const TrainConfig config = candidateConfig(*candidate);
+        int bits = 0;
+        for (TensorRole role : kAllRoles)
+            if (candidateJudges(role))
+                bits = std::max(bits, config.recipe.roles[static_cast<std::size_t>(role)]
+                                          .format.totalBits());
+        return bits;
+    }
+    if (const BlockFormat* block = findBlockFormat(format))
+        return block->element.totalBits();
+    return parseFormat(format).totalBits();
+}
+
+bool ladderScalesBlocks(const std::string& format) {
+    if (const RecipeCandidate* candidate = findRecipeCandidate(format))
+        return isBlockScaling(candidateConfig(*candidate).scalingPolicy);
+    return findBlockFormat(format) != nullptr;
+}
+
+std::vector<std::string> defaultLadder(const std::vector<std::string>& recorded) {
+    std::vector<std::string> ladder;
+    const bool anyCandidate = std::any_of(recorded.begin(), recorded.end(), [](const auto& f) {
+        return findRecipeCandidate(f) != nullptr;
+    });
+    if (anyCandidate) {
+        for (const std::string& f : kDefaultLadder)
+            if (f != "fp32" && std::find(recorded.begin(), recorded.end(), f) != recorded.end())
+                ladder.push_back(f);
+    } else {
+        for (const std::string& f : recorded)
+            if (f != "fp32" && std::find(ladder.begin(), ladder.end(), f) == ladder.end())
+                ladder.push_back(f);
+        // Fewest bits first; a candidate before a plain format of as many (it is scaled), and
+        // candidates in the default ladder's order.
+        const auto width = [](const std::string& f) {
+            int bits = 32; // a name this build does not know: last
+            try {
+                bits = ladderElementBits(f);
+            } catch (const std::exception&) {
+            }
+            const auto at = std::find(kDefaultLadder.begin(), kDefaultLadder.end(), f);
+            return std::tuple(bits, findRecipeCandidate(f) != nullptr ? 0 : 1,
+                              at - kDefaultLadder.begin());
+        };
+        std::stable_sort(ladder.begin(), ladder.end(), [&](const std::string& a, const std::string& b) {
+            return width(a) < width(b);
+        });
+    }
+    ladder.push_back("fp32");
+    return ladder;
 }
 
 std::size_t ladderRank(const AdviceCriteria& c, const std::string& format) {
@@ -415,15 +479,10 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
     checkCriteria(criteria);
     // The ladder in the record's spelling: "float8_e4m3fn" is fp8-e4m3 there.
     AdviceCriteria c = criteria;
-    std::vector<bool> blockFormat;
-    for (std::string& f : c.ladder) {
-        if (f != "fp32")
-            f = TensorCast(TensorCastSpec{.format = f}).name();
-        blockFormat.push_back(findBlockFormat(f) != nullptr);
-    }
+    for (std::string& f : c.ladder)
+        f = ladderName(f);
     RunAdvice advice;
     advice.runDir = record.dir();
-    advice.criteria = c;
     advice.watched = !record.meta("watch").is_null() || !record.meta("emulate").is_null();
     if (!advice.watched)
         advice.runConfig = record.config();
@@ -443,10 +502,21 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
     advice.lastStep = t.steps.back();
     advice.statisticsSteps = t.steps.size();
     advice.recordedFormats = t.formats;
-    if (std::none_of(c.ladder.begin(), c.ladder.end(), [&](const std::string& f) {
-            return f != "fp32" &&
-                   std::find(t.formats.begin(), t.formats.end(), f) != t.formats.end();
-        }))
+    if (c.ladder.empty())
+        c.ladder = defaultLadder(t.formats);
+    advice.criteria = c;
+    std::vector<bool> blockFormat;
+    for (const std::string& f : c.ladder)
+        blockFormat.push_back(ladderScalesBlocks(f));
+    // A ladder of FP32 alone advises FP32 (an FP32 run); one that names narrower formats must
+    // name one the record holds.
+    const auto recorded = [&](const std::string& f) {
+        return std::find(t.formats.begin(), t.formats.end(), f) != t.formats.end();
+    };
+    if (std::any_of(c.ladder.begin(), c.ladder.end(),
+                    [](const std::string& f) { return f != "fp32"; }) &&
+        std::none_of(c.ladder.begin(), c.ladder.end(),
+                     [&](const std::string& f) { return f != "fp32" && recorded(f); }))
         throw std::invalid_argument(record.dir() + ": holds no statistics in any format of the " +
                                     "ladder " + joined(c.ladder) + " (it recorded " +
                                     joined(t.formats) +

@@ -20,8 +20,10 @@ class RunRecord;
 
 // Defaults and their reasons: docs/advise.md.
 struct AdviceCriteria {
-    // Narrowest first; each a format `quantize` names ("fp32" keeps float32's values).
-    std::vector<std::string> ladder = {"nvfp4", "fp8-e4m3", "bf16", "fp32"};
+    // Narrowest first; each a format `quantize` names ("fp32" keeps float32's values) or a recipe
+    // candidate the watcher judged (train/recipe_candidates.h). Empty: defaultLadder() of the
+    // formats the record holds.
+    std::vector<std::string> ladder;
     double maxFlushed = 0.01;        // of nonzero values flushed to zero, at any step
     double maxOverflow = 0.0;        // of nonzero values past the format's max, at any step
     double minSqnrDb = 20.0;         // signal to quantisation noise, at every step
@@ -32,6 +34,16 @@ struct AdviceCriteria {
     std::int64_t lastSteps = 200;
     std::int64_t firstStep = 0, lastStep = 0;
 };
+
+// The frameworks' recipes narrowest first, then BF16 and FP32: what a watched run's default
+// formats judge (precision_lab.torch.DEFAULT_FORMATS).
+inline const std::vector<std::string> kDefaultLadder = {
+    "nvfp4", "mxfp8", "fp8-block", "fp8-delayed", "fp8-current", "bf16", "fp32"};
+// The ladder of a record that holds statistics in `recorded` (its formats, any order): where it
+// holds a recipe candidate, the default ladder's entries it holds; otherwise (a trained FP16
+// run, a run watched in plain formats) the formats it holds, narrowest first (fewest bits).
+// FP32 always ends it: it is always advisable.
+std::vector<std::string> defaultLadder(const std::vector<std::string>& recorded);
 
 // "all", "last:N" or "A:B" (inclusive) into criteria's window; std::invalid_argument naming the
 // text otherwise.
@@ -98,6 +110,17 @@ struct RunAdvice {
 // window, or a ladder none of whose formats (fp32 aside) the record holds; RecordError for a
 // record that cannot be read.
 RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria);
+
+// A ladder entry in the record's spelling: a recipe candidate's name (train/recipe_candidates.h)
+// or "fp32" as it is, any other format as TensorCast names it ("float8_e4m3fn" -> fp8-e4m3);
+// FormatError for a name that is neither.
+std::string ladderName(const std::string& format);
+// Bits of a ladder entry's element (a block format's element, a candidate's widest role):
+// what decides whether a product runs in 8 bits. FormatError for an unknown name.
+int ladderElementBits(const std::string& format);
+// Whether a ladder entry casts in blocks (a block format, or a block-scaled candidate): its
+// blocks flushed whole are judged too.
+bool ladderScalesBlocks(const std::string& format);
 
 // Index of a format in the ladder's order (narrower first); fp32 and unknown formats last.
 std::size_t ladderRank(const AdviceCriteria& criteria, const std::string& format);

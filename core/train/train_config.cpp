@@ -3,6 +3,8 @@
 // the presets are data (presets.json).
 #include "train/train_config.h"
 
+#include "train/config_json.h"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -12,13 +14,14 @@ namespace {
 
 using nlohmann::json;
 
+} // namespace
+
 json quantJson(const QuantConfig& c) {
     return {{"format", c.format.name},
             {"rounding", std::string(toString(c.rounding))},
             {"overflow", std::string(toString(c.overflow))}};
 }
 
-// A stage's own scaling as an override writes it, and the run's scaling.* keys for it.
 json tensorScalingJson(const TensorScaling& t) {
     return {{"policy", std::string(toString(t.policy))},
             {"margin", t.amaxMargin},
@@ -30,8 +33,6 @@ json tensorScalingJson(const TensorScaling& t) {
             {"pow2_scales", t.pow2Scales},
             {"four_over_six", t.fourOverSix}};
 }
-
-} // namespace
 
 const char* optimizerName(OptimizerKind kind) {
     for (const OptimizerName& n : kOptimizerNames)
@@ -183,8 +184,8 @@ json TrainConfig::toJson() const {
           {"cumulative_cap", cumulativeCap},
           {"hadamard", hadamard}}},
     };
-    const json tensors = tensorScalingJson(tensorScaling());
-    for (const auto& [key, value] : tensors.items())
+    const json scalingKeys = tensorScalingJson(tensorScaling());
+    for (const auto& [key, value] : scalingKeys.items())
         if (key != "policy")
             j["scaling"][key] = value;
     if (model.type == "gpt") // the GPT's shape, written only for it (older records lack it)

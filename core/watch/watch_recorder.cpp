@@ -1,13 +1,26 @@
 // WatchRecorder: the hand-over queue, and the counting thread that judges and records.
 #include "watch/watch_recorder.h"
 
+#include "engine/cpu_ops.h"
+#include "train/recipe_caster.h"
+#include "train/recipe_candidates.h"
 #include "train/run_log.h"
 #include "util/thread_pool.h"
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 namespace plab {
+
+// A plain format judges with its TensorCast; a recipe candidate with a RecipeCaster of its own
+// recipe and scaling (its delayed scaling's amax histories and stochastic rounding streams are
+// the candidate's), so that it casts as a run under that recipe does.
+struct FormatJudge {
+    std::optional<TensorCast> plain;
+    const RecipeCandidate* candidate = nullptr;
+    std::unique_ptr<RecipeCaster> caster;
+};
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -33,16 +46,25 @@ WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settin
     if (m_settings.every < 1)
         throw FormatError("watch: every " + std::to_string(m_settings.every) +
                           ": expected a whole number of steps, 1 or more");
+    if (m_settings.threads > 1)
+        m_pool = std::make_unique<ThreadPool>(m_settings.threads);
     bool anyElementFormat = false;
-    for (const std::string& f : m_settings.formats) {
-        m_casts.emplace_back(TensorCastSpec{.format = f});
-        anyElementFormat = anyElementFormat || !m_casts.back().isBlockFormat();
+    for (std::string& f : m_settings.formats) {
+        FormatJudge& judge = m_judges.emplace_back();
+        if ((judge.candidate = findRecipeCandidate(f)) != nullptr) {
+            if (!m_ops)
+                m_ops = std::make_unique<CpuOps>();
+            judge.caster = std::make_unique<RecipeCaster>(
+                candidateConfig(*judge.candidate), static_cast<int>(m_settings.stageNames.size()),
+                *m_ops, m_pool.get());
+            continue;
+        }
+        judge.plain.emplace(TensorCastSpec{.format = f});
+        anyElementFormat = anyElementFormat || !judge.plain->isBlockFormat();
+        f = judge.plain->name(); // the record names it in the core's canonical spelling
     }
     if (!anyElementFormat && !emulated)
         m_histogramCast = std::make_unique<TensorCast>(TensorCastSpec{.format = "fp32"});
-    // The record names each format in the core's canonical spelling of it.
-    for (std::size_t i = 0; i < m_casts.size(); ++i)
-        m_settings.formats[i] = m_casts[i].name();
     const char* key = emulated ? "emulate" : "watch";
     ExternalRun run;
     run.config = {{key, watchMeta(m_settings)}};
@@ -57,8 +79,6 @@ WatchRecorder::WatchRecorder(const std::string& dir, const WatchSettings& settin
                         " modules, statistics every " + std::to_string(m_settings.every) +
                         " steps");
     m_log->commit();
-    if (m_settings.threads > 1)
-        m_pool = std::make_unique<ThreadPool>(m_settings.threads);
     m_thread = std::jthread([this](std::stop_token stop) { countingLoop(stop); });
 }
 
@@ -268,7 +288,12 @@ void WatchRecorder::record(const WatchedStep& step) {
                 const TensorDiagnostics diagnostics = tensorDiagnostics(t.values);
                 m_log->logDiagnostics(step.step, t.stage, t.role, {}, &diagnostics, nullptr);
             }
-            for (const TensorCast& cast : m_casts) {
+            for (FormatJudge& judge : m_judges) {
+                if (judge.candidate) {
+                    judgeInCandidate(judge, step, t, out, withHistograms);
+                    continue;
+                }
+                const TensorCast& cast = *judge.plain;
                 // The inputs' histogram, counted by the first element format only (every element
                 // format bins the same values; once saves the counting thread a sixth of each
                 // further cast): on histogram steps, and nowhere else read.
@@ -305,6 +330,49 @@ void WatchRecorder::record(const WatchedStep& step) {
         m_lastLoss = *step.loss;
     if (step.skipped)
         ++m_skippedSteps;
+}
+
+void WatchRecorder::judgeInCandidate(FormatJudge& judge, const WatchedStep& step,
+                                     const CapturedTensor& t, std::vector<float>& out,
+                                     bool withHistograms) {
+    if (!candidateJudges(t.role))
+        return; // a weight gradient: no cast of it in the candidate
+    m_scaled.assign(t.values.begin(), t.values.end());
+    if (t.multiplier != 1.0f)
+        for (float& v : m_scaled)
+            v *= t.multiplier;
+    const std::size_t n = m_scaled.size();
+    // A tensor's rows as the watcher got them (its last dimension); a weight may be tiled where
+    // the candidate tiles weights (NVFP4's 16x16, the FP8 blocks' 128x128).
+    BlockLayout layout;
+    if (t.rowLength != 0 && n % t.rowLength == 0)
+        layout = {n / t.rowLength, t.rowLength, t.role == TensorRole::Weights};
+    QuantStats stats;
+    BlockStats blocks;
+    double tensorScale = 1.0;
+    std::string_view scaling;
+    // Step k's streams, as the trainer draws them; the candidate's amax histories hold the
+    // statistics steps only (the steps the watcher sees).
+    judge.caster->setStep(step.step);
+    judge.caster->cast(static_cast<int>(t.stage), t.role, {m_scaled.data(), n}, {out.data(), n},
+                       layout, {&stats, &blocks, &tensorScale, &scaling}, true);
+    const bool gradient = t.role == TensorRole::ActivationGradients;
+    m_log->logRoleStats(step.step, t.stage, t.role,
+                        {judge.candidate->name, stats, blocks, gradient ? step.scale : 1.0,
+                         tensorScale, 0, 0, scaling},
+                        withHistograms);
+    // A block-scaled candidate's scales for the diagnostics (their spread, blocks whose scale
+    // underflowed): the same blocks again, as its cast scaled them (into no statistics).
+    const int stage = static_cast<int>(t.stage);
+    if (const std::optional<BlockScheme> scheme = judge.caster->scaling(stage).blockScheme()) {
+        const Quantizer& element = judge.caster->quantizer(stage, t.role);
+        quantizeBlocks(element, *scheme, m_scaled, out, layout, nullptr, nullptr,
+                       judge.caster->options(stage, t.role), m_blockInfos,
+                       BlockRecords::All);
+        const BlockScaleSpread spread = blockScaleSpread(m_blockInfos);
+        m_log->logDiagnostics(step.step, t.stage, t.role, judge.candidate->name, nullptr,
+                              &spread);
+    }
 }
 
 RunSummary WatchRecorder::summaryNow(bool finished, const std::string& stopReason) const {

@@ -34,14 +34,18 @@
 namespace plab {
 
 class RunLog;
+class CpuOps;
 class ThreadPool;
+struct FormatJudge; // one watched format or recipe candidate, and what casts in it
 
 // What a record says wrote it: meta "source", and the meta key of its description.
 enum class ExternalSource { Watch, Emulate };
 
 struct WatchSettings {
     ExternalSource source = ExternalSource::Watch;
-    // Any spec TensorCast takes; the first is the default view. Empty for an emulated run only.
+    // Any spec TensorCast takes, or a recipe candidate's name (train/recipe_candidates.h: the
+    // tensor cast as that framework recipe casts it, scaled); the first is the default view.
+    // Empty for an emulated run only.
     std::vector<std::string> formats;
     std::vector<std::string> stageNames; // the watched modules, in order
     int every = 10;                      // a statistics step every `every` steps
@@ -133,11 +137,17 @@ private:
 
     std::string m_dir;
     WatchSettings m_settings;
-    std::vector<TensorCast> m_casts; // one per format
-    std::unique_ptr<TensorCast>
-        m_histogramCast; // FP32: the inputs' histogram when all formats are block formats
+    void judgeInCandidate(FormatJudge& judge, const WatchedStep& step, const CapturedTensor& t,
+                          std::vector<float>& out, bool withHistograms);
+
+    // FP32: the inputs' histogram when no format is a plain element format
+    std::unique_ptr<TensorCast> m_histogramCast;
+    std::vector<float> m_scaled; // a candidate's input: the values times their multiplier
+    std::vector<BlockInfo> m_blockInfos; // a block-scaled candidate's scales
     std::unique_ptr<RunLog> m_log;
     std::unique_ptr<ThreadPool> m_pool;
+    std::unique_ptr<CpuOps> m_ops; // the recipe candidates' casts run on the CPU engine
+    std::vector<FormatJudge> m_judges; // one per format, in the settings' order (after m_ops)
     mutable std::mutex m_mutex;
     std::condition_variable m_wake, m_idle;
     std::deque<Item> m_queue;

@@ -23,6 +23,7 @@ private slots:
     void badCriteriaAndMissingFormatsAreOneLineErrors();
     void recipeNamesEmulatedModulesOnly();
     void sharesAreOfTheNonzeroValuesNaNsIncluded();
+    void theDefaultLadderIsWhatTheRunRecorded();
 };
 
 namespace {
@@ -50,6 +51,14 @@ ExternalRun watchedRun(const std::vector<std::string>& formats,
     run.config = {{"watch", watch}};
     run.meta = {{"source", "pytorch-watch"}, {"watch", watch}};
     return run;
+}
+
+// The ladder these records are advised on: their three formats (the default ladder would be nvfp4,
+// bf16, fp32: fp8-e4m3 judged unscaled is no default).
+AdviceCriteria withLadder() {
+    AdviceCriteria c;
+    c.ladder = {"nvfp4", "fp8-e4m3", "bf16", "fp32"};
+    return c;
 }
 
 // A watched run judging every tensor in nvfp4, fp8-e4m3 and bf16, over `steps` statistics steps:
@@ -100,7 +109,7 @@ void TestRecipeAdvice::choosesTheNarrowestFormatThatMeetsEveryCriterion() {
     QTemporaryDir tmp;
     const std::string dir = tmp.path().toStdString() + "/run";
     writeRecord(dir);
-    const RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    const RunAdvice a = adviseRun(RunRecord(dir), withLadder());
     QCOMPARE(a.statisticsSteps, std::size_t{4});
     QVERIFY(a.watched);
 
@@ -137,7 +146,7 @@ void TestRecipeAdvice::choosesTheNarrowestFormatThatMeetsEveryCriterion() {
     QCOMPARE(blocks.verdicts[0].criterion, std::string("flushed_blocks"));
     QCOMPARE(blocks.verdicts[0].value, 0.05);
     // Loosen the block criterion and NVFP4 passes.
-    AdviceCriteria loose;
+    AdviceCriteria loose = withLadder();
     loose.maxFlushedBlocks = 0.1;
     QCOMPARE(roleOf(adviseRun(RunRecord(dir), loose), "blocks", TensorRole::Activations).chosen,
              std::string("nvfp4"));
@@ -185,7 +194,7 @@ void TestRecipeAdvice::windowLimitsTheStepsJudged() {
     QTemporaryDir tmp;
     const std::string dir = tmp.path().toStdString() + "/run";
     writeRecord(dir, 6);
-    AdviceCriteria c;
+    AdviceCriteria c = withLadder();
     parseStepWindow("last:2", c); // steps 5 and 6: the 6% flush at step 3 is outside
     const RunAdvice a = adviseRun(RunRecord(dir), c);
     QCOMPARE(a.firstStep, std::int64_t{5});
@@ -243,9 +252,9 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
     QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
     QVERIFY(yaml.find("\"^blocks$\"") == std::string::npos);          // all E4M3
     QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
-    // The default ladder mixes NVFP4 with unscaled E4M3 in different layers: each layer takes
-    // its own scaling (issue 63 item 1), and the run keeps its loss scaler.
-    RunAdvice mixed = adviseRun(RunRecord(dir), AdviceCriteria{});
+    // A ladder of NVFP4 and unscaled E4M3 mixes them in different layers: each layer takes its
+    // own scaling (issue 63 item 1), and the run keeps its loss scaler.
+    RunAdvice mixed = adviseRun(RunRecord(dir), withLadder());
     mixed.watched = false; // stage indices, which the config reader takes (emulate resolves names)
     nlohmann::json mixedDocument;
     try {
@@ -271,9 +280,10 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
             QCOMPARE(mixedConfig.recipe.config(stage, 3, r.role).format.name,
                      std::string("fp4-e2m1"));
             ++blockScaled;
-        } else if (own != nullptr && own->policy == ScalingPolicy::Nvfp4) {
+        } else if (own != nullptr && own->policy == ScalingPolicy::Nvfp4 &&
+                   isProductInput(r.role)) {
             QVERIFY2(r.chosen.empty() || !parseFormat(r.chosen).hasNarrowRange(),
-                     r.module.c_str()); // wide beside it
+                     r.module.c_str()); // wide beside it (a weight gradient is not scaled)
         }
     }
     QVERIFY(blockScaled > 0);
@@ -286,7 +296,7 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
         adviceRecipe(twoBlocks);
         QFAIL("a layer with two block formats was written");
     } catch (const std::invalid_argument& e) {
-        QVERIFY2(std::string(e.what()).find("two block formats in ") != std::string::npos,
+        QVERIFY2(std::string(e.what()).find("two scaled recipes in ") != std::string::npos,
                  e.what());
     }
 }
@@ -407,6 +417,54 @@ void TestRecipeAdvice::sharesAreOfTheNonzeroValuesNaNsIncluded() {
     const RunAdvice a = adviseRun(RunRecord(dir), c);
     QCOMPARE(a.roles.at(0).verdicts.at(0).criterion, std::string("overflow"));
     QCOMPARE(a.roles.at(0).verdicts.at(0).value, 0.01);
+}
+
+// Without --ladder: the recipe candidates and BF16 a run recorded, narrowest first; a run that
+// recorded no candidate, its own formats by width; FP32 always last, and an FP32 run advised FP32
+// rather than refused.
+void TestRecipeAdvice::theDefaultLadderIsWhatTheRunRecorded() {
+    using Ladder = std::vector<std::string>;
+    QCOMPARE(defaultLadder({"bf16", "fp16", "fp8-current", "nvfp4", "mxfp8"}),
+             (Ladder{"nvfp4", "mxfp8", "fp8-current", "bf16", "fp32"}));
+    QCOMPARE(defaultLadder({"fp32", "fp16"}), (Ladder{"fp16", "fp32"}));
+    QCOMPARE(defaultLadder({"bf16", "fp8-e5m2", "mxfp4", "fp32"}),
+             (Ladder{"mxfp4", "fp8-e5m2", "bf16", "fp32"}));
+    QCOMPARE(defaultLadder({"fp32"}), (Ladder{"fp32"}));
+    // A trained FP32 run: every role FP32, none refused.
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    {
+        RunLog log(dir, watchedRun({"fp32"}), {"fc"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (TensorRole role : {TensorRole::Weights, TensorRole::Activations})
+            log.logRoleStats(1, 0, role, {"fp32", counts(0, 0), BlockStats{}, 1.0, 1.0},
+                             histograms);
+        log.commit();
+    }
+    const RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    QCOMPARE(a.criteria.ladder, (Ladder{"fp32"}));
+    QCOMPARE(a.roles.size(), std::size_t{2});
+    for (const RoleAdvice& r : a.roles)
+        QCOMPARE(r.chosen, std::string("fp32"));
+    // A candidate is not judged on weight gradients, even where rows name it.
+    QTemporaryDir tmp2;
+    const std::string dir2 = tmp2.path().toStdString() + "/run";
+    {
+        RunLog log(dir2, watchedRun({"fp8-current", "bf16"}), {"fc"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (const char* f : {"fp8-current", "bf16"})
+            log.logRoleStats(1, 0, TensorRole::WeightGradients,
+                             {f, counts(0, 0), BlockStats{}, 1.0, 1.0}, histograms);
+        log.commit();
+    }
+    const RunAdvice b = adviseRun(RunRecord(dir2), AdviceCriteria{});
+    QCOMPARE(b.criteria.ladder, (Ladder{"fp8-current", "bf16", "fp32"}));
+    QCOMPARE(b.roles.at(0).chosen, std::string("bf16"));
+    QVERIFY2(b.roles.at(0).summary.find("fp8-current not judged: a recipe keeps weight "
+                                        "gradients") != std::string::npos,
+             b.roles.at(0).summary.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestRecipeAdvice)

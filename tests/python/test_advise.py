@@ -133,8 +133,12 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
         with pytest.raises(ValueError, match=expected) as e:
             pl.advise(watched, **kwargs)
         assert "\n" not in str(e.value)
-    with pytest.raises(ValueError, match="two block formats|a block format"):
-        pl.export_advice(watched, "recipe", ladder=("nvfp4", "fp8-e4m3", "bf16", "fp32"))
+    # NVFP4 in one layer, unscaled E4M3 in another (and as a weight gradient, a product's
+    # output, beside NVFP4 in the same layer): a recipe emulate takes.
+    from precision_lab._emulate import resolve_recipe
+    mixed = json.loads(pl.export_advice(watched, "recipe",
+                                        ladder=("nvfp4", "fp8-e4m3", "bf16", "fp32")))
+    resolve_recipe(mixed, ["0", "2", "4"])
     with pytest.raises(OSError, match="run.sqlite"):
         pl.advise(os.path.join(str(watched), "nothing"))
     for args, expected in ((["--max-flushed", "2"], "--max-flushed"),
@@ -148,19 +152,20 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
 
 def test_diagnostics_equal_numpy_on_the_same_tensors(tmp_path):
     """The record's diagnostics of a watched tensor against numpy on that tensor: the kurtosis,
-    the spread of its NVFP4 block scales and its zero-scale blocks, and the signal-to-noise
-    ratio 10^(SQNR/20) of its FP8 cast."""
+    the spread of its NVFP4 block scales (the nvfp4 recipe casts activations in 1x16 blocks, as
+    the block format does) and its zero-scale blocks, and the signal-to-noise ratio
+    10^(SQNR/20) of its FP8 cast."""
     torch = require_torch()
     import numpy as np
     import precision_lab as pl
     import precision_lab.torch as plt
     torch.manual_seed(5)
     model = torch.nn.Sequential(torch.nn.Linear(64, 32))
-    with torch.no_grad():  # four rows so small that their NVFP4 block scales underflow
+    with torch.no_grad():
         model[0].weight.mul_(torch.exp(torch.randn(32, 64)))
-        model[0].weight[:4] *= 1e-6
     weights = model[0].weight.detach().numpy().copy()  # what step 1's forward reads
     inputs = torch.randn(8, 64) * torch.exp(torch.randn(8, 64))  # heavy tails
+    inputs[:4] *= 1e-6  # four rows so small that their NVFP4 block scales underflow
     run = tmp_path / "watched"
     with plt.watch(model, run, formats=("nvfp4", "fp8-e4m3"), every=1) as w:
         train_one = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -178,8 +183,8 @@ def test_diagnostics_equal_numpy_on_the_same_tensors(tmp_path):
     assert row["kurtosis"] == pytest.approx(np.mean(c ** 4) / np.mean(c ** 2) ** 2, rel=1e-12)
     assert row["kurtosis"] > 5  # the tails the test built in
     x = weights.astype(np.float64)
-    blocks = d[(d.step == 1) & (d.role == "weights") & (d.format == "nvfp4")].iloc[0]
-    _, s = pl.quantize(weights, "nvfp4", block_scales=True)
+    blocks = d[(d.step == 1) & (d.role == "activations") & (d.format == "nvfp4")].iloc[0]
+    _, s = pl.quantize(inputs.numpy(), "nvfp4", block_scales=True)
     scales = np.asarray(s["blocks"]["scales"], dtype=np.float64)
     amax = np.asarray(s["blocks"]["amax"], dtype=np.float64)
     live = amax > 0

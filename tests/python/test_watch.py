@@ -43,7 +43,7 @@ def test_recorded_counts_equal_quantize_of_the_same_tensors(torch, tmp_path):
         output.register_hook(lambda g: seen.__setitem__("agrad", g.detach().clone()))
 
     fc2.register_forward_hook(on_output)
-    formats = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
+    formats = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "mxfp4")  # plain casts: quantize's
     taken = {}
     with plt.watch(model, tmp_path / "run", formats=formats, every=2,
                    loss_scale=scale) as watcher:
@@ -80,7 +80,7 @@ def test_recorded_counts_equal_quantize_of_the_same_tensors(torch, tmp_path):
                 # block-scaled elements' largest, about the element format's max).
                 assert row["amax"] == float(np.abs(tensor).max()), (step, role, fmt)
                 assert row["grad_scale"] == scale
-                if fmt == "nvfp4":
+                if fmt == "mxfp4":
                     assert row["blocks"] == expected["blocks"]["blocks"]
                 checked += 1
     assert checked == 30
@@ -146,9 +146,11 @@ def test_a_killed_script_leaves_whole_steps(torch, tmp_path, cli):
     with open(out / "layers.csv") as f:
         for r in csv.DictReader(f):
             rows[int(r["step"])] = rows.get(int(r["step"]), 0) + 1
-    # Every recorded statistics step is whole: 2 modules x 4 roles x 5 formats, none half
-    # written; the others were dropped with an event (the script outpaces the counting).
-    assert set(rows) <= set(steps) and len(rows) >= 10 and set(rows.values()) == {2 * 4 * 5}
+    # Every recorded statistics step is whole: 2 modules x (4 roles x 2 plain formats + 3 roles
+    # x 5 recipe candidates), none half written; the others were dropped with an event (the
+    # script outpaces the counting).
+    whole = 2 * (4 * 2 + 3 * 5)
+    assert set(rows) <= set(steps) and len(rows) >= 10 and set(rows.values()) == {whole}
     with open(out / "events.jsonl") as f:
         dropped = sum('"statistics_dropped"' in line for line in f)
     assert len(rows) + dropped >= len(steps) - 1  # the step in flight at the kill may be lost
@@ -190,6 +192,34 @@ def test_loss_scale_callable_and_grad_scaler(torch, tmp_path):
         model(torch.randn(2, 48)).sum().backward()
         w.step()
     assert list(pl.open_run(tmp_path / "g").steps["scale"]) == [1.0]
+
+
+def test_default_formats_judge_the_framework_recipes(torch, tmp_path):
+    """The default formats are BF16, FP16 and the recipe candidates; a candidate's rows name
+    the scaling that cast them and hold no weight gradients (a product's output), and the
+    advisor's default ladder advises from them."""
+    import precision_lab.torch as plt
+    model = small_model(torch)
+    with plt.watch(model, tmp_path / "d", every=1) as w:
+        for _ in range(2):
+            model(torch.randn(4, 48)).sum().backward()
+            w.step()
+            model.zero_grad()
+    run = pl.open_run(tmp_path / "d")
+    assert run.formats == list(plt.DEFAULT_FORMATS)
+    stats = run.stats
+    for candidate, scaling in (("fp8-current", "amax-current"), ("fp8-delayed", "amax-delayed"),
+                               ("fp8-block", "blockwise"), ("mxfp8", "mx"), ("nvfp4", "nvfp4")):
+        rows = stats[stats.format == candidate]
+        assert set(rows.role) == {"weights", "activations", "activation_gradients"}, candidate
+        assert set(rows.scaling) == {scaling}, candidate
+    assert (stats[stats.format == "bf16"].scaling == "").all()  # judged as it is
+    advice = pl.advise(tmp_path / "d")
+    ladder = ["nvfp4", "mxfp8", "fp8-block", "fp8-delayed", "fp8-current", "bf16", "fp32"]
+    assert set(advice.format) <= set(ladder)
+    grads = advice[advice.role == "weight_gradients"]
+    assert set(grads.format) <= {"bf16", "fp32"}
+    assert all("a recipe keeps weight gradients" in r for r in grads.reason)
 
 
 def test_bad_watch_arguments(torch, tmp_path):

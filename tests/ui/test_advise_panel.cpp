@@ -80,12 +80,18 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
     MainWindow window;
     window.setErrorSink(&m_error);
     QCOMPARE(window.openRun(QString::fromStdString(run)), QString());
-    // The default ladder names formats this run never cast in: one line saying so.
-    const QString refused = window.openAdvise();
+    // Without a ladder, the run's own: the formats it cast in, then fp32 (an FP16 run is
+    // advisable as it is), and the field shows it.
+    QCOMPARE(window.openAdvise(), QString());
+    AdvisePanel* panel = window.advisePanel();
+    QCOMPARE(panel->ladderField()->text(), QStringLiteral("fp16,fp32"));
+    QCOMPARE(panel->rolesTable()->rowCount(), 8);
+    // A ladder naming formats this run never cast in: one line saying so, and no table.
+    panel->ladderField()->setText(QStringLiteral("bf16,fp32"));
+    const QString refused = panel->advise(QString::fromStdString(run));
     QVERIFY2(refused.contains(QStringLiteral("holds no statistics in any format of the ladder")) &&
                  refused.contains(QStringLiteral("fp16")),
              qPrintable(refused));
-    AdvisePanel* panel = window.advisePanel();
     QCOMPARE(panel->rolesTable()->rowCount(), 0);
     panel->ladderField()->setText(QStringLiteral("fp16,bf16,fp32"));
     QCOMPARE(panel->advise(QString::fromStdString(run)), QString());

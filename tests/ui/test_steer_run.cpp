@@ -4,6 +4,7 @@
 // show is view-only, its controls disabled with the reason.
 #include <QAction>
 #include <QComboBox>
+#include <QLineEdit>
 #include <QFileInfo>
 #include <QProcess>
 #include <QProcessEnvironment>
@@ -133,10 +134,12 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
     QCOMPARE(dock->formatBox(TensorRole::Weights)->currentText(), QStringLiteral("fp16"));
 
     // Tools > Advise on the running script, Apply as recipe: the advice goes to the script as
-    // its recipe. The record holds fp16 rows (not in the default ladder: fp32 chosen) and, for
-    // layer "2"'s weights, bf16 rows (bf16 chosen).
+    // its recipe. Over the ladder bf16,fp32: the record holds fp16 rows (not in that ladder:
+    // fp32 chosen) and, for layer "2"'s weights, bf16 rows (bf16 chosen).
     QCOMPARE(w.openAdvise(), QString());
     AdvisePanel* panel = w.advisePanel();
+    panel->ladderField()->setText(QStringLiteral("bf16,fp32"));
+    QCOMPARE(panel->advise(dir), QString());
     QVERIFY(panel->applyButton()->isEnabled());
     const std::int64_t adviceSentAfter = lastStep(w);
     QTest::mouseClick(panel->applyButton(), Qt::LeftButton);

@@ -1,17 +1,23 @@
 // WatchRecorder, the record of a run another program trains: each captured tensor judged in
-// every format with the counts TensorCast gives, one histogram per stage and role, gradients at
+// every format with the counts TensorCast gives, or as a framework recipe casts it (a recipe
+// candidate), one histogram per stage and role, gradients at
 // the step's scale, statistics dropped with an event when the queue is full (never the steps),
 // the summary and the lock at close, formats checked at the start. Runs under ThreadSanitizer
 // (the hand-over and the counting thread).
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "numerics/amax_scaling.h"
+#include "numerics/format_spec.h"
 #include "numerics/tensor_cast.h"
 #include "record/record_file.h"
 #include "record/run_record.h"
 #include "watch/watch_recorder.h"
 
+#include <algorithm>
+#include <optional>
 #include <random>
+#include <tuple>
 
 using namespace plab;
 
@@ -19,6 +25,7 @@ class TestWatchRecorder : public QObject {
     Q_OBJECT
 private slots:
     void countsAreTheCastsOfEachFormat();
+    void candidatesCastAsTheirFrameworkRecipes();
     void aFullQueueDropsStatisticsNotSteps();
     void badSettingsAreRefused();
 };
@@ -53,7 +60,7 @@ void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
     QTemporaryDir dir;
     const std::string run = dir.path().toStdString() + "/run";
     WatchSettings settings;
-    settings.formats = {"fp16", "fp8-e4m3", "nvfp4"};
+    settings.formats = {"fp16", "fp8-e4m3", "mxfp4"};
     settings.stageNames = {"fc1", "fc2"};
     settings.every = 2;
     const std::vector<float> weights = gradientLike(64 * 32, 1);
@@ -77,7 +84,7 @@ void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
         QVERIFY(!runDirectoryLocked(run)); // released at close, not at destruction
     }
     const RunRecord record(run);
-    QCOMPARE(record.judgedFormats(), (std::vector<std::string>{"fp16", "fp8-e4m3", "nvfp4"}));
+    QCOMPARE(record.judgedFormats(), (std::vector<std::string>{"fp16", "fp8-e4m3", "mxfp4"}));
     QCOMPARE(record.steps().size(), std::size_t{3});
     QCOMPARE(record.summary().stopReason, std::string("completed"));
     QVERIFY(record.summary().finished);
@@ -149,6 +156,93 @@ void TestWatchRecorder::countsAreTheCastsOfEachFormat() {
     QVERIFY(record.tensorRows(2, 1, TensorRole::WeightGradients).empty()); // no statistics
     QVERIFY(record.tensorRows(3, 0, TensorRole::WeightGradients).empty()); // not captured
     QCOMPARE(record.tensorRows(1, 0, TensorRole::Weights).size(), std::size_t{3});
+}
+
+// A recipe candidate judges a tensor as a run under that framework recipe casts it: scaled to its
+// own amax (fp8-current: E4M3 forward, E5M2 gradients), from an amax history (fp8-delayed), or in
+// NVFP4's blocks with weights in 16x16 tiles and gradients rounded stochastically; a weight
+// gradient (a product's output) is not judged; the row names the scaling that cast it.
+void TestWatchRecorder::candidatesCastAsTheirFrameworkRecipes() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    WatchSettings settings;
+    settings.formats = {"fp8-current", "fp8-delayed", "nvfp4"};
+    settings.stageNames = {"fc"};
+    settings.every = 1;
+    std::vector<float> weights = gradientLike(64 * 64, 4);
+    std::vector<float> grads = gradientLike(64 * 64, 5);
+    {
+        WatchRecorder recorder(run, settings);
+        for (int step = 1; step <= 2; ++step) {
+            WatchedStep s;
+            s.step = step;
+            s.scale = 1.0;
+            s.statistics = true;
+            // Step 2's weights are half step 1's: a delayed scale still comes from step 1's.
+            std::vector<float> w = weights;
+            if (step == 2)
+                for (float& x : w)
+                    x *= 0.5f;
+            s.tensors.push_back(captured(0, TensorRole::Weights, w));
+            s.tensors.push_back(captured(0, TensorRole::ActivationGradients, grads));
+            s.tensors.push_back(captured(0, TensorRole::WeightGradients, grads));
+            QVERIFY(recorder.submit(std::move(s)));
+        }
+        recorder.close();
+    }
+    const RunRecord record(run);
+    QCOMPARE(record.judgedFormats(), settings.formats);
+    auto rowOf = [&](const std::string& format, std::int64_t step, TensorRole role) {
+        const std::vector<StatsRow> rows = record.statsRows(format, role);
+        const auto it = std::find_if(rows.begin(), rows.end(),
+                                     [&](const StatsRow& r) { return r.step == step; });
+        return it == rows.end() ? std::optional<StatsRow>() : std::optional<StatsRow>(*it);
+    };
+    // fp8-current: each tensor in its own format, scaled by (format max / its amax), saturating.
+    std::vector<float> out(weights.size());
+    for (const auto& [role, values, format] :
+         {std::tuple{TensorRole::Weights, weights, "fp8-e4m3"},
+          std::tuple{TensorRole::ActivationGradients, grads, "fp8-e5m2"}}) {
+        const std::optional<StatsRow> row = rowOf("fp8-current", 1, role);
+        QVERIFY(row.has_value());
+        QCOMPARE(row->scaling, std::string("amax-current"));
+        const FormatSpec spec = parseFormat(format);
+        QuantConfig q = QuantConfig::forFormat(spec);
+        q.overflow = Overflow::Saturate;
+        const double scale = amaxScale(amaxOf(values), spec, 0);
+        QuantStats expected;
+        quantizeScaled(Quantizer(q), values, out, scale, &expected, {});
+        QCOMPARE(row->counts, expected.counts);
+        QCOMPARE(row->tensorScale, scale);
+    }
+    for (const std::string& f : settings.formats) // a product's output: not a candidate's cast
+        QVERIFY(record.statsRows(f, TensorRole::WeightGradients).empty());
+    // fp8-delayed: step 2's scale is from the history's max, step 1's amax; current scaling
+    // follows the halved weights.
+    QCOMPARE(rowOf("fp8-delayed", 2, TensorRole::Weights)->tensorScale,
+             rowOf("fp8-delayed", 1, TensorRole::Weights)->tensorScale);
+    QCOMPARE(rowOf("fp8-delayed", 2, TensorRole::Weights)->scaling, std::string("amax-delayed"));
+    QCOMPARE(rowOf("fp8-current", 2, TensorRole::Weights)->tensorScale,
+             2.0 * rowOf("fp8-current", 1, TensorRole::Weights)->tensorScale);
+    // nvfp4: the 64x64 weights in sixteen 16x16 tiles (in rows they would be 256 blocks); the
+    // gradients in 1x16 blocks, rounded stochastically: not the nearest-even cast's error.
+    const std::optional<StatsRow> w = rowOf("nvfp4", 1, TensorRole::Weights);
+    QCOMPARE(w->blocks, std::uint64_t{16});
+    QCOMPARE(w->scaling, std::string("nvfp4"));
+    std::uint64_t liveTiles = 0; // its block-scale diagnostics: of the same sixteen tiles
+    for (const DiagnosticsRow& d : record.diagnosticsRows())
+        if (d.step == 1 && d.role == TensorRole::Weights && d.format == "nvfp4")
+            liveTiles += d.liveBlocks;
+    QCOMPARE(liveTiles, std::uint64_t{16});
+    const std::optional<StatsRow> g = rowOf("nvfp4", 1, TensorRole::ActivationGradients);
+    QCOMPARE(g->blocks, std::uint64_t{256});
+    QuantizeOptions measured;
+    measured.measureError = true;
+    TensorCastResult nearest;
+    TensorCast(TensorCastSpec{.format = "nvfp4"}).cast(grads, out, 64, 1.0f, measured, &nearest);
+    QVERIFY(g->error.measured());
+    QCOMPARE(g->error.signalSq, nearest.stats.error.signalSq);
+    QVERIFY(g->error.errorSq != nearest.stats.error.errorSq);
 }
 
 void TestWatchRecorder::aFullQueueDropsStatisticsNotSteps() {

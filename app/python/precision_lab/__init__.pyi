@@ -20,13 +20,13 @@ def quantize(x: Any, fmt: Format, rounding: str = ..., seed: int = ..., scale: f
              pow2_scales: bool = ..., block_scales: bool = ..., error: bool = ...,
              stream: int = ...) -> Tuple[numpy.ndarray, Optional[dict]]: ...
 def open_run(dir: Union[str, PathLike]) -> Union[Run, DistributedRun]: ...
-def advise(run_dir: Union[str, PathLike], ladder: Union[str, Sequence[str]] = ...,
+def advise(run_dir: Union[str, PathLike], ladder: Union[str, Sequence[str], None] = ...,
            max_flushed: Share = ..., max_overflow: Share = ..., min_sqnr: float = ...,
            max_flushed_blocks: Share = ..., max_saturated_blocks: Share = ...,
            steps: Union[str, int] = ...) -> pandas.DataFrame: ...
 def export_advice(run_dir: Union[str, PathLike], kind: str = ...,
                   out: Optional[Union[str, PathLike]] = ...,
-                  ladder: Union[str, Sequence[str]] = ..., max_flushed: Share = ...,
+                  ladder: Union[str, Sequence[str], None] = ..., max_flushed: Share = ...,
                   max_overflow: Share = ..., min_sqnr: float = ...,
                   max_flushed_blocks: Share = ..., max_saturated_blocks: Share = ...,
                   steps: Union[str, int] = ...) -> str: ...

@@ -7,7 +7,9 @@ import stat
 
 from . import _core
 
-DEFAULT_LADDER = ("nvfp4", "fp8-e4m3", "bf16", "fp32")
+# None: the run's own ladder (the core's defaultLadder: those of nvfp4, mxfp8, fp8-block,
+# fp8-delayed, fp8-current and bf16 it recorded, else every format it recorded; then fp32).
+DEFAULT_LADDER = None
 EXPORTS = ("recipe", "te-yaml", "torchao")
 
 
@@ -59,7 +61,9 @@ def _write_regular_file(out, text):
 
 def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
             max_saturated_blocks, steps, export_kind=""):
-    if isinstance(ladder, str):
+    if ladder is None:
+        ladder = []
+    elif isinstance(ladder, str):
         ladder = [f.strip() for f in ladder.split(",")]
     if not isinstance(min_sqnr, numbers.Real) or isinstance(min_sqnr, bool):
         raise ValueError(f"min_sqnr {min_sqnr!r}: expected a number of dB")
@@ -75,7 +79,8 @@ def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_bl
 def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, min_sqnr=20.0,
            max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200"):
     """Per module and role of the run at ``run_dir`` (own, watched, emulated or a sweep's), the
-    narrowest format of ``ladder`` (narrowest first) whose recorded statistics meet every
+    narrowest format or framework recipe of ``ladder`` (narrowest first; None: the run's own,
+    docs/advise.md) whose recorded statistics meet every
     criterion at every statistics step of ``steps`` ("all", "last:N", "A:B" or N): at most
     ``max_flushed`` of the nonzero values flushed to zero, ``max_overflow`` past the format's
     max, an SQNR of ``min_sqnr`` dB or more, and for block formats ``max_flushed_blocks`` of the

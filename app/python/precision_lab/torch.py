@@ -19,7 +19,10 @@ parameters (Linear, Conv*, Embedding, LayerNorm, attention, ...), its input (act
 weight as forward used it (weights), the gradient of its output (activation_gradients, in
 backward) and its weight's gradient (weight_gradients, at ``step()``). A counting thread in the
 core judges each copy in every format (exact class counts, amax, error, histogram, per-block
-statistics for block formats) and writes each step as one transaction of a run record that the
+statistics for block formats), or as a framework recipe casts it (``fp8-current``,
+``fp8-delayed``, ``fp8-block``, ``mxfp8``, ``nvfp4``: scaled per tensor or per block, as
+Transformer Engine casts; the weight gradient, a product's output, is not a recipe's cast;
+docs/advise.md), and writes each step as one transaction of a run record that the
 app follows live (``precision-lab --open DIR``), ``precision-lab-cli export`` reads and
 ``precision_lab.open_run`` loads.
 
@@ -59,7 +62,9 @@ from ._emulate import (ALIASES, Emulation, _check_threads, emulate, register_emu
 from ._loss_scaler import LossScaler
 from ._record_failure import RecordFailure
 
-DEFAULT_FORMATS = ("fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "nvfp4")
+# BF16 and FP16, then the frameworks' recipes as they cast (core/train/recipe_candidates.h):
+# what the advisor's default ladder advises from.
+DEFAULT_FORMATS = ("bf16", "fp16", "fp8-current", "fp8-delayed", "fp8-block", "mxfp8", "nvfp4")
 ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
 
 __all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES", "emulate", "Emulation",
