@@ -3,6 +3,8 @@
 // dynamic policy recovering from an overflowing start by itself.
 #include <QTest>
 
+#include "sanitizer_build.h"
+
 #include "numerics/amax_scaling.h"
 #include "train/dynamic_scaler.h"
 #include "train/per_layer_scaling.h"
@@ -442,14 +444,18 @@ void TestScalers::policiesTrain() {
     nlohmann::json j = findPreset(preset.toStdString()).json;
     j["data"] = {{"train_size", 2000}, {"test_size", 500}};
     j["model"] = {{"hidden", {64, 64}}};
-    j["train"] = {{"steps", 150}, {"batch_size", 64}};
+    // Under a sanitizer a few steps, without the learning claim (sanitizer_build.h).
+    const int steps = test::kSanitizerBuild ? 5 : 150;
+    j["train"] = {{"steps", steps}, {"batch_size", 64}};
     const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 2000, 500));
     Trainer t(configFromJson(j), data);
     const double before = t.evaluate().accuracy;
-    for (int i = 0; i < 150; ++i)
+    for (int i = 0; i < steps; ++i)
         QVERIFY(!t.step().diverged);
     const double after = t.evaluate().accuracy;
-    QVERIFY2(after > before + 0.1, qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(after)));
+    if (!test::kSanitizerBuild)
+        QVERIFY2(after > before + 0.1,
+                 qPrintable(QStringLiteral("%1 -> %2").arg(before).arg(after)));
     if (preset.startsWith(QLatin1String("mx")) || preset == QLatin1String("nvfp4") ||
         preset == QLatin1String("fp8-blockwise"))
         QVERIFY(t.stageStats()[1].blocks[static_cast<std::size_t>(TensorRole::Activations)].blocks >
@@ -545,7 +551,8 @@ void TestScalers::fp16WithoutScalingLearnsWorse() {
     // seeds and the claims are about the mean training loss of the last 50 steps, which moved by
     // at most 0.03 across the OpenBLAS kernels tried (default AVX-512, Haswell, Sandybridge,
     // Prescott) against differences of 0.15 (no scaling) and 0.00-0.05 (scaled) from FP32.
-    constexpr int kSeeds = 3, kSteps = 150;
+    // Under a sanitizer: one seed, a few steps, the first step's flush only (sanitizer_build.h).
+    constexpr int kSeeds = test::kSanitizerBuild ? 1 : 3, kSteps = test::kSanitizerBuild ? 3 : 150;
     const auto data = std::make_shared<const DataSplit>(makeSyntheticData(1, 3000, 1000));
     struct Outcome {
         double loss = 0.0, flushed = 0.0;
@@ -601,6 +608,8 @@ void TestScalers::fp16WithoutScalingLearnsWorse() {
             .arg(mean[3].loss);
     qInfo("%s", qPrintable(report));
     QVERIFY2(flushed > 0.8, qPrintable(report));
+    if (test::kSanitizerBuild)
+        return; // the learning claims are the plain build's
     QVERIFY2(mean[1].loss > mean[0].loss + 0.08, qPrintable(report));
     for (int r : {2, 3})
         QVERIFY2(mean[r].loss < mean[0].loss + 0.05, qPrintable(report));
