@@ -73,6 +73,14 @@ AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
     m_minSqnr->setSuffix(QStringLiteral(" dB"));
     m_minSqnr->setValue(defaults.minSqnrDb);
     m_minSqnr->setToolTip(tr("Smallest signal-to-quantisation-noise ratio at any step"));
+    m_margin = new QDoubleSpinBox(this);
+    m_margin->setRange(1.0, 100.0);
+    m_margin->setDecimals(0);
+    m_margin->setSuffix(QStringLiteral(" %"));
+    m_margin->setValue(defaults.margin * 100.0);
+    m_margin->setToolTip(tr("Advise only where the worst step is within this share of each "
+                            "limit (the SQNR floor raised to match), so that a run under the "
+                            "advice still meets them; 100%: at the limits"));
     m_steps = new QLineEdit(QStringLiteral("last:200"), this);
     m_steps->setToolTip(tr("The steps judged: all, last:N or A:B"));
     auto* form = new QFormLayout;
@@ -80,6 +88,7 @@ AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
     form->addRow(tr("Max flushed"), m_maxFlushed);
     form->addRow(tr("Max overflow"), m_maxOverflow);
     form->addRow(tr("Min SQNR"), m_minSqnr);
+    form->addRow(tr("Margin"), m_margin);
     form->addRow(tr("Steps"), m_steps);
     auto* again = new QPushButton(tr("Advise"), this);
     connect(again, &QPushButton::clicked, this, [this] {
@@ -136,6 +145,7 @@ QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString&
     c.maxFlushed = m_maxFlushed->value() / 100.0;
     c.maxOverflow = m_maxOverflow->value() / 100.0;
     c.minSqnrDb = m_minSqnr->value();
+    c.margin = m_margin->value() / 100.0;
     try {
         parseStepWindow(m_steps->text().trimmed().toStdString(), c);
         m_advice = adviseRun(RunRecord(runDir.toStdString()), c);

@@ -41,6 +41,7 @@ public:
     QLineEdit* ladderField() const { return m_ladder; }
     QDoubleSpinBox* maxFlushedBox() const { return m_maxFlushed; }
     QDoubleSpinBox* minSqnrBox() const { return m_minSqnr; }
+    QDoubleSpinBox* marginBox() const { return m_margin; }
     QLineEdit* stepsField() const { return m_steps; }
     QTableWidget* rolesTable() const { return m_roles; }
     QTableWidget* productsTable() const { return m_products; }
@@ -62,7 +63,7 @@ private:
     QString m_runDir;
     std::optional<RunAdvice> m_advice;
     QLineEdit *m_ladder, *m_steps;
-    QDoubleSpinBox *m_maxFlushed, *m_maxOverflow, *m_minSqnr;
+    QDoubleSpinBox *m_maxFlushed, *m_maxOverflow, *m_minSqnr, *m_margin;
     QTableWidget *m_roles, *m_products;
     QLabel* m_status;
     QPushButton *m_apply, *m_export;

@@ -20,7 +20,8 @@ Command addAdviseCommand(CLI::App& app) {
         "advise", "Which format each layer's tensors and products can take, from a run's record");
     struct Options {
         std::string run, maxFlushed = "1%", maxOverflow = "0", steps = "last:200",
-                         flushedBlocks = "0.1%", saturatedBlocks = "100%", exportKind, out;
+                         flushedBlocks = "0.1%", saturatedBlocks = "100%", margin = "0.5",
+                         exportKind, out;
         std::vector<std::string> ladder;
         double minSqnr = 20.0;
     };
@@ -42,6 +43,9 @@ Command addAdviseCommand(CLI::App& app) {
                     "Block formats: largest share of live blocks flushed whole (default 0.1%)");
     cmd->add_option("--max-saturated-blocks", o->saturatedBlocks,
                     "Block formats: largest share of blocks with a clipped element (default 100%)");
+    cmd->add_option("--margin", o->margin,
+                    "Advise only where the worst step is within this share of each limit "
+                    "(default 0.5: half; 1: at the limits)");
     cmd->add_option("--steps", o->steps, "Window: all, last:N or A:B (default last:200)");
     cmd->add_option("--export", o->exportKind, "Write the advice as recipe, te-yaml or torchao");
     cmd->add_option("--out", o->out, "File for --export (default: standard output)");
@@ -54,6 +58,7 @@ Command addAdviseCommand(CLI::App& app) {
                 c.maxFlushedBlocks = parseShare(o->flushedBlocks, "--max-flushed-blocks");
                 c.maxSaturatedBlocks = parseShare(o->saturatedBlocks, "--max-saturated-blocks");
                 c.minSqnrDb = o->minSqnr;
+                c.margin = parseShare(o->margin, "--margin");
                 parseStepWindow(o->steps, c);
                 checkCriteria(c);
                 if (!o->out.empty() && o->exportKind.empty())

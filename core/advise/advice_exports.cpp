@@ -93,7 +93,8 @@ std::string describeCriteria(const RunAdvice& a) {
     for (std::size_t i = 0; i < c.ladder.size(); ++i)
         s << (i ? "," : "") << c.ladder[i];
     s << "; max flushed " << c.maxFlushed * 100 << "%, max overflow " << c.maxOverflow * 100
-      << "%, min SQNR " << c.minSqnrDb << " dB; steps " << a.firstStep << ".." << a.lastStep;
+      << "%, min SQNR " << c.minSqnrDb << " dB, margin " << c.margin << "; steps "
+      << a.firstStep << ".." << a.lastStep;
     return s.str();
 }
 

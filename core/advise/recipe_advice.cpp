@@ -27,6 +27,29 @@ std::string percent(double share) {
     return text;
 }
 
+// A failing share beside its limit, with the digits that tell them apart: 1.0498% flushed
+// against a limit of 1% reads "1.05%", never "1%".
+std::string percentAbove(double share, double limit) {
+    const std::string limitText = percent(limit);
+    std::string text = percent(share);
+    char more[40];
+    for (int digits = 3; digits <= 6 && text == limitText; ++digits) {
+        std::snprintf(more, sizeof more, "%.*g%%", digits, 100.0 * share);
+        text = more;
+    }
+    return text;
+}
+
+// BioNeMo's underflow bands (its precision debugging guide): a flushed share below 0.5% is fine,
+// to 2% a warning, to 4% critical, above severe. Shown beside each verdict, whatever the limit.
+std::string underflowBand(double share) {
+    const char* band = share < 0.005   ? "fine"
+                       : share <= 0.02 ? "a warning"
+                       : share <= 0.04 ? "critical"
+                                       : "severe";
+    return std::string(band) + " in BioNeMo's underflow bands";
+}
+
 std::string decibels(double db) {
     char text[32];
     std::snprintf(text, sizeof text, "%.1f dB", db);
@@ -88,6 +111,17 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
         v.reason = "no statistics of " + what + " in " + format + " in the window";
         return v;
     }
+    // Each limit with the margin (AdviceCriteria::margin): a share limit times it (a limit of
+    // 100%, off, stays off), the SQNR floor raised by the noise it leaves out.
+    const bool margined = c.margin < 1.0;
+    const auto shareLimit = [&](double limit) { return limit >= 1.0 ? limit : limit * c.margin; };
+    const auto limitText = [&](double limit) {
+        std::string text = "limit " + percent(limit);
+        if (margined && limit < 1.0)
+            text += ", " + percent(shareLimit(limit)) + " with the margin";
+        return text;
+    };
+    const double minSqnr = c.minSqnrDb + 10.0 * std::log10(1.0 / c.margin);
     auto fail = [&](const char* criterion, const Worst& w, const std::string& sentence) {
         v.outcome = FormatVerdict::Outcome::Fails;
         v.criterion = criterion;
@@ -96,34 +130,40 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
         v.reason = sentence + " at step " + std::to_string(w.step);
         return v;
     };
-    if (tally->flushed.value > c.maxFlushed)
-        return fail("flushed", tally->flushed,
-                    percent(tally->flushed.value) + " of nonzero " + what + " flushed (limit " +
-                        percent(c.maxFlushed) + ")");
-    if (tally->overflow.value > c.maxOverflow)
+    if (tally->flushed.value > shareLimit(c.maxFlushed)) {
+        fail("flushed", tally->flushed,
+             percentAbove(tally->flushed.value, shareLimit(c.maxFlushed)) + " of nonzero " + what +
+                 " flushed (" + limitText(c.maxFlushed) + ")");
+        v.reason += ", " + underflowBand(tally->flushed.value);
+        return v;
+    }
+    if (tally->overflow.value > shareLimit(c.maxOverflow))
         return fail("overflow", tally->overflow,
-                    percent(tally->overflow.value) + " of nonzero " + what +
-                        " past the format's max (limit " + percent(c.maxOverflow) + ")");
-    if (tally->sqnr.seen && tally->sqnr.value < c.minSqnrDb)
+                    percentAbove(tally->overflow.value, shareLimit(c.maxOverflow)) +
+                        " of nonzero " + what + " past the format's max (" +
+                        limitText(c.maxOverflow) + ")");
+    if (tally->sqnr.seen && tally->sqnr.value < minSqnr)
         return fail("sqnr", tally->sqnr,
                     "SQNR " + decibels(tally->sqnr.value) + " (at least " + decibels(c.minSqnrDb) +
-                        " asked)");
-    if (blockFormat && tally->flushedBlocks.value > c.maxFlushedBlocks)
+                        " asked" + (margined ? ", " + decibels(minSqnr) + " with the margin" : "") +
+                        ")");
+    if (blockFormat && tally->flushedBlocks.value > shareLimit(c.maxFlushedBlocks))
         return fail("flushed_blocks", tally->flushedBlocks,
-                    percent(tally->flushedBlocks.value) +
-                        " of blocks with a nonzero value flushed whole (limit " +
-                        percent(c.maxFlushedBlocks) + ")");
-    if (blockFormat && tally->saturatedBlocks.value > c.maxSaturatedBlocks)
+                    percentAbove(tally->flushedBlocks.value, shareLimit(c.maxFlushedBlocks)) +
+                        " of blocks with a nonzero value flushed whole (" +
+                        limitText(c.maxFlushedBlocks) + ")");
+    if (blockFormat && tally->saturatedBlocks.value > shareLimit(c.maxSaturatedBlocks))
         return fail("saturated_blocks", tally->saturatedBlocks,
-                    percent(tally->saturatedBlocks.value) + " of blocks clipped (limit " +
-                        percent(c.maxSaturatedBlocks) + ")");
+                    percentAbove(tally->saturatedBlocks.value, shareLimit(c.maxSaturatedBlocks)) +
+                        " of blocks clipped (" + limitText(c.maxSaturatedBlocks) + ")");
     v.outcome = FormatVerdict::Outcome::Meets;
     // The number closest to its limit says how much room there was.
     v.criterion = "flushed";
     v.value = tally->flushed.value;
     v.step = tally->flushed.step;
     v.reason = "worst " + percent(tally->flushed.value) + " flushed (step " +
-               std::to_string(tally->flushed.step) + ")";
+               std::to_string(tally->flushed.step) + ", " + underflowBand(tally->flushed.value) +
+               ")";
     if (tally->sqnr.seen)
         v.reason += ", worst SQNR " + decibels(tally->sqnr.value) + " (step " +
                     std::to_string(tally->sqnr.step) + ")";
@@ -205,6 +245,10 @@ void checkCriteria(const AdviceCriteria& c) {
     share(c.maxOverflow, "--max-overflow");
     share(c.maxFlushedBlocks, "--max-flushed-blocks");
     share(c.maxSaturatedBlocks, "--max-saturated-blocks");
+    if (!(c.margin > 0.0 && c.margin <= 1.0))
+        throw std::invalid_argument("--margin: " + std::to_string(c.margin) +
+                                    ": expected a share above 0 and at most 1 (0.5: within half "
+                                    "of each limit; 1: at the limits)");
     if (!std::isfinite(c.minSqnrDb))
         throw std::invalid_argument("--min-sqnr: expected a finite number of dB");
     if (c.lastSteps < 0 || c.firstStep < 0 || c.lastStep < c.firstStep)

@@ -29,6 +29,10 @@ struct AdviceCriteria {
     double minSqnrDb = 20.0;         // signal to quantisation noise, at every step
     double maxFlushedBlocks = 0.001; // block formats: of blocks with a nonzero input, all flushed
     double maxSaturatedBlocks = 1.0; // block formats: of blocks, one element or more clipped
+    // Advise only where the worst step is within this share of each limit (a share limit times
+    // it, the SQNR floor raised by 10 log10(1/margin) dB; a limit of 100% stays off), so that the
+    // run under the advice, whose values differ, still meets the limits. 1: at the limits.
+    double margin = 0.5;
     // Which statistics steps count: the last `lastSteps` steps of the record (0: every step),
     // or from firstStep to lastStep inclusive when lastStep > 0.
     std::int64_t lastSteps = 200;

@@ -58,7 +58,8 @@ def test_advice_names_the_deciding_number(watched):
     # activations: the reason gives the share and the step.
     grads = table[(table.module == "0") & (table.role == "activation_gradients")].iloc[0]
     assert grads.format == "bf16"
-    assert "fp8-e4m3 rejected: " in grads.reason and "flushed (limit 1%) at step" in grads.reason
+    assert "fp8-e4m3 rejected: " in grads.reason
+    assert "flushed (limit 1%, 0.5% with the margin) at step" in grads.reason
     verdict = table.attrs["verdicts"][grads.name][0]
     assert verdict["outcome"] == "fails" and verdict["criterion"] == "flushed"
     assert verdict["value"] > 0.01
@@ -129,6 +130,8 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
             ({"max_flushed": "150%"}, "max_flushed"),
             ({"max_flushed": 2}, "max_flushed"),
             ({"steps": "last:0"}, "last:N"),
+            ({"margin": 0}, "margin 0"),
+            ({"margin": 1.5}, "margin"),
             ({"steps": "900:950"}, "no statistics steps from step 900 to 950")):
         with pytest.raises(ValueError, match=expected) as e:
             pl.advise(watched, **kwargs)
@@ -142,6 +145,7 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
     with pytest.raises(OSError, match="run.sqlite"):
         pl.advise(os.path.join(str(watched), "nothing"))
     for args, expected in ((["--max-flushed", "2"], "--max-flushed"),
+                           (["--margin", "0"], "--margin"),
                            (["--ladder", "fp16"], "holds no statistics"),
                            (["--export", "onnx"], "expected recipe, te-yaml or torchao"),
                            (["--out", "x.json"], "give --export")):

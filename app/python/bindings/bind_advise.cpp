@@ -15,7 +15,7 @@ void bindAdvise(py::module_& m) {
         "advise",
         [](const std::string& runDir, const std::vector<std::string>& ladder, double maxFlushed,
            double maxOverflow, double minSqnr, double maxFlushedBlocks, double maxSaturatedBlocks,
-           const std::string& steps, const std::string& exportKind) {
+           double margin, const std::string& steps, const std::string& exportKind) {
             AdviceCriteria c;
             c.ladder = ladder;
             c.maxFlushed = maxFlushed;
@@ -23,6 +23,7 @@ void bindAdvise(py::module_& m) {
             c.minSqnrDb = minSqnr;
             c.maxFlushedBlocks = maxFlushedBlocks;
             c.maxSaturatedBlocks = maxSaturatedBlocks;
+            c.margin = margin;
             parseStepWindow(steps, c);
             RunAdvice a;
             {
@@ -77,7 +78,7 @@ void bindAdvise(py::module_& m) {
         },
         py::arg("run_dir"), py::arg("ladder"), py::arg("max_flushed"), py::arg("max_overflow"),
         py::arg("min_sqnr"), py::arg("max_flushed_blocks"), py::arg("max_saturated_blocks"),
-        py::arg("steps"), py::arg("export_kind") = std::string());
+        py::arg("margin"), py::arg("steps"), py::arg("export_kind") = std::string());
 }
 
 } // namespace plab::python

@@ -60,7 +60,7 @@ def _write_regular_file(out, text):
 
 
 def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-            max_saturated_blocks, steps, export_kind=""):
+            max_saturated_blocks, margin, steps, export_kind=""):
     if ladder is None:
         ladder = []
     elif isinstance(ladder, str):
@@ -69,23 +69,29 @@ def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_bl
         raise ValueError(f"min_sqnr {min_sqnr!r}: expected a number of dB")
     if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
         steps = f"last:{steps}"
+    margin = _share(margin, "margin")
+    if margin == 0:
+        raise ValueError("margin 0: expected a share above 0 (0.5: within half of each limit; "
+                         "1: at the limits)")
     return _core.advise(os.fspath(run_dir), list(ladder), _share(max_flushed, "max_flushed"),
                         _share(max_overflow, "max_overflow"), float(min_sqnr),
                         _share(max_flushed_blocks, "max_flushed_blocks"),
-                        _share(max_saturated_blocks, "max_saturated_blocks"), str(steps),
-                        export_kind)
+                        _share(max_saturated_blocks, "max_saturated_blocks"), margin,
+                        str(steps), export_kind)
 
 
 def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, min_sqnr=20.0,
-           max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200"):
+           max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200", margin=0.5):
     """Per module and role of the run at ``run_dir`` (own, watched, emulated or a sweep's), the
     narrowest format or framework recipe of ``ladder`` (narrowest first; None: the run's own,
     docs/advise.md) whose recorded statistics meet every
     criterion at every statistics step of ``steps`` ("all", "last:N", "A:B" or N): at most
     ``max_flushed`` of the nonzero values flushed to zero, ``max_overflow`` past the format's
     max, an SQNR of ``min_sqnr`` dB or more, and for block formats ``max_flushed_blocks`` of the
-    live blocks flushed whole and ``max_saturated_blocks`` of the blocks clipped. Shares are
-    fractions or texts ("1%").
+    live blocks flushed whole and ``max_saturated_blocks`` of the blocks clipped, each with the
+    ``margin`` (0.5: the worst step within half of each limit, the SQNR 3 dB above its floor,
+    so that a run under the advice still meets them; 1: at the limits). Shares are fractions or
+    texts ("1%").
 
     Returns a DataFrame (stage, module, role, format, reason; format None where no format of the
     ladder meets the criteria) with ``attrs``: "products" (a DataFrame: each layer's forward,
@@ -96,7 +102,7 @@ def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, m
     record holds none of."""
     import pandas
     raw = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-                  max_saturated_blocks, steps)
+                  max_saturated_blocks, margin, steps)
     table = pandas.DataFrame([{k: r[k] for k in ("stage", "module", "role", "format", "reason")}
                               for r in raw["roles"]],
                              columns=["stage", "module", "role", "format", "reason"])
@@ -111,7 +117,7 @@ def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, m
 
 def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_flushed=0.01,
                   max_overflow=0.0, min_sqnr=20.0, max_flushed_blocks=0.001,
-                  max_saturated_blocks=1.0, steps="last:200"):
+                  max_saturated_blocks=1.0, steps="last:200", margin=0.5):
     """The advice (as ``advise`` computes it) as ``kind``: "recipe" (a config document that
     ``precision_lab.torch.emulate``, ``train --config`` and the app take), "te-yaml" (Transformer
     Engine's debug-API config) or "torchao" (a ``module_filter_fn``). Returns the text and, with
@@ -120,7 +126,7 @@ def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_f
     if kind not in EXPORTS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(EXPORTS)}")
     text = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-                   max_saturated_blocks, steps, kind)["export"]
+                   max_saturated_blocks, margin, steps, kind)["export"]
     if out is not None:
         _write_regular_file(out, text)
     return text
