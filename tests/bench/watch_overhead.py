@@ -4,7 +4,8 @@ costs, and precision_lab.quantize's speed against its peers, each in one run.
 
 1. The PyTorch MLP peer (shared/peers/mlp_torch.py: 784-256-256-10, batch 128, SGD momentum,
    Fashion-MNIST, its own training loop, one thread) trained for EPOCHS epochs unwatched, watched
-   every 10th step and watched every step (the five default formats, all four roles), in
+   every 10th step and watched every step (the default formats: BF16, FP16 and the five
+   recipe candidates; all four roles), in
    interleaved rounds; samples/s and the loss against the unwatched run of the same round.
 2. The PyTorch tiny-GPT peer (shared/peers/gpt_torch.py: byte-level, 2 blocks, d_model 128,
    batch 32 x 64, AdamW, its own loop, one thread) for GPT_STEPS steps, unwatched and watched
