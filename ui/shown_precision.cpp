@@ -34,8 +34,8 @@ ShownPrecision ShownPrecision::judgedIn(const std::string& format) {
     // histogram (of the values before) would not fit its element bands.
     const bool scaledInCast =
         findBlockFormat(format) != nullptr || findRecipeCandidate(format) != nullptr;
-    const QuantConfig q = QuantConfig::forFormat(
-        parseFormat(scaledInCast ? std::string("fp32") : format));
+    const QuantConfig q =
+        QuantConfig::forFormat(parseFormat(scaledInCast ? std::string("fp32") : format));
     for (QuantConfig& role : shown.recipe.roles)
         role = q;
     shown.scalingPolicy = ScalingPolicy::Static;

@@ -93,8 +93,8 @@ std::string describeCriteria(const RunAdvice& a) {
     for (std::size_t i = 0; i < c.ladder.size(); ++i)
         s << (i ? "," : "") << c.ladder[i];
     s << "; max flushed " << c.maxFlushed * 100 << "%, max overflow " << c.maxOverflow * 100
-      << "%, min SQNR " << c.minSqnrDb << " dB, margin " << c.margin << "; steps "
-      << a.firstStep << ".." << a.lastStep;
+      << "%, min SQNR " << c.minSqnrDb << " dB, margin " << c.margin << "; steps " << a.firstStep
+      << ".." << a.lastStep;
     return s.str();
 }
 
@@ -120,8 +120,8 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
             const auto [it, first] = stageScaled.try_emplace(r.stage, chosen, f.scaling);
             if (!first && it->second.first != chosen)
                 throw std::invalid_argument(
-                    "the advice takes two scaled recipes in " + r.module + " (" +
-                    it->second.first + " and " + chosen +
+                    "the advice takes two scaled recipes in " + r.module + " (" + it->second.first +
+                    " and " + chosen +
                     "): a layer scales under one policy; advise again with one of them in "
                     "--ladder");
         }
@@ -134,8 +134,7 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     for (const RoleAdvice& r : advice.roles)
         if (const auto scaled = stageScaled.find(r.stage);
             scaled != stageScaled.end() && isProduct(r.stage) && isProductInput(r.role) &&
-            !r.chosen.empty() &&
-            !castScaled(r.chosen) && parseFormat(r.chosen).hasNarrowRange())
+            !r.chosen.empty() && !castScaled(r.chosen) && parseFormat(r.chosen).hasNarrowRange())
             throw std::invalid_argument(
                 "the advice takes " + scaled->second.first + " (scaled) and " + r.chosen +
                 " unscaled in " + r.module + " (" + std::string(toString(r.role)) +

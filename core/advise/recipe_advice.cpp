@@ -267,8 +267,8 @@ int ladderElementBits(const std::string& format) {
         int bits = 0;
         for (TensorRole role : kAllRoles)
             if (candidateJudges(role))
-                bits = std::max(bits, config.recipe.roles[static_cast<std::size_t>(role)]
-                                          .format.totalBits());
+                bits = std::max(
+                    bits, config.recipe.roles[static_cast<std::size_t>(role)].format.totalBits());
         return bits;
     }
     if (const BlockFormat* block = findBlockFormat(format))
@@ -307,9 +307,9 @@ std::vector<std::string> defaultLadder(const std::vector<std::string>& recorded)
             return std::tuple(bits, findRecipeCandidate(f) != nullptr ? 0 : 1,
                               at - kDefaultLadder.begin());
         };
-        std::stable_sort(ladder.begin(), ladder.end(), [&](const std::string& a, const std::string& b) {
-            return width(a) < width(b);
-        });
+        std::stable_sort(
+            ladder.begin(), ladder.end(),
+            [&](const std::string& a, const std::string& b) { return width(a) < width(b); });
     }
     ladder.push_back("fp32");
     return ladder;

@@ -29,7 +29,9 @@ constexpr std::array<RecipeCandidate, 5> kCandidates = {{
 
 } // namespace
 
-std::span<const RecipeCandidate> recipeCandidates() { return kCandidates; }
+std::span<const RecipeCandidate> recipeCandidates() {
+    return kCandidates;
+}
 
 const RecipeCandidate* findRecipeCandidate(std::string_view name) {
     const auto it = std::find_if(kCandidates.begin(), kCandidates.end(),

@@ -2,8 +2,8 @@
 #include "watch/watch_recorder.h"
 
 #include "engine/cpu_ops.h"
-#include "train/recipe_caster.h"
 #include "train/recipe_candidates.h"
+#include "train/recipe_caster.h"
 #include "train/run_log.h"
 #include "util/thread_pool.h"
 
@@ -367,11 +367,9 @@ void WatchRecorder::judgeInCandidate(FormatJudge& judge, const WatchedStep& step
     if (const std::optional<BlockScheme> scheme = judge.caster->scaling(stage).blockScheme()) {
         const Quantizer& element = judge.caster->quantizer(stage, t.role);
         quantizeBlocks(element, *scheme, m_scaled, out, layout, nullptr, nullptr,
-                       judge.caster->options(stage, t.role), m_blockInfos,
-                       BlockRecords::All);
+                       judge.caster->options(stage, t.role), m_blockInfos, BlockRecords::All);
         const BlockScaleSpread spread = blockScaleSpread(m_blockInfos);
-        m_log->logDiagnostics(step.step, t.stage, t.role, judge.candidate->name, nullptr,
-                              &spread);
+        m_log->logDiagnostics(step.step, t.stage, t.role, judge.candidate->name, nullptr, &spread);
     }
 }
 

@@ -142,11 +142,11 @@ private:
 
     // FP32: the inputs' histogram when no format is a plain element format
     std::unique_ptr<TensorCast> m_histogramCast;
-    std::vector<float> m_scaled; // a candidate's input: the values times their multiplier
+    std::vector<float> m_scaled;         // a candidate's input: the values times their multiplier
     std::vector<BlockInfo> m_blockInfos; // a block-scaled candidate's scales
     std::unique_ptr<RunLog> m_log;
     std::unique_ptr<ThreadPool> m_pool;
-    std::unique_ptr<CpuOps> m_ops; // the recipe candidates' casts run on the CPU engine
+    std::unique_ptr<CpuOps> m_ops;     // the recipe candidates' casts run on the CPU engine
     std::vector<FormatJudge> m_judges; // one per format, in the settings' order (after m_ops)
     mutable std::mutex m_mutex;
     std::condition_variable m_wake, m_idle;

@@ -4,8 +4,8 @@
 // show is view-only, its controls disabled with the reason.
 #include <QAction>
 #include <QComboBox>
-#include <QLineEdit>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QPushButton>
