@@ -115,8 +115,11 @@ AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
     menu->addAction(tr("Recipe (JSON)…"), this, [this] { exportAs(QStringLiteral("recipe")); });
     menu->addAction(tr("Transformer Engine debug YAML…"), this,
                     [this] { exportAs(QStringLiteral("te-yaml")); });
-    menu->addAction(tr("torchao module filter…"), this,
-                    [this] { exportAs(QStringLiteral("torchao")); });
+    menu->addAction(tr("Transformer Engine debug YAML, TE 2.4 to 2.12…"), this,
+                    [this] { exportAs(QStringLiteral("te-yaml-fp8")); });
+    menu->addAction(tr("Megatron-LM precision config…"), this,
+                    [this] { exportAs(QStringLiteral("megatron")); });
+    menu->addAction(tr("torchao script…"), this, [this] { exportAs(QStringLiteral("torchao")); });
     m_export->setMenu(menu);
     auto* buttons = new QHBoxLayout;
     buttons->addWidget(again);
@@ -220,9 +223,10 @@ QString AdvisePanel::exportTo(const QString& path, const QString& kind) const {
 }
 
 void AdvisePanel::exportAs(const QString& kind) {
-    const QString suggested = kind == QLatin1String("recipe")    ? QStringLiteral("advice.json")
-                              : kind == QLatin1String("te-yaml") ? QStringLiteral("advice.yaml")
-                                                                 : QStringLiteral("advice.py");
+    const QString suggested = kind == QLatin1String("recipe")     ? QStringLiteral("advice.json")
+                              : kind == QLatin1String("torchao")  ? QStringLiteral("advice.py")
+                              : kind == QLatin1String("megatron") ? QStringLiteral("precision.yaml")
+                                                                  : QStringLiteral("advice.yaml");
     const QString path =
         m_pathPicker ? m_pathPicker(kind)
                      : QFileDialog::getSaveFileName(this, tr("Export the advice"), suggested);

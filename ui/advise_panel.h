@@ -2,7 +2,7 @@
 // watched, emulated or a sweep member: the criteria, the table of each module's roles with the
 // number that decided each format, each layer's products, "Apply as recipe" (a new own run
 // under the advice, or for an emulated script the recipe sent as a command) and "Export…" as a
-// recipe, Transformer Engine YAML or a torchao filter.
+// recipe, Transformer Engine YAML, a Megatron-LM precision config or a torchao script.
 #pragma once
 
 #include "advise/recipe_advice.h"
@@ -35,7 +35,8 @@ public:
     const std::optional<RunAdvice>& advice() const { return m_advice; }
     // The advice as a recipe document (Apply sends it); the error in *error when it cannot be.
     nlohmann::json recipeDocument(QString* error) const;
-    // Writes kind ("recipe", "te-yaml", "torchao") to path, whole; the error or empty.
+    // Writes kind (advice_exports.h: "recipe", "te-yaml", "megatron", ...) to path, whole; the
+    // error or empty.
     QString exportTo(const QString& path, const QString& kind) const;
 
     QLineEdit* ladderField() const { return m_ladder; }

@@ -47,7 +47,9 @@ Command addAdviseCommand(CLI::App& app) {
                     "Advise only where the worst step is within this share of each limit "
                     "(default 0.5: half; 1: at the limits)");
     cmd->add_option("--steps", o->steps, "Window: all, last:N or A:B (default last:200)");
-    cmd->add_option("--export", o->exportKind, "Write the advice as recipe, te-yaml or torchao");
+    cmd->add_option("--export", o->exportKind,
+                    "Write the advice as recipe, te-yaml (te-yaml-fp8: TE 2.4-2.12's names), "
+                    "megatron or torchao");
     cmd->add_option("--out", o->out, "File for --export (default: standard output)");
     return {cmd, [o] {
                 AdviceCriteria c;
@@ -62,7 +64,8 @@ Command addAdviseCommand(CLI::App& app) {
                 parseStepWindow(o->steps, c);
                 checkCriteria(c);
                 if (!o->out.empty() && o->exportKind.empty())
-                    throw std::invalid_argument("--out: give --export recipe|te-yaml|torchao too");
+                    throw std::invalid_argument(
+                        "--out: give --export recipe|te-yaml|te-yaml-fp8|megatron|torchao too");
                 std::unique_ptr<RunRecord> record;
                 try {
                     record = std::make_unique<RunRecord>(o->run);

@@ -1,4 +1,4 @@
-// The advice's three exports.
+// The advice as the project's recipe, and the export kinds.
 #include "advise/advice_exports.h"
 
 #include "numerics/block_scheme.h"
@@ -7,11 +7,7 @@
 #include "train/recipe_candidates.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
-#include <regex>
-#include <set>
-#include <sstream>
 #include <stdexcept>
 
 namespace plab {
@@ -56,48 +52,6 @@ RecipeFormat recipeFormatOf(const std::string& format, TensorRole role) {
     return {block->element.name, scaling};
 }
 
-// Whether a ladder entry is cast scaled (a block format or a recipe candidate).
-bool castScaled(const std::string& format) {
-    return findRecipeCandidate(format) != nullptr || findBlockFormat(format) != nullptr;
-}
-
-const char* teGemm(const std::string& gemm) {
-    return gemm == "forward" ? "fprop" : gemm == "data_gradient" ? "dgrad" : "wgrad";
-}
-
-std::string regexQuoted(const std::string& name) {
-    static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
-    return std::regex_replace(name, special, R"(\$&)");
-}
-
-// A name as a quoted string literal that YAML (a double-quoted scalar) and Python read back as
-// the same text: JSON's escapes (\" \\ \n \u0007) are both languages' too. A module name may
-// hold quotes or a newline (a ModuleDict key); unquoted it would end the line or the string and
-// write YAML or Python of its own.
-std::string quoted(const std::string& text) {
-    return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Text for a comment line: a path or name with a line break in it must not end the comment.
-std::string commentText(std::string text) {
-    for (char& ch : text)
-        if (ch == '\n' || ch == '\r')
-            ch = ' ';
-    return text;
-}
-
-std::string describeCriteria(const RunAdvice& a) {
-    std::ostringstream s;
-    const AdviceCriteria& c = a.criteria;
-    s << "ladder ";
-    for (std::size_t i = 0; i < c.ladder.size(); ++i)
-        s << (i ? "," : "") << c.ladder[i];
-    s << "; max flushed " << c.maxFlushed * 100 << "%, max overflow " << c.maxOverflow * 100
-      << "%, min SQNR " << c.minSqnrDb << " dB, margin " << c.margin << "; steps " << a.firstStep
-      << ".." << a.lastStep;
-    return s.str();
-}
-
 } // namespace
 
 nlohmann::json adviceRecipe(const RunAdvice& advice) {
@@ -134,7 +88,8 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     for (const RoleAdvice& r : advice.roles)
         if (const auto scaled = stageScaled.find(r.stage);
             scaled != stageScaled.end() && isProduct(r.stage) && isProductInput(r.role) &&
-            !r.chosen.empty() && !castScaled(r.chosen) && parseFormat(r.chosen).hasNarrowRange())
+            !r.chosen.empty() && !ladderCastsScaled(r.chosen) &&
+            parseFormat(r.chosen).hasNarrowRange())
             throw std::invalid_argument(
                 "the advice takes " + scaled->second.first + " (scaled) and " + r.chosen +
                 " unscaled in " + r.module + " (" + std::string(toString(r.role)) +
@@ -219,80 +174,19 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     return config;
 }
 
-std::string adviceTeYaml(const RunAdvice& advice) {
-    std::ostringstream y;
-    y << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
-      << "# " << describeCriteria(advice) << "\n"
-      << "# Transformer Engine precision debug tools (nvidia-dlframework-inspect, TE 2.4 or "
-         "later):\n"
-      << "# the GEMMs whose operands need more than 8 bits stay in high precision.\n";
-    std::map<std::size_t, std::vector<const GemmAdvice*>> wide;
-    std::map<std::size_t, std::string> names;
-    for (const GemmAdvice& g : advice.gemms) {
-        names[g.stage] = g.module;
-        if (ladderElementBits(g.format) > 8)
-            wide[g.stage].push_back(&g);
-    }
-    if (wide.empty())
-        y << "# every GEMM of every layer may run in FP8: no section needed\n{}\n";
-    for (const auto& [stage, gemms] : wide) {
-        std::string section = "keep_high_precision_" + names[stage];
-        for (char& ch : section)
-            if (!std::isalnum(static_cast<unsigned char>(ch)))
-                ch = '_';
-        y << section << ":\n"
-          << "  enabled: True\n"
-          << "  layers:\n"
-          << "    layer_name_regex_pattern: " << quoted("^" + regexQuoted(names[stage]) + "$")
-          << "\n"
-          << "  transformer_engine:\n"
-          << "    DisableFP8GEMM:\n"
-          << "      enabled: True\n"
-          << "      gemms: [";
-        for (std::size_t i = 0; i < gemms.size(); ++i)
-            y << (i ? ", " : "") << teGemm(gemms[i]->gemm);
-        y << "]\n"
-          << "      # ";
-        for (std::size_t i = 0; i < gemms.size(); ++i)
-            y << (i ? "; " : "") << teGemm(gemms[i]->gemm) << ": " << gemms[i]->reason;
-        y << "\n";
-    }
-    return y.str();
-}
-
-std::string adviceTorchao(const RunAdvice& advice) {
-    std::map<std::string, bool> narrow; // module -> all three products in 8 bits or fewer
-    for (const GemmAdvice& g : advice.gemms) {
-        const bool fits = ladderElementBits(g.format) <= 8;
-        const auto [it, added] = narrow.emplace(g.module, fits);
-        if (!added)
-            it->second = it->second && fits;
-    }
-    std::ostringstream p;
-    p << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
-      << "# " << describeCriteria(advice) << "\n"
-      << "# The modules whose three GEMMs may all run in 8 bits or fewer:\n"
-      << "FLOAT8_MODULES = {\n";
-    for (const auto& [module, fits] : narrow)
-        if (fits)
-            p << "    " << quoted(module) << ",\n";
-    p << "}\n\n\n"
-      << "def module_filter_fn(module, fqn):\n"
-      << "    \"\"\"torchao.float8.convert_to_float8_training(model, "
-         "module_filter_fn=module_filter_fn)\"\"\"\n"
-      << "    return fqn in FLOAT8_MODULES\n";
-    return p.str();
-}
-
 std::string adviceExport(const RunAdvice& advice, const std::string& kind) {
     if (kind == "recipe")
         return adviceRecipe(advice).dump(2) + "\n";
     if (kind == "te-yaml")
-        return adviceTeYaml(advice);
+        return adviceTeYaml(advice, TeFeatureNames::Quantization);
+    if (kind == "te-yaml-fp8")
+        return adviceTeYaml(advice, TeFeatureNames::Fp8);
+    if (kind == "megatron")
+        return adviceMegatron(advice);
     if (kind == "torchao")
         return adviceTorchao(advice);
-    throw std::invalid_argument("--export: \"" + kind.substr(0, 40) +
-                                "\": expected recipe, te-yaml or torchao");
+    throw std::invalid_argument("--export: \"" + kind.substr(0, 40) + "\": expected " +
+                                std::string(kAdviceExportKinds));
 }
 
 } // namespace plab

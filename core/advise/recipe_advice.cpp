@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -276,6 +277,10 @@ int ladderElementBits(const std::string& format) {
     return parseFormat(format).totalBits();
 }
 
+bool ladderCastsScaled(const std::string& format) {
+    return findRecipeCandidate(format) != nullptr || findBlockFormat(format) != nullptr;
+}
+
 bool ladderScalesBlocks(const std::string& format) {
     if (const RecipeCandidate* candidate = findRecipeCandidate(format))
         return isBlockScaling(candidateConfig(*candidate).scalingPolicy);
@@ -431,6 +436,7 @@ void markProducts(const RunRecord& record, RunAdvice& advice) {
     const std::vector<std::string>& names = record.stageNames();
     advice.products.assign(names.size(), true);
     advice.recipeNames = names;
+    advice.moduleTypes.assign(names.size(), std::string());
     const nlohmann::json watch = record.meta("watch");
     if (!watch.is_object() || !watch.contains("modules") || !watch["modules"].is_array())
         return;
@@ -444,16 +450,81 @@ void markProducts(const RunRecord& record, RunAdvice& advice) {
         const auto stage = static_cast<std::size_t>(it - names.begin());
         const std::string type = m["type"].get<std::string>();
         advice.products[stage] = isProductType(type);
+        advice.moduleTypes[stage] = type;
         if (type == "MultiheadAttention")
             advice.recipeNames[stage] += ".in_proj";
     }
 }
 
+// A weight two modules share (nanoGPT's lm_head.weight is transformer.wte.weight) is recorded
+// once, under its first module (the watch meta's tied_weights): each alias's weights are judged
+// from those rows, so that every module computing with the weight gets its products and its
+// recipe entry. Returns the aliases' stages with their owner's name.
+std::map<std::size_t, std::string> judgeTiedWeightsFromTheirOwner(const RunRecord& record,
+                                                                  Tallies& t) {
+    std::map<std::size_t, std::string> aliases;
+    const nlohmann::json watch = record.meta("watch");
+    if (!watch.is_object() || !watch.contains("tied_weights") || !watch["tied_weights"].is_array())
+        return aliases;
+    const std::vector<std::string>& names = record.stageNames();
+    const auto stageOf = [&](const nlohmann::json& parameter) -> std::optional<std::size_t> {
+        if (!parameter.is_string())
+            return std::nullopt;
+        std::string module = parameter.get<std::string>();
+        const std::size_t dot = module.rfind('.');
+        if (dot == std::string::npos || module.substr(dot) != ".weight")
+            return std::nullopt;
+        module.resize(dot);
+        const auto it = std::find(names.begin(), names.end(), module);
+        if (it == names.end())
+            return std::nullopt;
+        return static_cast<std::size_t>(it - names.begin());
+    };
+    for (const nlohmann::json& tie : watch["tied_weights"]) {
+        if (!tie.is_object() || !tie.contains("parameter") || !tie.contains("aliases") ||
+            !tie["aliases"].is_array())
+            continue;
+        const std::optional<std::size_t> owner = stageOf(tie["parameter"]);
+        if (!owner)
+            continue;
+        for (const nlohmann::json& alias : tie["aliases"]) {
+            const std::optional<std::size_t> stage = stageOf(alias);
+            if (!stage || *stage == *owner)
+                continue;
+            const auto w = static_cast<std::size_t>(TensorRole::Weights);
+            t.seen[*stage][w] = t.seen[*owner][w];
+            for (const std::string& f : t.formats)
+                if (const auto it = t.byKey.find({f, *owner, TensorRole::Weights});
+                    it != t.byKey.end())
+                    t.byKey[{f, *stage, TensorRole::Weights}] = it->second;
+            aliases[*stage] = tie["parameter"].get<std::string>();
+        }
+    }
+    return aliases;
+}
+
+// Which ladder entries a module's role may take: any (each role alone), or those that cast
+// under the module's one scaling policy (`scaledAs`, a scaled entry; empty: none, every role
+// unscaled).
+struct LayerScaling {
+    bool settled = false; // false: each role on its own
+    std::string scaledAs;
+    bool allows(const std::string& format) const {
+        if (!settled || format == "fp32")
+            return true;
+        if (ladderCastsScaled(format))
+            return format == scaledAs;
+        // Unscaled beside a scaled entry only where the range needs no scale (BF16).
+        return scaledAs.empty() || !parseFormat(format).hasNarrowRange();
+    }
+};
+
 // One module's role: the ladder walked, narrowest first, to the first format that meets every
-// criterion. blockFormat[i]: whether ladder format i is a block format.
+// criterion (and that the module's scaling allows). blockFormat[i]: whether ladder format i is
+// a block format.
 RoleAdvice adviseRole(std::size_t stage, const std::string& module, TensorRole role,
                       const AdviceCriteria& c, const std::vector<bool>& blockFormat,
-                      const Tallies& t) {
+                      const Tallies& t, const LayerScaling& layer = {}) {
     RoleAdvice a;
     a.stage = stage;
     a.module = module;
@@ -465,17 +536,88 @@ RoleAdvice adviseRole(std::size_t stage, const std::string& module, TensorRole r
         FormatVerdict v =
             judge(f, it == t.byKey.end() ? nullptr : &it->second, role, c, blockFormat[i]);
         a.verdicts.push_back(v);
-        if (v.outcome == FormatVerdict::Outcome::Meets) {
+        if (v.outcome == FormatVerdict::Outcome::Meets && layer.allows(f)) {
             a.chosen = f;
             a.summary = rejected + f + " chosen: " + v.reason;
             return a;
         }
-        rejected += f +
-                    (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: " : " not judged: ") +
-                    v.reason + "; ";
+        if (v.outcome == FormatVerdict::Outcome::Meets)
+            rejected += f + " meets the criteria (" + v.reason + ") but " + module +
+                        (layer.scaledAs.empty() ? " casts its roles unscaled"
+                                                : " scales as " + layer.scaledAs) +
+                        " (one scaling policy per layer, the narrowest for its roles "
+                        "together); ";
+        else
+            rejected +=
+                f + (v.outcome == FormatVerdict::Outcome::Fails ? " rejected: " : " not judged: ") +
+                v.reason + "; ";
     }
     a.summary = rejected + "no format of the ladder meets the criteria";
     return a;
+}
+
+// Bits a role takes in a ladder entry (a candidate's format for that role): what the module's
+// scaling is chosen to keep fewest.
+int roleBits(const std::string& format, TensorRole role) {
+    if (format.empty() || format == "fp32")
+        return 32;
+    if (const RecipeCandidate* candidate = findRecipeCandidate(format))
+        return candidateConfig(*candidate)
+            .recipe.roles[static_cast<std::size_t>(role)]
+            .format.totalBits();
+    return ladderElementBits(format);
+}
+
+// One scaling policy per layer: a recipe scales a layer one way (TE's autocast region, a torchao
+// config per module), so where a module's product inputs chose two scaled entries, or a scaled
+// one beside a narrow format judged unscaled, the module takes the policy (a scaled entry of the
+// ladder, or none) that leaves those roles fewest bits together, earlier in the ladder on a tie;
+// each role then takes the first entry that meets the criteria under it. What the advice says
+// is then what the recipe export writes.
+void settleLayerScaling(RunAdvice& advice, const AdviceCriteria& c,
+                        const std::vector<bool>& blockFormat, const Tallies& t) {
+    std::map<std::size_t, std::vector<RoleAdvice*>> inputs; // per product stage
+    for (RoleAdvice& r : advice.roles)
+        if ((r.stage >= advice.products.size() || advice.products[r.stage]) &&
+            isProductInput(r.role))
+            inputs[r.stage].push_back(&r);
+    std::vector<LayerScaling> options;
+    for (const std::string& f : c.ladder)
+        if (ladderCastsScaled(f))
+            options.push_back({true, f});
+    options.push_back({true, ""});
+    for (auto& [stage, roles] : inputs) {
+        std::vector<std::string> scaled;
+        bool narrowUnscaled = false;
+        for (const RoleAdvice* r : roles) {
+            if (r->chosen.empty() || r->chosen == "fp32")
+                continue;
+            if (ladderCastsScaled(r->chosen)) {
+                if (std::find(scaled.begin(), scaled.end(), r->chosen) == scaled.end())
+                    scaled.push_back(r->chosen);
+            } else if (parseFormat(r->chosen).hasNarrowRange()) {
+                narrowUnscaled = true;
+            }
+        }
+        if (scaled.size() + (narrowUnscaled ? 1 : 0) < 2)
+            continue; // one policy already
+        std::vector<RoleAdvice> best;
+        int bestBits = 0;
+        for (const LayerScaling& option : options) {
+            std::vector<RoleAdvice> settled;
+            int bits = 0;
+            for (const RoleAdvice* r : roles) {
+                settled.push_back(adviseRole(stage, r->module, r->role, c, blockFormat, t, option));
+                bits += roleBits(settled.back().chosen, r->role);
+            }
+            if (best.empty() || bits < bestBits) {
+                best = std::move(settled);
+                bestBits = bits;
+            }
+        }
+        for (std::size_t i = 0; i < roles.size(); ++i)
+            *roles[i] = std::move(best[i]);
+    }
 }
 
 // A layer's three products, each in the wider of its operands' formats.
@@ -542,6 +684,7 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
                                                         " to " + std::to_string(window.to)) +
                                     ": nothing to advise from");
     tallyBlocks(record, window, t);
+    const std::map<std::size_t, std::string> tied = judgeTiedWeightsFromTheirOwner(record, t);
     advice.firstStep = t.steps.front();
     advice.lastStep = t.steps.back();
     advice.statisticsSteps = t.steps.size();
@@ -577,6 +720,11 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
                                 TensorRole::ActivationGradients, TensorRole::WeightGradients})
             if (t.seen[stage][static_cast<std::size_t>(role)]) // else not recorded (an inner input)
                 advice.roles.push_back(adviseRole(stage, names[stage], role, c, blockFormat, t));
+    settleLayerScaling(advice, c, blockFormat, t);
+    for (RoleAdvice& r : advice.roles)
+        if (const auto alias = tied.find(r.stage);
+            alias != tied.end() && r.role == TensorRole::Weights)
+            r.summary = "tied to " + alias->second + ", judged from its rows: " + r.summary;
     for (std::size_t stage = 0; stage < names.size(); ++stage)
         if (advice.products[stage] && t.seen[stage][static_cast<std::size_t>(TensorRole::Weights)])
             adviseProducts(stage, names[stage], advice);

@@ -69,6 +69,10 @@ struct FormatVerdict {
     std::string reason; // one sentence: "3.2% of nonzero activation gradients flushed at step 812"
 };
 
+// A module's product inputs (weights, activations, activation gradients) take one scaled entry at
+// most, and no unscaled narrow format beside it: a recipe scales a layer under one policy, so
+// a role whose narrowest passing entry is another one takes the next that the layer's policy
+// allows, and its summary says so.
 struct RoleAdvice {
     std::size_t stage = 0;
     std::string module;
@@ -108,6 +112,8 @@ struct RunAdvice {
     // input projection NAME.in_proj).
     std::vector<bool> products;
     std::vector<std::string> recipeNames;
+    // Per stage: a watched module's PyTorch type ("Linear", "Embedding"), empty when unknown.
+    std::vector<std::string> moduleTypes;
 };
 
 // Throws std::invalid_argument (one line) for bad criteria, a record with no statistics in the
@@ -122,6 +128,9 @@ std::string ladderName(const std::string& format);
 // Bits of a ladder entry's element (a block format's element, a candidate's widest role):
 // what decides whether a product runs in 8 bits. FormatError for an unknown name.
 int ladderElementBits(const std::string& format);
+// Whether a ladder entry is cast under a scaling of its own (a block format, a recipe candidate):
+// a layer scales under one such policy.
+bool ladderCastsScaled(const std::string& format);
 // Whether a ladder entry casts in blocks (a block format, or a block-scaled candidate): its
 // blocks flushed whole are judged too.
 bool ladderScalesBlocks(const std::string& format);

@@ -25,6 +25,9 @@ private slots:
     void sharesAreOfTheNonzeroValuesNaNsIncluded();
     void theDefaultLadderIsWhatTheRunRecorded();
     void theMarginKeepsTheAdviceInsideTheLimits();
+    void aLayerTakesOneScalingSoTheDefaultAdviceExports();
+    void aTiedHeadGetsItsProductsAndExports();
+    void theFrameworksFilesNameEachModulesRecipe();
 };
 
 namespace {
@@ -247,12 +250,12 @@ void TestRecipeAdvice::recipeExportRunsAsAConfig() {
              std::string("fp8-e4m3"));
     QCOMPARE(config.recipe.config(1, 3, TensorRole::Weights).format.name, std::string("bf16"));
     // TE: the layers with a product above 8 bits, and the products.
-    const std::string yaml = adviceTeYaml(a);
+    const std::string yaml = adviceTeYaml(a, TeFeatureNames::Quantization);
     QVERIFY2(yaml.find("layer_name_regex_pattern: \"^grads$\"") != std::string::npos, yaml.c_str());
     QVERIFY(yaml.find("gemms: [dgrad, wgrad]") != std::string::npos);
     QVERIFY(yaml.find("gemms: [fprop, dgrad]") != std::string::npos); // wide: its weights
     QVERIFY(yaml.find("\"^blocks$\"") == std::string::npos);          // all E4M3
-    QVERIFY(adviceTorchao(a).find("    \"blocks\",\n}") != std::string::npos);
+    QVERIFY(adviceTorchao(a).find("    \"blocks\": \"fp8-current\",\n}") != std::string::npos);
     // A ladder of NVFP4 and unscaled E4M3 mixes them in different layers: each layer takes its
     // own scaling (issue 63 item 1), and the run keeps its loss scaler.
     RunAdvice mixed = adviseRun(RunRecord(dir), withLadder());
@@ -392,8 +395,8 @@ void TestRecipeAdvice::recipeNamesEmulatedModulesOnly() {
     QCOMPARE(overrides[1]["activation_gradients"].get<std::string>(), std::string("fp8-e4m3"));
     QCOMPARE(overrides[2]["modules"].get<std::string>(), std::string("attn.in_proj"));
     QCOMPARE(overrides[2]["activation_gradients"].get<std::string>(), std::string("bf16"));
-    QVERIFY(adviceTeYaml(a).find("\"^attn$\"") != std::string::npos);
-    QVERIFY(adviceTeYaml(a).find("norm") == std::string::npos);
+    QVERIFY(adviceTeYaml(a, TeFeatureNames::Quantization).find("\"^attn$\"") != std::string::npos);
+    QVERIFY(adviceTeYaml(a, TeFeatureNames::Quantization).find("norm") == std::string::npos);
 }
 
 // The overflow share is of the nonzero inputs, NaNs among them, as the flushed share (and every
@@ -515,6 +518,176 @@ void TestRecipeAdvice::theMarginKeepsTheAdviceInsideTheLimits() {
              over.summary.c_str());
     c.margin = 0.0;
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, checkCriteria(c));
+}
+
+// Each role's narrowest passing candidate may differ within a layer (weights in NVFP4,
+// activations in MXFP8, gradients in FP8 with current scaling), but a recipe scales a layer under
+// one policy: the layer takes the candidate that leaves its roles fewest bits together, and the
+// default advice exports as a recipe with each layer's own scaling.
+// A watched run judging the candidates: "mix" passes nvfp4 in its weights only, mxfp8 in its
+// weights and activations, fp8-current in all three product inputs; "narrow" passes nvfp4 in all.
+static void writeMixedCandidates(const std::string& dir) {
+    const std::vector<std::string> formats = {"nvfp4", "mxfp8", "fp8-current", "bf16"};
+    {
+        RunLog log(dir, watchedRun(formats), {"mix", "narrow"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (std::size_t stage = 0; stage < 2; ++stage)
+            for (TensorRole role :
+                 {TensorRole::Weights, TensorRole::Activations, TensorRole::ActivationGradients})
+                for (const std::string& f : formats) {
+                    // "mix": activations flush in nvfp4, gradients in nvfp4 and mxfp8.
+                    const bool flushes =
+                        stage == 0 && ((role == TensorRole::Activations && f == "nvfp4") ||
+                                       (role == TensorRole::ActivationGradients &&
+                                        f != "fp8-current" && f != "bf16"));
+                    log.logRoleStats(1, stage, role,
+                                     {f, counts(flushes ? 100 : 0, 0), BlockStats{}, 1.0, 1.0},
+                                     histograms);
+                }
+        log.commit();
+    }
+}
+
+void TestRecipeAdvice::aLayerTakesOneScalingSoTheDefaultAdviceExports() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeMixedCandidates(dir);
+    RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    // nvfp4 (4 + 16 + 16 bits), mxfp8 (8 + 8 + 16) or fp8-current (8 + 8 + 8): the last.
+    for (TensorRole role :
+         {TensorRole::Weights, TensorRole::Activations, TensorRole::ActivationGradients})
+        QCOMPARE(roleOf(a, "mix", role).chosen, std::string("fp8-current"));
+    const std::string& why = roleOf(a, "mix", TensorRole::Weights).summary;
+    QVERIFY2(why.find("nvfp4 meets the criteria") != std::string::npos &&
+                 why.find("but mix scales as fp8-current (one scaling policy per layer") !=
+                     std::string::npos,
+             why.c_str());
+    for (TensorRole role :
+         {TensorRole::Weights, TensorRole::Activations, TensorRole::ActivationGradients})
+        QCOMPARE(roleOf(a, "narrow", role).chosen, std::string("nvfp4"));
+    // The export: each layer under its own candidate's scaling.
+    a.watched = false; // stage indices, which the config reader takes
+    nlohmann::json document;
+    try {
+        document = adviceRecipe(a);
+    } catch (const std::invalid_argument& e) {
+        QFAIL(e.what());
+    }
+    const TrainConfig config = configFromJson(document);
+    const TensorScaling* mix = config.recipe.scalingOverride(0, 2);
+    const TensorScaling* narrow = config.recipe.scalingOverride(1, 2);
+    QVERIFY(mix != nullptr && narrow != nullptr);
+    QVERIFY(mix->policy == ScalingPolicy::AmaxCurrent);
+    QVERIFY(narrow->policy == ScalingPolicy::Nvfp4);
+    QCOMPARE(config.recipe.config(0, 2, TensorRole::ActivationGradients).format.name,
+             std::string("fp8-e5m2"));
+    QCOMPARE(config.recipe.config(1, 2, TensorRole::Activations).format.name,
+             std::string("fp4-e2m1"));
+}
+
+// nanoGPT's lm_head.weight is transformer.wte.weight: the watcher records it once, under wte.
+// The head computes with it all the same, so it gets its weights (judged from wte's rows), its
+// three products and its entries in the exports; before, TE's YAML had no section for it and TE
+// would have run its GEMMs in FP8.
+void TestRecipeAdvice::aTiedHeadGetsItsProductsAndExports() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    const std::vector<std::string> formats = {"fp8-e4m3", "bf16"};
+    ExternalRun run = watchedRun(formats, nlohmann::json::array({
+                                              {{"name", "wte"}, {"type", "Embedding"}},
+                                              {{"name", "lm_head"}, {"type", "Linear"}},
+                                          }));
+    run.meta["watch"]["tied_weights"] = nlohmann::json::array(
+        {{{"parameter", "wte.weight"}, {"aliases", nlohmann::json::array({"lm_head.weight"})}}});
+    {
+        RunLog log(dir, run, {"wte", "lm_head"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (const std::string& f : formats) {
+            // The shared weight overflows E4M3 unscaled; everything else fits it.
+            log.logRoleStats(1, 0, TensorRole::Weights,
+                             {f, counts(0, f == "bf16" ? 0 : 5), BlockStats{}, 1.0, 1.0},
+                             histograms);
+            for (TensorRole role : {TensorRole::Activations, TensorRole::ActivationGradients})
+                log.logRoleStats(1, 1, role, {f, counts(0, 0), BlockStats{}, 1.0, 1.0}, histograms);
+        }
+        log.commit();
+    }
+    AdviceCriteria c;
+    c.ladder = {"fp8-e4m3", "bf16", "fp32"};
+    const RunAdvice a = adviseRun(RunRecord(dir), c);
+    const RoleAdvice& head = roleOf(a, "lm_head", TensorRole::Weights);
+    QCOMPARE(head.chosen, std::string("bf16"));
+    QVERIFY2(head.summary.rfind("tied to wte.weight, judged from its rows: ", 0) == 0,
+             head.summary.c_str());
+    int headGemms = 0;
+    for (const GemmAdvice& g : a.gemms)
+        if (g.module == "lm_head") {
+            ++headGemms;
+            QCOMPARE(g.format, std::string(g.gemm == "weight_gradient" ? "fp8-e4m3" : "bf16"));
+        }
+    QCOMPARE(headGemms, 3);
+    const std::string yaml = adviceTeYaml(a, TeFeatureNames::Quantization);
+    QVERIFY2(yaml.find("\"^lm_head$\"") != std::string::npos, yaml.c_str());
+    RunAdvice byStage = a;
+    byStage.watched = false; // stage indices, which the config reader takes
+    const TrainConfig config = configFromJson(adviceRecipe(byStage));
+    QCOMPARE(config.recipe.config(1, 2, TensorRole::Weights).format.name, std::string("bf16"));
+    QCOMPARE(config.recipe.config(1, 2, TensorRole::Activations).format.name,
+             std::string("fp8-e4m3"));
+}
+
+// The framework files carry each module's own recipe: TE's YAML names it (the YAML cannot choose
+// one), Megatron's precision config matches each module to its recipe's config, torchao's
+// script converts each module with its recipe's config; the old DisableFP8GEMM names on request.
+void TestRecipeAdvice::theFrameworksFilesNameEachModulesRecipe() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    writeMixedCandidates(dir);
+    const RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    const auto holds = [](const std::string& text, const std::string& part) {
+        if (text.find(part) == std::string::npos)
+            QFAIL(qPrintable(QString::fromStdString("no \"" + part + "\" in\n" + text)));
+    };
+    const std::string te = adviceExport(a, "te-yaml");
+    holds(te, "#   \"mix\": fp8-current -> Float8CurrentScaling(fp8_format=Format.HYBRID)");
+    holds(te, "#   \"narrow\": nvfp4 -> NVFP4BlockScaling()");
+    holds(te, "no section needed");
+    const std::string megatron = adviceExport(a, "megatron");
+    holds(megatron, "  fp8_current:\n    transformer_engine_config_type: \"TEQuantizationParams\"\n"
+                    "    training_recipe:\n      fp8_quantization_recipe: \"tensorwise\"\n"
+                    "      fp8_format: \"hybrid\"\n      override_nonquantized_autocast: true\n");
+    holds(megatron, "      fp4_quantization_recipe: \"nvfp4\"\n");
+    holds(megatron, "  m0_mix:\n    config: \"fp8_current\"\n    type: \"glob\"\n"
+                    "    pattern: \"mix\"\n    enabled: true\n");
+    holds(megatron, "  m1_narrow:\n    config: \"nvfp4\"\n");
+    const std::string torchao = adviceExport(a, "torchao");
+    holds(torchao,
+          "MODULE_RECIPES = {\n    \"mix\": \"fp8-current\",\n    \"narrow\": \"nvfp4\",\n}");
+    holds(torchao, "NVFP4TrainingConfig(), filter_fn=filter_for(\"nvfp4\")");
+    // One GEMM that must stay wide: TE keeps it, Megatron and torchao say why the module cannot
+    // take its recipe there.
+    RunAdvice wide = a;
+    for (GemmAdvice& g : wide.gemms)
+        if (g.module == "mix" && g.gemm == "data_gradient") {
+            g.format = "bf16";
+            g.reason = "activation gradients need bf16";
+        }
+    holds(adviceExport(wide, "te-yaml"), "    DisableQuantizationGEMM:\n      enabled: True\n"
+                                         "      gemms: [dgrad]\n");
+    holds(adviceExport(wide, "te-yaml-fp8"), "    DisableFP8GEMM:\n");
+    holds(adviceExport(wide, "megatron"),
+          "#   \"mix\": fp8-current for some GEMMs only (dgrad: activation gradients need bf16): "
+          "this config cannot split a module's GEMMs, so bf16");
+    holds(adviceExport(wide, "megatron"), "  m0_mix:\n    config: \"bf16\"\n");
+    holds(adviceExport(wide, "torchao"), "MODULE_RECIPES = {\n    \"narrow\": \"nvfp4\",\n}");
+    for (GemmAdvice& g : wide.gemms)
+        if (g.module == "mix") {
+            g.format = "bf16";
+        }
+    holds(adviceExport(wide, "te-yaml"), "    DisableQuantizationLayer:\n      enabled: True\n");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, adviceExport(a, "onnx"));
 }
 
 QTEST_GUILESS_MAIN(TestRecipeAdvice)

@@ -103,15 +103,23 @@ def test_exports_parse_where_they_go(watched, cli, tmp_path):
     from precision_lab._emulate import resolve_recipe
     config = resolve_recipe(json.loads(recipe), ["0", "2", "4"])
     assert config["recipe"]["activations"]["format"] == "fp8-e4m3"
-    # TE's YAML: sections with enabled, layers and the DisableFP8GEMM feature TE documents.
-    document = yaml.safe_load(pl.export_advice(watched, "te-yaml", ladder=LADDER))
-    assert document, "no layer kept in high precision"
-    for section in document.values():
-        assert section["enabled"] is True
-        assert set(section["layers"]) == {"layer_name_regex_pattern"}
-        feature = section["transformer_engine"]["DisableFP8GEMM"]
-        assert feature["enabled"] is True
-        assert feature["gemms"] and set(feature["gemms"]) <= {"fprop", "dgrad", "wgrad"}
+    # TE's YAML: sections with enabled, layers and the features TE documents (their names after
+    # TE 2.12, and TE 2.4-2.12's on request).
+    for kind, gemm_feature, layer_feature in (
+            ("te-yaml", "DisableQuantizationGEMM", "DisableQuantizationLayer"),
+            ("te-yaml-fp8", "DisableFP8GEMM", "DisableFP8Layer")):
+        document = yaml.safe_load(pl.export_advice(watched, kind, ladder=LADDER))
+        assert document, "no layer kept in high precision"
+        for section in document.values():
+            assert section["enabled"] is True
+            assert set(section["layers"]) == {"layer_name_regex_pattern"}
+            (name, feature), = section["transformer_engine"].items()
+            assert name in (gemm_feature, layer_feature)
+            assert feature["enabled"] is True
+            if name == gemm_feature:
+                assert feature["gemms"] and set(feature["gemms"]) <= {"fprop", "dgrad", "wgrad"}
+            else:
+                assert set(feature) == {"enabled"}
     # torchao: a module_filter_fn that runs.
     scope = {}
     exec(compile(pl.export_advice(watched, "torchao", ladder=LADDER), "torchao", "exec"), scope)
@@ -120,6 +128,73 @@ def test_exports_parse_where_they_go(watched, cli, tmp_path):
     for module in ("0", "2", "4"):
         narrow = set(products[products.module == module].format) == {"fp8-e4m3"}
         assert scope["module_filter_fn"](None, module) == narrow
+
+
+# What Megatron-LM's TEQuantizationRecipe takes (megatron/core/extensions/transformer_engine.py):
+# its fields, and the recipes its per-module config accepts (delayed scaling refused).
+MEGATRON_RECIPE_FIELDS = {"fp8_quantization_recipe", "fp4_quantization_recipe",
+                          "custom_recipe_factory", "fp8_format", "override_quantized_autocast",
+                          "override_nonquantized_autocast", "tp_only_amax_red"}
+
+
+def check_megatron_config(document, modules):
+    """Reads a --te-precision-config-file as Megatron does: each config a TEQuantizationParams
+    with a training recipe of known fields and values, each matcher a glob naming a config; and
+    returns which config each module takes (the first enabled matcher that matches)."""
+    import fnmatch
+    assert set(document) == {"configs", "matchers"}
+    for name, config in document["configs"].items():
+        assert config["transformer_engine_config_type"] == "TEQuantizationParams", name
+        assert set(config) <= {"transformer_engine_config_type", "training_recipe",
+                               "evaluation_recipe"}, name
+        recipe = config["training_recipe"]
+        assert set(recipe) <= MEGATRON_RECIPE_FIELDS, (name, recipe)
+        assert recipe.get("fp8_quantization_recipe") in (None, "tensorwise", "mxfp8",
+                                                         "blockwise"), name
+        assert recipe.get("fp4_quantization_recipe") in (None, "nvfp4"), name
+        assert not ("fp8_quantization_recipe" in recipe and "fp4_quantization_recipe" in recipe)
+        assert recipe.get("fp8_format", "e4m3") in ("e4m3", "hybrid"), name
+    taken = {}
+    for module in modules:
+        for matcher in document["matchers"].values():
+            assert set(matcher) == {"config", "type", "pattern", "enabled"}
+            assert matcher["type"] == "glob" and matcher["config"] in document["configs"]
+            if matcher["enabled"] and fnmatch.fnmatchcase(module, matcher["pattern"]):
+                taken[module] = matcher["config"]
+                break
+    return taken
+
+
+def test_framework_files_carry_each_modules_recipe(tmp_path):
+    """Issue 63 item 4: watched in recipe candidates, the advice goes to Megatron's precision
+    config and a torchao script with each module's own recipe; what a target cannot express is a
+    comment, and a module is converted only where its three GEMMs may all run narrow."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as plt
+    run = tmp_path / "watched"
+    model = mlp(torch)
+    with plt.watch(model, run, formats=("mxfp8", "fp8-current", "bf16"), every=1,
+                   queue_steps=32) as w:
+        train(torch, model, 8, lambda loss: w.step(loss=loss))
+    products = pl.advise(run).attrs["products"]
+    narrow = {m for m in ("0", "2", "4")
+              if set(products[products.module == m].format) <= {"mxfp8", "fp8-current"}}
+    taken = check_megatron_config(yaml.safe_load(pl.export_advice(run, "megatron")),
+                                  ["0", "2", "4"])
+    assert set(taken) == {"0", "2", "4"}
+    assert {m for m, config in taken.items() if config != "bf16"} == narrow
+    scope = {}
+    exec(compile(pl.export_advice(run, "torchao"), "torchao", "exec"), scope)
+    assert set(scope["MODULE_RECIPES"]) == narrow
+    assert set(scope["MODULE_RECIPES"].values()) <= {"mxfp8", "fp8-current"}
+    assert scope["FLOAT8_MODULES"] == {m for m, r in scope["MODULE_RECIPES"].items()
+                                       if r == "fp8-current"}
+    linear = model[0]
+    for recipe in ("mxfp8", "fp8-current"):
+        assert scope["filter_for"](recipe)(linear, "0") == (scope["MODULE_RECIPES"].get("0")
+                                                            == recipe)
+    assert callable(scope["apply_advice"])
 
 
 def test_bad_criteria_are_one_line_errors(watched, cli):
@@ -147,7 +222,7 @@ def test_bad_criteria_are_one_line_errors(watched, cli):
     for args, expected in ((["--max-flushed", "2"], "--max-flushed"),
                            (["--margin", "0"], "--margin"),
                            (["--ladder", "fp16"], "holds no statistics"),
-                           (["--export", "onnx"], "expected recipe, te-yaml or torchao"),
+                           (["--export", "onnx"], "expected recipe, te-yaml, te-yaml-fp8, megatron or torchao"),
                            (["--out", "x.json"], "give --export")):
         r = subprocess.run([cli, "advise", str(watched), *args], capture_output=True, text=True)
         assert r.returncode == 2, (args, r.stderr)

@@ -10,7 +10,7 @@ from . import _core
 # None: the run's own ladder (the core's defaultLadder: those of nvfp4, mxfp8, fp8-block,
 # fp8-delayed, fp8-current and bf16 it recorded, else every format it recorded; then fp32).
 DEFAULT_LADDER = None
-EXPORTS = ("recipe", "te-yaml", "torchao")
+EXPORTS = ("recipe", "te-yaml", "te-yaml-fp8", "megatron", "torchao")
 
 
 def _share(value, name):
@@ -120,9 +120,10 @@ def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_f
                   max_saturated_blocks=1.0, steps="last:200", margin=0.5):
     """The advice (as ``advise`` computes it) as ``kind``: "recipe" (a config document that
     ``precision_lab.torch.emulate``, ``train --config`` and the app take), "te-yaml" (Transformer
-    Engine's debug-API config) or "torchao" (a ``module_filter_fn``). Returns the text and, with
-    ``out``, writes it there. ValueError when the advice cannot be that kind (a recipe mixing
-    a block format with unscaled narrow formats)."""
+    Engine's debug-tools config; "te-yaml-fp8" with the feature names of TE 2.4 to 2.12),
+    "megatron" (Megatron-LM's ``--te-precision-config-file``) or "torchao" (a script with each
+    module's recipe, ``module_filter_fn`` and ``apply_advice(model)``). Returns the text and, with
+    ``out``, writes it there. ValueError naming the kind for any other."""
     if kind not in EXPORTS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(EXPORTS)}")
     text = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
