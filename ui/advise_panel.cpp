@@ -7,6 +7,7 @@
 
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -135,10 +136,21 @@ AdvisePanel::AdvisePanel(QWidget* parent) : QDialog(parent) {
     resize(900, 600);
 }
 
+void AdvisePanel::forget() {
+    m_runDir.clear();
+    m_advice.reset();
+    m_ladder->clear();
+    fillTables();
+    setWindowTitle(tr("Advise: which format can each layer take?"));
+    m_status->setText(tr("The window shows another run: Tools > Advise advises it"));
+}
+
 QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString& whyNotApply) {
     if (runDir != m_runDir)
         m_ladder->clear(); // another run: its own ladder, from what it recorded
     m_runDir = runDir;
+    setWindowTitle(
+        tr("Advise %1: which format can each layer take?").arg(QFileInfo(runDir).fileName()));
     m_apply->setEnabled(canApply);
     m_apply->setToolTip(canApply ? tr("Start a run under the advice") : whyNotApply);
     AdviceCriteria c;
@@ -155,6 +167,7 @@ QString AdvisePanel::advise(const QString& runDir, bool canApply, const QString&
     } catch (const std::exception& e) {
         m_advice.reset();
         fillTables();
+        m_status->setText(QString::fromUtf8(e.what()));
         return QString::fromUtf8(e.what());
     }
     QStringList ladder;

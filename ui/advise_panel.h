@@ -32,6 +32,8 @@ public:
     // app's), with the reason shown when not.
     QString advise(const QString& runDir, bool canApply = true, const QString& whyNotApply = {});
     const QString& runDir() const { return m_runDir; } // the run advised last
+    // Drops the advice (another run is in the window): Apply and Export have nothing to write.
+    void forget();
     const std::optional<RunAdvice>& advice() const { return m_advice; }
     // The advice as a recipe document (Apply sends it); the error in *error when it cannot be.
     nlohmann::json recipeDocument(QString* error) const;

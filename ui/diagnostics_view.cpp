@@ -92,11 +92,23 @@ void DiagnosticsView::show(const RunRecord& record, const std::string& format) {
     const QString of = format.empty() || !dependsOnFormat(q)
                            ? QString()
                            : tr(" in %1").arg(QString::fromStdString(format));
+    const bool gradient =
+        role() == TensorRole::ActivationGradients || role() == TensorRole::WeightGradients;
+    const QString unscaled = q == DiagnosticQuantity::Log2Amax && gradient
+                                 ? tr(" (unscaled: each step's loss scale divided out)")
+                                 : QString();
     m_note->setText(
-        cells.empty() ? tr("This run records no %1 of %2%3 (kurtosis and block scales: "
-                           "watched runs, whose tensors are captured whole).")
-                            .arg(name, m_role->currentText(), of)
-                      : tr("%1 of %2%3: %4").arg(name, m_role->currentText(), of, explanation(q)));
+        cells.empty()
+            ? tr("No %1 of %2%3: %4.")
+                  .arg(name, m_role->currentText(), of,
+                       QString::fromStdString(diagnosticAbsence(record, q, role(), format)))
+            : tr("%1 of %2%3%4: %5")
+                  .arg(name, m_role->currentText(), of, unscaled, explanation(q)));
+}
+
+void DiagnosticsView::showNothingYet() {
+    m_map->setColumns({}, {});
+    m_note->setText(tr("No statistics yet: the run has not recorded its first statistics step."));
 }
 
 } // namespace plab

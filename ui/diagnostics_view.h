@@ -22,6 +22,9 @@ public:
     // Reads the quantity chosen from the record and draws it; format: the rows' (a watched run's
     // judged format on show; empty for others).
     void show(const RunRecord& record, const std::string& format);
+    // Before a run's first statistics step (its record not written yet): an empty map and a
+    // line saying so, not a one-colour map.
+    void showNothingYet();
     DiagnosticQuantity quantity() const;
     TensorRole role() const;
     QComboBox* quantityBox() const { return m_quantity; }

@@ -56,11 +56,13 @@ void MainWindow::showDiagnostics() {
         }
     } catch (const std::exception&) {
         // A record not written yet (the run's first step): the next update reads it.
+        m_diagnostics->showNothingYet();
         m_diagnosticsClock.invalidate();
     }
 }
 
 void MainWindow::updateDetailViews() {
+    followRunInAdvise();
     // Only the visible one: the what-if casts a few thousand values through 14 formats.
     // The gradient view holds the run source's step on show and its precision.
     const TrainingSnapshot& s = m_gradientView->snapshot();

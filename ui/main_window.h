@@ -181,7 +181,9 @@ private:
     void sendRecipeToScript(const PrecisionRecipe& recipe);
     void sendActionToScript(const std::string& action);
     AdvisePanel* m_advise = nullptr;
-    QString m_adviceRun; // the run the All layers view's advice colours are of
+    QString m_adviceRun;      // the run the All layers view's advice colours are of
+    QString m_runUnderAdvice; // the run Apply started: the panel keeps the advice it applied
+    bool m_startingRunUnderAdvice = false;
     DiagnosticsView* m_diagnostics = nullptr;
     QElapsedTimer m_diagnosticsClock; // the Diagnostics tab's last read of the record
     void showDiagnostics();
@@ -239,6 +241,9 @@ private:
     QPlainTextEdit* m_textSample;
     std::int64_t m_sampleStep = -1;
     QTabWidget* m_detailTabs;
+    // The Advise panel advises the run in the window: shown, it advises again when another run
+    // is shown; hidden, it forgets the advice (so that Export never writes another run's).
+    void followRunInAdvise();
     void updateDetailViews(); // the visible one of blocks / what-if, for the gradient view's
     RecipeEditor* m_recipeEditor;
     FormatInspector* m_inspector = nullptr;

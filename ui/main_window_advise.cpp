@@ -38,6 +38,17 @@ AdvisePanel* MainWindow::advisePanel() {
     return m_advise;
 }
 
+void MainWindow::followRunInAdvise() {
+    const QString shown = m_source->folder();
+    if (!m_advise || m_advise->runDir().isEmpty() || m_advise->runDir() == shown ||
+        m_startingRunUnderAdvice || (!shown.isEmpty() && shown == m_runUnderAdvice))
+        return; // the advice's own run, or the run Apply started under it
+    if (m_advise->isVisible())
+        openAdvise(); // an error (a run without statistics yet) is the panel's status line
+    else
+        m_advise->forget();
+}
+
 QString MainWindow::openAdvise() {
     const bool viewing = viewingRecord();
     const QString dir = m_source->folder();
@@ -87,7 +98,11 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
         }
         const TrainConfig config = configFromJson(document);
         const QString from = QFileInfo(m_advise ? m_advise->runDir() : QString()).fileName();
-        if (const QString error = startRun(config); !error.isEmpty())
+        m_startingRunUnderAdvice = true; // shown while it starts: the panel keeps its advice
+        const QString error = startRun(config);
+        m_startingRunUnderAdvice = false;
+        m_runUnderAdvice = error.isEmpty() ? m_controller->runDir() : QString();
+        if (!error.isEmpty())
             return error;
         showConfigInControls(config, tr("advice: %1").arg(from));
         statusBar()->showMessage(tr("A new run under the advice for %1").arg(from), 5000);

@@ -24,6 +24,7 @@ Command addAdviseCommand(CLI::App& app) {
                          exportKind, out;
         std::vector<std::string> ladder;
         double minSqnr = 20.0;
+        bool fp4Noise = false;
     };
     auto o = std::make_shared<Options>();
     cmd->add_option("run", o->run, "Run folder (holds run.sqlite)")->required();
@@ -46,6 +47,9 @@ Command addAdviseCommand(CLI::App& app) {
     cmd->add_option("--margin", o->margin,
                     "Advise only where the worst step is within this share of each limit "
                     "(default 0.5: half; 1: at the limits)");
+    cmd->add_flag("--fp4-noise-check", o->fp4Noise,
+                  "FP4 all the way (arXiv 2505.19115): judge 4-bit formats on gradients by "
+                  "their norm against sqrt(3) times the quantisation noise, not --min-sqnr");
     cmd->add_option("--steps", o->steps, "Window: all, last:N or A:B (default last:200)");
     cmd->add_option("--export", o->exportKind,
                     "Write the advice as recipe, te-yaml (te-yaml-fp8: TE 2.4-2.12's names), "
@@ -61,6 +65,7 @@ Command addAdviseCommand(CLI::App& app) {
                 c.maxSaturatedBlocks = parseShare(o->saturatedBlocks, "--max-saturated-blocks");
                 c.minSqnrDb = o->minSqnr;
                 c.margin = parseShare(o->margin, "--margin");
+                c.fp4GradientNoise = o->fp4Noise;
                 parseStepWindow(o->steps, c);
                 checkCriteria(c);
                 if (!o->out.empty() && o->exportKind.empty())

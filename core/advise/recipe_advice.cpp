@@ -122,7 +122,14 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
             text += ", " + percent(shareLimit(limit)) + " with the margin";
         return text;
     };
-    const double minSqnr = c.minSqnrDb + 10.0 * std::log10(1.0 / c.margin);
+    // "FP4 all the way" (opt-in): a 4-bit entry on gradients is judged by its floor, a gradient
+    // norm sqrt(3) times the noise's, instead of the SQNR floor.
+    const bool fp4Floor =
+        c.fp4GradientNoise &&
+        (role == TensorRole::ActivationGradients || role == TensorRole::WeightGradients) &&
+        ladderElementBits(format) <= 4;
+    const double sqnrFloor = fp4Floor ? 20.0 * std::log10(std::sqrt(3.0)) : c.minSqnrDb;
+    const double minSqnr = sqnrFloor + 10.0 * std::log10(1.0 / c.margin);
     auto fail = [&](const char* criterion, const Worst& w, const std::string& sentence) {
         v.outcome = FormatVerdict::Outcome::Fails;
         v.criterion = criterion;
@@ -143,6 +150,15 @@ FormatVerdict judge(const std::string& format, const Tally* tally, TensorRole ro
                     percentAbove(tally->overflow.value, shareLimit(c.maxOverflow)) +
                         " of nonzero " + what + " past the format's max (" +
                         limitText(c.maxOverflow) + ")");
+    if (fp4Floor && tally->sqnr.seen && tally->sqnr.value < minSqnr) {
+        char ratio[64];
+        std::snprintf(ratio, sizeof ratio,
+                      "%.2f (at least 1.73, sqrt 3, asked; %.2f with the margin)",
+                      std::pow(10.0, tally->sqnr.value / 20.0), std::pow(10.0, minSqnr / 20.0));
+        return fail("fp4_noise", tally->sqnr,
+                    "gradient norm / quantisation noise " + std::string(ratio) +
+                        ": FP4 all the way leaves FP4 here");
+    }
     if (tally->sqnr.seen && tally->sqnr.value < minSqnr)
         return fail("sqnr", tally->sqnr,
                     "SQNR " + decibels(tally->sqnr.value) + " (at least " + decibels(c.minSqnrDb) +
@@ -259,7 +275,14 @@ void checkCriteria(const AdviceCriteria& c) {
 std::string ladderName(const std::string& format) {
     if (format == "fp32" || findRecipeCandidate(format) != nullptr)
         return format;
-    return TensorCast(TensorCastSpec{.format = format}).name();
+    if (findBlockFormat(format) != nullptr)
+        return TensorCast(TensorCastSpec{.format = format}).name();
+    // One format, one name: "e5m10" is fp16, "e4m3:fn" and "float8_e4m3fn" are fp8-e4m3.
+    const FormatSpec spec = parseFormat(format);
+    for (const FormatSpec& named : namedFormats())
+        if (named.sameParameters(spec))
+            return named.name;
+    return spec.name;
 }
 
 int ladderElementBits(const std::string& format) {
@@ -364,10 +387,25 @@ struct Tallies {
     std::vector<std::array<bool, kRoleCount>> seen; // per stage: the roles recorded
 };
 
-Tallies tally(const std::vector<StatsRow>& rows, const Window& window, std::size_t stages) {
+// A recorded format's name as the ladder spells it (a trained run records its config's
+// spelling: "e5m10" is fp16); a name this build does not know stays as it is.
+std::string recordedName(const std::string& format) {
+    try {
+        return ladderName(format);
+    } catch (const std::exception&) {
+        return format;
+    }
+}
+
+Tallies tally(std::vector<StatsRow> rows, const Window& window, std::size_t stages) {
     Tallies t;
     t.seen.assign(stages, {});
-    for (const StatsRow& r : rows) {
+    std::map<std::string, std::string> names; // recorded -> canonical, each looked up once
+    for (StatsRow& r : rows) {
+        const auto [name, added] = names.try_emplace(r.format);
+        if (added)
+            name->second = recordedName(r.format);
+        r.format = name->second;
         if (std::find(t.formats.begin(), t.formats.end(), r.format) == t.formats.end())
             t.formats.push_back(r.format);
         if (!window.holds(r.step) || r.role == TensorRole::MasterWeights ||
@@ -405,6 +443,7 @@ Tallies tally(const std::vector<StatsRow>& rows, const Window& window, std::size
 void tallyBlocks(const RunRecord& record, const Window& window, Tallies& t) {
     const bool several = record.judgesSeveralFormats();
     std::map<std::pair<std::size_t, TensorRole>, Tally*> castIn; // a role's one format's tally
+    std::map<std::string, std::string> names;                    // recorded -> canonical
     if (!several)
         for (auto& [key, k] : t.byKey)
             castIn[{std::get<1>(key), std::get<2>(key)}] = &k;
@@ -413,7 +452,10 @@ void tallyBlocks(const RunRecord& record, const Window& window, Tallies& t) {
             continue;
         Tally* k = nullptr;
         if (several) {
-            const auto it = t.byKey.find({b.format, b.stage, b.role});
+            const auto [name, added] = names.try_emplace(b.format);
+            if (added)
+                name->second = recordedName(b.format);
+            const auto it = t.byKey.find({name->second, b.stage, b.role});
             k = it == t.byKey.end() ? nullptr : &it->second;
         } else if (const auto it = castIn.find({b.stage, b.role}); it != castIn.end()) {
             k = it->second;
@@ -708,11 +750,15 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
                                     "ladder " + joined(c.ladder) + " (it recorded " +
                                     joined(t.formats) +
                                     "): give --ladder from those, narrowest first");
+    // Varied: two steps of the window at different scales (the first step the window holds,
+    // whatever the window's nominal start, sets the first scale).
+    bool first = true;
     for (const StepScalars& s : record.steps())
         if (window.holds(s.step)) {
-            if (advice.lossScale != s.scale && s.step > window.from)
+            if (!first && advice.lossScale != s.scale)
                 advice.scaleVaried = true;
             advice.lossScale = s.scale;
+            first = false;
         }
     markProducts(record, advice);
     for (std::size_t stage = 0; stage < names.size(); ++stage)

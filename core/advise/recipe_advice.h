@@ -33,6 +33,11 @@ struct AdviceCriteria {
     // it, the SQNR floor raised by 10 log10(1/margin) dB; a limit of 100% stays off), so that the
     // run under the advice, whose values differ, still meets the limits. 1: at the limits.
     double margin = 0.5;
+    // Opt-in, "FP4 all the way" (arXiv 2505.19115): a 4-bit entry on gradients is judged by that
+    // paper's floor instead of minSqnrDb: it fails where the gradient's norm falls below sqrt(3)
+    // times its quantisation noise's (10^(SQNR/20) < sqrt 3, SQNR below 4.8 dB; the margin
+    // raises it as it raises the SQNR floor), where FP4 stops helping training.
+    bool fp4GradientNoise = false;
     // Which statistics steps count: the last `lastSteps` steps of the record (0: every step),
     // or from firstStep to lastStep inclusive when lastStep > 0.
     std::int64_t lastSteps = 200;

@@ -39,7 +39,14 @@ struct DiagnosticColumn {
 // format: the one the rows name (a watched run's judged format; empty: the record's first, or a
 // trained run's own). Empty when the record holds none of it (e.g. the kurtosis of a trained
 // run, whose tensors are not captured whole).
+// A gradient's log2 amax is the unscaled gradient's: each row's gradient scale (the loss
+// scale, or a layer's own) divided out.
 std::vector<DiagnosticColumn> diagnosticColumns(const RunRecord& record, DiagnosticQuantity q,
                                                 TensorRole role, const std::string& format);
+
+// Why diagnosticColumns is empty, one line: no statistics yet, the role not recorded, the
+// quantity recorded by watched runs only or for activations only, no block format judged.
+std::string diagnosticAbsence(const RunRecord& record, DiagnosticQuantity q, TensorRole role,
+                              const std::string& format);
 
 } // namespace plab

@@ -28,6 +28,8 @@ private slots:
     void aLayerTakesOneScalingSoTheDefaultAdviceExports();
     void aTiedHeadGetsItsProductsAndExports();
     void theFrameworksFilesNameEachModulesRecipe();
+    void oneFormatIsOneNameAndAStaticScaleStaysStatic();
+    void fp4AllTheWayJudgesFp4GradientsByTheirNoise();
 };
 
 namespace {
@@ -688,6 +690,75 @@ void TestRecipeAdvice::theFrameworksFilesNameEachModulesRecipe() {
         }
     holds(adviceExport(wide, "te-yaml"), "    DisableQuantizationLayer:\n      enabled: True\n");
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, adviceExport(a, "onnx"));
+}
+
+// A trained run records its config's spelling ("e5m10", "e4m3:fn"): the advisor reads them as
+// fp16 and fp8-e4m3, in the record and in --ladder alike. A run at a static loss scale of 1024
+// over fewer steps than the window is exported static, not dynamic (the window's nominal start
+// before step 1 made the first step look like a change).
+void TestRecipeAdvice::oneFormatIsOneNameAndAStaticScaleStaysStatic() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    {
+        RunLog log(dir, watchedRun({"e5m10", "e4m3:fn"}), {"fc"});
+        for (int step = 1; step <= 3; ++step) {
+            log.logReportedStep(step, 1.0, 0.1, 1024.0);
+            const bool histograms = log.startStatistics(step);
+            log.logRoleStats(step, 0, TensorRole::Weights,
+                             {"e5m10", counts(0, 0, 60.0), BlockStats{}, 1.0, 1.0}, histograms);
+            log.logRoleStats(step, 0, TensorRole::Activations,
+                             {"e4m3:fn", counts(0, 0), BlockStats{}, 1.0, 1.0}, histograms);
+            log.commit();
+        }
+    }
+    const RunAdvice a = adviseRun(RunRecord(dir), AdviceCriteria{});
+    QCOMPARE(a.criteria.ladder, (std::vector<std::string>{"fp8-e4m3", "fp16", "fp32"}));
+    QCOMPARE(roleOf(a, "fc", TensorRole::Weights).chosen, std::string("fp16"));
+    QCOMPARE(roleOf(a, "fc", TensorRole::Activations).chosen, std::string("fp8-e4m3"));
+    AdviceCriteria spelled;
+    spelled.ladder = {"e4m3:fn", "e5m10", "fp32"};
+    QCOMPARE(roleOf(adviseRun(RunRecord(dir), spelled), "fc", TensorRole::Activations).chosen,
+             std::string("fp8-e4m3"));
+    QCOMPARE(a.lossScale, 1024.0);
+    QVERIFY(!a.scaleVaried);
+    const nlohmann::json scaling = adviceRecipe(a)["scaling"];
+    QCOMPARE(scaling["policy"].get<std::string>(), std::string("static"));
+}
+
+// "FP4 all the way" (opt-in): a 4-bit format on gradients is judged by the gradient's norm
+// against sqrt(3) times its quantisation noise (with the margin: sqrt(6), 7.8 dB) instead of the
+// SQNR floor (23 dB with the margin), which every FP4 gradient here misses.
+void TestRecipeAdvice::fp4AllTheWayJudgesFp4GradientsByTheirNoise() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.path().toStdString() + "/run";
+    {
+        RunLog log(dir, watchedRun({"mxfp4", "bf16"}), {"clear", "noisy"});
+        log.logReportedStep(1, 1.0, 0.1, 1.0);
+        const bool histograms = log.startStatistics(1);
+        for (std::size_t stage = 0; stage < 2; ++stage) {
+            log.logRoleStats(
+                1, stage, TensorRole::ActivationGradients,
+                {"mxfp4", counts(0, 0, stage == 0 ? 10.0 : 6.0), BlockStats{}, 1.0, 1.0},
+                histograms);
+            log.logRoleStats(1, stage, TensorRole::ActivationGradients,
+                             {"bf16", counts(0, 0, 50.0), BlockStats{}, 1.0, 1.0}, histograms);
+        }
+        log.commit();
+    }
+    AdviceCriteria c;
+    c.ladder = {"mxfp4", "bf16", "fp32"};
+    const RunAdvice plain = adviseRun(RunRecord(dir), c);
+    QCOMPARE(roleOf(plain, "clear", TensorRole::ActivationGradients).chosen, std::string("bf16"));
+    c.fp4GradientNoise = true;
+    const RunAdvice fp4 = adviseRun(RunRecord(dir), c);
+    QCOMPARE(roleOf(fp4, "clear", TensorRole::ActivationGradients).chosen, std::string("mxfp4"));
+    const RoleAdvice& noisy = roleOf(fp4, "noisy", TensorRole::ActivationGradients);
+    QCOMPARE(noisy.chosen, std::string("bf16"));
+    QCOMPARE(noisy.verdicts.front().criterion, std::string("fp4_noise"));
+    QVERIFY2(noisy.summary.find("gradient norm / quantisation noise 2.00 (at least 1.73, sqrt 3, "
+                                "asked; 2.45 with the margin): FP4 all the way leaves FP4 "
+                                "here") != std::string::npos,
+             noisy.summary.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestRecipeAdvice)

@@ -144,7 +144,7 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
     QCOMPARE(overrides[0]["activation_gradients"]["format"].get<std::string>(),
              std::string("fp32"));
     QVERIFY(config["model"]["hidden"] == nlohmann::json({16})); // the run's own model
-    // Export: the three kinds, each written whole.
+    // Export (the panel keeps the advice it applied while the window shows the run under it).
     QTemporaryDir out;
     panel->setPathPicker([&](const QString& kind) { return out.filePath(kind); });
     QCOMPARE(
@@ -152,7 +152,7 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
         QString());
     std::ifstream yaml(out.filePath(QStringLiteral("advice.yaml")).toStdString());
     const std::string text((std::istreambuf_iterator<char>(yaml)), {});
-    QVERIFY2(text.find("DisableFP8GEMM") != std::string::npos, text.c_str());
+    QVERIFY2(text.find("DisableQuantizationGEMM") != std::string::npos, text.c_str());
     QVERIFY(panel->exportTo(QStringLiteral("/nonexistent/x.json"), QStringLiteral("recipe"))
                 .contains(QStringLiteral("/nonexistent")));
 }
@@ -160,9 +160,10 @@ void TestAdvisePanel::advisesAndAppliesTheRecipeToANewRun() {
 void TestAdvisePanel::aWatchedRunExportsButDoesNotApply() {
     QTemporaryDir tmp;
     const std::string run = tmp.path().toStdString() + "/watched";
-    {
+    const std::string other = tmp.path().toStdString() + "/other";
+    for (const std::string& dir : {run, other}) {
         const std::vector<std::string> formats = {"fp8-e4m3", "bf16"};
-        RunLog log(run, watchedRun(formats), {"fc"});
+        RunLog log(dir, watchedRun(formats), {"fc"});
         QuantStats q;
         q.counts[static_cast<std::size_t>(QuantClass::Normal)] = 100;
         const BlockStats blocks;
@@ -184,6 +185,20 @@ void TestAdvisePanel::aWatchedRunExportsButDoesNotApply() {
     QVERIFY(!panel->applyButton()->isEnabled());
     QVERIFY2(panel->applyButton()->toolTip().contains(QStringLiteral("emulate")),
              qPrintable(panel->applyButton()->toolTip()));
+    QVERIFY2(panel->windowTitle().contains(QStringLiteral("watched")),
+             qPrintable(panel->windowTitle()));
+    // Issue 63 item 6: another run shown, the panel shown follows it (Export wrote the
+    // previous run's advice); hidden, it forgets the advice.
+    QCOMPARE(window.openRun(QString::fromStdString(other)), QString());
+    QCOMPARE(panel->runDir(), QString::fromStdString(other));
+    QVERIFY2(panel->windowTitle().contains(QStringLiteral("other")),
+             qPrintable(panel->windowTitle()));
+    QVERIFY(panel->advice().has_value());
+    panel->hide();
+    QCOMPARE(window.openRun(QString::fromStdString(run)), QString());
+    QVERIFY(!panel->advice().has_value());
+    QVERIFY(!panel->exportTo(tmp.filePath(QStringLiteral("advice.json")), QStringLiteral("recipe"))
+                 .isEmpty());
 }
 
 void TestAdvisePanel::diagnosticsTabDrawsWhatTheRecordHolds() {
@@ -202,6 +217,12 @@ void TestAdvisePanel::diagnosticsTabDrawsWhatTheRecordHolds() {
                 for (const std::string& f : formats)
                     log.logRoleStats(step, stage, TensorRole::Weights, {f, q, BlockStats{}},
                                      histograms);
+                // Gradients at a loss scale of 2^10: their amax 2^10 larger.
+                QuantStats g = q;
+                g.amax = q.amax * 1024.0f;
+                for (const std::string& f : formats)
+                    log.logRoleStats(step, stage, TensorRole::ActivationGradients,
+                                     {f, g, BlockStats{}, 1024.0, 1.0}, histograms);
                 const TensorDiagnostics d{3.0 + step + 10.0 * static_cast<double>(stage), 100};
                 log.logDiagnostics(step, stage, TensorRole::Weights, {}, &d, nullptr);
             }
@@ -223,9 +244,19 @@ void TestAdvisePanel::diagnosticsTabDrawsWhatTheRecordHolds() {
     QCOMPARE(view->map()->valueAt(3, 1), 16.0);
     QVERIFY2(view->note().startsWith(QStringLiteral("kurtosis of weights")),
              qPrintable(view->note()));
-    // Activation gradients were not recorded: the note says so and the map is empty.
+    // The watcher records the kurtosis of activations only: the note gives that reason.
     view->roleBox()->setCurrentIndex(2);
-    QVERIFY2(view->note().contains(QStringLiteral("records no kurtosis of activation gradients")),
+    QVERIFY2(view->note().contains(QStringLiteral("records the kurtosis of activations only")),
+             qPrintable(view->note()));
+    // A gradient's log2 amax is the unscaled gradient's (issue 63 item 6: the loss scale moved
+    // every layer 10 binades), and the note says so.
+    view->quantityBox()->setCurrentIndex(0);
+    QCOMPARE(view->map()->valueAt(2, 0), 2.0);
+    QCOMPARE(view->map()->valueAt(3, 1), 7.0);
+    QVERIFY2(view->note().contains(QStringLiteral("unscaled")), qPrintable(view->note()));
+    // Weight gradients were not recorded: said so.
+    view->roleBox()->setCurrentIndex(3);
+    QVERIFY2(view->note().contains(QStringLiteral("records no statistics of weight gradients")),
              qPrintable(view->note()));
 }
 

@@ -15,7 +15,8 @@ void bindAdvise(py::module_& m) {
         "advise",
         [](const std::string& runDir, const std::vector<std::string>& ladder, double maxFlushed,
            double maxOverflow, double minSqnr, double maxFlushedBlocks, double maxSaturatedBlocks,
-           double margin, const std::string& steps, const std::string& exportKind) {
+           double margin, const std::string& steps, const std::string& exportKind,
+           bool fp4NoiseCheck) {
             AdviceCriteria c;
             c.ladder = ladder;
             c.maxFlushed = maxFlushed;
@@ -24,6 +25,7 @@ void bindAdvise(py::module_& m) {
             c.maxFlushedBlocks = maxFlushedBlocks;
             c.maxSaturatedBlocks = maxSaturatedBlocks;
             c.margin = margin;
+            c.fp4GradientNoise = fp4NoiseCheck;
             parseStepWindow(steps, c);
             RunAdvice a;
             {
@@ -78,7 +80,8 @@ void bindAdvise(py::module_& m) {
         },
         py::arg("run_dir"), py::arg("ladder"), py::arg("max_flushed"), py::arg("max_overflow"),
         py::arg("min_sqnr"), py::arg("max_flushed_blocks"), py::arg("max_saturated_blocks"),
-        py::arg("margin"), py::arg("steps"), py::arg("export_kind") = std::string());
+        py::arg("margin"), py::arg("steps"), py::arg("export_kind") = std::string(),
+        py::arg("fp4_noise_check") = false);
 }
 
 } // namespace plab::python

@@ -60,7 +60,7 @@ def _write_regular_file(out, text):
 
 
 def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-            max_saturated_blocks, margin, steps, export_kind=""):
+            max_saturated_blocks, margin, steps, export_kind="", fp4_noise_check=False):
     if ladder is None:
         ladder = []
     elif isinstance(ladder, str):
@@ -77,11 +77,12 @@ def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_bl
                         _share(max_overflow, "max_overflow"), float(min_sqnr),
                         _share(max_flushed_blocks, "max_flushed_blocks"),
                         _share(max_saturated_blocks, "max_saturated_blocks"), margin,
-                        str(steps), export_kind)
+                        str(steps), export_kind, bool(fp4_noise_check))
 
 
 def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, min_sqnr=20.0,
-           max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200", margin=0.5):
+           max_flushed_blocks=0.001, max_saturated_blocks=1.0, steps="last:200", margin=0.5,
+           fp4_noise_check=False):
     """Per module and role of the run at ``run_dir`` (own, watched, emulated or a sweep's), the
     narrowest format or framework recipe of ``ladder`` (narrowest first; None: the run's own,
     docs/advise.md) whose recorded statistics meet every
@@ -91,7 +92,9 @@ def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, m
     live blocks flushed whole and ``max_saturated_blocks`` of the blocks clipped, each with the
     ``margin`` (0.5: the worst step within half of each limit, the SQNR 3 dB above its floor,
     so that a run under the advice still meets them; 1: at the limits). Shares are fractions or
-    texts ("1%").
+    texts ("1%"). ``fp4_noise_check``: "FP4 all the way" (arXiv 2505.19115): a 4-bit format on
+    gradients judged by that paper's floor (their norm at least sqrt(3) times the quantisation
+    noise at every step) instead of ``min_sqnr``.
 
     Returns a DataFrame (stage, module, role, format, reason; format None where no format of the
     ladder meets the criteria) with ``attrs``: "products" (a DataFrame: each layer's forward,
@@ -102,7 +105,7 @@ def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, m
     record holds none of."""
     import pandas
     raw = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-                  max_saturated_blocks, margin, steps)
+                  max_saturated_blocks, margin, steps, fp4_noise_check=fp4_noise_check)
     table = pandas.DataFrame([{k: r[k] for k in ("stage", "module", "role", "format", "reason")}
                               for r in raw["roles"]],
                              columns=["stage", "module", "role", "format", "reason"])
@@ -117,7 +120,7 @@ def advise(run_dir, ladder=DEFAULT_LADDER, max_flushed=0.01, max_overflow=0.0, m
 
 def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_flushed=0.01,
                   max_overflow=0.0, min_sqnr=20.0, max_flushed_blocks=0.001,
-                  max_saturated_blocks=1.0, steps="last:200", margin=0.5):
+                  max_saturated_blocks=1.0, steps="last:200", margin=0.5, fp4_noise_check=False):
     """The advice (as ``advise`` computes it) as ``kind``: "recipe" (a config document that
     ``precision_lab.torch.emulate``, ``train --config`` and the app take), "te-yaml" (Transformer
     Engine's debug-tools config; "te-yaml-fp8" with the feature names of TE 2.4 to 2.12),
@@ -127,7 +130,7 @@ def export_advice(run_dir, kind="recipe", out=None, ladder=DEFAULT_LADDER, max_f
     if kind not in EXPORTS:
         raise ValueError(f"kind {kind!r}: expected one of {', '.join(EXPORTS)}")
     text = _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_blocks,
-                   max_saturated_blocks, margin, steps, kind)["export"]
+                   max_saturated_blocks, margin, steps, kind, fp4_noise_check)["export"]
     if out is not None:
         _write_regular_file(out, text)
     return text
