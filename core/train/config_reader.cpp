@@ -116,6 +116,12 @@ void readTensorScalingKeys(Reader& s, TensorScaling& t) {
         throw ConfigError(s.path("amax_algorithm") + ": \"" + algorithm +
                           "\" (expected max or most_recent)");
     t.amaxMostRecent = algorithm == "most_recent";
+    std::string first = t.amaxFirstScaleOne ? "one" : "own_amax";
+    s.text("amax_first_scale", first);
+    if (first != "one" && first != "own_amax")
+        throw ConfigError(s.path("amax_first_scale") + ": \"" + first +
+                          "\" (expected own_amax or one)");
+    t.amaxFirstScaleOne = first == "one";
     s.number("block_size", t.blockSize, 0, 4096);
     std::string rounding(toString(t.scaleRounding));
     s.text("scale_rounding", rounding);

@@ -46,6 +46,10 @@ TrainConfig candidateConfig(const RecipeCandidate& candidate) {
     config.recipe.kindOverrides.clear();
     config.recipe.stageScaling.clear();
     config.recipe.kindScaling.clear();
+    // Transformer Engine's DelayedScaling casts a tensor's first step at scale 1 (its amax
+    // history empty); the core's own fp8-hybrid-delayed preset starts from the tensor's amax.
+    if (candidate.name == "fp8-delayed")
+        config.tensors.amaxFirstScaleOne = true;
     return config;
 }
 

@@ -199,19 +199,23 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
                                         static_cast<std::size_t>(scaled.settings.amaxHistory))
                            .first->second;
         // Current scaling needs this tensor's amax before the pass; delayed scaling takes the
-        // history's and records this tensor's amax during the pass (one read of the data).
+        // history's and records this tensor's amax during the pass (one read of the data). An
+        // empty history starts from the tensor's own amax, or at scale 1 as TE does.
         const bool fromHistory = history != nullptr && !history->empty();
+        const bool startsAtOne =
+            history != nullptr && !fromHistory && scaled.settings.amaxFirstScaleOne;
         double amax = 0.0;
         if (fromHistory)
             amax = scaled.settings.amaxMostRecent ? history->mostRecent() : history->max();
-        else
+        else if (!startsAtOne)
             amax = m_ops.amax(in);
-        const double scale = amaxScale(amax, q.config().format, scaled.settings.amaxMargin);
+        const double scale =
+            startsAtOne ? 1.0 : amaxScale(amax, q.config().format, scaled.settings.amaxMargin);
         if (counters.tensorScale != nullptr)
             *counters.tensorScale = scale;
         double current = amax;
         m_ops.quantizeScaled(q, in, values, scale, counters.stats, opts,
-                             fromHistory ? &current : nullptr);
+                             fromHistory || startsAtOne ? &current : nullptr);
         tensorAmax = current;               // its own (a delayed scale took earlier ones)
         if (history != nullptr && training) // evaluation must not change what training sees
             history->push(current);         // this tensor's amax serves the steps after it

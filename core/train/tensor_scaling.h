@@ -19,7 +19,10 @@ struct TensorScaling {
     int amaxMargin = 0;                         // amax scaling: 2^-margin of the format's max
     int amaxHistory = 1024;                     // delayed: the history's length
     bool amaxMostRecent = false; // delayed: the most recent amax instead of the history's max
-    int blockSize = 0;           // blocks: elements per block; 0: the policy's (32, 16, 128)
+    // delayed: a tensor's first cast, with an empty history, at scale 1 as Transformer Engine's
+    // DelayedScaling starts (amax_first_scale "one"), not at its own amax ("own_amax")
+    bool amaxFirstScaleOne = false;
+    int blockSize = 0; // blocks: elements per block; 0: the policy's (32, 16, 128)
     ScaleRounding scaleRounding = ScaleRounding::Floor; // mx: OCP's floor or TE's ceil
     bool weightTiles = false; // weights in square tiles (nvfp4 and blockwise by default)
     bool pow2Scales = false;  // blockwise: scales rounded to powers of two

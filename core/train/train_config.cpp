@@ -27,6 +27,7 @@ json tensorScalingJson(const TensorScaling& t) {
             {"margin", t.amaxMargin},
             {"amax_history", t.amaxHistory},
             {"amax_algorithm", t.amaxMostRecent ? "most_recent" : "max"},
+            {"amax_first_scale", t.amaxFirstScaleOne ? "one" : "own_amax"},
             {"block_size", t.blockSize},
             {"scale_rounding", std::string(toString(t.scaleRounding))},
             {"weight_tiles", t.weightTiles},

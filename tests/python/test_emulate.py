@@ -527,3 +527,24 @@ def test_a_module_takes_its_own_scaling(tmp_path):
     assert set(cast[cast.stage_name == "2"].scaling) == {"amax-current"}
     assert set(cast[cast.stage_name == "0"].scaling) == {"none"}
     assert (cast[cast.stage_name == "2"].tensor_scale != 1.0).all()
+
+
+def test_a_bias_gradient_is_the_sum_of_the_uncast_output_gradient(tmp_path):
+    """Issue 63 item 7: Transformer Engine computes dbias from the output gradient before its
+    cast (fused into it); emulate did from the E5M2-cast one. Linear and convolution alike."""
+    torch = require_torch()
+    import precision_lab.torch as pt
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.Flatten(),
+                                torch.nn.Linear(3 * 4 * 4, 5))
+    seen = {}
+    with pt.emulate(model, "fp8-hybrid-current", tmp_path / "run") as em:
+        x = torch.randn(4, 2, 4, 4)
+        h = model[0](x)
+        h.register_hook(lambda g: seen.__setitem__("conv", g))
+        y = model[2](model[1](h))
+        y.register_hook(lambda g: seen.__setitem__("linear", g))
+        (y * torch.randn(4, 5)).sum().backward()
+        em.step()
+    assert torch.equal(model[2].bias.grad, seen["linear"].sum(0))
+    assert torch.equal(model[0].bias.grad, seen["conv"].sum([0, 2, 3]))

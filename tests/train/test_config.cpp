@@ -110,6 +110,9 @@ void TestConfig::errors_data() {
         << "config.recipe.accumulation";
     QTest::newRow("scale rounding") << R"({"scaling": {"policy": "mx", "scale_rounding": "up"}})"
                                     << "config.scaling.scale_rounding";
+    QTest::newRow("first amax scale")
+        << R"({"scaling": {"policy": "amax-delayed", "amax_first_scale": "zero"}})"
+        << "config.scaling.amax_first_scale";
     QTest::newRow("weight tiles") << R"({"scaling": {"policy": "nvfp4", "weight_tiles": 1}})"
                                   << "config.scaling.weight_tiles";
     QTest::newRow("block size") << R"({"scaling": {"policy": "blockwise", "block_size": -2}})"
@@ -289,7 +292,8 @@ void TestConfig::everyKeyReplaysFieldByField() {
               {{"policy", "amax-delayed"},
                {"margin", 2},
                {"amax_history", 8},
-               {"amax_algorithm", "most_recent"}}}},
+               {"amax_algorithm", "most_recent"},
+               {"amax_first_scale", "one"}}}},
             {{"stage", 2},
              {"weights", "fp4-e2m1"},
              {"scaling",
@@ -312,6 +316,7 @@ void TestConfig::everyKeyReplaysFieldByField() {
           {"margin", 1},
           {"amax_history", 16},
           {"amax_algorithm", "most_recent"},
+          {"amax_first_scale", "one"},
           {"block_size", 64},
           {"scale_rounding", "ceil"},
           {"weight_tiles", true},

@@ -217,10 +217,12 @@ void TestWatchRecorder::candidatesCastAsTheirFrameworkRecipes() {
     }
     for (const std::string& f : settings.formats) // a product's output: not a candidate's cast
         QVERIFY(record.statsRows(f, TensorRole::WeightGradients).empty());
-    // fp8-delayed: step 2's scale is from the history's max, step 1's amax; current scaling
-    // follows the halved weights.
+    // fp8-delayed: step 1 at scale 1, as TE's DelayedScaling starts with an empty history;
+    // step 2's scale from the history's max, step 1's amax (what current scaling took at step
+    // 1); current scaling follows the halved weights.
+    QCOMPARE(rowOf("fp8-delayed", 1, TensorRole::Weights)->tensorScale, 1.0);
     QCOMPARE(rowOf("fp8-delayed", 2, TensorRole::Weights)->tensorScale,
-             rowOf("fp8-delayed", 1, TensorRole::Weights)->tensorScale);
+             rowOf("fp8-current", 1, TensorRole::Weights)->tensorScale);
     QCOMPARE(rowOf("fp8-delayed", 2, TensorRole::Weights)->scaling, std::string("amax-delayed"));
     QCOMPARE(rowOf("fp8-current", 2, TensorRole::Weights)->tensorScale,
              2.0 * rowOf("fp8-current", 1, TensorRole::Weights)->tensorScale);

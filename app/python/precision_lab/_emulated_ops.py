@@ -3,9 +3,11 @@ torch.autograd.Function per product (linear, convolution, embedding lookup), cas
 through the core's recipe caster as hardware in the recipe's formats would:
 
     forward:   activations = Q(x), weights = Q(W), y = op(Q(x), Q(W)) + bias
-    backward:  activation_gradients = Q(dy); dx = op_x(Q(dy), Q(W)); dW = Q(op_W(Q(dy), Q(x)))
+    backward:  activation_gradients = Q(dy); dx = op_x(Q(dy), Q(W)); dW = Q(op_W(Q(dy), Q(x)));
+               d(bias) = sum(dy)
 
-Biases are added in FP32, as a GEMM's epilogue adds them (Transformer Engine keeps them so). Each
+Biases are added in FP32, as a GEMM's epilogue adds them, and their gradient is the sum of the
+output gradient before its cast, as Transformer Engine fuses it into that cast (dbias). Each
 cast is one pass of the core over the tensor's memory (GIL released, the core's thread pool),
 counted on statistics steps; an identity cast (FP32, unscaled) off statistics steps is skipped.
 
@@ -124,7 +126,7 @@ class _Linear(torch.autograd.Function):
                 gw = g2.t().mm(_flat(xq))  # as torch's own linear backward computes it
             gw = site.weight_gradient(gw)
         if ctx.has_bias and ctx.needs_input_grad[2]:
-            gb = g2.sum(0)
+            gb = _flat(gy).sum(0)  # before the cast, as TE's dbias
         return gx, gw, gb, None
 
 
@@ -151,12 +153,15 @@ class _Convolution(torch.autograd.Function):
         site = ctx.site
         stride, padding, dilation, groups = ctx.args
         gq = site.cast(ROLE_ACTIVATION_GRADIENTS, gy, rows_along="first")
-        mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1],
-                ctx.bias_shape is not None and ctx.needs_input_grad[2]]
+        mask = [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False]
         zeros = [0] * len(stride)
-        gx, gw, gb = torch.ops.aten.convolution_backward(
+        gx, gw, _ = torch.ops.aten.convolution_backward(
             gq, xq, wq, ctx.bias_shape, list(stride), list(padding), list(dilation), False,
             zeros, groups, mask)
+        gb = None
+        if ctx.bias_shape is not None and ctx.needs_input_grad[2]:
+            # before the cast, as the linear's (TE's dbias): summed over batch and positions
+            gb = gy.sum([d for d in range(gy.dim()) if d != 1])
         if gw is not None:
             gw = site.weight_gradient(gw.contiguous())
         return gx, gw, gb, None, None, None, None, None
