@@ -155,9 +155,15 @@ bool RecipeCaster::isPlain(int stage, TensorRole role, std::string_view site) co
            (kind == TensorScalingKind::Blocks && !q->config().format.hasNarrowRange());
 }
 
+bool RecipeCaster::scalesByTensorAmax(int stage, TensorRole role, std::string_view site) const {
+    const TensorScalingKind kind = stageScaling(stage).kind;
+    return !isPlain(stage, role, site) &&
+           (kind == TensorScalingKind::AmaxCurrent || kind == TensorScalingKind::AmaxDelayed);
+}
+
 double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
                           const BlockLayout& layout, const CastCounters& counters, bool training,
-                          std::uint64_t call, std::string_view site) {
+                          std::uint64_t call, std::string_view site, double agreedAmax) {
     const Quantizer* found = siteQuantizer(stage, role, site);
     if (found == nullptr) { // a site the recipe leaves alone
         if (in.data != values.data)
@@ -204,9 +210,12 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
         const bool fromHistory = history != nullptr && !history->empty();
         const bool startsAtOne =
             history != nullptr && !fromHistory && scaled.settings.amaxFirstScaleOne;
+        const bool agreed = agreedAmax >= 0.0;
         double amax = 0.0;
         if (fromHistory)
             amax = scaled.settings.amaxMostRecent ? history->mostRecent() : history->max();
+        else if (agreed && !startsAtOne)
+            amax = agreedAmax;
         else if (!startsAtOne)
             amax = m_ops.amax(in);
         const double scale =
@@ -218,7 +227,7 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
                              fromHistory || startsAtOne ? &current : nullptr);
         tensorAmax = current;               // its own (a delayed scale took earlier ones)
         if (history != nullptr && training) // evaluation must not change what training sees
-            history->push(current);         // this tensor's amax serves the steps after it
+            history->push(agreed ? agreedAmax : current); // serves the steps after it
     }
     if (collect && !plain)
         counters.stats->error.merge(m_ops.errorMoments(kept, values));

@@ -90,10 +90,17 @@ public:
     // cast that takes no amax. call: as options(); each (stage, role, site, call) tensor keeps
     // an amax history of its own under delayed scaling. A site the recipe does not cast
     // (siteQuantizer null) leaves the values as they are.
+    // agreedAmax (>= 0): under per-tensor amax scaling, the amax the replicas agreed on (TE
+    // reduces it across the data-parallel group) in place of this tensor's own: a current scale
+    // is taken from it, and a delayed history records it.
     static constexpr double kAmaxInCounts = -1.0;
+    static constexpr double kOwnAmax = -1.0;
     double cast(int stage, TensorRole role, Tensor in, Tensor values, const BlockLayout& layout,
                 const CastCounters& counters, bool training, std::uint64_t call = 0,
-                std::string_view site = {});
+                std::string_view site = {}, double agreedAmax = kOwnAmax);
+    // Whether the role's cast at this stage is scaled by a per-tensor amax (current or delayed):
+    // the casts whose amax replicas reduce.
+    bool scalesByTensorAmax(int stage, TensorRole role, std::string_view site = {}) const;
 
     // The random Hadamard transform (scaling.hadamard, under a block policy): whether the weight
     // gradient of a linear layer of this stage is taken from transformed operands (its

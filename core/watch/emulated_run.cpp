@@ -62,7 +62,7 @@ bool EmulatedRun::statisticsStep() const {
 }
 
 void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, std::size_t n,
-                       const BlockLayout& layout) {
+                       const BlockLayout& layout, double agreedAmax) {
     const std::lock_guard lock(m_mutex);
     if (stage < 0 || static_cast<std::size_t>(stage) >= m_stats.size())
         throw std::invalid_argument("emulate: stage " + std::to_string(stage) + " of " +
@@ -77,7 +77,8 @@ void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, 
     m_cast[s][r] = true;
     const std::uint8_t call = m_calls[s][r];
     m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
-    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, true, call);
+    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, true, call,
+                  {}, agreedAmax);
 }
 
 void EmulatedRun::castAlongBatch(int stage, TensorRole role, const float* raw, float* out,

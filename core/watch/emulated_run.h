@@ -63,8 +63,9 @@ public:
     // out <- the recipe's cast of in (n floats; out may be in) for the role at this stage, counted
     // on statistics steps. layout as RecipeCaster::cast. Each further call for the same stage and
     // role within a step (a module called twice) draws random words of its own.
+    // agreedAmax: RecipeCaster::cast's (the data-parallel group's amax), kOwnAmax otherwise.
     void cast(int stage, TensorRole role, const float* in, float* out, std::size_t n,
-              const BlockLayout& layout);
+              const BlockLayout& layout, double agreedAmax = RecipeCaster::kOwnAmax);
     // The Hadamard weight-gradient operand (RecipeCaster::castAlongBatch): raw (batch, width)
     // -> out (width, batch), not counted.
     void castAlongBatch(int stage, TensorRole role, const float* raw, float* out, std::size_t batch,

@@ -400,3 +400,37 @@ def test_export_replaces_only_a_regular_file(watched, tmp_path):
     text = pl.export_advice(watched, "recipe", out=target, ladder=LADDER)
     assert target.read_text() == text and victim.read_text() == "keep"
     assert not (tmp_path / "written.json.tmp").exists()
+
+
+def test_the_default_advice_exports_for_every_kind_of_run(watched, cli, tmp_path):
+    """Issue 63, done when: `advise RUN --export recipe` exits 0 with the defaults on a trained
+    FP16 run, an FP32 run, a sweep member, a watched run and an emulated run; a trained run's
+    export retrains with train --config."""
+    torch = require_torch()
+    import precision_lab.torch as plt
+    runs = {"watched": watched}
+    for preset in ("fp16-static", "fp32"):
+        runs[preset] = tmp_path / preset
+        subprocess.run([cli, "train", "--preset", preset, "--steps", "3", "--data", "synthetic",
+                        "--out", str(runs[preset])], check=True, capture_output=True)
+    subprocess.run([cli, "sweep", "--presets", "fp16-static", "--seeds", "1", "--steps", "3",
+                    "--data", "synthetic", "--jobs", "1", "--out", str(tmp_path / "sweep")],
+                   check=True, capture_output=True)
+    runs["sweep member"] = tmp_path / "sweep" / "fp16-static" / "seed-1"
+    model = mlp(torch)
+    with plt.emulate(model, "fp8-hybrid-current", tmp_path / "emulated") as em:
+        train(torch, model, 3, lambda loss: em.step(loss=loss))
+    runs["emulated"] = tmp_path / "emulated"
+    for kind, run in runs.items():
+        done = subprocess.run([cli, "advise", str(run), "--export", "recipe"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, (kind, done.stderr)
+        document = json.loads(done.stdout)
+        assert "recipe" in document, kind
+        if kind in ("fp16-static", "sweep member"):
+            out = tmp_path / f"{kind}.json"
+            out.write_text(done.stdout)
+            retrain = subprocess.run([cli, "train", "--config", str(out), "--steps", "2",
+                                      "--out", str(tmp_path / f"{kind} again")],
+                                     capture_output=True, text=True)
+            assert retrain.returncode == 0, (kind, retrain.stderr)

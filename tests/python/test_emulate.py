@@ -379,6 +379,14 @@ def test_a_two_rank_gloo_run_writes_two_records(tmp_path):
     assert sorted(set(run.steps["rank"])) == [0, 1]
     assert (run.steps.groupby("rank").step.max() == 3).all()
     assert set(run.stats["rank"]) == {0, 1}
+    # Issue 63 item 7: as Transformer Engine reduces the amax across the data-parallel group,
+    # both ranks cast with one scale though their inputs differ (rank 1's are shifted by 1).
+    acts = run.stats[run.stats.role == "activations"]
+    assert set(acts.scaling) == {"amax-delayed"}
+    per_step = acts.pivot_table(index="step", columns="rank", values="tensor_scale")
+    assert len(per_step) == 3 and (per_step[0] == per_step[1]).all(), per_step
+    amax = acts.pivot_table(index="step", columns="rank", values="amax")
+    assert (amax[0] != amax[1]).all()  # their own amaxes differ: the scale is the group's
 
 
 def test_the_core_trainer_and_emulate_agree_at_step_one(tmp_path, cli):

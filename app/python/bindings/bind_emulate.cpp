@@ -48,10 +48,15 @@ public:
     }
 
     void cast(int stage, const std::string& role, std::uintptr_t in, std::uintptr_t out,
-              std::size_t n, std::size_t rows, std::size_t cols, bool tiles) {
+              std::size_t n, std::size_t rows, std::size_t cols, bool tiles, double agreedAmax) {
         const TensorRole r = roleOf(role);
         py::gil_scoped_release release;
-        m_run->cast(stage, r, address(in), address(out), n, {rows, cols, tiles});
+        m_run->cast(stage, r, address(in), address(out), n, {rows, cols, tiles}, agreedAmax);
+    }
+    // Whether the cast takes a per-tensor amax (current or delayed scaling): the amax that
+    // data-parallel replicas reduce before casting, as Transformer Engine does.
+    bool reducesAmax(int stage, const std::string& role) const {
+        return m_run->caster().scalesByTensorAmax(stage, roleOf(role));
     }
     void castAlongBatch(int stage, const std::string& role, std::uintptr_t raw, std::uintptr_t out,
                         std::size_t batch, std::size_t width) {
@@ -208,7 +213,9 @@ void bindEmulate(py::module_& m) {
              py::arg("histograms_every"), py::arg("threads"), py::arg("description"),
              py::arg("overwrite"))
         .def("cast", &Emulator::cast, py::arg("stage"), py::arg("role"), py::arg("src"),
-             py::arg("dst"), py::arg("n"), py::arg("rows"), py::arg("cols"), py::arg("tiles"))
+             py::arg("dst"), py::arg("n"), py::arg("rows"), py::arg("cols"), py::arg("tiles"),
+             py::arg("agreed_amax") = RecipeCaster::kOwnAmax)
+        .def("reduces_amax", &Emulator::reducesAmax)
         .def("cast_along_batch", &Emulator::castAlongBatch, py::arg("stage"), py::arg("role"),
              py::arg("raw"), py::arg("dst"), py::arg("batch"), py::arg("width"))
         .def("end_step", &Emulator::endStep, py::arg("loss"), py::arg("lr"), py::arg("scale"),

@@ -64,7 +64,8 @@ class Site:
             cols = n
         rows = n // cols
         core.cast(self.stage, role, src.data_ptr(), out.data_ptr(), n, rows, cols,
-                  bool(tiles))  # the caster tiles a weight where its stage's scaling does
+                  bool(tiles),  # the caster tiles a weight where its stage's scaling does
+                  _agreed_amax(core, self.stage, role, src, device))
         if out.device != device or out.dtype != dtype:
             out = out.to(device=device, dtype=dtype)
         return out
@@ -89,6 +90,23 @@ class Site:
         self.run._core.cast_along_batch(self.stage, role, src.data_ptr(), out.data_ptr(),
                                         batch, width)
         return out.to(raw2d.device)
+
+
+def _agreed_amax(core, stage, role, src, device):
+    """Under per-tensor amax scaling inside a torch.distributed process group, the largest finite
+    |x| of the tensor over the group (Transformer Engine reduces the amax across the data-parallel
+    group, so every replica casts with one scale); -1 (the tensor's own) otherwise. Every rank
+    casts the same tensors in the same order, so the collectives pair up."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1 and
+            core.reduces_amax(stage, role)):
+        return -1.0
+    finite = src.abs().nan_to_num(nan=0.0, posinf=0.0)
+    amax = (finite.max() if finite.numel() else torch.zeros(())).reshape(1).float()
+    if dist.get_backend() == "nccl":  # NCCL reduces device tensors only
+        amax = amax.to(device if device.type == "cuda" else torch.device("cuda"))
+    dist.all_reduce(amax, op=dist.ReduceOp.MAX)
+    return float(amax.item())
 
 
 def _flat(t):
