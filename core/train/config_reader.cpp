@@ -65,6 +65,16 @@ public:
         out = v.get<std::string>();
     }
 
+    // A key that takes one of two words: whether it names `yes` (`current` when absent).
+    bool either(const char* key, bool current, const char* no, const char* yes) {
+        std::string word = current ? yes : no;
+        text(key, word);
+        if (word != no && word != yes)
+            throw ConfigError(path(key) + ": \"" + word + "\" (expected " + no + " or " + yes +
+                              ")");
+        return word == yes;
+    }
+
     void flag(const char* key, bool& out) {
         if (!has(key))
             return;
@@ -110,25 +120,13 @@ constexpr double kHuge = 1e300;
 void readTensorScalingKeys(Reader& s, TensorScaling& t) {
     s.number("margin", t.amaxMargin, -64, 64);
     s.number("amax_history", t.amaxHistory, 1, 1 << 20);
-    std::string algorithm = t.amaxMostRecent ? "most_recent" : "max";
-    s.text("amax_algorithm", algorithm);
-    if (algorithm != "max" && algorithm != "most_recent")
-        throw ConfigError(s.path("amax_algorithm") + ": \"" + algorithm +
-                          "\" (expected max or most_recent)");
-    t.amaxMostRecent = algorithm == "most_recent";
-    std::string first = t.amaxFirstScaleOne ? "one" : "own_amax";
-    s.text("amax_first_scale", first);
-    if (first != "one" && first != "own_amax")
-        throw ConfigError(s.path("amax_first_scale") + ": \"" + first +
-                          "\" (expected own_amax or one)");
-    t.amaxFirstScaleOne = first == "one";
+    t.amaxMostRecent = s.either("amax_algorithm", t.amaxMostRecent, "max", "most_recent");
+    t.amaxFirstScaleOne = s.either("amax_first_scale", t.amaxFirstScaleOne, "own_amax", "one");
     s.number("block_size", t.blockSize, 0, 4096);
-    std::string rounding(toString(t.scaleRounding));
-    s.text("scale_rounding", rounding);
-    if (rounding != "floor" && rounding != "ceil")
-        throw ConfigError(s.path("scale_rounding") + ": \"" + rounding +
-                          "\" (expected floor or ceil)");
-    t.scaleRounding = parseScaleRounding(rounding);
+    t.scaleRounding =
+        s.either("scale_rounding", t.scaleRounding == ScaleRounding::Ceil, "floor", "ceil")
+            ? ScaleRounding::Ceil
+            : ScaleRounding::Floor;
     s.flag("weight_tiles", t.weightTiles);
     s.flag("pow2_scales", t.pow2Scales);
     s.flag("four_over_six", t.fourOverSix);

@@ -62,23 +62,25 @@ bool EmulatedRun::statisticsStep() const {
 }
 
 void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, std::size_t n,
-                       const BlockLayout& layout, double agreedAmax) {
+                       const BlockLayout& layout, double agreedAmax, bool training) {
     const std::lock_guard lock(m_mutex);
     if (stage < 0 || static_cast<std::size_t>(stage) >= m_stats.size())
         throw std::invalid_argument("emulate: stage " + std::to_string(stage) + " of " +
                                     std::to_string(m_stats.size()));
     const auto s = static_cast<std::size_t>(stage);
     const auto r = static_cast<std::size_t>(role);
-    const bool collect = (m_step - 1) % m_settings.every == 0;
+    const bool collect = training && (m_step - 1) % m_settings.every == 0;
     StageStats& st = m_stats[s];
     const CastCounters counters =
         collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r], &st.scaling[r]}
                 : CastCounters{};
-    m_cast[s][r] = true;
     const std::uint8_t call = m_calls[s][r];
-    m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
-    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, true, call,
-                  {}, agreedAmax);
+    if (training) {
+        m_cast[s][r] = true;
+        m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
+    }
+    m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, training,
+                  call, {}, agreedAmax);
 }
 
 void EmulatedRun::castAlongBatch(int stage, TensorRole role, const float* raw, float* out,

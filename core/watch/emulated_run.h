@@ -64,8 +64,12 @@ public:
     // on statistics steps. layout as RecipeCaster::cast. Each further call for the same stage and
     // role within a step (a module called twice) draws random words of its own.
     // agreedAmax: RecipeCaster::cast's (the data-parallel group's amax), kOwnAmax otherwise.
+    // training false (a forward under torch.no_grad: an evaluation): cast as training would,
+    // but neither counted nor entered in an amax history, and drawing no call of its own, so
+    // that training goes on as if it had not run.
     void cast(int stage, TensorRole role, const float* in, float* out, std::size_t n,
-              const BlockLayout& layout, double agreedAmax = RecipeCaster::kOwnAmax);
+              const BlockLayout& layout, double agreedAmax = RecipeCaster::kOwnAmax,
+              bool training = true);
     // The Hadamard weight-gradient operand (RecipeCaster::castAlongBatch): raw (batch, width)
     // -> out (width, batch), not counted.
     void castAlongBatch(int stage, TensorRole role, const float* raw, float* out, std::size_t batch,

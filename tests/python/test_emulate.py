@@ -556,3 +556,80 @@ def test_a_bias_gradient_is_the_sum_of_the_uncast_output_gradient(tmp_path):
         em.step()
     assert torch.equal(model[2].bias.grad, seen["linear"].sum(0))
     assert torch.equal(model[0].bias.grad, seen["conv"].sum([0, 2, 3]))
+
+
+def test_a_module_name_with_pattern_characters_is_taken_exactly(tmp_path):
+    """Issue 65 item 24: a name holding [ ] (a ModuleDict key) is matched exactly before it is
+    read as a pattern, by watch's and emulate's modules= and by a recipe's override, which is
+    how the advice's export names modules."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+    torch.manual_seed(0)
+    model = torch.nn.ModuleDict({"a[0]": torch.nn.Linear(8, 8), "a0": torch.nn.Linear(8, 8)})
+    with pt.watch(model, tmp_path / "watched", modules="a[0]", formats="bf16") as w:
+        model["a0"](model["a[0]"](torch.randn(2, 8))).sum().backward()
+        w.step()
+    assert list(pl.open_run(tmp_path / "watched").stats.stage_name.unique()) == ["a[0]"]
+    recipe = {"recipe": {"weights": "bf16", "activations": "bf16", "activation_gradients": "bf16",
+                         "overrides": [{"modules": "a[0]", "weights": "fp8-e4m3"}]}}
+    with pt.emulate(model, recipe, tmp_path / "emulated", modules=["a[0]", "a0"]) as em:
+        model["a0"](model["a[0]"](torch.randn(2, 8))).sum().backward()
+        em.step()
+    stats = pl.open_run(tmp_path / "emulated").stats
+    weights = stats[stats.role == "weights"].set_index("stage_name").format
+    assert weights["a[0]"] == "fp8-e4m3" and weights["a0"] == "bf16"
+
+
+def test_a_part_of_an_emulated_model_is_not_emulated_again(tmp_path):
+    """Issue 65 item 20: emulating a block of an emulated model (or a model holding an emulated
+    block) would split the casts between two records; it is refused, and allowed again once the
+    first emulation is removed."""
+    torch = require_torch()
+    import precision_lab.torch as pt
+    model = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(4, 4)), torch.nn.Linear(4, 2))
+    outer = pt.emulate(model, "bf16", tmp_path / "outer")
+    with pytest.raises(RuntimeError, match=r"already emulated by the emulation into .*outer"):
+        pt.emulate(model[0], "bf16", tmp_path / "inner")
+    assert not (tmp_path / "inner").exists()
+    outer.remove()
+    inner = pt.emulate(model[0], "bf16", tmp_path / "inner")
+    with pytest.raises(RuntimeError, match="already emulated"):
+        pt.emulate(model, "bf16", tmp_path / "outer2")
+    inner.remove()
+    pt.emulate(model, "bf16", tmp_path / "outer3").remove()
+
+
+def test_an_evaluation_under_no_grad_leaves_training_as_it_was(tmp_path):
+    """Issue 65 item 19: a torch.no_grad() evaluation in the middle of training was counted into
+    that step's statistics and entered the delayed amax history, so the losses changed from
+    then on. Now the run with an evaluation has the same losses and counts as the one without."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+
+    def run(folder, evaluate):
+        model = _mlp(torch)
+        gen = torch.Generator().manual_seed(1)
+        losses = []
+        with pt.emulate(model, "fp8-hybrid-delayed", tmp_path / folder) as em:
+            for step in range(4):
+                x = torch.randn(16, 64, generator=gen)
+                loss = model(x).square().mean()
+                loss.backward()
+                if evaluate:
+                    with torch.no_grad():
+                        model(torch.randn(16, 64, generator=torch.Generator().manual_seed(9)) * 50)
+                with torch.no_grad():
+                    for p in model.parameters():
+                        p -= 0.01 * p.grad
+                        p.grad = None
+                em.step(loss=loss)
+                losses.append(loss.item())
+        return losses, pl.open_run(tmp_path / folder).stats
+
+    plain, plain_stats = run("plain", False)
+    evaluated, evaluated_stats = run("evaluated", True)
+    assert plain == evaluated
+    columns = ["step", "stage", "role", "total", "zero", "flushed", "normal", "overflow", "amax"]
+    assert plain_stats[columns].equals(evaluated_stats[columns])

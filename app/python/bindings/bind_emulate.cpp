@@ -48,10 +48,12 @@ public:
     }
 
     void cast(int stage, const std::string& role, std::uintptr_t in, std::uintptr_t out,
-              std::size_t n, std::size_t rows, std::size_t cols, bool tiles, double agreedAmax) {
+              std::size_t n, std::size_t rows, std::size_t cols, bool tiles, double agreedAmax,
+              bool training) {
         const TensorRole r = roleOf(role);
         py::gil_scoped_release release;
-        m_run->cast(stage, r, address(in), address(out), n, {rows, cols, tiles}, agreedAmax);
+        m_run->cast(stage, r, address(in), address(out), n, {rows, cols, tiles}, agreedAmax,
+                    training);
     }
     // Whether the cast takes a per-tensor amax (current or delayed scaling): the amax that
     // data-parallel replicas reduce before casting, as Transformer Engine does.
@@ -214,7 +216,7 @@ void bindEmulate(py::module_& m) {
              py::arg("overwrite"))
         .def("cast", &Emulator::cast, py::arg("stage"), py::arg("role"), py::arg("src"),
              py::arg("dst"), py::arg("n"), py::arg("rows"), py::arg("cols"), py::arg("tiles"),
-             py::arg("agreed_amax") = RecipeCaster::kOwnAmax)
+             py::arg("agreed_amax") = RecipeCaster::kOwnAmax, py::arg("training") = true)
         .def("reduces_amax", &Emulator::reducesAmax)
         .def("cast_along_batch", &Emulator::castAlongBatch, py::arg("stage"), py::arg("role"),
              py::arg("raw"), py::arg("dst"), py::arg("batch"), py::arg("width"))

@@ -12,7 +12,7 @@ every cast counted into a run record the app follows.
 
 Which modules: every nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding and nn.MultiheadAttention
 (its input projection and out_proj, two stages), or those ``modules`` names (shell patterns as
-fnmatch, or a callable ``(name, module) -> bool``). Each becomes a stage of the record, in
+fnmatch, a module's exact name first, or a callable ``(name, module) -> bool``). Each becomes a stage of the record, in
 ``named_modules()`` order. Their forward is replaced (an instance attribute, removed again by
 ``remove()``) by one autograd.Function per product that casts the operands as the recipe says:
 activations (the product's input) and weights in forward, the output's gradient in backward, the
@@ -36,7 +36,6 @@ says so when the recipe sets them).
 """
 
 import atexit
-import fnmatch
 import json
 import numbers
 import os
@@ -54,11 +53,15 @@ from . import _distributed
 from . import _script_end
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
+from ._names import name_matches, name_or_parent_matches
 from ._record_failure import RecordFailure
 from . import MAX_THREADS
 
 ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3"}
 _MARK = "_precision_lab_emulation"
+# Every module whose forward an open emulation replaced, and that emulation: a model holding one
+# (or a part of an emulated model) is refused, since two emulations would each record a part.
+_PATCHED = weakref.WeakKeyDictionary()
 
 
 # -- module types -------------------------------------------------------------------------
@@ -224,10 +227,11 @@ def _select(model, modules):
         if not patterns or not all(isinstance(p, str) for p in patterns):
             raise TypeError("modules: expected None, name patterns (str) or a callable")
         named = {(n or type(model).__name__): m for n, m in model.named_modules()}
+        names = {n for n, _, _ in candidates}
         for p in patterns:
-            if any(fnmatch.fnmatchcase(n, p) for n, _, _ in candidates):
+            if any(name_matches(n, p, names) for n, _, _ in candidates):
                 continue
-            hits = [n for n in named if fnmatch.fnmatchcase(n, p)]
+            hits = [n for n in named if name_matches(n, p, named)]
             if hits:
                 raise ValueError(f"modules {p!r}: {hits[0]} is a {type(named[hits[0]]).__name__}"
                                  f", which emulate cannot cast (it casts {_emulable_names()}; "
@@ -235,7 +239,7 @@ def _select(model, modules):
             shown = ", ".join(n for n, _, _ in candidates[:8])
             raise ValueError(f"modules {p!r} matches no module of {type(model).__name__} that "
                              f"emulate can cast (those: {shown or 'none'})")
-        chosen = [c for c in candidates if any(fnmatch.fnmatchcase(c[0], p) for p in patterns)]
+        chosen = [c for c in candidates if any(name_matches(c[0], p, names) for p in patterns)]
     for name, m, t in chosen:
         why = t.check(m) if t.check else None
         if why:
@@ -284,8 +288,7 @@ def _resolve_overrides(document, stage_names):
             patterns = (patterns,) if isinstance(patterns, str) else tuple(patterns)
             roles = {k: v for k, v in entry.items() if k != "modules"}
             stages = [s for s, n in enumerate(stage_names)
-                      if any(fnmatch.fnmatchcase(n, p) or fnmatch.fnmatchcase(n, p + ".*")
-                             for p in patterns)]
+                      if any(name_or_parent_matches(n, p, stage_names) for p in patterns)]
             if not stages:
                 raise ValueError(f"config.recipe.overrides[{i}].modules {entry['modules']!r} "
                                  f"matches no emulated module ({', '.join(stage_names[:8])}"
@@ -385,6 +388,13 @@ class Emulation(RecordFailure):
         if getattr(model, _MARK, None) is not None:
             raise RuntimeError(f"{type(model).__name__} is already emulated (into "
                                f"{getattr(model, _MARK).run_dir}): remove() it first")
+        for name, m in model.named_modules():
+            other = _PATCHED.get(m)
+            if other is not None:
+                raise RuntimeError(f"{name or type(model).__name__} ({type(m).__name__}) is "
+                                   f"already emulated by the emulation into {other.run_dir} (a "
+                                   f"part of an emulated model, or a model holding one): "
+                                   f"remove() that one first")
         for name, p in model.named_parameters():
             if p.dtype != torch.float32:
                 raise TypeError(f"parameter {name} is {str(p.dtype).replace('torch.', '')}: "
@@ -449,6 +459,7 @@ class Emulation(RecordFailure):
             stage += len(t.stages)
             m.forward = _bound_forward(t.forward, m, sites)
             self._patched.append(m)
+            _PATCHED[m] = self
         self._pre_hook = model.register_forward_pre_hook(self._on_model_forward)
         for note in _not_emulated(config):
             self._core.event("note", note)
@@ -582,6 +593,8 @@ class Emulation(RecordFailure):
         self._closed = True
         for m in self._patched:
             m.__dict__.pop("forward", None)
+            if _PATCHED.get(m) is self:
+                del _PATCHED[m]
         self._patched = []
         self._pre_hook.remove()
         if getattr(self._model, _MARK, None) is self:
@@ -600,5 +613,10 @@ class Emulation(RecordFailure):
 
 def _bound_forward(forward, module, sites):
     def emulated_forward(*args, **kwargs):
+        # Under torch.no_grad this forward is an evaluation (Site.cast): the grad mode is read
+        # here, since an autograd.Function's forward always runs without grad.
+        training = torch.is_grad_enabled()
+        for site in sites:
+            site.training = training
         return forward(module, sites, *args, **kwargs)
     return emulated_forward

@@ -32,6 +32,7 @@ class Site:
         self.run = run
         self.stage = stage
         self.name = name
+        self.training = True  # false while its module's forward runs under torch.no_grad
 
     def cast(self, role, t, rows_along="last", tiles=False, in_place=False):
         """The recipe's cast of ``t`` for ``role`` at this stage: a new tensor (or ``t`` itself,
@@ -63,9 +64,14 @@ class Site:
         else:
             cols = n
         rows = n // cols
+        # A forward under torch.no_grad (an evaluation): cast alike, but not counted and not in
+        # the amax histories, so that training goes on as if it had not run. (Backward runs
+        # with grad mode off too: its casts are training's.)
+        training = role in (ROLE_ACTIVATION_GRADIENTS, ROLE_WEIGHT_GRADIENTS) or self.training
         core.cast(self.stage, role, src.data_ptr(), out.data_ptr(), n, rows, cols,
                   bool(tiles),  # the caster tiles a weight where its stage's scaling does
-                  _agreed_amax(core, self.stage, role, src, device))
+                  _agreed_amax(core, self.stage, role, src, device) if training else -1.0,
+                  training)
         if out.device != device or out.dtype != dtype:
             out = out.to(device=device, dtype=dtype)
         return out

@@ -35,7 +35,8 @@ says which scale that was.
 
 Which modules: ``modules`` is None (every module with parameters of its own), a name pattern
 or a list of them (shell-style, as ``fnmatch``: "blocks.*.attn", "head"; matched against the
-names ``named_modules()`` gives), or a callable ``(name, module) -> bool``. A pattern that
+names ``named_modules()`` gives; a module's exact name names it alone, even one holding ``[``),
+or a callable ``(name, module) -> bool``. A pattern that
 matches no such module is an error naming it, so a typo does not silently watch nothing.
 
 CUDA tensors are copied to the host at capture (the counting runs on the CPU).
@@ -45,7 +46,6 @@ Distributed runs: inside a torch.distributed process group each rank records int
 """
 
 import atexit
-import fnmatch
 import functools
 import json
 import numbers
@@ -60,6 +60,7 @@ from . import _script_end
 from ._emulate import (ALIASES, Emulation, _check_threads, emulate, register_emulated_type,
                        resolve_recipe)
 from ._loss_scaler import LossScaler
+from ._names import name_matches
 from ._record_failure import RecordFailure
 
 # BF16 and FP16, then the frameworks' recipes as they cast (core/train/recipe_candidates.h):
@@ -104,12 +105,13 @@ def _select_modules(model, modules):
         if not isinstance(p, str):
             raise TypeError(f"modules holds a {type(p).__name__}: expected name patterns "
                             f"(str), e.g. 'blocks.*.attn'")
-    unmatched = [p for p in patterns if not any(fnmatch.fnmatchcase(n, p) for n, _ in named)]
+    names = {n for n, _ in named}
+    unmatched = [p for p in patterns if not any(name_matches(n, p, names) for n, _ in named)]
     if unmatched:
         shown = ", ".join(n for n, _ in named[:8]) + (", ..." if len(named) > 8 else "")
         raise ValueError(f"modules {unmatched!r} match no module with parameters of "
                          f"{type(model).__name__} (its modules: {shown})")
-    chosen = [(n, m) for n, m in named if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    chosen = [(n, m) for n, m in named if any(name_matches(n, p, names) for p in patterns)]
     return chosen, list(patterns)
 
 
