@@ -19,11 +19,39 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace plab {
 
 namespace {
+
+// The next value from q (a value the format holds) in a format too wide for a table of its values
+// (FP32, TF32, wide custom formats): one unit in the last place of q's binade, or of the binade
+// below when stepping down from a power of two; nullopt past the largest finite value, or below
+// zero in an unsigned format.
+std::optional<double> wideNeighbour(const FormatSpec& f, double q, int direction) {
+    if (q < 0.0 || (q == 0.0 && direction < 0)) {
+        if (!f.isSigned)
+            return std::nullopt;
+        const std::optional<double> mirrored = wideNeighbour(f, -q, -direction);
+        return mirrored ? std::optional<double>(-*mirrored) : std::nullopt;
+    }
+    if (q == 0.0)
+        return f.minPositive();
+    int e = 0;
+    const double m = std::frexp(q, &e); // q = m 2^e, m in [0.5, 1)
+    const int binade = e - 1;
+    int ulp = std::max(binade, f.minNormalExponent()) - f.mantissaBits;
+    if (direction < 0 && m == 0.5 && binade > f.minNormalExponent())
+        --ulp; // below a power of two: the finer binade
+    if (direction < 0 && !f.subnormals && q == f.minNormal())
+        return f.hasZero ? std::optional<double>(0.0) : std::nullopt;
+    const double next = q + direction * std::ldexp(1.0, ulp);
+    if (next > f.maxFinite())
+        return std::nullopt;
+    return next;
+}
 
 // Every finite value of a format of at most 16 bits, ascending, with one zero; cached per name.
 const std::vector<float>& sortedFiniteValues(const FormatSpec& f) {
@@ -210,8 +238,17 @@ void FormatInspector::refresh() {
         const std::uint32_t code = encode(config, x);
         const double err = inspectorRelativeError(x, q);
         auto neighbour = [&](int direction) -> QString {
-            if (!std::isfinite(q) || f.totalBits() > 16)
+            if (std::isnan(q))
                 return QStringLiteral("-");
+            if (std::isinf(q)) // overflowed: toward zero, the largest finite value is next
+                return (q > 0) == (direction < 0)
+                           ? valueText(static_cast<float>(q > 0 ? f.maxFinite() : -f.maxFinite()),
+                                       8)
+                           : QStringLiteral("-");
+            if (f.totalBits() > 16) {
+                const std::optional<double> next = wideNeighbour(f, q, direction);
+                return next ? valueText(static_cast<float>(*next), 9) : QStringLiteral("-");
+            }
             const std::vector<float>& values = sortedFiniteValues(f);
             // Value order, not code order: codes wrap around zero and the sign bit.
             if (direction > 0) {

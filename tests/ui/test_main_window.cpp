@@ -547,6 +547,17 @@ void TestMainWindow::formatInspectorRefusesAndReportsHonestly() {
              qPrintable(inspector->valueError()));
     inspector->setValueText(QStringLiteral("1.5"));
     QVERIFY(inspector->messageLabel()->isHidden());
+    // Issue 65 item 35: neighbours of a wide format (no table of its values) and of an overflow.
+    inspector->setValueText(QStringLiteral("1"));
+    // (nine digits read back to the float they print)
+    QCOMPARE(cell("fp32", 5).toFloat(), 1.0f - std::ldexp(1.0f, -24)); // below a power of two
+    QCOMPARE(cell("fp32", 6).toFloat(), 1.0f + std::ldexp(1.0f, -23));
+    QCOMPARE(cell("tf32", 5).toFloat(), 1.0f - std::ldexp(1.0f, -11));
+    QCOMPARE(cell("tf32", 6).toFloat(), 1.0f + std::ldexp(1.0f, -10));
+    inspector->setValueText(QStringLiteral("65520"));
+    QCOMPARE(cell("fp16", 1), QStringLiteral("inf"));
+    QCOMPARE(cell("fp16", 5), QStringLiteral("65504"));
+    QCOMPARE(cell("fp16", 6), QStringLiteral("-"));
     // -0 keeps its sign where the format has a negative zero (FNUZ has none).
     inspector->setValueText(QStringLiteral("-0"));
     QCOMPARE(cell("fp16", 1), QStringLiteral("-0"));
