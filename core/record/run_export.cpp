@@ -351,12 +351,17 @@ std::optional<RunSummary> recoveredSummary(SqliteDb& db, const std::string& runD
             j.value("stop_reason", std::string("running")) != "running")
             return std::nullopt;
     }
+    // The record keeps no step times: the run's wall time is unknown (not the "running" row's,
+    // written as it began), and its rate is its last step's where it recorded one, else unknown.
+    summary.wallSeconds = std::nan("");
+    summary.samplesPerSecond = std::nan("");
     SqliteStatement last =
         db.prepare("SELECT step, loss, samples_per_s FROM steps ORDER BY seq DESC LIMIT 1");
     if (last.next()) {
         summary.steps = last.integer(0);
         summary.finalTrainLoss = last.isNull(1) ? std::nan("") : last.real(1);
-        summary.samplesPerSecond = last.isNull(2) ? 0.0 : last.real(2);
+        if (!last.isNull(2) && last.real(2) > 0.0)
+            summary.samplesPerSecond = last.real(2);
     }
     SqliteStatement eval = db.prepare("SELECT test_loss, test_accuracy FROM steps WHERE test_loss "
                                       "IS NOT NULL ORDER BY seq DESC LIMIT 1");

@@ -11,6 +11,7 @@
 #include "train/run_log.h"
 #include "train/training_session.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -141,8 +142,12 @@ void TestRunRecord::aStepIsRecordedWholeOrNotAtAll() {
     }
     // Nobody holds the folder and the summary never got its end: the reader says so.
     QVERIFY(RunRecord(run).summary().stopReason.find("killed or crashed") != std::string::npos);
-    // Its steps are the record's (the summary row said 0, written before the first step).
+    // Its steps are the record's (the summary row said 0, written before the first step); its
+    // wall time is unknown (the "running" row's 0 is not it), and so is a rate never recorded
+    // (issue 65 item 26: 0.0 and a stale wall time were reported).
     QCOMPARE(RunRecord(run).summary().steps, std::int64_t{1});
+    QVERIFY(std::isnan(RunRecord(run).summary().wallSeconds));
+    QVERIFY(std::isnan(RunRecord(run).summary().samplesPerSecond));
     exportRunRecord(run, run);
     const RunRecord record(run);
     QCOMPARE(record.steps().size(), std::size_t{1});
