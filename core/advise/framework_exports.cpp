@@ -31,26 +31,6 @@ std::string wideReasons(const ModulePlan& p) {
     return out;
 }
 
-// Transformer Engine's recipe class for a framework recipe (transformer_engine.common.recipe).
-const char* teRecipe(FrameworkRecipe r) {
-    switch (r) {
-    case FrameworkRecipe::Fp8Current:
-        return "Float8CurrentScaling(fp8_format=Format.HYBRID)";
-    case FrameworkRecipe::Fp8Delayed:
-        return "DelayedScaling(fp8_format=Format.HYBRID, amax_history_len=1024, "
-               "amax_compute_algo=\"max\")";
-    case FrameworkRecipe::Fp8Block:
-        return "Float8BlockScaling()";
-    case FrameworkRecipe::Mxfp8:
-        return "MXFP8BlockScaling()";
-    case FrameworkRecipe::Nvfp4:
-        return "NVFP4BlockScaling()";
-    case FrameworkRecipe::HighPrecision:
-        break;
-    }
-    return "no recipe (high precision)";
-}
-
 void header(std::ostringstream& out, const RunAdvice& advice, const char* target) {
     out << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
         << "# " << describeCriteria(advice) << "\n"
@@ -80,7 +60,7 @@ std::string adviceTeYaml(const RunAdvice& advice, TeFeatureNames names) {
     for (const ModulePlan& p : plans) {
         y << "#   " << commentText(quotedName(p.module)) << ": " << frameworkRecipeName(p.recipe);
         if (p.recipe != FrameworkRecipe::HighPrecision)
-            y << " -> " << teRecipe(p.recipe);
+            y << " -> " << teRecipeClass(p.recipe);
         if (!p.note.empty())
             y << " (" << commentText(p.note) << ")";
         y << "\n";

@@ -5,6 +5,7 @@
 #include "numerics/format_spec.h"
 #include "train/recipe_candidates.h"
 
+#include <array>
 #include <map>
 
 namespace plab {
@@ -15,17 +16,35 @@ struct Standing {
     std::string note;
 };
 
+// Each framework recipe: the candidate's name (train/recipe_candidates.h) and Transformer
+// Engine's recipe class (transformer_engine.common.recipe).
+struct RecipeNames {
+    FrameworkRecipe recipe;
+    const char* name;
+    const char* teClass;
+};
+constexpr std::array<RecipeNames, 6> kRecipeNames = {{
+    {FrameworkRecipe::HighPrecision, "bf16", "no recipe (high precision)"},
+    {FrameworkRecipe::Fp8Current, "fp8-current", "Float8CurrentScaling(fp8_format=Format.HYBRID)"},
+    {FrameworkRecipe::Fp8Delayed, "fp8-delayed",
+     "DelayedScaling(fp8_format=Format.HYBRID, amax_history_len=1024, amax_compute_algo=\"max\")"},
+    {FrameworkRecipe::Fp8Block, "fp8-block", "Float8BlockScaling()"},
+    {FrameworkRecipe::Mxfp8, "mxfp8", "MXFP8BlockScaling()"},
+    {FrameworkRecipe::Nvfp4, "nvfp4", "NVFP4BlockScaling()"},
+}};
+
+const RecipeNames& namesOf(FrameworkRecipe recipe) {
+    for (const RecipeNames& n : kRecipeNames)
+        if (n.recipe == recipe)
+            return n;
+    return kRecipeNames.front();
+}
+
 // The framework recipe that casts a ladder entry as it was judged, or the nearest one with why.
 Standing standingOf(const std::string& entry) {
-    static const std::map<std::string, FrameworkRecipe> kCandidates = {
-        {"fp8-current", FrameworkRecipe::Fp8Current},
-        {"fp8-delayed", FrameworkRecipe::Fp8Delayed},
-        {"fp8-block", FrameworkRecipe::Fp8Block},
-        {"mxfp8", FrameworkRecipe::Mxfp8},
-        {"nvfp4", FrameworkRecipe::Nvfp4},
-    };
-    if (const auto it = kCandidates.find(entry); it != kCandidates.end())
-        return {it->second, {}};
+    for (const RecipeNames& n : kRecipeNames)
+        if (n.recipe != FrameworkRecipe::HighPrecision && entry == n.name)
+            return {n.recipe, {}};
     if (const BlockFormat* block = findBlockFormat(entry)) {
         const BlockScheme& s = block->scheme;
         const std::string& element = block->element.name;
@@ -52,21 +71,11 @@ Standing standingOf(const std::string& entry) {
 } // namespace
 
 const char* frameworkRecipeName(FrameworkRecipe recipe) {
-    switch (recipe) {
-    case FrameworkRecipe::Fp8Current:
-        return "fp8-current";
-    case FrameworkRecipe::Fp8Delayed:
-        return "fp8-delayed";
-    case FrameworkRecipe::Fp8Block:
-        return "fp8-block";
-    case FrameworkRecipe::Mxfp8:
-        return "mxfp8";
-    case FrameworkRecipe::Nvfp4:
-        return "nvfp4";
-    case FrameworkRecipe::HighPrecision:
-        break;
-    }
-    return "bf16";
+    return namesOf(recipe).name;
+}
+
+const char* teRecipeClass(FrameworkRecipe recipe) {
+    return namesOf(recipe).teClass;
 }
 
 std::vector<ModulePlan> modulePlans(const RunAdvice& advice) {

@@ -17,6 +17,8 @@ enum class FrameworkRecipe { HighPrecision, Fp8Current, Fp8Delayed, Fp8Block, Mx
 
 // "bf16", "fp8-current", "fp8-delayed", "fp8-block", "mxfp8", "nvfp4": the candidates' names.
 const char* frameworkRecipeName(FrameworkRecipe recipe);
+// Transformer Engine's recipe class for it, as Python ("MXFP8BlockScaling()").
+const char* teRecipeClass(FrameworkRecipe recipe);
 
 struct ModulePlan {
     std::size_t stage = 0;
