@@ -6,7 +6,6 @@
 #include "advise/module_plans.h"
 
 #include <cctype>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -35,6 +34,41 @@ void header(std::ostringstream& out, const RunAdvice& advice, const char* target
     out << "# Precision Lab advice for " << commentText(advice.runDir) << "\n"
         << "# " << describeCriteria(advice) << "\n"
         << "# " << target << "\n";
+}
+
+// A module's recipe where a target takes one recipe for a module's three GEMMs together
+// (Megatron's per-module config, torchao): its advised recipe where all three may run in it,
+// else high precision; each reason it is not as advised goes to `unexpressed`, worded for the
+// target (`splitWhy`: a module narrow in some GEMMs only; `delayedWhy`: delayed scaling).
+FrameworkRecipe wholeModuleRecipe(const ModulePlan& p, const std::string& splitWhy,
+                                  const std::string& delayedWhy,
+                                  std::vector<std::string>& unexpressed) {
+    const std::string name = quotedName(p.module);
+    if (!p.note.empty())
+        unexpressed.push_back(name + ": " + p.note);
+    if (p.recipe == FrameworkRecipe::HighPrecision)
+        return p.recipe;
+    if (!p.allNarrow()) {
+        unexpressed.push_back(name + ": " + frameworkRecipeName(p.recipe) +
+                              " for some GEMMs only (" + wideReasons(p) + "): " + splitWhy);
+        return FrameworkRecipe::HighPrecision;
+    }
+    if (p.recipe == FrameworkRecipe::Fp8Delayed) {
+        unexpressed.push_back(name + ": fp8-delayed: " + delayedWhy +
+                              "; advise with a --ladder without fp8-delayed for a recipe it "
+                              "takes");
+        return FrameworkRecipe::HighPrecision;
+    }
+    return p.recipe;
+}
+
+// The comment lines that list what a file does not express as advised.
+void writeUnexpressed(std::ostringstream& out, const std::vector<std::string>& unexpressed) {
+    if (unexpressed.empty())
+        return;
+    out << "# Not expressed as advised:\n";
+    for (const std::string& line : unexpressed)
+        out << "#   " << commentText(line) << "\n";
 }
 
 } // namespace
@@ -110,37 +144,20 @@ std::string adviceMegatron(const RunAdvice& advice) {
            "Megatron's. override_nonquantized_autocast:\n# each module takes its recipe "
            "whether or not the run's own FP8/FP4 autocast is on.");
     const std::vector<ModulePlan> plans = modulePlans(advice);
-    // A module takes its recipe where all three GEMMs may run in it; Megatron's per-module config
-    // cannot keep one GEMM of a module in high precision, nor take delayed scaling.
+    // Megatron's per-module config cannot keep one GEMM of a module in high precision, nor take
+    // delayed scaling; an embedding is no TE module, so it has no matcher.
     std::vector<std::string> unexpressed;
-    std::map<std::string, FrameworkRecipe> configOf; // module -> its config
-    std::vector<const ModulePlan*> matched;
-    for (const ModulePlan& p : plans) {
-        if (p.lookup) {
-            unexpressed.push_back(quotedName(p.module) + ": " + p.note);
-            continue; // no TE module: nothing to match
-        }
-        matched.push_back(&p);
-        FrameworkRecipe r = p.allNarrow() ? p.recipe : FrameworkRecipe::HighPrecision;
-        if (p.recipe != FrameworkRecipe::HighPrecision && !p.allNarrow())
-            unexpressed.push_back(quotedName(p.module) + ": " + frameworkRecipeName(p.recipe) +
-                                  " for some GEMMs only (" + wideReasons(p) +
-                                  "): this config cannot split a module's GEMMs, so bf16; "
-                                  "--export te-yaml can");
-        if (r == FrameworkRecipe::Fp8Delayed) {
-            unexpressed.push_back(quotedName(p.module) +
-                                  ": fp8-delayed: Megatron's per-module config refuses delayed "
-                                  "scaling, so bf16; advise with a --ladder without fp8-delayed "
-                                  "for a recipe it takes");
-            r = FrameworkRecipe::HighPrecision;
-        }
-        if (!p.note.empty())
-            unexpressed.push_back(quotedName(p.module) + ": " + p.note);
-        configOf[p.module] = r;
-    }
+    std::vector<std::pair<const ModulePlan*, FrameworkRecipe>> matched; // module, its config
     std::set<FrameworkRecipe> used;
-    for (const auto& [module, r] : configOf)
+    for (const ModulePlan& p : plans) {
+        const FrameworkRecipe r = wholeModuleRecipe(
+            p, "this config cannot split a module's GEMMs, so bf16; --export te-yaml can",
+            "Megatron's per-module config refuses delayed scaling, so bf16", unexpressed);
+        if (p.lookup)
+            continue;
+        matched.emplace_back(&p, r);
         used.insert(r);
+    }
     const auto configName = [](FrameworkRecipe r) { return identifier(frameworkRecipeName(r)); };
     y << "configs:";
     if (used.empty())
@@ -176,16 +193,12 @@ std::string adviceMegatron(const RunAdvice& advice) {
         y << " {}";
     y << "\n";
     for (std::size_t i = 0; i < matched.size(); ++i)
-        y << "  m" << i << "_" << identifier(matched[i]->module) << ":\n"
-          << "    config: \"" << configName(configOf[matched[i]->module]) << "\"\n"
+        y << "  m" << i << "_" << identifier(matched[i].first->module) << ":\n"
+          << "    config: \"" << configName(matched[i].second) << "\"\n"
           << "    type: \"glob\"\n"
-          << "    pattern: " << quotedName(globQuoted(matched[i]->module)) << "\n"
+          << "    pattern: " << quotedName(globQuoted(matched[i].first->module)) << "\n"
           << "    enabled: true\n";
-    if (!unexpressed.empty()) {
-        y << "# Not expressed as advised:\n";
-        for (const std::string& line : unexpressed)
-            y << "#   " << commentText(line) << "\n";
-    }
+    writeUnexpressed(y, unexpressed);
     return y.str();
 }
 
@@ -198,40 +211,19 @@ std::string adviceTorchao(const RunAdvice& advice) {
     const std::vector<ModulePlan> plans = modulePlans(advice);
     std::vector<std::string> unexpressed;
     std::vector<std::pair<std::string, FrameworkRecipe>> converted;
-    for (const ModulePlan& m : plans) {
-        if (m.recipe == FrameworkRecipe::HighPrecision) {
-            if (!m.note.empty())
-                unexpressed.push_back(quotedName(m.module) + ": " + m.note);
-            continue;
-        }
-        if (!m.allNarrow()) {
-            unexpressed.push_back(quotedName(m.module) + ": " + frameworkRecipeName(m.recipe) +
-                                  " for some GEMMs only (" + wideReasons(m) +
-                                  "): torchao converts a module's three GEMMs together, so it "
-                                  "stays in high precision");
-            continue;
-        }
-        if (m.recipe == FrameworkRecipe::Fp8Delayed) {
-            unexpressed.push_back(quotedName(m.module) +
-                                  ": fp8-delayed: torchao removed delayed scaling, so it stays in "
-                                  "high precision; advise with a --ladder without fp8-delayed "
-                                  "for a recipe torchao takes");
-            continue;
-        }
-        if (!m.note.empty())
-            unexpressed.push_back(quotedName(m.module) + ": " + m.note);
-        converted.emplace_back(m.module, m.recipe);
-    }
+    for (const ModulePlan& m : plans)
+        if (const FrameworkRecipe r = wholeModuleRecipe(
+                m,
+                "torchao converts a module's three GEMMs together, so it stays in high precision",
+                "torchao removed delayed scaling, so it stays in high precision", unexpressed);
+            r != FrameworkRecipe::HighPrecision)
+            converted.emplace_back(m.module, r);
     p << "# Each module converted, with the recipe it was advised (the modules not named stay in "
          "high precision):\nMODULE_RECIPES = {\n";
     for (const auto& [module, r] : converted)
         p << "    " << quotedName(module) << ": \"" << frameworkRecipeName(r) << "\",\n";
     p << "}\n";
-    if (!unexpressed.empty()) {
-        p << "# Not expressed as advised:\n";
-        for (const std::string& line : unexpressed)
-            p << "#   " << commentText(line) << "\n";
-    }
+    writeUnexpressed(p, unexpressed);
     p << "# The modules under torchao's tensorwise float8 recipe (fp8-current):\n"
          "FLOAT8_MODULES = {fqn for fqn, recipe in MODULE_RECIPES.items() "
          "if recipe == \"fp8-current\"}\n\n\n"

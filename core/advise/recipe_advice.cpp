@@ -387,25 +387,33 @@ struct Tallies {
     std::vector<std::array<bool, kRoleCount>> seen; // per stage: the roles recorded
 };
 
-// A recorded format's name as the ladder spells it (a trained run records its config's
-// spelling: "e5m10" is fp16); a name this build does not know stays as it is.
-std::string recordedName(const std::string& format) {
-    try {
-        return ladderName(format);
-    } catch (const std::exception&) {
-        return format;
+// Recorded formats' names as the ladder spells them (a trained run records its config's
+// spelling: "e5m10" is fp16), each looked up once; a name this build does not know stays as it
+// is.
+class RecordedNames {
+public:
+    const std::string& operator()(const std::string& format) {
+        const auto [it, added] = m_names.try_emplace(format);
+        if (added) {
+            try {
+                it->second = ladderName(format);
+            } catch (const std::exception&) {
+                it->second = format;
+            }
+        }
+        return it->second;
     }
-}
+
+private:
+    std::map<std::string, std::string> m_names;
+};
 
 Tallies tally(std::vector<StatsRow> rows, const Window& window, std::size_t stages) {
     Tallies t;
     t.seen.assign(stages, {});
-    std::map<std::string, std::string> names; // recorded -> canonical, each looked up once
+    RecordedNames canonical;
     for (StatsRow& r : rows) {
-        const auto [name, added] = names.try_emplace(r.format);
-        if (added)
-            name->second = recordedName(r.format);
-        r.format = name->second;
+        r.format = canonical(r.format);
         if (std::find(t.formats.begin(), t.formats.end(), r.format) == t.formats.end())
             t.formats.push_back(r.format);
         if (!window.holds(r.step) || r.role == TensorRole::MasterWeights ||
@@ -443,7 +451,7 @@ Tallies tally(std::vector<StatsRow> rows, const Window& window, std::size_t stag
 void tallyBlocks(const RunRecord& record, const Window& window, Tallies& t) {
     const bool several = record.judgesSeveralFormats();
     std::map<std::pair<std::size_t, TensorRole>, Tally*> castIn; // a role's one format's tally
-    std::map<std::string, std::string> names;                    // recorded -> canonical
+    RecordedNames canonical;
     if (!several)
         for (auto& [key, k] : t.byKey)
             castIn[{std::get<1>(key), std::get<2>(key)}] = &k;
@@ -452,10 +460,7 @@ void tallyBlocks(const RunRecord& record, const Window& window, Tallies& t) {
             continue;
         Tally* k = nullptr;
         if (several) {
-            const auto [name, added] = names.try_emplace(b.format);
-            if (added)
-                name->second = recordedName(b.format);
-            const auto it = t.byKey.find({name->second, b.stage, b.role});
+            const auto it = t.byKey.find({canonical(b.format), b.stage, b.role});
             k = it == t.byKey.end() ? nullptr : &it->second;
         } else if (const auto it = castIn.find({b.stage, b.role}); it != castIn.end()) {
             k = it->second;
