@@ -224,8 +224,8 @@ double RecipeCaster::cast(int stage, TensorRole role, Tensor in, Tensor values,
             *counters.tensorScale = scale;
         double current = amax;
         m_ops.quantizeScaled(q, in, values, scale, counters.stats, opts,
-                             fromHistory || startsAtOne ? &current : nullptr);
-        tensorAmax = current;               // its own (a delayed scale took earlier ones)
+                             fromHistory || startsAtOne || agreed ? &current : nullptr);
+        tensorAmax = current;               // its own (a delayed or the group's scale took others)
         if (history != nullptr && training) // evaluation must not change what training sees
             history->push(agreed ? agreedAmax : current); // serves the steps after it
     }
