@@ -163,8 +163,7 @@ void WatchRecorder::close(const std::string& stopReason, bool finished) {
         m_closed = true;
         m_idle.wait(lock, [this] { return (m_queue.empty() && !m_busy) || !m_failure.empty(); });
     }
-    m_thread.request_stop();
-    m_wake.notify_all();
+    m_thread.request_stop(); // wakes the counting thread's wait (it waits with the stop token)
     if (m_thread.joinable())
         m_thread.join();
     std::string failure;
@@ -198,8 +197,8 @@ void WatchRecorder::countingLoop(std::stop_token stop) {
         Item item;
         {
             std::unique_lock lock(m_mutex);
-            m_wake.wait(lock, [&] { return !m_queue.empty() || stop.stop_requested(); });
-            if (m_queue.empty())
+            m_wake.wait(lock, stop, [&] { return !m_queue.empty(); });
+            if (m_queue.empty()) // the stop, with nothing left to count
                 return;
             item = std::move(m_queue.front());
             m_queue.pop_front();

@@ -149,7 +149,10 @@ private:
     std::unique_ptr<CpuOps> m_ops;     // the recipe candidates' casts run on the CPU engine
     std::vector<FormatJudge> m_judges; // one per format, in the settings' order (after m_ops)
     mutable std::mutex m_mutex;
-    std::condition_variable m_wake, m_idle;
+    // m_wake waits with the stop token: a stop requested between the counting thread's check and
+    // its sleep would otherwise be a lost wake-up, and close() would wait on the join for ever.
+    std::condition_variable_any m_wake;
+    std::condition_variable m_idle;
     std::deque<Item> m_queue;
     std::size_t m_waitingStatistics = 0;
     bool m_busy = false;
