@@ -14,6 +14,7 @@
 
 #include "record/record_file.h"
 #include "sweep/child_process_launcher.h"
+#include "sweep/script_sweep.h"
 #include "sweep/sweep_executor.h"
 #include "sweep/sweep_plan.h"
 #include "sweep/sweep_results.h"
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,10 +34,18 @@
 namespace plab::cli {
 namespace {
 
-// Runs the given runs as `train` children, `slots` at once, through the one executor
+// What each child runs: `train` on the planned config, or a script sweep's command.
+std::shared_ptr<const ChildCommand> childCommand(const Sweep& sweep) {
+    if (sweep.isScript())
+        return std::make_shared<ScriptChildCommand>(sweep);
+    return std::make_shared<TrainChildCommand>(selfExecutable(), /*overwrite=*/true);
+}
+
+// Runs the given runs as children, `slots` at once, through the one executor
 // (core/sweep/sweep_executor.h); a stop signal is passed on to them once.
-SweepTally runChildren(const std::vector<SweepRun>& runs, unsigned slots, bool rerunFailed) {
-    ChildProcessLauncher children(selfExecutable(), /*overwrite=*/true);
+SweepTally runChildren(const Sweep& sweep, const std::vector<SweepRun>& runs, unsigned slots,
+                       bool rerunFailed) {
+    ChildProcessLauncher children(childCommand(sweep));
     SweepExecutor executor(runs, {slots, /*resume=*/true, rerunFailed});
     SweepExecutor::Hooks hooks;
     hooks.ended = [&](const RunEnd& end) {
@@ -97,7 +107,6 @@ std::string submitRuns(const std::string& out, const std::vector<SweepRun>& runs
         std::error_code made;
         std::filesystem::create_directories(std::filesystem::path(r.dir).parent_path(), made);
         std::filesystem::remove(failedMarker(r.dir), made);
-        writeFileAtomically(ChildProcessLauncher::configPath(r), r.config.dump(2) + "\n");
     }
     writeFileAtomically(base + ".tasks", tasks);
     const std::string command =
@@ -190,7 +199,7 @@ int runTask(const Sweep& sweep, const SweepArgs& args, const SlurmOptions& optio
         if (r.relative == line) {
             std::fprintf(stderr, "sweep: task %d: %s\n", args.taskIndex, r.dir.c_str());
             catchStopSignals();
-            const SweepTally tally = runChildren({r}, 1, /*rerunFailed=*/true);
+            const SweepTally tally = runChildren(sweep, {r}, 1, /*rerunFailed=*/true);
             return tally.recordFailed > 0 ? kExitRecordFailed
                    : tally.failed == 0    ? 0
                                           : kExitTrainingFailed;
@@ -206,9 +215,11 @@ int report(const Sweep& sweep, const std::string& out) {
     writeFileAtomically(out + "/sweep.md", results.markdown());
     if (!chartsAvailable())
         std::fprintf(stderr, "sweep: charts skipped: this build has no Cairo\n");
-    for (const SweepMetric& m : sweepMetrics()) {
+    for (const SweepMetric& m : results.metrics) {
         const std::string key = m.key;
-        if (!chartsAvailable() || (key != "test_accuracy" && key != "test_loss"))
+        if (!chartsAvailable() || std::find(results.verdictColumns.begin(),
+                                            results.verdictColumns.end(),
+                                            key) == results.verdictColumns.end())
             continue;
         std::vector<ChartEstimate> estimates;
         for (const SweepPointResult& r : results.points) {
@@ -218,6 +229,29 @@ int report(const Sweep& sweep, const std::string& out) {
         writeErrorBarCharts(out + "/" + key,
                             std::string(m.title) + ": mean and 95% interval over seeds", m.title,
                             estimates);
+    }
+    if (chartsAvailable() && sweep.isScript()) { // the loss curves: each recipe's mean and band
+        std::vector<ChartSeries> series;
+        for (const LossBand& band : sweepLossBands(results, out)) {
+            ChartSeries mean{band.name, {}}, low{band.name + " -95%", {}},
+                high{band.name + " +95%", {}};
+            for (std::size_t i = 0; i < band.steps.size(); ++i) {
+                const double x = static_cast<double>(band.steps[i]);
+                mean.points.emplace_back(x, band.mean[i]);
+                if (std::isfinite(band.half[i])) {
+                    low.points.emplace_back(x, band.mean[i] - band.half[i]);
+                    high.points.emplace_back(x, band.mean[i] + band.half[i]);
+                }
+            }
+            series.push_back(std::move(mean));
+            if (!low.points.empty()) {
+                series.push_back(std::move(low));
+                series.push_back(std::move(high));
+            }
+        }
+        writeLineCharts(out + "/loss_curves",
+                        "Training loss: mean over seeds with its 95% interval", "step", "loss",
+                        series, false);
     }
     std::printf("%s", results.markdown().c_str());
     bool incomplete = false;
@@ -241,6 +275,18 @@ int runSweep(const SweepArgs& args) {
         sweep = args.sweep;
         for (const std::string& g : args.grid)
             sweep.grid.push_back(parseGridOption(g));
+        if (!args.recipes.empty() || !args.command.empty()) { // the user's own script
+            if (args.command.empty())
+                throw std::invalid_argument(
+                    "sweep: --recipes needs the script's command after --, e.g. sweep "
+                    "--recipes fp32,fp8-current --seeds 5 --out DIR -- python3 train.py");
+            if (args.recipes.empty())
+                throw std::invalid_argument("sweep: a command after -- needs --recipes (the "
+                                            "recipes to run it under, e.g. fp32,fp8-current)");
+            sweep.command = args.command;
+            resolveScriptRecipes(sweep, args.recipes);
+            sweep.steps = 0; // the script's own
+        }
         if (sweep.baseline.empty())
             sweep.baseline =
                 sweep.presets.empty() || std::find(sweep.presets.begin(), sweep.presets.end(),
@@ -344,7 +390,8 @@ int runSweep(const SweepArgs& args) {
         }
     } else {
         catchStopSignals();
-        tally = runChildren(all, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
+        tally = runChildren(sweep, all,
+                            args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
                             args.rerunFailed);
         std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n",
                      tally.started, tally.skippedDone + tally.skippedFailed);
@@ -400,6 +447,21 @@ Command addSweepCommand(CLI::App& app) {
         cmd->add_option("--baseline", args->sweep.baseline,
                         "The preset differences are taken from (default: fp32 when it is swept, "
                         "else the first preset)"));
+    auto* recipes = cmd->add_option("--recipes", args->recipes,
+                                    "A script sweep's recipes, comma-separated: presets, "
+                                    "fp8-current, fp8-delayed, mxfp8, fp8-block, or recipe JSON "
+                                    "files (an advice); the script follows --")
+                        ->delimiter(',')
+                        ->excludes(defining.front()) // --presets
+                        ->excludes(steps);           // the script's own
+    defining.push_back(recipes);
+    defining.push_back(cmd->add_option("--higher-is-better", args->sweep.higherIsBetter,
+                                       "A script sweep's metrics where higher is better "
+                                       "(comma-separated; the others: lower is better)")
+                           ->delimiter(','));
+    defining.push_back(cmd->add_option("command", args->command,
+                                       "After --: the training script's command, run once per "
+                                       "recipe and seed (no shell), e.g. -- python3 train.py"));
     for (CLI::Option* option : defining)
         option->excludes(file);
     cmd->add_option("--out", args->out, "Sweep folder")->capture_default_str();

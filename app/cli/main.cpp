@@ -83,6 +83,8 @@ void refuseEmptyListItems(const CLI::App& app, int argc, char** argv) {
                 const std::string flag = "--" + name;
                 for (int i = 1; i < argc; ++i) {
                     const std::string arg = argv[i];
+                    if (arg == "--") // a script sweep's command follows: its own arguments
+                        break;
                     std::string value;
                     if (arg == flag && i + 1 < argc)
                         value = argv[i + 1];

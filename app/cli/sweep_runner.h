@@ -15,6 +15,10 @@ struct SweepArgs {
     std::string file; // a sweep.json to run instead of the options below
     Sweep sweep;      // presets, seeds, settings, steps, data, baseline; the grid from `grid`
     std::vector<std::string> grid; // "key=v1,v2"
+    // A script sweep: --recipes as given (presets, aliases, recipe files) and the command after
+    // `--` (sweep/script_sweep.h).
+    std::vector<std::string> recipes;
+    std::vector<std::string> command;
     std::string out = "runs/sweep";
     unsigned jobs = 0;
     bool rerunFailed = false;

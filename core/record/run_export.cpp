@@ -290,6 +290,8 @@ int checkRunRecord(SqliteDb& db) {
                 throw RecordError(db.path() + ": is not a run record (no table blocks)");
             if (known >= 3 && !db.hasTable("channels"))
                 throw RecordError(db.path() + ": is not a run record (no table channels)");
+            if (known >= 7 && !db.hasTable("reported"))
+                throw RecordError(db.path() + ": is not a run record (no table reported)");
             return known;
         }
     throw RecordError(db.path() + ": run record schema version " + version +

@@ -72,6 +72,13 @@ struct DiagnosticsRow {
     std::uint64_t liveBlocks = 0, zeroScaleBlocks = 0;
 };
 
+// One value a PyTorch script reported of its own (step(metrics={...})); NaN: not a number.
+struct ReportedValue {
+    std::int64_t step = 0;
+    std::string name;
+    double value = 0.0;
+};
+
 class RunRecord {
 public:
     // Throws RecordError naming the file when DIR holds no readable run record.
@@ -116,6 +123,8 @@ public:
     // The diagnostics rows since the last reset, in the order written (none before schema 5 and
     // for runs whose tensors the core does not capture whole: trained and emulated runs).
     std::vector<DiagnosticsRow> diagnosticsRows() const;
+    // The script's own metrics, by step (empty before schema 7 and for the core's runs).
+    std::vector<ReportedValue> reportedValues() const;
     // One tensor's rows at one statistics step, in the order written: a watched run's row for
     // every format it judges the tensor in (the format what-if of a watched run), a trained
     // run's one row. Empty when that step recorded no such tensor.

@@ -14,8 +14,9 @@ inline constexpr const char* kRunRecordFile = "run.sqlite";
 // Version 2 added the error sums to stats and the blocks table, version 3 the channels table,
 // version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats),
 // version 5 the diagnostics table, version 6 the stats' scaling (which per-tensor scaling cast
-// the row: a layer may have its own); this build reads 1 to 6.
-inline constexpr int kRunRecordSchemaVersion = 6;
+// the row: a layer may have its own), version 7 the reported table (a PyTorch script's own
+// metrics); this build reads 1 to 7.
+inline constexpr int kRunRecordSchemaVersion = 7;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 inline constexpr const char* kRunRecordSchema = R"sql(
@@ -71,6 +72,10 @@ CREATE INDEX diagnostics_by_step ON diagnostics(step);
 CREATE TABLE events(seq INTEGER PRIMARY KEY, step INTEGER NOT NULL, type TEXT NOT NULL,
   message TEXT NOT NULL, change TEXT);
 CREATE TABLE summary(id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+-- A PyTorch script's own metrics (step(metrics={"val_loss": ...})): a row per step and name.
+-- Only new records of PyTorch runs hold rows (never continued, so no attempt is trimmed).
+CREATE TABLE reported(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
+  name TEXT NOT NULL, value REAL);
 )sql";
 
 } // namespace plab

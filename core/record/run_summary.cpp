@@ -6,7 +6,7 @@
 namespace plab {
 
 nlohmann::json toJson(const RunSummary& s) {
-    return {{"finished", s.finished},
+    nlohmann::json j = {{"finished", s.finished},
             {"stop_reason", s.stopReason},
             {"steps", s.steps},
             {"skipped_steps", s.skippedSteps},
@@ -15,6 +15,13 @@ nlohmann::json toJson(const RunSummary& s) {
             {"test_accuracy", s.testAccuracy},
             {"wall_seconds", s.wallSeconds},
             {"samples_per_second", s.samplesPerSecond}};
+    if (!s.finalMetrics.empty()) { // only a script that reports its own has them
+        nlohmann::json metrics = nlohmann::json::object();
+        for (const auto& [name, value] : s.finalMetrics)
+            metrics[name] = value; // a NaN as null
+        j["final_metrics"] = std::move(metrics);
+    }
+    return j;
 }
 
 RunSummary runSummaryFromJson(const nlohmann::json& j) {
@@ -33,6 +40,10 @@ RunSummary runSummaryFromJson(const nlohmann::json& j) {
     s.testAccuracy = number("test_accuracy");
     s.wallSeconds = number("wall_seconds");
     s.samplesPerSecond = number("samples_per_second");
+    if (const auto it = j.find("final_metrics"); it != j.end() && it->is_object())
+        for (const auto& [name, value] : it->items())
+            s.finalMetrics[name] =
+                value.is_number() ? value.get<double>() : std::numeric_limits<double>::quiet_NaN();
     return s;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 
 namespace plab {
@@ -21,6 +22,8 @@ struct RunSummary {
            testAccuracy = std::numeric_limits<double>::quiet_NaN();
     double wallSeconds = 0.0;
     double samplesPerSecond = 0.0;
+    // A PyTorch script's own metrics (step(metrics={...})): the last value reported of each.
+    std::map<std::string, double> finalMetrics;
 };
 
 // JSON has no NaN: a NaN is written as null, and null reads back as NaN.

@@ -36,6 +36,7 @@ public:
     SqliteStatement& bindBlob(int index, std::string_view bytes);
     SqliteStatement& bindNull(int index);
 
+    bool prepared() const { return m_statement != nullptr; }
     bool next();  // steps; true while there is a row to read
     void run();   // steps a statement that returns no rows, then resets it for the next use
     void reset(); // ready for new bindings

@@ -1,5 +1,7 @@
 #include "sweep_plan.h"
 
+#include "sweep/script_sweep.h"
+
 #include "data/dataset.h"
 #include "numerics/format_spec.h"
 #include "train/presets.h"
@@ -70,8 +72,15 @@ nlohmann::json Sweep::toJson() const {
     nlohmann::json g = nlohmann::json::array();
     for (const auto& [key, values] : grid)
         g.push_back({{"key", key}, {"values", values}});
-    return {{"presets", presets}, {"seeds", seeds},   {"grid", g},    {"set", sets},
-            {"steps", steps},     {"epochs", epochs}, {"data", data}, {"baseline", baseline}};
+    nlohmann::json j = {{"presets", presets}, {"seeds", seeds},   {"grid", g},
+                        {"set", sets},         {"steps", steps},   {"epochs", epochs},
+                        {"data", data},        {"baseline", baseline}};
+    if (isScript()) {
+        j["command"] = command;
+        j["recipes"] = recipes;
+        j["higher_is_better"] = higherIsBetter;
+    }
+    return j;
 }
 
 Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
@@ -82,10 +91,11 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
     for (const auto& [key, value] : j.items())
         if (key != "presets" && key != "seeds" && key != "grid" && key != "set" && key != "steps" &&
             key != "epochs" && key != "data" && key != "baseline" && key != "backend" &&
-            key != "slurm")
+            key != "slurm" && key != "command" && key != "recipes" && key != "higher_is_better")
             throw std::invalid_argument(where + ": unknown key \"" + key +
                                         "\" (expected presets, seeds, grid, set, steps, epochs, "
-                                        "data, baseline, backend, slurm)");
+                                        "data, baseline, command, recipes, higher_is_better, "
+                                        "backend, slurm)");
     // Each field's type, named with its key (the library's own text names neither).
     const auto expect = [&](const char* key, bool ok, const char* what) {
         if (j.contains(key) && !ok)
@@ -109,6 +119,10 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
     expect("baseline", j.value("baseline", nlohmann::json("")).is_string(), "a preset name");
     expect("grid", j.value("grid", nlohmann::json::array()).is_array(),
            "an array of {\"key\", \"values\"}");
+    expect("command", stringArray("command"), "an array of the command's arguments");
+    expect("higher_is_better", stringArray("higher_is_better"), "an array of metric names");
+    expect("recipes", j.value("recipes", nlohmann::json::object()).is_object(),
+           "an object of recipe name -> {\"source\", \"document\"}");
     Sweep s;
     try {
         s.presets = j.at("presets").get<std::vector<std::string>>();
@@ -131,6 +145,9 @@ Sweep Sweep::fromJson(const nlohmann::json& j, const std::string& where) {
         s.epochs = j.value("epochs", 0);
         s.data = j.value("data", std::string());
         s.baseline = j.value("baseline", std::string("fp32"));
+        s.command = j.value("command", std::vector<std::string>{});
+        s.recipes = j.value("recipes", nlohmann::json::object());
+        s.higherIsBetter = j.value("higher_is_better", std::vector<std::string>{});
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(where + ": " + e.what());
     }
@@ -187,6 +204,8 @@ std::vector<SweepPoint> Sweep::points() const {
 }
 
 nlohmann::json Sweep::runConfigJson(const SweepPoint& p, int seed) const {
+    if (isScript())
+        return {{"script", {{"recipe", p.preset}, {"seed", seed}}}};
     RunConfigParts parts;
     parts.preset = p.preset;
     parts.settings = sets;
@@ -207,8 +226,11 @@ void Sweep::check() const {
         throw std::invalid_argument("sweep: nothing to run (expected presets and --seeds >= 1)");
     // The baseline must be one of the points' presets, or no verdict could be taken against it.
     if (std::find(presets.begin(), presets.end(), baseline) == presets.end())
-        throw std::invalid_argument("sweep: --baseline " + baseline +
-                                    " is not among the presets (expected one of --presets)");
+        throw std::invalid_argument("sweep: --baseline " + baseline + " is not among the " +
+                                    (isScript() ? "recipes (expected one of --recipes)"
+                                                : "presets (expected one of --presets)"));
+    if (isScript())
+        return checkScriptSweep(*this);
     for (const std::string& p : presets) {
         try {
             findPreset(p);
@@ -301,6 +323,8 @@ std::pair<std::string, std::vector<nlohmann::json>> parseGridOption(const std::s
 }
 
 std::string runDiffersFromPlan(const std::string& runDir, const nlohmann::json& planned) {
+    if (planned.contains("script")) // the script's record: its folder is the sweep's alone
+        return {};
     try {
         TrainConfig recorded = configFromJson(readConfigFile(runDir + "/config.json"));
         const TrainConfig wanted = configFromJson(planned);

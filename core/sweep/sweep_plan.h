@@ -37,6 +37,17 @@ struct Sweep {
     int epochs = 0; // instead of steps when > 0
     std::string data;
     std::string baseline = "fp32";
+    // A sweep of the user's own script (`sweep --recipes R,... -- COMMAND`, sweep/script_sweep.h):
+    // the command, run once per recipe and seed; `presets` then holds the recipes' names (a
+    // preset, an alias, a recipe file's stem). Empty: the core's own runs.
+    std::vector<std::string> command;
+    // A script sweep's recipes as resolved when it was made, by name: {"source": what was given,
+    // "document": the config document} or {"source", "error": why it did not resolve}; so that a
+    // resumed sweep runs what it planned, and a recipe that did not resolve fails its runs alone.
+    nlohmann::json recipes = nlohmann::json::object();
+    // A script sweep's metrics where higher is better (the others are judged lower is better).
+    std::vector<std::string> higherIsBetter;
+    bool isScript() const { return !command.empty(); }
 
     nlohmann::json toJson() const;
     // Throws std::invalid_argument naming `where` and the field.
@@ -49,6 +60,7 @@ struct Sweep {
     }
     // The config a run of the sweep trains with, by the one builder (train/run_config_builder.h):
     // the preset, the sweep's settings, the point's, the seed, steps or epochs, one thread, data.
+    // A script sweep's run: {"script": {"recipe": name, "seed": seed}} (what the child is given).
     nlohmann::json runConfigJson(const SweepPoint& p, int seed) const;
     // Refuses an unknown preset or a grid value the config rejects, before anything runs
     // (std::invalid_argument naming the preset or `--grid key=value`).

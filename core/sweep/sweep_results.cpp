@@ -38,10 +38,29 @@ std::map<std::string, double> readRunMetrics(const std::string& runDir) {
     return readRunMetrics(runDir, analyseRun(RunRecord(runDir)));
 }
 
+std::vector<SweepMetric> scriptSweepMetrics(const Sweep& sweep,
+                                            const std::vector<std::string>& reported) {
+    std::vector<SweepMetric> out = {{"final_train_loss", "final loss", false, 1.0, ""}};
+    for (const std::string& name : reported) {
+        const bool higher = std::find(sweep.higherIsBetter.begin(), sweep.higherIsBetter.end(),
+                                      name) != sweep.higherIsBetter.end();
+        out.push_back({name, name, higher, 1.0, ""});
+    }
+    for (const SweepMetric& m : sweepMetrics())
+        if (m.key != "test_accuracy" && m.key != "test_loss" && m.key != "final_train_loss")
+            out.push_back(m);
+    return out;
+}
+
 std::map<std::string, double> readRunMetrics(const std::string& runDir, const RunAnalysis& a) {
     std::map<std::string, double> m;
     std::ifstream in(runDir + "/summary.json");
     const nlohmann::json s = nlohmann::json::parse(in, nullptr, false);
+    // A script's own metrics first: a built-in key below wins over a metric of the same name.
+    if (s.is_object() && s.contains("final_metrics") && s.at("final_metrics").is_object())
+        for (const auto& [name, value] : s.at("final_metrics").items())
+            m[name] =
+                value.is_number() ? value.get<double>() : std::numeric_limits<double>::quiet_NaN();
     for (const char* key : {"test_accuracy", "test_loss", "final_train_loss", "skipped_steps"})
         m[key] = s.is_object() ? number(s, key) : std::numeric_limits<double>::quiet_NaN();
     for (const char* role :
@@ -66,13 +85,14 @@ std::map<std::string, double> metricsOf(const std::string& run, RunMetricsCache*
 } // namespace
 
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetricsCache* cache) {
-    SweepResults results{sweep, {}};
+    SweepResults results{sweep, {}, {}, {}};
     const std::vector<SweepPoint> points = sweep.points();
+    std::vector<std::map<std::string, std::vector<double>>> pointValues;
     for (const SweepPoint& p : points) {
         SweepPointResult r;
         r.point = p;
         r.name = p.name(sweep);
-        std::map<std::string, std::vector<double>> values;
+        std::map<std::string, std::vector<double>>& values = pointValues.emplace_back();
         for (int seed = 1; seed <= sweep.seeds; ++seed) {
             const std::string run = sweep.runFolder(dir, p, seed);
             const std::string label = "seed-" + std::to_string(seed);
@@ -110,16 +130,35 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
             }
             }
         }
-        for (const SweepMetric& m : sweepMetrics())
-            r.metrics[m.key] = summarise(values[m.key]);
         results.points.push_back(std::move(r));
     }
+    if (sweep.isScript()) { // the script's own metrics: whatever its finished runs reported
+        std::vector<std::string> reported;
+        for (const auto& values : pointValues)
+            for (const auto& [key, v] : values) {
+                const bool builtIn = std::any_of(
+                    sweepMetrics().begin(), sweepMetrics().end(),
+                    [&](const SweepMetric& m) { return m.key == key; });
+                if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
+                    reported.push_back(key);
+            }
+        results.metrics = scriptSweepMetrics(sweep, reported);
+        results.verdictColumns = {"final_train_loss"};
+        results.verdictColumns.insert(results.verdictColumns.end(), reported.begin(),
+                                      reported.end());
+    } else {
+        results.metrics = sweepMetrics();
+        results.verdictColumns = {"test_accuracy", "test_loss"};
+    }
+    for (std::size_t i = 0; i < points.size(); ++i)
+        for (const SweepMetric& m : results.metrics)
+            results.points[i].metrics[m.key] = summarise(pointValues[i][m.key]);
     for (std::size_t i = 0; i < points.size(); ++i) {
         SweepPointResult& r = results.points[i];
         for (std::size_t b = 0; b < points.size(); ++b)
             if (points[b].preset == sweep.baseline && points[b].values == points[i].values)
                 r.baseline = static_cast<int>(b);
-        for (const SweepMetric& m : sweepMetrics()) {
+        for (const SweepMetric& m : results.metrics) {
             if (r.baseline < 0) {
                 r.verdicts[m.key] = "no " + sweep.baseline + " run here";
                 continue;
@@ -143,13 +182,44 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
     return results;
 }
 
+std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir) {
+    std::vector<LossBand> bands;
+    for (const SweepPointResult& r : results.points) {
+        LossBand band{r.name, {}, {}, {}};
+        std::map<std::int64_t, std::vector<double>> byStep;
+        std::size_t runs = 0;
+        for (int seed = 1; seed <= results.sweep.seeds; ++seed) {
+            const std::string run = results.sweep.runFolder(dir, r.point, seed);
+            if (sweepRunState(run, results.sweep.runConfigJson(r.point, seed)) !=
+                SweepRunState::Done)
+                continue;
+            try {
+                for (const StepScalars& s : RunRecord(run).steps())
+                    byStep[s.step].push_back(s.loss);
+                ++runs;
+            } catch (const std::exception&) { // a record that cannot be read: no curve of it
+            }
+        }
+        for (const auto& [step, losses] : byStep) {
+            if (losses.size() != runs) // a step some runs did not record: no band there
+                continue;
+            const SeedSummary s = summarise(losses);
+            band.steps.push_back(step);
+            band.mean.push_back(s.mean);
+            band.half.push_back(s.ci95);
+        }
+        bands.push_back(std::move(band));
+    }
+    return bands;
+}
+
 std::string SweepResults::csv() const {
     std::string out = "point,preset";
     for (const auto& [key, values] : sweep.grid)
         out += "," + key;
     out += ",runs";
-    for (const SweepMetric& m : sweepMetrics())
-        out += std::string(",") + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key +
+    for (const SweepMetric& m : metrics)
+        out += "," + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key +
                "_diff," + m.key + "_diff_ci95," + m.key + "_verdict";
     out += '\n';
     for (const SweepPointResult& r : points) {
@@ -157,7 +227,7 @@ std::string SweepResults::csv() const {
         for (const nlohmann::json& v : r.point.values)
             out += ',' + gridValueText(v);
         out += ',' + std::to_string(r.runs);
-        for (const SweepMetric& m : sweepMetrics()) {
+        for (const SweepMetric& m : metrics) {
             const SeedSummary& s = r.metrics.at(m.key);
             const auto d = r.differences.find(m.key);
             const std::string diff =
@@ -174,21 +244,30 @@ std::string SweepResults::csv() const {
 }
 
 std::string SweepResults::markdown() const {
+    const auto titleOf = [&](const std::string& key) {
+        for (const SweepMetric& m : metrics)
+            if (m.key == key)
+                return m.title;
+        return key;
+    };
     std::string md = "| point | runs";
-    for (const SweepMetric& m : sweepMetrics())
-        md += std::string(" | ") + m.title;
-    md += " | vs " + sweep.baseline + ": test accuracy | vs " + sweep.baseline +
-          ": test loss |\n|---|---";
-    for (std::size_t c = 0; c < sweepMetrics().size() + 2; ++c)
+    for (const SweepMetric& m : metrics)
+        md += " | " + m.title;
+    for (const std::string& key : verdictColumns)
+        md += " | vs " + sweep.baseline + ": " + titleOf(key);
+    md += " |\n|---|---";
+    for (std::size_t c = 0; c < metrics.size() + verdictColumns.size(); ++c)
         md += "|---";
     md += "|\n";
     for (const SweepPointResult& r : points) {
         md += "| " + r.name + " | " + std::to_string(r.runs);
-        for (const SweepMetric& m : sweepMetrics()) {
+        for (const SweepMetric& m : metrics) {
             // A dash where no run has a finite value, as in the app's table.
             md += " | " + meanWithInterval(r.metrics.at(m.key), m.scale, m.decimals());
         }
-        md += " | " + r.verdicts.at("test_accuracy") + " | " + r.verdicts.at("test_loss") + " |\n";
+        for (const std::string& key : verdictColumns)
+            md += " | " + r.verdicts.at(key);
+        md += " |\n";
     }
     md += "\nCells: mean ± half-width of the 95% confidence interval over seeds (Student's t); "
           "verdicts: Welch's interval of the difference from " +

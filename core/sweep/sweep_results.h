@@ -15,11 +15,12 @@
 namespace plab {
 
 struct SweepMetric {
-    const char* key;   // summary.json key (the flushed shares: the run analysis's means)
-    const char* title; // table header
+    std::string key;   // summary.json key (the flushed shares: the run analysis's means; a
+                       // script's own metric: its name in final_metrics)
+    std::string title; // table header
     bool higherIsBetter;
     double scale; // 100 for shares and accuracies shown in percent or points
-    const char* unit;
+    std::string unit;
     // Places shown: 2 for percentages, 4 otherwise.
     int decimals() const { return scale == 100.0 ? 2 : 4; }
 };
@@ -27,6 +28,10 @@ struct SweepMetric {
 // role: flushed_weights, flushed_activations, flushed_activation_gradients,
 // flushed_weight_gradients (NaN for a run that never counted the role).
 const std::vector<SweepMetric>& sweepMetrics();
+// A script sweep's: its final loss, each metric its runs reported (`reported`, in order; higher
+// is better for those in sweep.higherIsBetter), skipped steps and the flushed shares.
+std::vector<SweepMetric> scriptSweepMetrics(const Sweep& sweep,
+                                            const std::vector<std::string>& reported);
 
 struct SweepPointResult {
     SweepPoint point;
@@ -44,6 +49,8 @@ struct SweepPointResult {
 struct SweepResults {
     Sweep sweep;
     std::vector<SweepPointResult> points;
+    std::vector<SweepMetric> metrics;        // the table's columns, in order
+    std::vector<std::string> verdictColumns; // the metrics whose verdicts the table shows
     std::string csv() const;      // one row per point: every metric's mean, sd, ci95, diff
     std::string markdown() const; // the table `sweep` prints, with a line on the statistics
 };
@@ -57,6 +64,16 @@ using RunMetricsCache = std::map<std::string, std::map<std::string, double>>;
 // are read into it.
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir,
                           RunMetricsCache* cache = nullptr);
+
+// A point's training loss over its done runs, step by step: the mean and the 95% interval's
+// half-width (NaN with one run) of the steps every one of them recorded; the curves with bands
+// of a sweep's charts and the app's Compare.
+struct LossBand {
+    std::string name; // the point's
+    std::vector<std::int64_t> steps;
+    std::vector<double> mean, half;
+};
+std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir);
 
 // The metrics of one finished run, by metric key; given the run's analysis (run_record.h),
 // only its summary.json is read.

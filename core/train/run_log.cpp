@@ -419,6 +419,19 @@ void RunLog::logReportedStep(std::int64_t step, std::optional<double> loss,
     m_insertStep.run();
 }
 
+void RunLog::logReportedMetrics(std::int64_t step, const std::map<std::string, double>& metrics) {
+    if (metrics.empty())
+        return;
+    begin();
+    // Prepared at the first use: only a PyTorch script's runs (new records) report metrics, and a
+    // core run continued from an older build's record has no such table.
+    if (!m_insertReported.prepared())
+        m_insertReported = m_db->prepare(
+            "INSERT INTO reported(step, name, value, attempt) VALUES (?1, ?2, ?3, ?4)");
+    for (const auto& [name, value] : metrics)
+        m_insertReported.bind(1, step).bind(2, name).bind(3, value).bind(4, m_attempt).run();
+}
+
 void RunLog::logStats(std::int64_t step, const std::vector<StageStats>& stages) {
     const bool withHistograms = startStatistics(step);
     for (std::size_t s = 0; s < stages.size(); ++s) {

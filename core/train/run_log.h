@@ -16,6 +16,7 @@
 #include "stats/training_snapshot.h"
 #include "train/train_config.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,8 @@ public:
     // whether its update was skipped (an emulated run's loss scaler found an overflow).
     void logReportedStep(std::int64_t step, std::optional<double> loss,
                          std::optional<double> learningRate, double scale, bool skipped = false);
+    // The script's own metrics of that step (step(metrics={...})), a row each.
+    void logReportedMetrics(std::int64_t step, const std::map<std::string, double>& metrics);
     void logStats(std::int64_t step, const std::vector<StageStats>& stages);
     // logStats in parts, for rows that name their own format (a watched run judges one tensor in
     // several): startStatistics once per statistics step says whether its histograms are to be
@@ -143,7 +146,7 @@ private:
     std::unique_ptr<RunDirectoryLock> m_lock;
     std::unique_ptr<SqliteDb> m_db;
     SqliteStatement m_insertStep, m_insertStats, m_insertBlocks, m_insertChannels,
-        m_insertDiagnostics, m_insertHistogram, m_insertEvent, m_writeSummary;
+        m_insertDiagnostics, m_insertHistogram, m_insertEvent, m_writeSummary, m_insertReported;
     bool m_inTransaction = false, m_closed = false;
     int m_stageCount = 0;
     std::vector<std::string> m_stageNames;

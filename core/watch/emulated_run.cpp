@@ -92,8 +92,9 @@ void EmulatedRun::castAlongBatch(int stage, TensorRole role, const float* raw, f
 }
 
 void EmulatedRun::endStep(std::optional<double> loss, std::optional<double> learningRate,
-                          double scale, bool skipped) {
+                          double scale, bool skipped, std::map<std::string, double> metrics) {
     WatchedStep step;
+    step.metrics = std::move(metrics);
     {
         const std::lock_guard lock(m_mutex);
         step.step = m_step;

@@ -25,6 +25,7 @@
 #include "watch/watch_recorder.h"
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,9 +76,10 @@ public:
     void castAlongBatch(int stage, TensorRole role, const float* raw, float* out, std::size_t batch,
                         std::size_t width);
 
-    // Ends the step under way: its scalars and counted casts go to the record.
+    // Ends the step under way: its scalars, the script's own metrics and the counted casts go to
+    // the record.
     void endStep(std::optional<double> loss, std::optional<double> learningRate, double scale,
-                 bool skipped);
+                 bool skipped, std::map<std::string, double> metrics = {});
     void event(const std::string& type, const std::string& message);
 
     // At the boundary before the step under way: the replayed timeline's edits that are due (of

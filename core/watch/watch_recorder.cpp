@@ -246,6 +246,7 @@ void WatchRecorder::countingLoop(std::stop_token stop) {
 
 void WatchRecorder::record(const WatchedStep& step) {
     m_log->logReportedStep(step.step, step.loss, step.learningRate, step.scale, step.skipped);
+    m_log->logReportedMetrics(step.step, step.metrics);
     if (step.statistics) {
         const bool withHistograms = m_log->startStatistics(step.step);
         for (const CountedTensor& t : step.counted) {
@@ -327,6 +328,8 @@ void WatchRecorder::record(const WatchedStep& step) {
     m_lastStep = step.step;
     if (step.loss)
         m_lastLoss = *step.loss;
+    for (const auto& [name, value] : step.metrics)
+        m_lastMetrics[name] = value;
     if (step.skipped)
         ++m_skippedSteps;
 }
@@ -379,6 +382,7 @@ RunSummary WatchRecorder::summaryNow(bool finished, const std::string& stopReaso
     s.steps = m_lastStep;
     s.skippedSteps = m_skippedSteps;
     s.finalTrainLoss = m_lastLoss;
+    s.finalMetrics = m_lastMetrics;
     s.wallSeconds = std::chrono::duration<double>(Clock::now() - m_started).count();
     s.samplesPerSecond = std::nan("");
     return s;

@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,7 @@ struct WatchedStep {
     std::optional<double> loss, learningRate;
     double scale = 1.0;   // the loss scale this step used (1 without one)
     bool skipped = false; // its update was skipped (an overflow)
+    std::map<std::string, double> metrics; // the script's own (step(metrics={...}))
     bool statistics = false;
     std::vector<CapturedTensor> tensors;
     std::vector<CountedTensor> counted;
@@ -160,6 +162,7 @@ private:
     std::uint64_t m_dropped = 0, m_recorded = 0;
     std::int64_t m_lastStep = 0, m_skippedSteps = 0;
     double m_lastLoss = std::nan("");
+    std::map<std::string, double> m_lastMetrics; // each metric's last reported value
     std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
     bool m_closed = false;
     std::jthread m_thread; // last: started after everything it reads

@@ -66,9 +66,10 @@ public:
         py::gil_scoped_release release;
         m_run->castAlongBatch(stage, r, address(raw), address(out), batch, width);
     }
-    void endStep(std::optional<double> loss, std::optional<double> lr, double scale, bool skipped) {
+    void endStep(std::optional<double> loss, std::optional<double> lr, double scale, bool skipped,
+                 std::map<std::string, double> metrics) {
         py::gil_scoped_release release;
-        m_run->endStep(loss, lr, scale, skipped);
+        m_run->endStep(loss, lr, scale, skipped, std::move(metrics));
     }
     // What the Python side asks of the recipe for one stage and role.
     std::string format(int stage, const std::string& role) const {
@@ -221,7 +222,7 @@ void bindEmulate(py::module_& m) {
         .def("cast_along_batch", &Emulator::castAlongBatch, py::arg("stage"), py::arg("role"),
              py::arg("raw"), py::arg("dst"), py::arg("batch"), py::arg("width"))
         .def("end_step", &Emulator::endStep, py::arg("loss"), py::arg("lr"), py::arg("scale"),
-             py::arg("skipped"))
+             py::arg("skipped"), py::arg("metrics") = std::map<std::string, double>())
         .def("format", &Emulator::format)
         .def("is_identity", &Emulator::isIdentity)
         .def("hadamard_for", &Emulator::hadamardFor)

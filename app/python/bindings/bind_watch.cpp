@@ -56,8 +56,9 @@ public:
     }
 
     bool submit(std::int64_t step, std::optional<double> loss, std::optional<double> lr,
-                double scale, bool statistics) {
+                double scale, bool statistics, std::map<std::string, double> metrics) {
         m_pending.step = step;
+        m_pending.metrics = std::move(metrics);
         m_pending.loss = loss;
         m_pending.learningRate = lr;
         m_pending.scale = scale;
@@ -103,7 +104,8 @@ void bindWatch(py::module_& m) {
         .def("capture", &Recorder::capture, py::arg("stage"), py::arg("role"), py::arg("values"),
              py::arg("row_length"), py::arg("multiplier"))
         .def("submit", &Recorder::submit, py::arg("step"), py::arg("loss"), py::arg("lr"),
-             py::arg("scale"), py::arg("statistics"))
+             py::arg("scale"), py::arg("statistics"),
+             py::arg("metrics") = std::map<std::string, double>())
         .def("event", &Recorder::event)
         .def("flush", &Recorder::flush)
         .def("close", &Recorder::close, py::arg("reason") = "completed", py::arg("finished") = true)

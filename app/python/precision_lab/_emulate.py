@@ -51,13 +51,17 @@ import torch
 from . import _core
 from . import _distributed
 from . import _script_end
+from . import _sweep
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
 from ._names import name_matches, name_or_parent_matches
 from ._record_failure import RecordFailure
 from . import MAX_THREADS
 
-ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3"}
+# The advisor's and the sweep's names for two presets too (fp8-current, fp8-delayed: what the
+# frameworks call their FP8 recipes).
+ALIASES = {"fp8-hybrid": "fp8-hybrid-delayed", "mxfp8": "mxfp8-e4m3",
+           "fp8-current": "fp8-hybrid-current", "fp8-delayed": "fp8-hybrid-delayed"}
 _MARK = "_precision_lab_emulation"
 # Every module whose forward an open emulation replaced, and that emulation: a model holding one
 # (or a part of an emulated model) is refused, since two emulations would each record a part.
@@ -361,11 +365,13 @@ def _loss_scaling_of(config):
 
 
 # -- the emulation -----------------------------------------------------------------------------
-def emulate(model, recipe, run_dir=None, *, modules=None, every=1, seed=None,
+def emulate(model, recipe=None, run_dir=None, *, modules=None, every=1, seed=None,
             histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None,
             timeline=None):
     """Runs ``model`` under ``recipe`` from now on, recording into ``run_dir`` (None: a new
-    temporary folder); returns the Emulation (also a context manager). ``seed``: the casts'
+    temporary folder); returns the Emulation (also a context manager). Under ``precision-lab-cli
+    sweep ... -- python3 SCRIPT``, a recipe, run folder or seed left out is the sweep's (its
+    run's folder is replaced); outside one, a recipe is needed. ``seed``: the casts'
     random streams (None: a recorded run's own, else 0). ``timeline``: edits to apply at step
     boundaries, as a steered run's config.json records them. Every check is made before
     anything is written. See the module's documentation."""
@@ -380,9 +386,20 @@ _GOES_ON = "training goes on under the recipe (emulation.error)"
 
 
 class Emulation(RecordFailure):
-    def __init__(self, model, recipe, run_dir=None, *, modules=None, every=1, seed=None,
+    def __init__(self, model, recipe=None, run_dir=None, *, modules=None, every=1, seed=None,
                  histograms_every=10, threads=1, overwrite=False, loss_scaler=None, ranks=None,
                  timeline=None):
+        sweep = _sweep.current()
+        if recipe is None:
+            recipe = _sweep.required("emulate(model) without a recipe takes the sweep's").recipe
+        elif sweep is not None:
+            warnings.warn(f"precision_lab.torch.emulate: the sweep's recipe "
+                          f"{sweep.recipe_name or sweep.recipe} is not used: emulate() was "
+                          f"given {recipe!r}", stacklevel=3)
+        if sweep is not None and run_dir is None:
+            run_dir, overwrite = sweep.run_dir, True  # the sweep's member folder, its own
+        if sweep is not None and seed is None:
+            seed = sweep.seed
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
         if getattr(model, _MARK, None) is not None:
@@ -471,7 +488,7 @@ class Emulation(RecordFailure):
         ref = weakref.ref(self)
         _script_end.install()
         self._atexit = lambda: (ref() is not None and
-                                ref()._finish(_script_end.reason("remove()"), False))
+                                ref()._finish(*_script_end.ending("remove()")))
         atexit.register(self._atexit)
 
     # -- what the user calls ------------------------------------------------------------
@@ -495,11 +512,14 @@ class Emulation(RecordFailure):
         """Paused from the app: ``step()`` waits for Resume or Step."""
         return self._core.paused
 
-    def step(self, loss=None, lr=None):
+    def step(self, loss=None, lr=None, metrics=None):
         """Ends a training step (after ``optimizer.step()`` or ``scaler.update()``): its loss,
-        learning rate, scale and skip go to the record with the step's counted casts."""
+        learning rate, scale and skip go to the record with the step's counted casts.
+        ``metrics``: the script's own numbers of this step ({"val_loss": ...}), recorded and
+        compared by a sweep at their last value."""
         if self._closed:
             raise RuntimeError(f"the emulation of {self.run_dir} was removed")
+        metrics = _sweep.metrics_argument(metrics)
         if isinstance(loss, torch.Tensor):
             loss = loss.detach().float().item()
         scale = self._scale if self._scale is not None else self.scaler.get_scale()
@@ -515,7 +535,8 @@ class Emulation(RecordFailure):
                 self._recording_failed(e, step, _WHO, _GOES_ON)
         try:  # the core's step advances even when its record cannot take it
             self._core.end_step(None if loss is None else float(loss),
-                                None if lr is None else float(lr), float(scale), bool(skipped))
+                                None if lr is None else float(lr), float(scale), bool(skipped),
+                                metrics)
         except OSError as e:
             self._recording_failed(e, step, _WHO, _GOES_ON)
         self._scale = None

@@ -57,6 +57,8 @@ import torch
 from . import _core
 from . import _distributed
 from . import _script_end
+from . import _sweep
+from ._sweep import seed_from_sweep
 from ._emulate import (ALIASES, Emulation, _check_threads, emulate, register_emulated_type,
                        resolve_recipe)
 from ._loss_scaler import LossScaler
@@ -69,13 +71,14 @@ DEFAULT_FORMATS = ("bf16", "fp16", "fp8-current", "fp8-delayed", "fp8-block", "m
 ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
 
 __all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES", "emulate", "Emulation",
-           "LossScaler", "register_emulated_type", "resolve_recipe", "ALIASES"]
+           "LossScaler", "register_emulated_type", "resolve_recipe", "ALIASES", "seed_from_sweep"]
 
 
-def watch(model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
+def watch(model, run_dir=None, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
           queue_steps=4, threads=1, overwrite=False, modules=None, ranks=None):
     """Starts watching ``model``, recording into ``run_dir``; returns the Watcher (also a
-    context manager). See the module's documentation."""
+    context manager). Under ``precision-lab-cli sweep ... -- python3 SCRIPT`` a run_dir left
+    out is the sweep's run folder (replaced). See the module's documentation."""
     return Watcher(model, run_dir, formats=formats, every=every, roles=roles,
                    loss_scale=loss_scale, queue_steps=queue_steps, threads=threads,
                    overwrite=overwrite, modules=modules, ranks=ranks)
@@ -186,9 +189,13 @@ def _describe_scale(loss_scale):
 
 
 class Watcher(RecordFailure):
-    def __init__(self, model, run_dir, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
+    def __init__(self, model, run_dir=None, formats=DEFAULT_FORMATS, every=10, roles=ROLES,
                  loss_scale=None, queue_steps=4, threads=1, overwrite=False, modules=None,
                  ranks=None):
+        if run_dir is None:  # the sweep's member folder, its own to replace
+            run_dir = _sweep.required("watch(model) without a run folder records into the "
+                                      "sweep's").run_dir
+            overwrite = True
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model is a {type(model).__name__}: expected a torch.nn.Module")
         if isinstance(formats, str):
@@ -294,7 +301,7 @@ class Watcher(RecordFailure):
         ref = weakref.ref(self)
         _script_end.install()
         self._atexit = lambda: (ref() is not None and
-                                ref()._close_quietly(_script_end.reason("close()")))
+                                ref()._close_quietly(*_script_end.ending("close()")))
         atexit.register(self._atexit)
 
     # -- what the user calls ------------------------------------------------------------
@@ -308,9 +315,11 @@ class Watcher(RecordFailure):
         """Statistics steps dropped because the counting queue was full (each is an event)."""
         return self._recorder.dropped_steps
 
-    def step(self, loss=None, lr=None):
+    def step(self, loss=None, lr=None, metrics=None):
         """Ends a training step: call it after ``optimizer.step()`` and before ``zero_grad()``.
-        ``loss`` (a number or a 0-d tensor) and ``lr`` are recorded when given. A record that
+        ``loss`` (a number or a 0-d tensor) and ``lr`` are recorded when given; ``metrics``, the
+        script's own numbers of this step ({"val_loss": ...}), too (a sweep compares their
+        last values). A record that
         cannot be written (a full disk) stops the recording, never the training: ``failed``
         and ``error`` say why, and stderr once."""
         if self._closed:
@@ -318,12 +327,13 @@ class Watcher(RecordFailure):
         if self._error is not None:
             self._step += 1
             return
+        metrics = _sweep.metrics_argument(metrics)
         try:
-            self._record_step(loss, lr)
+            self._record_step(loss, lr, metrics)
         except OSError as e:
             self._fail(e)
 
-    def _record_step(self, loss, lr):
+    def _record_step(self, loss, lr, metrics):
         scale = self._scale if self._scale is not None else self._current_scale()
         if self._capturing and "weight_gradients" in self._roles:
             for stage, (name, module) in enumerate(self._modules):
@@ -342,7 +352,8 @@ class Watcher(RecordFailure):
         if isinstance(loss, torch.Tensor):
             loss = loss.detach().float().item()
         self._recorder.submit(self._step, None if loss is None else float(loss),
-                              None if lr is None else float(lr), float(scale), self._capturing)
+                              None if lr is None else float(lr), float(scale), self._capturing,
+                              metrics)
         self._step += 1
         self._capturing = (self._step - 1) % self._every == 0
         self._captured.clear()
@@ -462,8 +473,8 @@ class Watcher(RecordFailure):
             if self._error is None:  # a failure not reported yet
                 raise
 
-    def _close_quietly(self, reason):
+    def _close_quietly(self, reason, finished=False):
         try:
-            self._finish(reason, finished=False)
+            self._finish(reason, finished=finished)
         except Exception:  # at exit nothing can be reported; the record keeps its whole steps
             pass
