@@ -72,13 +72,15 @@ class SmallGpt(torch.nn.Module):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=time.strftime("runs/emulate-%Y%m%d-%H%M%S"),
-                        help="run folder to record into (default: runs/emulate-<date>-<time>)")
+    parser.add_argument("--out", default=None,
+                        help="run folder to record into (default: runs/emulate-<date>-<time>; "
+                             "under `precision-lab-cli sweep`, the sweep's)")
     parser.add_argument("--model", choices=("gpt", "cnn", "watch-gpt"), default="gpt",
                         help="watch-gpt: watch_pytorch.py's GPT (torch's TransformerEncoderLayer), "
                              "to run the advice `precision-lab-cli advise` gives on its watched run")
-    parser.add_argument("--recipe", default="nvfp4",
-                        help="a preset (nvfp4, fp8-hybrid, fp16-amp, ...) or a config JSON file")
+    parser.add_argument("--recipe", default=None,
+                        help="a preset (nvfp4, fp8-hybrid, fp16-amp, ...) or a config JSON file "
+                             "(default: nvfp4; under `precision-lab-cli sweep`, the sweep's)")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--every", type=int, default=1, help="statistics every N steps")
     parser.add_argument("--delay-ms", type=float, default=0.0,
@@ -89,17 +91,24 @@ def main():
     if args.steps < 1 or args.every < 1 or args.threads < 1:
         parser.error("--steps, --every and --threads must be positive")
 
-    torch.manual_seed(0)
+    # Under a sweep (sweep --recipes ... -- python3 examples/emulate_pytorch.py) the recipe, the
+    # run folder and the seed are the sweep's; alone, nvfp4 into a new folder, seed 0.
+    in_sweep = bool(os.environ.get("PLAB_SWEEP_RUN_DIR"))
+    if not in_sweep:
+        args.recipe = args.recipe or "nvfp4"
+        args.out = args.out or time.strftime("runs/emulate-%Y%m%d-%H%M%S")
+    seed = plt.seed_from_sweep(0)
     torch.set_num_threads(args.threads)
     if args.model in ("gpt", "watch-gpt"):
         model = SmallGpt() if args.model == "gpt" else TinyGpt()
-        batches, lr = fortunes_batches(16, 64, 0), 1e-3
+        batches, lr = fortunes_batches(16, 64, seed), 1e-3
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
     else:
-        model, batches, lr = SmallCnn(), fashion_batches(128, 0), 0.05
+        model, batches, lr = SmallCnn(), fashion_batches(128, seed), 0.05
         optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
 
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    if args.out is not None:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     try:
         emulation = plt.emulate(model, args.recipe, args.out, every=args.every,
                                 threads=args.threads, overwrite=args.overwrite)
@@ -107,16 +116,19 @@ def main():
         sys.exit(f"emulate_pytorch: {e}")
     scaler = emulation.scaler
     with emulation:
-        print(f"{args.model} under {args.recipe} ({scaler!r}), recording into {args.out}:\n"
-              f"  precision-lab --open {args.out}", flush=True)
+        print(f"{args.model} under {args.recipe or os.environ.get('PLAB_SWEEP_RECIPE_NAME')} "
+              f"({scaler!r}), recording into {emulation.run_dir}:\n"
+              f"  precision-lab --open {emulation.run_dir}", flush=True)
         start = time.perf_counter()
+        recent = []  # the last 50 steps' losses: their mean is what a sweep compares
         for step in range(1, args.steps + 1):
             x, y = next(batches)
             loss = F.cross_entropy(model(x).flatten(0, -2), y.flatten())
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
-            emulation.step(loss=loss, lr=lr)
+            recent = (recent + [loss.item()])[-50:]
+            emulation.step(loss=loss, lr=lr, metrics={"loss_last_50": sum(recent) / len(recent)})
             optimizer.zero_grad()
             if step % 50 == 0 or step == args.steps:
                 rate = step / (time.perf_counter() - start)
@@ -124,7 +136,8 @@ def main():
                       f"({rate:.1f} steps/s)", flush=True)
             if args.delay_ms > 0:
                 time.sleep(args.delay_ms / 1000)
-    print(f"Done: {args.out} (precision-lab-cli export {args.out} writes its CSV files)")
+    print(f"Done: {emulation.run_dir} (precision-lab-cli export {emulation.run_dir} writes its "
+          f"CSV files)")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -137,7 +139,7 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_table = new QTableWidget(this);
     QStringList headers{tr("point"), tr("runs")};
     for (const SweepMetric& m : sweepMetrics())
-        headers << QString::fromUtf8(m.title);
+        headers << QString::fromStdString(m.title);
     headers << tr("vs baseline: test accuracy");
     m_table->setColumnCount(static_cast<int>(headers.size()));
     m_table->setHorizontalHeaderLabels(headers);
@@ -193,6 +195,19 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
 }
 
 CompareDialog::~CompareDialog() = default; // LiveSweep stops its runs and waits for them
+
+bool CompareDialog::followsFolder() {
+    // Another process writes its runs while a run folder of it is locked (a sweep's child, a
+    // Slurm task); followed until none has been for 10 s (the gap between two runs is shorter).
+    if (m_compareDir.isEmpty())
+        return false;
+    for (const SweepRun& run : planSweepRuns(m_sweepOnShow, m_compareDir.toStdString()))
+        if (runDirectoryLocked(run.dir)) {
+            m_lastWriterSeen = std::chrono::steady_clock::now();
+            return true;
+        }
+    return std::chrono::steady_clock::now() - m_lastWriterSeen < std::chrono::seconds(10);
+}
 
 void CompareDialog::run(const QStringList& requested, int steps, int seeds) {
     if (m_sweep.running())
@@ -408,18 +423,25 @@ void CompareDialog::drawCurves() {
 }
 
 void CompareDialog::drawResults(const SweepResults& results) {
-    // Test accuracy per point (its curves' colour) with its 95% interval as error bars.
+    // The first judged metric per point (its curves' colour) with its 95% interval as error
+    // bars: test accuracy for the core's runs, a script sweep's final loss.
+    const std::string& plotted = results.verdictColumns.front();
+    const auto metric = std::find_if(results.metrics.begin(), results.metrics.end(),
+                                     [&](const SweepMetric& m) { return m.key == plotted; });
+    const double scale = metric->scale;
+    m_metrics->yAxis->setLabel(QString::fromStdString(metric->title));
     m_metrics->clearPlottables();
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    double low = 100.0, high = 0.0;
+    double low = std::numeric_limits<double>::infinity(),
+           high = -std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < results.points.size(); ++i) {
-        const SeedSummary& s = results.points[i].metrics.at("test_accuracy");
+        const SeedSummary& s = results.points[i].metrics.at(plotted);
         const double x = static_cast<double>(i);
         ticker->addTick(x, QString::fromStdString(results.points[i].name));
         if (s.n == 0)
             continue;
-        const double y = s.mean * 100.0;
-        const double err = std::isfinite(s.ci95) ? s.ci95 * 100.0 : 0.0;
+        const double y = s.mean * scale;
+        const double err = std::isfinite(s.ci95) ? s.ci95 * scale : 0.0;
         QCPGraph* point = m_metrics->addGraph();
         point->setLineStyle(QCPGraph::lsNone);
         point->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, colorOf(i), 8));
@@ -434,10 +456,26 @@ void CompareDialog::drawResults(const SweepResults& results) {
     m_metrics->xAxis->setTicker(ticker);
     m_metrics->xAxis->setTickLabelRotation(results.points.size() > 3 ? -35 : 0);
     m_metrics->xAxis->setRange(-0.5, static_cast<double>(results.points.size()) - 0.5);
-    const double pad = std::max(0.5, (high - low) * 0.1);
-    m_metrics->yAxis->setRange(std::max(0.0, low - pad), std::min(100.0, high + pad));
+    if (low <= high) {
+        const double pad = std::max(scale == 100.0 ? 0.5 : 1e-3, (high - low) * 0.1);
+        m_metrics->yAxis->setRange(scale == 100.0 ? std::max(0.0, low - pad) : low - pad,
+                                   scale == 100.0 ? std::min(100.0, high + pad) : high + pad);
+    }
     m_metrics->replot(QCustomPlot::rpQueuedReplot);
 
+    // The columns of these results (a script sweep's are its own metrics).
+    QStringList headers{tr("point"), tr("runs")};
+    for (const SweepMetric& m : results.metrics)
+        headers << QString::fromStdString(m.title);
+    for (const std::string& key : results.verdictColumns) {
+        const auto m = std::find_if(results.metrics.begin(), results.metrics.end(),
+                                    [&](const SweepMetric& x) { return x.key == key; });
+        headers << tr("vs %1: %2")
+                       .arg(QString::fromStdString(results.sweep.baseline),
+                            QString::fromStdString(m->title));
+    }
+    m_table->setColumnCount(static_cast<int>(headers.size()));
+    m_table->setHorizontalHeaderLabels(headers);
     m_table->setRowCount(static_cast<int>(results.points.size()));
     for (std::size_t i = 0; i < results.points.size(); ++i) {
         const SweepPointResult& r = results.points[i];
@@ -457,9 +495,10 @@ void CompareDialog::drawResults(const SweepResults& results) {
         put(QString::number(r.runs) +
                 (r.failed.empty() ? QString() : tr(" (%1 failed)").arg(r.failed.size())),
             notes.isEmpty() ? tr("runs done") : notes.join(QLatin1Char('\n')));
-        for (const SweepMetric& m : sweepMetrics())
+        for (const SweepMetric& m : results.metrics)
             put(meanText(r.metrics.at(m.key), m));
-        put(QString::fromStdString(r.verdicts.at("test_accuracy")));
+        for (const std::string& key : results.verdictColumns)
+            put(QString::fromStdString(r.verdicts.at(key)));
     }
     m_table->resizeColumnsToContents();
 }
@@ -480,6 +519,16 @@ void CompareDialog::refresh() {
     m_progress->setToolTip(m_progress->text()); // whole, where eight lines cut it
     if (!ended || m_endShown)
         return;
+    if (!status.training && static_cast<std::size_t>(status.done) < status.planned &&
+        followsFolder()) {
+        // An opened sweep that another process still runs (the CLI, Slurm): read again in a
+        // moment, so that its curves and table follow it.
+        if (++m_rereadTicks >= 20) { // 2 s at the timer's 100 ms
+            m_rereadTicks = 0;
+            m_sweep.read(m_sweepOnShow, m_compareDir.toStdString());
+        }
+        return;
+    }
     m_endShown = true;
     m_timer->stop();
     m_runButton->setEnabled(true);

@@ -14,6 +14,8 @@
 
 #include <QDialog>
 
+#include <chrono>
+
 #include <optional>
 #include <vector>
 
@@ -61,6 +63,8 @@ public:
     // The run folder of the first seed of `point` (a preset, or a sweep's point name) that has a
     // record in the comparison on show; empty when none has one (yet).
     QString memberRun(const QString& point) const;
+    // Whether an opened sweep is still being written by another process (it is followed).
+    bool followsFolder();
 
 signals:
     // The comparison ended (done, stopped or failed) or an opened sweep is read; all drawn.
@@ -98,6 +102,8 @@ private:
     QString m_progressText;
     QString m_compareDir;
     bool m_endShown = true; // the sweep's end was drawn, said and signalled (once)
+    int m_rereadTicks = 0;  // timer ticks since an opened sweep was last read again
+    std::chrono::steady_clock::time_point m_lastWriterSeen; // a run of it was last locked
     // The sweep folder opened last (Open sweep folder): Run of the same sweep resumes there
     // instead of starting a new folder. GUI thread only.
     QString m_openedFolder;

@@ -16,6 +16,8 @@
 #include "sweep/child_process_launcher.h"
 #include "sweep/sweep_executor.h"
 #include "sweep/sweep_progress.h"
+#include "sweep/run_groups.h"
+#include "sweep/sweep_results.h"
 #include "sweep/sweep_run.h"
 #include "train/train_config.h"
 
@@ -44,6 +46,10 @@ struct CompareArgs {
     std::string data;
     bool overwrite = false;
     int seeds = 1; // more: a sweep over seeds (sweep_runner.h)
+    // compare --runs: existing run folders of any kind, grouped by recipe (sweep/run_groups.h)
+    std::vector<std::string> runs;
+    std::string baseline; // the group differences are taken from (default: the first)
+    bool outGiven = false;
 };
 
 struct RunResult {
@@ -103,9 +109,80 @@ std::string inCompareWords(std::string message, const std::vector<std::string>& 
     return message;
 }
 
+// compare --runs: the folders grouped by the recipe they ran, each group's runs its seeds; the
+// table of sweeps (mean and interval per group, Welch's verdict against the baseline group)
+// printed, and with --out written there as compare.csv, compare.md and the loss curves' chart.
+int compareRunFolders(const CompareArgs& args) {
+    for (const std::string& run : args.runs)
+        if (folderKind(run) != FolderKind::Run)
+            throw std::invalid_argument("compare --runs: " + run + ": holds " +
+                                        describeFolderKind(folderKind(run)) +
+                                        " (expected a run folder, with run.sqlite)");
+    const std::vector<RunGroup> groups = groupRuns(args.runs);
+    const std::string baseline = args.baseline.empty() ? groups.front().name : args.baseline;
+    if (std::none_of(groups.begin(), groups.end(),
+                     [&](const RunGroup& g) { return g.name == baseline; })) {
+        std::string names;
+        for (const RunGroup& g : groups)
+            names += (names.empty() ? "" : ", ") + g.name;
+        throw std::invalid_argument("compare --runs: --baseline " + baseline +
+                                    " is no group of these runs (they are " + names + ")");
+    }
+    const SweepResults results = collectRunGroups(groups, baseline);
+    std::string md;
+    for (const RunGroup& g : groups) {
+        md += "- " + g.name + ":";
+        for (const std::string& run : g.runs)
+            md += " " + run;
+        md += "\n";
+    }
+    md += "\n" + results.markdown();
+    if (args.outGiven) {
+        std::error_code ec;
+        std::filesystem::create_directories(args.out, ec);
+        if (ec || !std::filesystem::is_directory(args.out))
+            throw std::runtime_error(args.out + ": cannot create the compare folder");
+        try { // a run's or a sweep's folder is not a compare's
+            refuseOtherKind(args.out, FolderKind::Compare);
+        } catch (const RecordError& e) {
+            throw std::invalid_argument(e.what());
+        }
+        if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
+            throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
+                                                "--overwrite to replace it, or choose another "
+                                                "--out");
+        writeFileAtomically(args.out + "/compare.csv", results.csv());
+        writeFileAtomically(args.out + "/compare.md", md);
+        if (chartsAvailable()) {
+            std::vector<ChartSeries> series;
+            for (const RunGroup& g : groups) {
+                const LossBand band = lossBand(g.name, g.runs);
+                ChartSeries mean{g.name, {}};
+                for (std::size_t i = 0; i < band.steps.size(); ++i)
+                    mean.points.emplace_back(static_cast<double>(band.steps[i]), band.mean[i]);
+                series.push_back(std::move(mean));
+            }
+            writeLineCharts(args.out + "/loss", "Training loss: mean over each group's runs",
+                            "step", "loss", series, true);
+        }
+    }
+    std::printf("%s", md.c_str());
+    const bool incomplete = std::any_of(
+        results.points.begin(), results.points.end(),
+        [](const SweepPointResult& r) { return !r.failed.empty() || !r.missing.empty(); });
+    return incomplete ? kExitTrainingFailed : 0;
+}
+
 int runCompare(const CompareArgs& args) {
+    if (!args.runs.empty()) {
+        if (!args.presets.empty() || args.seeds > 1 || !args.sets.empty() || !args.data.empty())
+            throw std::invalid_argument("compare: --runs sets existing runs side by side; "
+                                        "--presets, --seeds, --set and --data start new ones");
+        return compareRunFolders(args);
+    }
     if (args.presets.empty())
-        throw std::invalid_argument("compare: --presets needs at least one preset name");
+        throw std::invalid_argument("compare: --presets needs at least one preset name (or --runs "
+                                    "DIR... to set existing runs side by side)");
     if (args.seeds > 1) { // means and intervals over seeds: the sweep's table, no grid
         SweepArgs sweep;
         sweep.sweep.presets = args.presets;
@@ -312,12 +389,19 @@ Command addCompareCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("compare", "Run presets side by side and tabulate them");
     auto args = std::make_shared<CompareArgs>();
     cmd->add_option("--presets", args->presets, "Comma-separated preset names")
-        ->delimiter(',')
-        ->required();
+        ->delimiter(',');
+    cmd->add_option("--runs", args->runs,
+                    "Existing run folders of any kind (trained, watched, emulated, sweep "
+                    "members), grouped by recipe, with verdicts where a group has 2+ runs")
+        ->expected(1, -1);
+    cmd->add_option("--baseline", args->baseline,
+                    "With --runs: the group differences are taken from (default: the first)");
     cmd->add_option("--steps", args->steps, "Steps per run")
         ->check(wholeNumberAtLeast(1))
         ->capture_default_str();
-    cmd->add_option("--out", args->out, "Output folder")->capture_default_str();
+    cmd->add_option("--out", args->out, "Output folder")
+        ->capture_default_str()
+        ->each([args](const std::string&) { args->outGiven = true; });
     cmd->add_option("--set", args->sets, "key.path=value applied to every run");
     cmd->add_option("--seeds", args->seeds,
                     "Seeds per preset; more than 1 runs a sweep (means, intervals, verdicts)")

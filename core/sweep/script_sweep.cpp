@@ -95,6 +95,10 @@ void resolveScriptRecipes(Sweep& sweep, const std::vector<std::string>& given) {
             throw std::invalid_argument("sweep: --recipes " + recipe +
                                         ": its name would be \"" + name +
                                         "\" (a folder name without spaces or quotes expected)");
+        if (sweep.recipes.contains(name) && sweep.recipes.at(name).at("source") == recipe)
+            throw std::invalid_argument("sweep: recipe " + recipe +
+                                        " is listed twice (--recipes); each recipe runs once per "
+                                        "seed");
         if (sweep.recipes.contains(name))
             throw std::invalid_argument(
                 "sweep: --recipes " + recipe + ": the name " + name + " is taken by " +

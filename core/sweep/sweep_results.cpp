@@ -84,6 +84,80 @@ std::map<std::string, double> metricsOf(const std::string& run, RunMetricsCache*
 }
 } // namespace
 
+namespace {
+
+// The table's metrics, each point's summaries, and the verdicts against the baseline point at
+// the same grid values; ownMetrics: the columns are the metrics the runs reported (a script's).
+void judge(SweepResults& results,
+           std::vector<std::map<std::string, std::vector<double>>>& pointValues, bool ownMetrics) {
+    if (ownMetrics) { // the script's own metrics: whatever its finished runs reported
+        std::vector<std::string> reported;
+        for (const auto& values : pointValues)
+            for (const auto& [key, v] : values) {
+                const bool builtIn = std::any_of(
+                    sweepMetrics().begin(), sweepMetrics().end(),
+                    [&](const SweepMetric& m) { return m.key == key; });
+                if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
+                    reported.push_back(key);
+            }
+        results.metrics = scriptSweepMetrics(results.sweep, reported);
+        results.verdictColumns = {"final_train_loss"};
+        results.verdictColumns.insert(results.verdictColumns.end(), reported.begin(),
+                                      reported.end());
+        // Runs the core trained (set beside others by compare --runs) have test metrics too.
+        for (const SweepMetric& m : sweepMetrics()) {
+            if (m.key != "test_accuracy" && m.key != "test_loss")
+                continue;
+            const bool measured =
+                std::any_of(pointValues.begin(), pointValues.end(), [&](const auto& values) {
+                    const auto it = values.find(m.key);
+                    return it != values.end() &&
+                           std::any_of(it->second.begin(), it->second.end(),
+                                       [](double v) { return std::isfinite(v); });
+                });
+            if (measured) {
+                results.metrics.insert(results.metrics.begin() + 1, m);
+                results.verdictColumns.insert(results.verdictColumns.begin() + 1, m.key);
+            }
+        }
+    } else {
+        results.metrics = sweepMetrics();
+        results.verdictColumns = {"test_accuracy", "test_loss"};
+    }
+    const std::vector<SweepPoint> points = results.sweep.points();
+    for (std::size_t i = 0; i < points.size(); ++i)
+        for (const SweepMetric& m : results.metrics)
+            results.points[i].metrics[m.key] = summarise(pointValues[i][m.key]);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        SweepPointResult& r = results.points[i];
+        for (std::size_t b = 0; b < points.size(); ++b)
+            if (points[b].preset == results.sweep.baseline && points[b].values == points[i].values)
+                r.baseline = static_cast<int>(b);
+        for (const SweepMetric& m : results.metrics) {
+            if (r.baseline < 0) {
+                r.verdicts[m.key] = "no " + results.sweep.baseline + " run here";
+                continue;
+            }
+            if (r.baseline == static_cast<int>(i)) {
+                r.verdicts[m.key] = "baseline";
+                continue;
+            }
+            const SeedSummary& base =
+                results.points[static_cast<std::size_t>(r.baseline)].metrics[m.key];
+            if (r.metrics[m.key].n == 0 || base.n == 0) {
+                r.verdicts[m.key] = "no finite values";
+                continue;
+            }
+            const Difference d = difference(r.metrics[m.key], base);
+            r.differences[m.key] = d;
+            r.verdicts[m.key] =
+                verdict(d, std::min(r.metrics[m.key].n, base.n), m.higherIsBetter, m.scale, m.unit);
+        }
+    }
+}
+
+} // namespace
+
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetricsCache* cache) {
     SweepResults results{sweep, {}, {}, {}};
     const std::vector<SweepPoint> points = sweep.points();
@@ -132,83 +206,77 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
         }
         results.points.push_back(std::move(r));
     }
-    if (sweep.isScript()) { // the script's own metrics: whatever its finished runs reported
-        std::vector<std::string> reported;
-        for (const auto& values : pointValues)
-            for (const auto& [key, v] : values) {
-                const bool builtIn = std::any_of(
-                    sweepMetrics().begin(), sweepMetrics().end(),
-                    [&](const SweepMetric& m) { return m.key == key; });
-                if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
-                    reported.push_back(key);
+    judge(results, pointValues, sweep.isScript());
+    return results;
+}
+
+SweepResults collectRunGroups(const std::vector<RunGroup>& groups, const std::string& baseline) {
+    SweepResults results;
+    results.sweep.presets.clear(); // the groups are the points
+    for (const RunGroup& g : groups)
+        results.sweep.presets.push_back(g.name);
+    results.sweep.baseline = baseline;
+    results.sweep.seeds = 1;
+    std::vector<std::map<std::string, std::vector<double>>> pointValues;
+    for (const RunGroup& g : groups) {
+        SweepPointResult r;
+        r.point = {g.name, {}};
+        r.name = g.name;
+        std::map<std::string, std::vector<double>>& values = pointValues.emplace_back();
+        for (const std::string& run : g.runs) {
+            const std::string label = std::filesystem::path(run).lexically_normal().string();
+            if (!runEndedWithResult(run)) {
+                r.missing.push_back(label + ": no result (not finished)");
+                continue;
             }
-        results.metrics = scriptSweepMetrics(sweep, reported);
-        results.verdictColumns = {"final_train_loss"};
-        results.verdictColumns.insert(results.verdictColumns.end(), reported.begin(),
-                                      reported.end());
-    } else {
-        results.metrics = sweepMetrics();
-        results.verdictColumns = {"test_accuracy", "test_loss"};
+            try {
+                for (const auto& [key, v] : readRunMetrics(run))
+                    values[key].push_back(v);
+                ++r.runs;
+            } catch (const std::exception& e) {
+                r.failed.push_back(label + ": " + e.what());
+            }
+        }
+        results.points.push_back(std::move(r));
     }
-    for (std::size_t i = 0; i < points.size(); ++i)
-        for (const SweepMetric& m : results.metrics)
-            results.points[i].metrics[m.key] = summarise(pointValues[i][m.key]);
-    for (std::size_t i = 0; i < points.size(); ++i) {
-        SweepPointResult& r = results.points[i];
-        for (std::size_t b = 0; b < points.size(); ++b)
-            if (points[b].preset == sweep.baseline && points[b].values == points[i].values)
-                r.baseline = static_cast<int>(b);
-        for (const SweepMetric& m : results.metrics) {
-            if (r.baseline < 0) {
-                r.verdicts[m.key] = "no " + sweep.baseline + " run here";
-                continue;
-            }
-            if (r.baseline == static_cast<int>(i)) {
-                r.verdicts[m.key] = "baseline";
-                continue;
-            }
-            const SeedSummary& base =
-                results.points[static_cast<std::size_t>(r.baseline)].metrics[m.key];
-            if (r.metrics[m.key].n == 0 || base.n == 0) {
-                r.verdicts[m.key] = "no finite values";
-                continue;
-            }
-            const Difference d = difference(r.metrics[m.key], base);
-            r.differences[m.key] = d;
-            r.verdicts[m.key] =
-                verdict(d, std::min(r.metrics[m.key].n, base.n), m.higherIsBetter, m.scale, m.unit);
+    judge(results, pointValues, true);
+    return results;
+}
+
+LossBand lossBand(const std::string& name, const std::vector<std::string>& runs) {
+    LossBand band{name, {}, {}, {}};
+    std::map<std::int64_t, std::vector<double>> byStep;
+    std::size_t read = 0;
+    for (const std::string& run : runs) {
+        try {
+            for (const StepScalars& s : RunRecord(run).steps())
+                byStep[s.step].push_back(s.loss);
+            ++read;
+        } catch (const std::exception&) { // a record that cannot be read: no curve of it
         }
     }
-    return results;
+    for (const auto& [step, losses] : byStep) {
+        if (losses.size() != read) // a step some runs did not record: no band there
+            continue;
+        const SeedSummary s = summarise(losses);
+        band.steps.push_back(step);
+        band.mean.push_back(s.mean);
+        band.half.push_back(s.ci95);
+    }
+    return band;
 }
 
 std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir) {
     std::vector<LossBand> bands;
     for (const SweepPointResult& r : results.points) {
-        LossBand band{r.name, {}, {}, {}};
-        std::map<std::int64_t, std::vector<double>> byStep;
-        std::size_t runs = 0;
+        std::vector<std::string> done;
         for (int seed = 1; seed <= results.sweep.seeds; ++seed) {
             const std::string run = results.sweep.runFolder(dir, r.point, seed);
-            if (sweepRunState(run, results.sweep.runConfigJson(r.point, seed)) !=
+            if (sweepRunState(run, results.sweep.runConfigJson(r.point, seed)) ==
                 SweepRunState::Done)
-                continue;
-            try {
-                for (const StepScalars& s : RunRecord(run).steps())
-                    byStep[s.step].push_back(s.loss);
-                ++runs;
-            } catch (const std::exception&) { // a record that cannot be read: no curve of it
-            }
+                done.push_back(run);
         }
-        for (const auto& [step, losses] : byStep) {
-            if (losses.size() != runs) // a step some runs did not record: no band there
-                continue;
-            const SeedSummary s = summarise(losses);
-            band.steps.push_back(step);
-            band.mean.push_back(s.mean);
-            band.half.push_back(s.ci95);
-        }
-        bands.push_back(std::move(band));
+        bands.push_back(lossBand(r.name, done));
     }
     return bands;
 }
@@ -274,6 +342,16 @@ std::string SweepResults::markdown() const {
           sweep.baseline +
           " at the same grid values; –: no run has a value (a flushed share "
           "is measured on statistics steps only).\n";
+    // Every run without a result, with why: a failed one's marker, a missing one's state.
+    std::string without;
+    for (const SweepPointResult& r : points) {
+        for (const std::string& f : r.failed)
+            without += "- " + r.name + "/" + f + " (failed; `--rerun-failed` runs it again)\n";
+        for (const std::string& m : r.missing)
+            without += "- " + r.name + "/" + m + "\n";
+    }
+    if (!without.empty())
+        md += "\nRuns without a result:\n\n" + without;
     return md;
 }
 

@@ -6,6 +6,7 @@
 
 #include "record/run_record.h"
 #include "stats/seed_statistics.h"
+#include "sweep/run_groups.h"
 #include "sweep/sweep_plan.h"
 
 #include <map>
@@ -65,6 +66,11 @@ using RunMetricsCache = std::map<std::string, std::map<std::string, double>>;
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir,
                           RunMetricsCache* cache = nullptr);
 
+// Run folders of any kind (trained, watched, emulated, sweep members) set side by side by group
+// (compare --runs): each group a point, its runs its seeds; the columns the final loss, the test
+// metrics and the script metrics the runs have, the verdicts against the baseline group.
+SweepResults collectRunGroups(const std::vector<RunGroup>& groups, const std::string& baseline);
+
 // A point's training loss over its done runs, step by step: the mean and the 95% interval's
 // half-width (NaN with one run) of the steps every one of them recorded; the curves with bands
 // of a sweep's charts and the app's Compare.
@@ -74,6 +80,7 @@ struct LossBand {
     std::vector<double> mean, half;
 };
 std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir);
+LossBand lossBand(const std::string& name, const std::vector<std::string>& runs);
 
 // The metrics of one finished run, by metric key; given the run's analysis (run_record.h),
 // only its summary.json is read.

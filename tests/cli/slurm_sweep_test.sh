@@ -96,4 +96,23 @@ scontrol release "$job"
   fail "attach: $(cat "$tmp/attach.err")"
 grep -q "slurm job $job of this sweep is still running: waiting" "$tmp/attach.err" || fail "attach: $(cat "$tmp/attach.err")"
 grep -q '^fp32,fp32,2,' "$held/sweep.csv" || fail "held sweep.csv: $(cat "$held/sweep.csv")"
+
+# A sweep of a user's script through Slurm: each task runs the command from sweep.json, never
+# from shell text; a hostile argument reaches the script as one argv entry.
+python_dir=$(cd "$(dirname "$cli")/../python" 2>/dev/null && pwd)
+if [[ -n $python_dir && -f $python_dir/precision_lab/torch.py ]] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  script=$(cd "$here/../python" && pwd)/sweep_script.py
+  hostile=$'it\'s "$(touch '"$tmp"'/pwned)"\n`id`; rm -rf /'
+  PYTHONPATH=$python_dir "$cli" sweep --backend slurm --poll 0.3 --recipes fp32,bf16 --seeds 1 \
+    --out "$tmp/script" -- /usr/bin/python3 "$script" --steps 5 --args-to "$tmp/args.json" \
+    "$hostile" >"$tmp/script.out" 2>"$tmp/script.err" || fail "script sweep: $(cat "$tmp/script.err")"
+  [[ ! -e $tmp/pwned ]] || fail "a script argument was run by a shell"
+  ! grep -q "pwned" "$tmp/script/slurm/job-1.sbatch" || fail "the command is in the job script's text"
+  /usr/bin/python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(a[-1] != sys.argv[2])' \
+    "$tmp/args.json" "$hostile" || fail "the script got $(cat "$tmp/args.json")"
+  grep -q "^| bf16 | 1 |" "$tmp/script.out" || fail "script sweep table: $(cat "$tmp/script.out")"
+  echo "slurm script sweep: the command from sweep.json, its hostile argument one argv entry"
+else
+  echo "slurm script sweep skipped: no Python module or torch beside $cli"
+fi
 echo "slurm sweep: all checks passed"

@@ -38,6 +38,11 @@ COVERED_ELSEWHERE = {
                                                 "and imports and quantizes",
     "precision-lab-cli steer": "tests/python/test_emulate_steering.py steers a running script "
                                "with it (here the example has ended: nothing to steer)",
+    "precision-lab-cli sweep --recipes": "tests/python/test_script_sweep.py sweeps a script "
+                                         "(two recipes, three seeds; its verdicts checked) and "
+                                         "tests/cli/slurm_sweep_test.sh one through Slurm",
+    "precision-lab-cli compare --runs": "tests/python/test_script_sweep.py sets a script "
+                                        "sweep's runs side by side with it",
 }
 
 # The PyTorch examples, each run with --steps 20 and its record exported: (script, out folder).

@@ -1,11 +1,14 @@
 """A user's training script as a script sweep runs it (test_script_sweep.py): a small MLP on a
 fixed synthetic task, emulated under the sweep's recipe, seeded by the sweep, reporting its
-loss and a held-out loss. Its options make the faults the sweep must report: --fail (an
-exception), --nan (a NaN loss), --no-step (never records), --args-to FILE (writes its argv)."""
+loss and a held-out loss. Its options make the faults the sweep must report under one recipe
+while the others run: --fail-under R (an exception), --nan-under R (a NaN loss); --no-step (it
+never records), --args-to FILE (writes its argv), --sleep S (a slow run, to be stopped)."""
 
 import argparse
 import json
+import os
 import sys
+import time
 
 import torch
 
@@ -13,9 +16,10 @@ from precision_lab.torch import emulate, seed_from_sweep
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=30)
-parser.add_argument("--fail", action="store_true")
-parser.add_argument("--nan", action="store_true")
+parser.add_argument("--fail-under", help="raise under this recipe (PLAB_SWEEP_RECIPE_NAME)")
+parser.add_argument("--nan-under", help="a NaN loss at the last step under this recipe")
 parser.add_argument("--no-step", action="store_true")
+parser.add_argument("--sleep", type=float, default=0.0, help="seconds after each step")
 parser.add_argument("--args-to")
 parser.add_argument("rest", nargs="*")
 args = parser.parse_args()
@@ -37,12 +41,13 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.2)
 loss_fn = torch.nn.BCEWithLogitsLoss()
 if args.no_step:
     sys.exit(0)
+recipe = os.environ.get("PLAB_SWEEP_RECIPE_NAME")
 em = emulate(model)
 order = torch.Generator().manual_seed(seed)
 for step in range(1, args.steps + 1):
     batch = torch.randint(0, x.shape[0], (64,), generator=order)
     loss = loss_fn(model(x[batch]), y[batch])
-    if args.nan and step == args.steps:
+    if args.nan_under == recipe and step == args.steps:
         loss = loss * float("nan")
     em.scaler.scale(loss).backward()
     em.scaler.step(optimizer)
@@ -51,6 +56,7 @@ for step in range(1, args.steps + 1):
         val_loss = loss_fn(model(x_val), y_val)
     em.step(loss=loss, metrics={"val_loss": val_loss})
     optimizer.zero_grad()
-    if args.fail and step == 3:
+    if args.fail_under == recipe and step == 3:
         raise ValueError("the script failed on purpose at step 3")
+    time.sleep(args.sleep)
 em.remove()

@@ -381,14 +381,14 @@ void TestRunRecord::versionOneRecordStillReads() {
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '7' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '8' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 7 (this build reads versions 1 to 6)") != std::string::npos,
+                     "schema version 8 (this build reads versions 1 to 7)") != std::string::npos,
                  e.what());
     }
 }
