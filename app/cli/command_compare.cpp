@@ -102,11 +102,23 @@ std::string inCompareWords(std::string message, const std::vector<std::string>& 
         std::error_code ec;
         if (std::filesystem::is_directory(p, ec))
             return "compare: --presets " + p +
-                   " is a folder: compare trains presets (precision-lab-cli presets lists "
-                   "them); recorded runs are read side by side with precision_lab.open_run, or "
-                   "one at a time with export and the app";
+                   " is a folder: --presets trains presets (precision-lab-cli presets lists "
+                   "them); `compare --runs DIR...` sets recorded runs side by side";
     }
     return message;
+}
+
+// The presets of the compare whose table is `csv` (its rows' first cells), in order; empty when
+// there is none.
+std::vector<std::string> comparedPresets(const std::string& csv) {
+    std::ifstream in(csv);
+    std::vector<std::string> presets;
+    std::string line;
+    std::getline(in, line); // the header
+    while (std::getline(in, line))
+        if (!line.empty())
+            presets.push_back(line.substr(0, line.find(',')));
+    return presets;
 }
 
 // compare --runs: the folders grouped by the recipe they ran, each group's runs its seeds; the
@@ -217,9 +229,17 @@ int runCompare(const CompareArgs& args) {
     } catch (const RecordError& e) {
         throw std::invalid_argument(e.what());
     }
-    if (!args.overwrite && std::filesystem::exists(args.out + "/compare.csv"))
-        throw std::runtime_error(args.out + ": holds an earlier compare (compare.csv); pass "
-                                            "--overwrite to replace it, or choose another --out");
+    // The same compare again resumes it (a stopped one goes on from its runs' checkpoints); a
+    // compare of other presets is another compare.
+    if (const std::vector<std::string> earlier = comparedPresets(args.out + "/compare.csv");
+        !args.overwrite && !earlier.empty() && earlier != args.presets) {
+        std::string names;
+        for (const std::string& p : earlier)
+            names += (names.empty() ? "" : ",") + p;
+        throw std::runtime_error(args.out + ": holds an earlier compare of " + names +
+                                 " (compare.csv); pass --overwrite to replace it, or choose "
+                                 "another --out");
+    }
     const std::vector<SweepRun> runs = planComparisonRuns(comparison, args.out);
     // A compare that was killed or stopped resumes, as a sweep does: a run done with these
     // settings is kept, an interrupted or failed one runs again. A done run with other settings

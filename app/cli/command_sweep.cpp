@@ -310,8 +310,14 @@ int runSweep(const SweepArgs& args) {
         return runTask(sweep, args, slurm);
     }
 
-    // Slurm tasks on other machines find the folder by this path: make it absolute.
-    const std::string out = std::filesystem::absolute(args.out).lexically_normal().string();
+    // `sweep --file DIR/sweep.json` alone resumes (or tabulates) the sweep where its file is.
+    // Slurm tasks on other machines find the folder by this path: made absolute.
+    const std::string given =
+        !args.file.empty() && !args.outGiven
+            ? std::filesystem::path(args.file).parent_path().string()
+            : args.out;
+    const std::string out =
+        std::filesystem::absolute(given.empty() ? "." : given).lexically_normal().string();
     if (backend == "slurm") {
         checkScriptPath(out, "sweep: --out");
         if (out.find_first_of(" %'\"") != std::string::npos)
@@ -464,7 +470,10 @@ Command addSweepCommand(CLI::App& app) {
                                        "recipe and seed (no shell), e.g. -- python3 train.py"));
     for (CLI::Option* option : defining)
         option->excludes(file);
-    cmd->add_option("--out", args->out, "Sweep folder")->capture_default_str();
+    cmd->add_option("--out", args->out,
+                    "Sweep folder (with --file: default the file's own folder)")
+        ->capture_default_str()
+        ->each([args](const std::string&) { args->outGiven = true; });
     cmd->add_option("--jobs", args->jobs, "Runs at once (0: one per core)")->capture_default_str();
     cmd->add_flag("--rerun-failed", args->rerunFailed, "Run again the runs that failed before");
     cmd->add_flag("--collect", args->collectOnly,

@@ -1,5 +1,7 @@
 #include "slurm_jobs.h"
 
+#include "util/thread_pool.h"
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,8 +55,12 @@ void SlurmOptions::update(const nlohmann::json& j, const std::string& where, boo
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(where + ": " + e.what());
     }
-    if (cpusPerTask < 1)
-        throw std::invalid_argument(name("cpus_per_task") + ": expected 1 or more");
+    // Each run's training threads too: refused here what every task's run would refuse on its
+    // node (issue 65 item 13: submitted, then each task failed).
+    if (cpusPerTask < 1 || cpusPerTask > static_cast<int>(kMaxThreads))
+        throw std::invalid_argument(name("cpus_per_task") + ": " + std::to_string(cpusPerTask) +
+                                    ": expected 1 to " + std::to_string(kMaxThreads) +
+                                    " (each run's training threads)");
     if (maxRunning < 0)
         throw std::invalid_argument(name("max_running") + ": expected 0 (no limit) or more");
     if (!(pollSeconds >= 0.1 && pollSeconds <= 3600.0))

@@ -20,6 +20,7 @@ struct SweepArgs {
     std::vector<std::string> recipes;
     std::vector<std::string> command;
     std::string out = "runs/sweep";
+    bool outGiven = false; // without --out, `--file DIR/sweep.json` resumes the sweep in DIR
     unsigned jobs = 0;
     bool rerunFailed = false;
     bool collectOnly = false; // tabulate the folder's finished runs, start none

@@ -226,7 +226,7 @@ RunDirectoryLock::RunDirectoryLock(const std::string& dir) {
         ::close(m_fd);
         m_fd = -1;
         if (error == EWOULDBLOCK)
-            throw RecordError(dir + ": another run is writing to this run directory (process " +
+            throw RecordError(dir + ": " + kRunDirectoryLockedMessage + " (process " +
                               std::string(holder, n > 0 ? static_cast<std::size_t>(n) : 0) +
                               "); choose another --out or wait for it to end");
         errno = error;

@@ -64,6 +64,11 @@ void refuseNonRegularTarget(const std::string& path);
 // "a character device", ...), from lstat's mode; empty for a regular file.
 std::string nonRegularKind(unsigned mode);
 
+// What a RunDirectoryLock's refusal says when another process holds the folder (a sweep tells a
+// child refused for it from a failed one by it).
+inline constexpr const char* kRunDirectoryLockedMessage =
+    "another run is writing to this run directory";
+
 class RunDirectoryLock {
 public:
     // Creates dir (and parents) if needed and takes its lock, or throws RecordError saying who

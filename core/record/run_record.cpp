@@ -437,11 +437,16 @@ RunSummary RunRecord::summary() const {
     if (std::optional<RunSummary> recovered = recoveredSummary(*m_db, m_dir))
         return *recovered;
     SqliteStatement s = m_db->prepare("SELECT json FROM summary WHERE id = 1");
-    if (!s.next())
-        return RunSummary{.stopReason = "no summary recorded"}; // numbers unknown: NaN
+    RunSummary unknown; // numbers unknown: NaN
+    if (!s.next()) {
+        unknown.stopReason = "no summary recorded";
+        return unknown;
+    }
     const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
-    if (!j.is_object())
-        return RunSummary{.stopReason = "summary unreadable"};
+    if (!j.is_object()) {
+        unknown.stopReason = "summary unreadable";
+        return unknown;
+    }
     return runSummaryFromJson(j);
 }
 

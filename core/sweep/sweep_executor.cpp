@@ -26,6 +26,13 @@ SweepTally SweepExecutor::execute(RunLauncher& launcher, const Hooks& hooks) {
             ++tally.stopped; // its summary says stopped or interrupted: to do on resume
             break;
         case RunEnd::Outcome::Failed:
+            // Refused because another process had taken the folder after this one looked (two
+            // sweeps into one folder): that run is the other's, never marked failed here (its
+            // finished run was reported failed beside its own summary).
+            if (end.reason.find(kRunDirectoryLockedMessage) != std::string::npos) {
+                ++tally.runningElsewhere;
+                break;
+            }
             ++tally.failed;
             tally.recordFailed += end.recordFailed;
             writeFileAtomically(failedMarker(r.dir), end.reason + "\n");

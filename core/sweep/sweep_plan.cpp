@@ -51,6 +51,18 @@ std::string gridValueText(const nlohmann::json& v) {
     return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+namespace {
+
+// "fp32 with data.source=/x/a-b": a point as the options gave it.
+std::string describePoint(const SweepPoint& p, const Sweep& sweep) {
+    std::string text = p.preset;
+    for (std::size_t k = 0; k < p.values.size(); ++k)
+        text += (k == 0 ? " with " : ", ") + sweep.grid[k].first + "=" + gridValueText(p.values[k]);
+    return text;
+}
+
+} // namespace
+
 std::string SweepPoint::name(const Sweep& sweep) const {
     std::string n = preset;
     for (std::size_t k = 0; k < values.size(); ++k)
@@ -231,6 +243,22 @@ void Sweep::check() const {
                                                 : "presets (expected one of --presets)"));
     if (isScript())
         return checkScriptSweep(*this);
+    // What the sweep sets itself in every run's config: given as a setting it would be dropped
+    // without a word (every run of `--grid seed=7,8` ran seed 1).
+    const auto refuseOwnKey = [](const std::string& option, const std::string& key) {
+        const char* instead = key == "seed"                                ? "--seeds N (seeds 1..N)"
+                              : key == "train.steps" || key == "train.epochs" ? "--steps or --epochs"
+                              : key == "threads" ? "--cpus-per-task on Slurm (a local sweep "
+                                                   "runs each run on one thread)"
+                                                 : nullptr;
+        if (instead != nullptr)
+            throw std::invalid_argument("sweep: " + option + " " + key +
+                                        ": the sweep sets it in every run; use " + instead);
+    };
+    for (const auto& [key, values] : grid)
+        refuseOwnKey("--grid", key);
+    for (const std::string& set : sets)
+        refuseOwnKey("--set", set.substr(0, set.find('=')));
     for (const std::string& p : presets) {
         try {
             findPreset(p);
@@ -272,6 +300,19 @@ void Sweep::check() const {
                                                 : " and " + gridValueText(values[i]) +
                                                       ", one setting under two names") +
                         "; each point runs once");
+    }
+    // Two points whose folder names agree would train into one folder ('/', ' ' and '"' become
+    // '-' in a name): refused, naming both.
+    {
+        const std::vector<SweepPoint> all = points();
+        for (std::size_t i = 0; i < all.size(); ++i)
+            for (std::size_t k = 0; k < i; ++k)
+                if (all[i].name(*this) == all[k].name(*this))
+                    throw std::invalid_argument(
+                        "sweep: the points " + describePoint(all[k], *this) + " and " +
+                        describePoint(all[i], *this) + " both make the folder name " +
+                        all[i].name(*this) + " ('/', spaces and quotes become '-'): make the " +
+                        "values differ in other characters");
     }
     // The data every run reads must be there: one missing folder would fail every child.
     if (!data.empty() && data != "synthetic" && data != "fortunes") {

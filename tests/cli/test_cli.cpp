@@ -285,6 +285,25 @@ void TestCli::badInput_data() {
     QTest::newRow("sweep grid aliases")
         << args({"sweep", "--presets", "fp32", "--grid", "recipe.weights=fp8-e4m3,e4m3:fn"})
         << QByteArray() << "lists fp8-e4m3 and e4m3:fn, one setting under two names";
+    // What the sweep sets itself is refused as a setting, naming the option to use (every run
+    // of `--grid seed=7,8` ran seed 1; issue 65 item 9).
+    QTest::newRow("sweep grid seed")
+        << args({"sweep", "--presets", "fp32", "--grid", "seed=7,8"}) << QByteArray()
+        << "--grid seed: the sweep sets it in every run; use --seeds N";
+    QTest::newRow("sweep set steps")
+        << args({"sweep", "--presets", "fp32", "--set", "train.steps=5"}) << QByteArray()
+        << "--set train.steps: the sweep sets it in every run; use --steps or --epochs";
+    QTest::newRow("compare set seed")
+        << args({"compare", "--presets", "fp32", "--set", "seed=3"}) << QByteArray()
+        << "--set seed: the sweep sets it in every run; use --seeds N";
+    // Two grid values that make one folder name would train into one folder (issue 65 item 10).
+    QTest::newRow("sweep folder names")
+        << args({"sweep", "--presets", "fp32", "--grid", "data.source=/x/a-b,/x/a/b"})
+        << QByteArray() << "both make the folder name fp32_data.source=-x-a-b";
+    // Each run's threads: refused before a job is submitted (issue 65 item 13).
+    QTest::newRow("slurm cpus per task")
+        << args({"sweep", "--presets", "fp32", "--backend", "slurm", "--cpus-per-task", "100000"})
+        << QByteArray() << "--cpus-per-task: 100000: expected 1 to 256";
     QTest::newRow("sweep seeds") << args({"sweep", "--presets", "fp32", "--seeds", "1001"})
                                  << QByteArray()
                                  << "--seeds: \"1001\": expected a whole number from 1 to 1000";
@@ -557,10 +576,19 @@ void TestCli::compareKeepsFailedRunsInTheTable() {
     QVERIFY2(rows[2].startsWith("fp16-amp,failed,nan,"), rows[2].constData());
     QVERIFY2(rows[2].contains("exit 2: ") && rows[2].contains("fp16-amp"), rows[2].constData());
     QVERIFY(fileLines(dir.filePath(QStringLiteral("fp16-amp.stderr.log"))).size() >= 1);
-    // The folder now holds a compare: another needs --overwrite.
+    // The same compare again resumes it: the done run is kept, the failed one runs again
+    // (issue 65 item 11: it was refused, and --overwrite restarted every run from step 0).
     const Result again = runCli(compare);
-    QCOMPARE(again.exitCode, 2);
-    QVERIFY2(again.err.contains("--overwrite"), again.err.constData());
+    QCOMPARE(again.exitCode, 3);
+    QVERIFY2(again.err.contains("fp32 found done earlier"), again.err.constData());
+    // A compare of other presets into it is another compare: it needs --overwrite.
+    QStringList other = compare;
+    other[2] = QStringLiteral("fp32,bf16");
+    const Result otherCompare = runCli(other);
+    QCOMPARE(otherCompare.exitCode, 2);
+    QVERIFY2(otherCompare.err.contains("holds an earlier compare of fp32,fp16-amp") &&
+                 otherCompare.err.contains("--overwrite"),
+             otherCompare.err.constData());
 }
 
 // lr 1e6 makes FP32 and FP16 diverge to a NaN model: their rows say "diverged" (not "ended
@@ -925,6 +953,12 @@ void TestCli::sweepFolderHoldsOneSweep() {
     QCOMPARE(resumed.exitCode, 0);
     QVERIFY2(resumed.err.contains("1 run(s) started, 0 found done"), resumed.err.constData());
     QCOMPARE(recordedSteps(dir.filePath(QStringLiteral("fp32/seed-1"))), 7);
+    // `--file DIR/sweep.json` alone resumes the sweep in DIR (issue 65 item 14: it ran every
+    // run again into ./runs/sweep).
+    const Result alone = runCli({QStringLiteral("sweep"), QStringLiteral("--file"), file});
+    QCOMPARE(alone.exitCode, 0);
+    QVERIFY2(alone.err.contains("0 run(s) started, 1 found done"), alone.err.constData());
+    QVERIFY(!QFileInfo::exists(QStringLiteral("runs/sweep/sweep.json")));
 }
 
 // kill -9 of a sweep stops its children too (they get SIGTERM when their parent dies and write
