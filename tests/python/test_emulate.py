@@ -633,3 +633,21 @@ def test_an_evaluation_under_no_grad_leaves_training_as_it_was(tmp_path):
     assert plain == evaluated
     columns = ["step", "stage", "role", "total", "zero", "flushed", "normal", "overflow", "amax"]
     assert plain_stats[columns].equals(evaluated_stats[columns])
+
+
+def test_a_double_backward_is_refused_not_computed_wrong(tmp_path):
+    """Issue 65 item 18: a gradient penalty (autograd.grad with create_graph=True) through
+    emulated products returned gradients up to 1.61 off FP32's under emulate(model, "fp32"):
+    the casts' second-order terms were dropped. It is refused, naming the module; a first-order
+    backward is as before."""
+    torch = require_torch()
+    import precision_lab.torch as pt
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    x = torch.randn(16, 4, requires_grad=True)
+    with pt.emulate(model, "fp32", tmp_path / "run"):
+        with pytest.raises(RuntimeError, match=r"double backward through 2 .*create_graph"):
+            (g,) = torch.autograd.grad(model(x).sum(), x, create_graph=True)
+        y = model(x).sum()
+        y.backward()  # first order: as before
+        assert model[0].weight.grad is not None and torch.isfinite(model[0].weight.grad).all()

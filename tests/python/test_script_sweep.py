@@ -273,3 +273,27 @@ def test_metrics_are_recorded_each_step(torch, tmp_path):
         recorded = db.execute("SELECT step, name, value FROM reported ORDER BY seq").fetchall()
     assert recorded == [(1, "acc", 0.0), (1, "val_loss", 0.0), (2, "acc", 0.1),
                         (2, "val_loss", 0.5), (3, "acc", 0.2), (3, "val_loss", 1.0)]
+
+
+def test_watch_records_into_the_sweeps_run(torch, tmp_path, monkeypatch):
+    """watch(model) in a sweep's child: no run folder given, the sweep's (replacing what a stopped
+    attempt left); its metrics recorded as emulate's are."""
+    import precision_lab.torch as plt
+    run = tmp_path / "fp32" / "seed-2"
+    run.mkdir(parents=True)
+    (tmp_path / "fp32" / "seed-2.recipe.json").write_text('{"preset": "fp32"}')
+    monkeypatch.setenv("PLAB_SWEEP_RUN_DIR", str(run))
+    monkeypatch.setenv("PLAB_SWEEP_RECIPE", str(tmp_path / "fp32" / "seed-2.recipe.json"))
+    monkeypatch.setenv("PLAB_SWEEP_RECIPE_NAME", "fp32")
+    monkeypatch.setenv("PLAB_SWEEP_SEED", "2")
+    assert plt.seed_from_sweep(7) == 2  # the sweep's seed, not the default
+    model = torch.nn.Linear(4, 2)
+    for attempt in range(2):  # a second attempt replaces the first's record
+        with plt.watch(model, every=1) as w:
+            model(torch.randn(3, 4)).sum().backward()
+            w.step(loss=0.5, metrics={"val_loss": 0.25 + attempt})
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["finished"] and summary["final_metrics"] == {"val_loss": 1.25}
+    monkeypatch.setenv("PLAB_SWEEP_SEED", "two")
+    with pytest.raises(ValueError, match="PLAB_SWEEP_SEED='two': expected a whole number"):
+        plt.seed_from_sweep()

@@ -119,6 +119,18 @@ def _flat(t):
     return t.reshape(-1, t.shape[-1])
 
 
+def _refuse_double_backward(what):
+    """A backward under create_graph=True (a gradient penalty, MAML) would need the casts'
+    backward differentiated again, which the core's casts are not: the second-order terms would
+    be dropped and the gradients wrong. Refused, never computed wrong."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(
+            f"precision_lab.torch.emulate: a double backward through {what} (autograd.grad(..., "
+            f"create_graph=True): a gradient penalty, MAML) is not emulated: the casts' "
+            f"second-order terms would be dropped. Take that gradient outside the emulation "
+            f"(em.remove(), or a plain copy of the model) or without create_graph")
+
+
 class _Linear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, site):
@@ -132,6 +144,7 @@ class _Linear(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gy):
+        _refuse_double_backward(ctx.site.name)
         xq, wq, x_raw = ctx.saved_tensors
         site = ctx.site
         gq = site.cast(ROLE_ACTIVATION_GRADIENTS, gy)
@@ -173,6 +186,7 @@ class _Convolution(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gy):
+        _refuse_double_backward(ctx.site.name)
         xq, wq = ctx.saved_tensors
         site = ctx.site
         stride, padding, dilation, groups = ctx.args
@@ -209,6 +223,7 @@ class _Embedding(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, gy):
+        _refuse_double_backward(ctx.site.name)
         (indices,) = ctx.saved_tensors
         site = ctx.site
         gq = site.cast(ROLE_ACTIVATION_GRADIENTS, gy)
