@@ -651,3 +651,69 @@ def test_a_double_backward_is_refused_not_computed_wrong(tmp_path):
         y = model(x).sum()
         y.backward()  # first order: as before
         assert model[0].weight.grad is not None and torch.isfinite(model[0].weight.grad).all()
+
+
+def test_the_scripts_loss_scaler_is_recorded_and_replayed(tmp_path):
+    """Issue 65 item 15: emulate(..., loss_scaler=LossScaler("dynamic", init_scale=2**16))
+    recorded the recipe's scaling (static, 1) and its replay from config.json ran at scale 1.
+    The scaler used is recorded, and the replay scales as the run did: the same losses and
+    scales, step by step."""
+    torch = require_torch()
+    import precision_lab.torch as pt
+
+    def train(recipe, run, loss_scaler=None):
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 1))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        losses, scales = [], []
+        with pt.emulate(model, recipe, run, loss_scaler=loss_scaler) as em:
+            for _ in range(6):
+                x = torch.randn(32, 8)
+                loss = (model(x) - x[:, :1]).pow(2).mean()
+                scales.append(em.scaler.get_scale())
+                em.scaler.scale(loss).backward()
+                em.scaler.step(optimizer)
+                em.scaler.update()
+                em.step(loss=loss)
+                optimizer.zero_grad()
+                losses.append(loss.item())
+        return losses, scales
+
+    first = train("fp16-noscale", tmp_path / "run",
+                  pt.LossScaler("dynamic", init_scale=2**16, growth_interval=2))
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["emulate"]["loss_scaler"] == {"policy": "dynamic", "scale": 65536.0,
+                                                "growth_interval": 2}
+    replay = train(tmp_path / "run" / "config.json", tmp_path / "replay")
+    assert replay == first and first[1][0] == 65536.0 and first[1][-1] > 65536.0
+
+
+def test_an_emulated_model_copies_and_saves_as_a_plain_one(tmp_path):
+    """Issue 65 item 17: copy.deepcopy (an EMA copy) and torch.save of an emulated model raised
+    "cannot pickle precision_lab._core.LossScaler" (torch.save left a truncated file). Both give
+    the plain model now, with its own weights: the copy computes in FP32 with the copy's
+    parameters, not through the original's emulated forward; the original stays emulated."""
+    torch = require_torch()
+    import copy
+    import precision_lab.torch as pt
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    plain = copy.deepcopy(model)
+    x = torch.randn(4, 8)
+    em = pt.emulate(model, "fp8-e4m3", tmp_path / "run")
+    twin = copy.deepcopy(model)
+    torch.save(model, tmp_path / "model.pt")
+    loaded = torch.load(tmp_path / "model.pt")
+    with torch.no_grad():
+        for other in (twin, loaded):
+            assert "forward" not in other[0].__dict__
+            assert not hasattr(other, "_precision_lab_emulation")
+            assert torch.equal(other(x), plain(x))
+        assert not torch.equal(model(x), plain(x))  # the original: still E4M3
+        twin[0].weight.add_(1.0)  # the copy's own parameters
+        assert not torch.equal(twin(x), plain(x)) and torch.equal(model[0].weight, plain[0].weight)
+    em.remove()
+    with torch.no_grad():
+        assert torch.equal(model(x), plain(x))
+    assert "__deepcopy__" not in model.__dict__ and "__deepcopy__" not in model[0].__dict__

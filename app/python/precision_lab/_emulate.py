@@ -36,6 +36,9 @@ says so when the recipe sets them).
 """
 
 import atexit
+import contextlib
+import copy
+import functools
 import json
 import numbers
 import os
@@ -280,6 +283,20 @@ def _recipe_document(recipe):
     return ALIASES.get(preset, preset), document
 
 
+def _recorded_loss_scaler(recipe):
+    """The loss scaler an emulated run's config.json (a path or its document) recorded, or
+    None for any other recipe."""
+    if isinstance(recipe, (str, os.PathLike)) and os.fspath(recipe).endswith(".json"):
+        try:
+            with open(os.fspath(recipe), encoding="utf-8") as f:
+                recipe = json.load(f)
+        except (OSError, json.JSONDecodeError):
+            return None  # _recipe_document has said why
+    recorded = recipe.get("emulate") if isinstance(recipe, dict) else None
+    scaler = recorded.get("loss_scaler") if isinstance(recorded, dict) else None
+    return scaler if isinstance(scaler, dict) and scaler else None
+
+
 def _resolve_overrides(document, stage_names):
     """recipe.overrides entries naming modules become entries naming their stages."""
     recipe = document.get("recipe")
@@ -435,6 +452,12 @@ class Emulation(RecordFailure):
                                 timeline)
         seed = config.get("seed", 0)
         self.config = config
+        # The loss scaler the run uses is recorded (its policy and settings; its scale per step
+        # is in the steps), so that a replay from config.json scales as the run did: a script's
+        # own scaler was recorded as the recipe's (static, 1) and its replay ran at scale 1.
+        recorded = _recorded_loss_scaler(recipe) if loss_scaler is None else None
+        if recorded is not None:
+            loss_scaler = LossScaler({"scaling": recorded}, model=model)
         self.scaler = loss_scaler or LossScaler(_loss_scaling_of(config), model=model)
         if not self.scaler._names:
             self.scaler._names = {id(p): n for n, p in model.named_parameters()}
@@ -457,6 +480,7 @@ class Emulation(RecordFailure):
             "seed": int(seed),
             "rank": self.rank,
             "not_emulated": "master_weights and optimizer_state: the script's optimiser",
+            "loss_scaler": self.scaler._config.get("scaling", {}),
         }
         if modules is not None:
             description["module_selection"] = (modules if isinstance(modules, (str, list, tuple))
@@ -475,6 +499,7 @@ class Emulation(RecordFailure):
             sites = [Site(self, stage + i, name + suffix) for i, suffix in enumerate(t.stages)]
             stage += len(t.stages)
             m.forward = _bound_forward(t.forward, m, sites)
+            _copy_as_plain(m)
             self._patched.append(m)
             _PATCHED[m] = self
         self._pre_hook = model.register_forward_pre_hook(self._on_model_forward)
@@ -482,6 +507,7 @@ class Emulation(RecordFailure):
             self._core.event("note", note)
             warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
         setattr(model, _MARK, self)
+        _copy_as_plain(model)
         self._steering_failed = False
         self._said_paused = False
         self._steer()  # a replayed timeline's edits of step 0
@@ -612,8 +638,10 @@ class Emulation(RecordFailure):
         if self._closed:
             return
         self._closed = True
+        for m in self._patched + [self._model]:
+            for attribute in ("forward", "__deepcopy__", "__reduce_ex__"):
+                m.__dict__.pop(attribute, None)
         for m in self._patched:
-            m.__dict__.pop("forward", None)
             if _PATCHED.get(m) is self:
                 del _PATCHED[m]
         self._patched = []
@@ -630,6 +658,55 @@ class Emulation(RecordFailure):
         finally:
             if self._temporary is not None:
                 shutil.rmtree(self._temporary, ignore_errors=True)
+
+
+# An emulated module's own attributes (its forward, the model's mark, the copy hooks below),
+# set aside so that a copy or a pickle of it is of the plain module.
+_SET_ASIDE = ("forward", _MARK, "__deepcopy__", "__reduce_ex__")
+
+
+@contextlib.contextmanager
+def _emulation_set_aside(module):
+    saved = {k: module.__dict__.pop(k) for k in _SET_ASIDE if k in module.__dict__}
+    emulation = saved.get(_MARK)
+    hooks = module._forward_pre_hooks
+    before = None
+    if emulation is not None and emulation._pre_hook.id in hooks:
+        before = list(hooks.items())
+        del hooks[emulation._pre_hook.id]
+    try:
+        yield
+    finally:
+        if before is not None:
+            hooks.clear()
+            hooks.update(before)
+        module.__dict__.update(saved)
+
+
+def _plain_deepcopy(module, memo):
+    """copy.deepcopy of an emulated module (an EMA copy, a snapshot): the plain module, its
+    own forward and hooks, with copies of its parameters. The copy's forward was the original's
+    emulated one (computing with the original's weights), and the emulation could not be
+    copied at all (issue 65 item 17)."""
+    with _emulation_set_aside(module):
+        return copy.deepcopy(module, memo)
+
+
+def _plain_reduce(module, protocol):
+    """pickle (torch.save(model)) of an emulated module: the plain module's state."""
+    with _emulation_set_aside(module):
+        reduced = type(module).__reduce_ex__(module, protocol)
+        if len(reduced) > 2 and isinstance(reduced[2], dict):  # the state: a copy, taken now
+            state = dict(reduced[2])
+            state["_forward_pre_hooks"] = type(module._forward_pre_hooks)(
+                module._forward_pre_hooks)
+            reduced = reduced[:2] + (state,) + tuple(reduced[3:])
+    return reduced
+
+
+def _copy_as_plain(module):
+    module.__deepcopy__ = functools.partial(_plain_deepcopy, module)
+    module.__reduce_ex__ = functools.partial(_plain_reduce, module)
 
 
 def _bound_forward(forward, module, sites):
