@@ -173,8 +173,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             sendPolicyToScript(static_cast<ScalingPolicy>(m_policy->currentData().toInt()));
             return;
         }
-        m_controller->setScalingPolicy(static_cast<ScalingPolicy>(m_policy->currentData().toInt()),
-                                       m_slider->scale());
+        const auto policy = static_cast<ScalingPolicy>(m_policy->currentData().toInt());
+        m_controller->setScalingPolicy(policy, m_slider->scale());
+        // The dock's rows show the overflow the new policy casts with.
+        m_recipeEditor->setRecipe(m_recipeEditor->recipe(), policy);
     });
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(m_slider, 1);
@@ -201,7 +203,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             return;
         m_viewed->setJudgedFormat(m_watchedFormat->currentText().toStdString());
         // The dock shows the format on show.
-        m_recipeEditor->setRecipe(m_viewed->precisionAt(0).recipe);
+        const ShownPrecision shown = m_viewed->precisionAt(0);
+        m_recipeEditor->setRecipe(shown.recipe, shown.scalingPolicy);
         if (const QString err = refreshViewedRun(); !err.isEmpty())
             showError(tr("Cannot read the run"), err);
     });

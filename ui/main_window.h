@@ -224,6 +224,8 @@ private:
     QStringList m_fieldTips; // the fields' own tooltips, as pendingFields() lists them
     QToolBar* m_runToolbar = nullptr;
     QToolBar* m_settingsToolbar = nullptr;
+    QAction* m_modelAction = nullptr; // the model and data boxes in the run toolbar
+    QAction* m_dataAction = nullptr;
     QDockWidget* m_recipeDock = nullptr;
     QString m_applyTip;
     void showDeviceChoice(const TrainConfig& config);

@@ -326,7 +326,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
 // The settings a run can change while it goes (recipe, policy, scale, learning rate), shown
 // without sending them back to the run.
 void MainWindow::showRunSettings(const TrainConfig& config) {
-    m_recipeEditor->setRecipe(config.recipe);
+    m_recipeEditor->setRecipe(config.recipe, config.scalingPolicy);
     m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(config.scalingPolicy)));
     const QSignalBlocker block(m_slider), blockLr(m_lr);
     m_slider->setLog2Scale(std::log2(config.lossScale));
@@ -414,6 +414,13 @@ void MainWindow::updateTrainingFields() {
          std::initializer_list<QWidget*>{m_model, m_data, m_seed, m_lr, m_steps, m_device, m_pace})
         field->setEnabled(!watched);
     m_applyAction->setEnabled(!watched);
+    // Not shown either: greyed, they still read as the script's ("MLP 256-256", "Built-in
+    // data", 5000 steps: the app's last values, issue 65 item 33).
+    if (m_settingsToolbar != nullptr) { // built (the constructor shows a config before them)
+        m_modelAction->setVisible(!watched);
+        m_dataAction->setVisible(!watched);
+        m_settingsToolbar->setVisible(!watched);
+    }
     markPendingValues();
     m_preset->setToolTip(watched ? tr("A PyTorch script's run (watched or emulated): its model "
                                       "and settings are its script's, not the app's. Pick a "

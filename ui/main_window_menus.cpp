@@ -55,9 +55,9 @@ void MainWindow::buildActions() {
         tr("Fresh weights from the seed, step 0: a new run, with the edits made so far"));
     connect(m_resetAction, &QAction::triggered, this, &MainWindow::resetRun);
     toolbar->addSeparator();
-    for (QWidget* w : {static_cast<QWidget*>(m_preset), static_cast<QWidget*>(m_model),
-                       static_cast<QWidget*>(m_data)})
-        toolbar->addWidget(w);
+    toolbar->addWidget(m_preset);
+    m_modelAction = toolbar->addWidget(m_model);
+    m_dataAction = toolbar->addWidget(m_data);
     // The settings a new run takes, in a toolbar of their own: beside the run's in a wide
     // window, on a row of their own in a narrow one (at 800 px they hid behind "»").
     m_settingsToolbar = addToolBar(tr("Settings"));

@@ -201,8 +201,9 @@ void MainWindow::showViewedStep(int index) {
             const ShownPrecision used = m_viewed->precision();
             m_policy->setCurrentIndex( // emits no `activated`: sends nothing anywhere
                 m_policy->findData(static_cast<int>(used.scalingPolicy)));
-            if (!(used.recipe == m_recipeEditor->recipe()))
-                m_recipeEditor->setRecipe(used.recipe);
+            if (!(used.recipe == m_recipeEditor->recipe()) ||
+                used.scalingPolicy != m_recipeEditor->runScaling())
+                m_recipeEditor->setRecipe(used.recipe, used.scalingPolicy);
             // A step newly on show is drawn at the loss scale it was recorded at (a dynamic
             // policy's or a GradScaler's, not the run's first); the slider previews from there.
             if (step != m_viewedStep && snapshot.scalars.scale > 0 &&

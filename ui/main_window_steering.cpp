@@ -116,7 +116,7 @@ void MainWindow::showSteeringReplies(const std::vector<RecordedEvent>& replies) 
         return;
     const TrainConfig& now = steering.settings();
     m_viewed->setConfig(steering.recordedConfig()); // its start and the timeline so far
-    m_recipeEditor->setRecipe(now.recipe);
+    m_recipeEditor->setRecipe(now.recipe, now.scalingPolicy);
     m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(now.scalingPolicy)));
 }
 

@@ -67,8 +67,9 @@ RecipeEditor::RecipeEditor(QWidget* parent) : QWidget(parent) {
         w.overflow = new QComboBox(this);
         w.overflow->addItem(QStringLiteral("saturate"));
         w.overflow->addItem(QStringLiteral("inf"));
-        w.overflow->setToolTip(tr("saturate: past the largest value becomes +-max; inf: Inf where "
-                                  "the format has it, NaN where it has only NaN"));
+        m_overflowTip = tr("saturate: past the largest value becomes +-max; inf: Inf where the "
+                           "format has it, NaN where it has only NaN");
+        w.overflow->setToolTip(m_overflowTip);
         grid->addWidget(label, row, 0);
         grid->addWidget(w.format, row, 1);
         grid->addWidget(w.rounding, row, 2);
@@ -206,8 +207,9 @@ const QuantConfig& RecipeEditor::shownConfig(TensorRole role) const {
                      : m_recipe.stageConfig(stage, m_stageNames, role);
 }
 
-void RecipeEditor::setRecipe(const PrecisionRecipe& recipe) {
+void RecipeEditor::setRecipe(const PrecisionRecipe& recipe, ScalingPolicy runScaling) {
     m_recipe = recipe;
+    m_runScaling = runScaling;
     showRows();
 }
 
@@ -219,12 +221,31 @@ void RecipeEditor::showRows() {
         m_rows[r].format->setEditText(QString::fromStdString(q.format.name));
         m_rows[r].format->setToolTip(formatSummary(q.format));
         m_rows[r].rounding->setCurrentText(QString::fromLatin1(toString(q.rounding).data()));
-        m_rows[r].overflow->setCurrentText(QString::fromLatin1(toString(q.overflow).data()));
         m_rows[r].format->setStyleSheet({}); // a refused entry's marker goes with it
     }
     const int stage = shownStage();
     const TensorScaling* own =
         stage < 0 ? nullptr : m_recipe.stageScalingOverride(stage, m_stageNames);
+    // The overflow in effect: a product input cast under a per-tensor or per-block scale
+    // saturates (the scale fills the range; a stale amax or a block's largest element clips),
+    // whatever the recipe's setting, which the row then shows greyed (issue 65 item 21: the
+    // dock said "inf" for fp8-hybrid's E5M2 gradients).
+    const ScalingPolicy scaling = own != nullptr ? own->policy : m_runScaling;
+    const bool scaled = isAmaxScaling(scaling) || isBlockScaling(scaling);
+    for (TensorRole role : kAllRoles) {
+        const auto r = static_cast<std::size_t>(role);
+        const bool forced = scaled && isProductInput(role);
+        m_rows[r].overflow->setCurrentText(QString::fromLatin1(
+            toString(forced ? Overflow::Saturate : shownConfig(role).overflow).data()));
+        m_rows[r].overflow->setEnabled(!forced);
+        m_rows[r].overflow->setToolTip(
+            forced ? tr("Saturates: under %1 scaling this tensor is scaled to fill the range, and "
+                        "what passes its largest value clips (the recipe's setting, %2, applies "
+                        "where it is not scaled)")
+                         .arg(QString::fromLatin1(toString(scaling).data()),
+                              QString::fromLatin1(toString(shownConfig(role).overflow).data()))
+                   : m_overflowTip);
+    }
     m_scaling->setEnabled(stage >= 0);
     m_scaling->setCurrentIndex(own ? m_scaling->findData(static_cast<int>(own->policy)) : 0);
     m_error->clear();
@@ -269,7 +290,10 @@ void RecipeEditor::onEdited(TensorRole role) {
         QuantConfig q;
         q.format = parseFormat(w.format->currentText().trimmed().toStdString());
         q.rounding = parseRounding(w.rounding->currentText().toStdString());
-        q.overflow = parseOverflow(w.overflow->currentText().toStdString());
+        // A greyed (scaled, saturating) overflow keeps the recipe's own setting.
+        q.overflow = w.overflow->isEnabled()
+                         ? parseOverflow(w.overflow->currentText().toStdString())
+                         : shownConfig(role).overflow;
         // A valid entry clears a refused one's marker, also when it is the format in use.
         w.format->setStyleSheet({});
         m_error->clear();

@@ -23,18 +23,25 @@ class RecipeEditor : public QWidget {
 public:
     explicit RecipeEditor(QWidget* parent = nullptr);
 
-    void setRecipe(const PrecisionRecipe& recipe); // shows it; emits nothing
+    // Shows it; emits nothing. runScaling: the run's tensor scaling policy (the policy box's),
+    // under which a layer without a scaling of its own casts: a scaled product input saturates
+    // whatever its overflow setting says, and its row shows that.
+    void setRecipe(const PrecisionRecipe& recipe, ScalingPolicy runScaling = ScalingPolicy::None);
     // The model's layers, for the Layer box (its choice is kept while the names stay the same).
     void setStageNames(const std::vector<std::string>& names);
     QComboBox* layerBox() const { return m_layer; }
     // The layer the rows show and edit, or -1 for all layers (the recipe's rows).
     int shownStage() const;
     const PrecisionRecipe& recipe() const { return m_recipe; }
+    ScalingPolicy runScaling() const { return m_runScaling; }
     // The shown layer's scaling: "the run's" (no override) or a policy of its own; disabled
     // while all layers show (the run's scaling is the policy box's).
     QComboBox* scalingBox() const { return m_scaling; }
     QComboBox* formatBox(TensorRole role) const {
         return m_rows[static_cast<std::size_t>(role)].format;
+    }
+    QComboBox* overflowBox(TensorRole role) const {
+        return m_rows[static_cast<std::size_t>(role)].overflow;
     }
     QString lastError() const;
     // Where the recipe departs from the rows above for some layers (a preset's first and last
@@ -66,6 +73,8 @@ private:
     std::array<Row, kRoleCount> m_rows;
     QComboBox* m_scaling = nullptr;
     PrecisionRecipe m_recipe;
+    ScalingPolicy m_runScaling = ScalingPolicy::None;
+    QString m_overflowTip; // an overflow box's own tooltip (a scaled row says why it saturates)
     std::vector<std::string> m_stageNames;
     QComboBox* m_layer;
     QLabel* m_error;

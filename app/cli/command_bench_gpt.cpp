@@ -135,6 +135,7 @@ void addBenchGptSubcommand(CLI::App* bench, std::function<int()>& action) {
         ->check(wholeNumberBetween(1, static_cast<long long>(kMaxThreads)))
         ->capture_default_str();
     cmd->add_option("--seed", args->seed, "Initialisation, batches and synthetic text")
+        ->check(unsigned64()) // -1 wrapped to 2^64 - 1
         ->capture_default_str();
     cmd->callback([args, &action] { action = [args] { return runGptBench(*args); }; });
 }

@@ -342,6 +342,10 @@ int runCompare(const CompareArgs& args) {
             t.insert(p, 1, '\\');
         return t;
     };
+    // A share in Markdown: "12.34%", or "nan" alone ("nan%" read as a number).
+    const auto percent = [&](double v) {
+        return std::isnan(v) ? std::string("nan") : cell(v, 100, 2) + "%";
+    };
     for (const RunResult& r : results) {
         const auto& s = r.summary;
         const bool failed = !r.failure.empty();
@@ -360,17 +364,17 @@ int runCompare(const CompareArgs& args) {
         csv += r.preset + ',' + status + ',' + cell(loss, 1, 4) + ',' + cell(testLoss, 1, 4) + ',' +
                cell(bits, 1, 4) + ',' + cell(accuracy, 1, 4) + ',' + cell(skipped, 1, 0);
         md += "| " + r.preset + " | " + status + " | " + cell(loss, 1, 4) + " | " +
-              cell(testLoss, 1, 4) + " | " + cell(bits, 1, 3) + " | " + cell(accuracy, 100, 2) +
-              "% | " + cell(skipped, 1, 0);
+              cell(testLoss, 1, 4) + " | " + cell(bits, 1, 3) + " | " + percent(accuracy) +
+              " | " + cell(skipped, 1, 0);
         for (const char* role : roles) {
             const auto it = r.meanFlushed.find(role);
             const double v = failed ? nan : it == r.meanFlushed.end() ? 0.0 : it->second;
             csv += ',' + cell(v, 1, 6);
-            md += " | " + cell(v, 100, 2) + "%";
+            md += " | " + percent(v);
         }
         const double lost = failed ? nan : r.lostUpdates;
         csv += ',' + cell(lost, 1, 6) + ',' + cell(seconds, 1, 2) + ',' + csvText(reason) + '\n';
-        md += " | " + cell(lost, 100, 2) + "% | " + cell(seconds, 1, 1) + " | " + mdText(reason) +
+        md += " | " + percent(lost) + " | " + cell(seconds, 1, 1) + " | " + mdText(reason) +
               " |\n";
     }
     writeFileAtomically(args.out + "/compare.csv", csv);

@@ -8,7 +8,9 @@
 #include "train/train_config.h"
 #include "watch/run_commands.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 namespace plab::cli {
@@ -61,7 +63,16 @@ Command addSteerCommand(CLI::App& app) {
         ->required();
     cmd->add_option("--scale", o->scale,
                     "Loss scale from the next step (a dynamic policy goes on "
-                    "from it)");
+                    "from it)")
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                // "nan" and "inf" parse as numbers, then said "null is out of range"
+                const double v = std::strtod(text.c_str(), nullptr);
+                return std::isfinite(v) && v > 0.0
+                           ? std::string()
+                           : "\"" + text + "\": expected a finite positive number";
+            },
+            "POSITIVE"));
     cmd->add_option("--policy", o->policy, "Scaling policy (static, dynamic, enhanced, ...)");
     cmd->add_option("--set", o->settings,
                     "A scaling.* or recipe.* setting, e.g. recipe.weights.format=fp8-e4m3 "

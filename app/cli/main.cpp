@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <iostream>
 #include <new>
 #include <string>
 #include <vector>
@@ -104,6 +105,18 @@ void refuseEmptyListItems(const CLI::App& app, int argc, char** argv) {
     }
 }
 
+// Whatever the program printed must have reached its destination (a full disk, /dev/full, a
+// closed pipe): a lost result (or --help, --version) is an error, not a success. CLI11 prints
+// help through std::cout, which shares stdout's buffer.
+int outputReached(int status) {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail()) {
+        std::fprintf(stderr, "precision-lab-cli: cannot write the output (%s)\n",
+                     std::strerror(errno));
+        return status != 0 ? status : plab::cli::kExitRecordFailed;
+    }
+    return status;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -137,11 +150,11 @@ int main(int argc, char** argv) {
         refuseEmptyValues(app);
         refuseEmptyListItems(app, argc, argv);
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
+        return outputReached(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return outputReached(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        return outputReached(app.exit(e));
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "precision-lab-cli: %s (see --help)\n", oneLine(e.what()).c_str());
         return plab::cli::kExitBadInput;
@@ -172,12 +185,5 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "precision-lab-cli: %s\n", oneLine(e.what()).c_str());
         status = plab::cli::kExitBadInput;
     }
-    // Whatever a command printed must have reached its destination (a full disk, /dev/full, a
-    // closed pipe): a lost result is an error, not a success.
-    if (!outputFailed && (std::fflush(stdout) != 0 || std::ferror(stdout))) {
-        std::fprintf(stderr, "precision-lab-cli: cannot write the output (%s)\n",
-                     std::strerror(errno));
-        return status != 0 ? status : plab::cli::kExitRecordFailed;
-    }
-    return status;
+    return outputFailed ? status : outputReached(status);
 }

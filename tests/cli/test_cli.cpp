@@ -304,6 +304,12 @@ void TestCli::badInput_data() {
     QTest::newRow("slurm cpus per task")
         << args({"sweep", "--presets", "fp32", "--backend", "slurm", "--cpus-per-task", "100000"})
         << QByteArray() << "--cpus-per-task: 100000: expected 1 to 256";
+    // "nan" parses as a number; it said "null is out of range" (issue 65, minor).
+    QTest::newRow("bench gpt seed -1")
+        << args({"bench", "gpt", "--seed", "-1"}) << QByteArray() << "--seed: \"-1\"";
+    QTest::newRow("steer scale nan")
+        << args({"steer", "/nonexistent-run", "--scale", "nan"}) << QByteArray()
+        << "--scale: \"nan\": expected a finite positive number";
     QTest::newRow("sweep seeds") << args({"sweep", "--presets", "fp32", "--seeds", "1001"})
                                  << QByteArray()
                                  << "--seeds: \"1001\": expected a whole number from 1 to 1000";
@@ -576,6 +582,9 @@ void TestCli::compareKeepsFailedRunsInTheTable() {
     QVERIFY2(rows[2].startsWith("fp16-amp,failed,nan,"), rows[2].constData());
     QVERIFY2(rows[2].contains("exit 2: ") && rows[2].contains("fp16-amp"), rows[2].constData());
     QVERIFY(fileLines(dir.filePath(QStringLiteral("fp16-amp.stderr.log"))).size() >= 1);
+    // A share the failed run has none of reads "nan", not "nan%" (issue 65, minor).
+    const QByteArray md = fileLines(dir.filePath(QStringLiteral("compare.md"))).join('\n');
+    QVERIFY2(md.contains("| fp16-amp | failed | nan |") && !md.contains("nan%"), md.constData());
     // The same compare again resumes it: the done run is kept, the failed one runs again
     // (issue 65 item 11: it was refused, and --overwrite restarted every run from step 0).
     const Result again = runCli(compare);
@@ -1618,6 +1627,17 @@ void TestCli::outputWriteErrorsAreErrors() {
         const QByteArray err = b.readAllStandardError();
         QCOMPARE(err.count('\n'), 1);
         QVERIFY2(err.contains("cannot write stdout (No space left on device)"), err.constData());
+    }
+    // --help and --version too: they exited 0 with nothing written (issue 65, minor).
+    for (const QStringList& args : {QStringList{QStringLiteral("--help")},
+                                    QStringList{QStringLiteral("--version")},
+                                    QStringList{QStringLiteral("train"), QStringLiteral("--help")}}) {
+        QProcess h;
+        h.setStandardOutputFile(QStringLiteral("/dev/full"));
+        h.start(QStringLiteral(PLAB_CLI_PATH), args);
+        QVERIFY(h.waitForFinished(20000));
+        QVERIFY2(h.exitCode() == 4, qPrintable(args.join(u' ')));
+        QVERIFY(h.readAllStandardError().contains("cannot write the output"));
     }
 }
 

@@ -37,6 +37,7 @@ private slots:
     void aboutNamesTheVersion();
     void aStageWithItsOwnScalingIsShownInIt();
     void theDockGivesALayerItsOwnScaling();
+    void theDockShowsTheOverflowInEffect();
 };
 
 namespace {
@@ -259,6 +260,44 @@ void TestRunSource::aboutNamesTheVersion() {
     MainWindow w;
     QVERIFY2(w.aboutText().contains(QLatin1String("Precision Lab</b> 9.8.7")),
              qPrintable(w.aboutText()));
+}
+
+// Issue 65 item 21: under a scaled policy a product input saturates whatever the recipe's
+// overflow says (fp8-hybrid's E5M2 gradients are "inf" in the recipe): the dock shows
+// "saturate", greyed, saying why; a layer without scaling of its own follows the run's policy,
+// one with its own follows that; an edit of the row keeps the recipe's own setting.
+void TestRunSource::theDockShowsTheOverflowInEffect() {
+    RecipeEditor dock;
+    dock.setStageNames({"fc1", "fc2", "head"});
+    const TrainConfig hybrid = configFromJson(findPreset("fp8-hybrid-delayed").json);
+    QCOMPARE(hybrid.recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
+                 .overflow,
+             Overflow::Inf);
+    dock.setRecipe(hybrid.recipe, hybrid.scalingPolicy);
+    QComboBox* gradients = dock.overflowBox(TensorRole::ActivationGradients);
+    QCOMPARE(gradients->currentText(), QStringLiteral("saturate"));
+    QVERIFY(!gradients->isEnabled());
+    QVERIFY2(gradients->toolTip().contains(QLatin1String("amax-delayed")) &&
+                 gradients->toolTip().contains(QLatin1String("inf")),
+             qPrintable(gradients->toolTip()));
+    QVERIFY(dock.overflowBox(TensorRole::MasterWeights)->isEnabled()); // not a product input
+    // Without tensor scaling the recipe's own setting shows, and can be edited.
+    dock.setRecipe(hybrid.recipe, ScalingPolicy::Static);
+    QCOMPARE(gradients->currentText(), QStringLiteral("inf"));
+    QVERIFY(gradients->isEnabled());
+    // A format edit of a greyed row keeps its overflow "inf" in the recipe sent.
+    dock.setRecipe(hybrid.recipe, hybrid.scalingPolicy);
+    std::vector<PrecisionRecipe> sent;
+    connect(&dock, &RecipeEditor::recipeChanged, this,
+            [&](const PrecisionRecipe& r) { sent.push_back(r); });
+    QComboBox* format = dock.formatBox(TensorRole::ActivationGradients);
+    format->setEditText(QStringLiteral("fp8-e4m3"));
+    emit format->activated(format->currentIndex());
+    QCOMPARE(sent.size(), std::size_t{1});
+    const QuantConfig& edited =
+        sent.back().roles[static_cast<std::size_t>(TensorRole::ActivationGradients)];
+    QCOMPARE(edited.format.name, std::string("fp8-e4m3"));
+    QCOMPARE(edited.overflow, Overflow::Inf);
 }
 
 QTEST_MAIN(TestRunSource)
