@@ -16,6 +16,7 @@
 #include "train/run_config_builder.h"
 #include "train/run_log.h"
 #include "training_controller.h"
+#include <QToolBar>
 #include <QAction>
 #include <QComboBox>
 #include <QDir>

@@ -152,15 +152,22 @@ std::string describeRoles(const std::array<std::optional<QuantConfig>, kRoleCoun
 
 QString RecipeEditor::exceptionsText() const {
     std::string text;
+    // Appended piece by piece: GCC 12 warns (-Wrestrict, a false positive) on "\n" + string.
+    const auto line = [&](const std::string& who, const std::string& what) {
+        text += '\n';
+        text += who;
+        text += ": ";
+        text += what;
+    };
     for (const auto& [stage, roles] : m_recipe.stageOverrides)
         if (const std::string set = describeRoles(roles); !set.empty())
-            text += "\n" + describeStage(stage) + ": " + set;
+            line(describeStage(stage), set);
     for (const auto& [kind, roles] : m_recipe.kindOverrides)
-        text += "\n" + kind + ": " + describeRoles(roles);
+        line(kind, describeRoles(roles));
     for (const auto& [stage, scaling] : m_recipe.stageScaling)
-        text += "\n" + describeStage(stage) + ": scaling " + std::string(toString(scaling.policy));
+        line(describeStage(stage), "scaling " + std::string(toString(scaling.policy)));
     for (const auto& [kind, scaling] : m_recipe.kindScaling)
-        text += "\n" + kind + ": scaling " + std::string(toString(scaling.policy));
+        line(kind, "scaling " + std::string(toString(scaling.policy)));
     if (m_recipe.accumulation)
         text += "\nproducts accumulate in " + m_recipe.accumulation->format.name;
     return text.empty()

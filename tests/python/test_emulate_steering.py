@@ -260,7 +260,8 @@ def test_the_cli_steers_a_running_script(tmp_path, cli):
     em.remove()
     assert sent[0].returncode == 0, sent[0].stderr
     assert sent[0].stdout.startswith(f"command 1 sent to {d}")
-    assert bad.returncode == 2 and "config.scaling.scale" in bad.stderr
+    assert bad.returncode == 2 and "--scale: \"-4\": expected a finite positive number" in \
+        bad.stderr
     assert both.returncode == 2 and "give one of" in both.stderr
     run = open_run(d)
     assert list(run.steps.scale) == [65536.0] * 3 + [512.0] * 2

@@ -82,14 +82,15 @@ void TestFollowRun::followsARunWrittenByAnotherProcess() {
             !w.paceBox()->isEnabled());
     // Nor shown: greyed, the app's last model, data and steps read as the script's (issue 65
     // item 33).
-    QVERIFY(!w.modelBox()->isVisible() && !w.dataBox()->isVisible() &&
-            !w.deviceBox()->isVisible());
+    QTRY_VERIFY(!w.modelBox()->isVisible() && !w.dataBox()->isVisible() &&
+                !w.deviceBox()->isVisible());
     const int watchedEntry = presets->currentIndex();
     presets->setCurrentIndex(0);
     QVERIFY(w.applyAction()->isEnabled() && w.deviceBox()->isEnabled());
-    QVERIFY(w.modelBox()->isVisible() && w.deviceBox()->isVisible());
+    QTRY_VERIFY(w.modelBox()->isVisible() && w.deviceBox()->isVisible());
     presets->setCurrentIndex(watchedEntry);
-    QVERIFY(!w.applyAction()->isEnabled() && !w.modelBox()->isVisible());
+    QVERIFY(!w.applyAction()->isEnabled());
+    QTRY_VERIFY(!w.modelBox()->isVisible()); // the toolbar's layout hides it at its next pass
     // What the record holds, only (issue 52 item 6): the dock says a watched run has no recipe
     // and which formats judged it (it showed every role, master weights included, in the
     // format on show); the Tensor box offers the roles recorded (here two: it offered master

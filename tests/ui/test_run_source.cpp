@@ -270,9 +270,8 @@ void TestRunSource::theDockShowsTheOverflowInEffect() {
     RecipeEditor dock;
     dock.setStageNames({"fc1", "fc2", "head"});
     const TrainConfig hybrid = configFromJson(findPreset("fp8-hybrid-delayed").json);
-    QCOMPARE(hybrid.recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
-                 .overflow,
-             Overflow::Inf);
+    QVERIFY(hybrid.recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
+                .overflow == Overflow::Inf);
     dock.setRecipe(hybrid.recipe, hybrid.scalingPolicy);
     QComboBox* gradients = dock.overflowBox(TensorRole::ActivationGradients);
     QCOMPARE(gradients->currentText(), QStringLiteral("saturate"));
@@ -297,7 +296,7 @@ void TestRunSource::theDockShowsTheOverflowInEffect() {
     const QuantConfig& edited =
         sent.back().roles[static_cast<std::size_t>(TensorRole::ActivationGradients)];
     QCOMPARE(edited.format.name, std::string("fp8-e4m3"));
-    QCOMPARE(edited.overflow, Overflow::Inf);
+    QVERIFY(edited.overflow == Overflow::Inf);
 }
 
 QTEST_MAIN(TestRunSource)
