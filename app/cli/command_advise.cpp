@@ -71,6 +71,8 @@ Command addAdviseCommand(CLI::App& app) {
                 if (!o->out.empty() && o->exportKind.empty())
                     throw std::invalid_argument(
                         "--out: give --export recipe|te-yaml|te-yaml-fp8|megatron|torchao too");
+                if (!o->exportKind.empty()) // before the record is read (a large one takes time)
+                    checkAdviceExportKind(o->exportKind);
                 std::unique_ptr<RunRecord> record;
                 try {
                     record = std::make_unique<RunRecord>(o->run);

@@ -302,6 +302,11 @@ int runSweep(const SweepArgs& args) {
                                                       : std::string("local");
     if (backend != "local" && backend != "slurm")
         throw std::invalid_argument("sweep: backend \"" + backend + "\": expected local or slurm");
+    // Slurm's options with the local backend would be dropped without a word.
+    if (backend == "local" && args.slurm.is_object() && !args.slurm.empty())
+        throw std::invalid_argument("sweep: " + args.slurm.begin().key() +
+                                    " is a Slurm option: give --backend slurm, or leave it out "
+                                    "(the local backend runs here)");
     const SlurmOptions slurm = slurmOptionsOf(args, file);
     if (args.taskIndex >= 0 || !args.taskList.empty()) {
         if (args.taskIndex < 0 || args.taskList.empty() || args.file.empty())

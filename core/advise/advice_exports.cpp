@@ -174,19 +174,37 @@ nlohmann::json adviceRecipe(const RunAdvice& advice) {
     return config;
 }
 
-std::string adviceExport(const RunAdvice& advice, const std::string& kind) {
-    if (kind == "recipe")
-        return adviceRecipe(advice).dump(2) + "\n";
-    if (kind == "te-yaml")
-        return adviceTeYaml(advice, TeFeatureNames::Quantization);
-    if (kind == "te-yaml-fp8")
-        return adviceTeYaml(advice, TeFeatureNames::Fp8);
-    if (kind == "megatron")
-        return adviceMegatron(advice);
-    if (kind == "torchao")
-        return adviceTorchao(advice);
+namespace {
+
+struct ExportKind {
+    const char* name;
+    std::string (*write)(const RunAdvice&);
+};
+// The kinds kAdviceExportKinds names, in its order.
+constexpr ExportKind kExportKinds[] = {
+    {"recipe", [](const RunAdvice& a) { return adviceRecipe(a).dump(2) + "\n"; }},
+    {"te-yaml", [](const RunAdvice& a) { return adviceTeYaml(a, TeFeatureNames::Quantization); }},
+    {"te-yaml-fp8", [](const RunAdvice& a) { return adviceTeYaml(a, TeFeatureNames::Fp8); }},
+    {"megatron", [](const RunAdvice& a) { return adviceMegatron(a); }},
+    {"torchao", [](const RunAdvice& a) { return adviceTorchao(a); }},
+};
+
+const ExportKind& exportKind(const std::string& kind) {
+    for (const ExportKind& k : kExportKinds)
+        if (kind == k.name)
+            return k;
     throw std::invalid_argument("--export: \"" + kind.substr(0, 40) + "\": expected " +
                                 std::string(kAdviceExportKinds));
+}
+
+} // namespace
+
+void checkAdviceExportKind(const std::string& kind) {
+    exportKind(kind);
+}
+
+std::string adviceExport(const RunAdvice& advice, const std::string& kind) {
+    return exportKind(kind).write(advice);
 }
 
 } // namespace plab

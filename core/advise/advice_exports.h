@@ -47,5 +47,7 @@ inline constexpr const char* kAdviceExportKinds =
     "recipe, te-yaml, te-yaml-fp8, megatron or torchao";
 // One of kAdviceExportKinds; std::invalid_argument naming the kind otherwise.
 std::string adviceExport(const RunAdvice& advice, const std::string& kind);
+// The same refusal before anything is read (advise --export checks it before the record).
+void checkAdviceExportKind(const std::string& kind);
 
 } // namespace plab

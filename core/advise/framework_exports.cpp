@@ -12,6 +12,14 @@
 namespace plab {
 namespace {
 
+// "^pattern$", built by appends: GCC 12 warns (-Wrestrict, a false positive) on "^" + string.
+std::string anchored(const std::string& pattern) {
+    std::string out = "^";
+    out += pattern;
+    out += '$';
+    return out;
+}
+
 std::string identifier(const std::string& name) {
     std::string out = name;
     for (char& ch : out)
@@ -107,7 +115,7 @@ std::string adviceTeYaml(const RunAdvice& advice, TeFeatureNames names) {
         y << "keep_high_precision_" << identifier(p.module) << ":\n"
           << "  enabled: True\n"
           << "  layers:\n"
-          << "    layer_name_regex_pattern: " << quotedName("^" + regexQuoted(p.module) + "$")
+          << "    layer_name_regex_pattern: " << quotedName(anchored(regexQuoted(p.module)))
           << "\n"
           << "  transformer_engine:\n";
         if (p.noneNarrow()) {

@@ -236,13 +236,18 @@ nlohmann::json Sweep::runConfigJson(const SweepPoint& p, int seed) const {
 void Sweep::check() const {
     if (presets.empty() || seeds < 1)
         throw std::invalid_argument("sweep: nothing to run (expected presets and --seeds >= 1)");
-    // The baseline must be one of the points' presets, or no verdict could be taken against it.
-    if (std::find(presets.begin(), presets.end(), baseline) == presets.end())
-        throw std::invalid_argument("sweep: --baseline " + baseline + " is not among the " +
-                                    (isScript() ? "recipes (expected one of --recipes)"
-                                                : "presets (expected one of --presets)"));
-    if (isScript())
+    // The baseline must be one of the points' presets, or no verdict could be taken against it
+    // (checked after the presets themselves: an unknown preset is the error to name first).
+    const auto checkBaseline = [&] {
+        if (std::find(presets.begin(), presets.end(), baseline) == presets.end())
+            throw std::invalid_argument("sweep: --baseline " + baseline + " is not among the " +
+                                        (isScript() ? "recipes (expected one of --recipes)"
+                                                    : "presets (expected one of --presets)"));
+    };
+    if (isScript()) {
+        checkBaseline();
         return checkScriptSweep(*this);
+    }
     // What the sweep sets itself in every run's config: given as a setting it would be dropped
     // without a word (every run of `--grid seed=7,8` ran seed 1).
     const auto refuseOwnKey = [](const std::string& option, const std::string& key) {
@@ -272,6 +277,7 @@ void Sweep::check() const {
             if (presets[i] == presets[k])
                 throw std::invalid_argument("sweep: preset " + presets[i] +
                                             " is listed twice (--presets); each point runs once");
+    checkBaseline();
     for (std::size_t g = 0; g < grid.size(); ++g) {
         for (std::size_t h = 0; h < g; ++h)
             if (grid[g].first == grid[h].first)
@@ -339,7 +345,9 @@ nlohmann::json gridValue(const std::string& text) {
         const std::string k = text.substr(2);
         const bool digits =
             k.find_first_not_of("0123456789", k[0] == '-' ? 1 : 0) == std::string::npos && k != "-";
-        if (digits)
+        // 2^k beyond a double's range stays text (the config names it; it was echoed as null)
+        if (digits && std::isfinite(std::ldexp(1.0, std::stoi(k))) &&
+            std::ldexp(1.0, std::stoi(k)) != 0.0)
             return std::ldexp(1.0, std::stoi(k));
     }
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);

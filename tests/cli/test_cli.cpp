@@ -305,6 +305,21 @@ void TestCli::badInput_data() {
         << args({"sweep", "--presets", "fp32", "--backend", "slurm", "--cpus-per-task", "100000"})
         << QByteArray() << "--cpus-per-task: 100000: expected 1 to 256";
     // "nan" parses as a number; it said "null is out of range" (issue 65, minor).
+    // Issue 65, minor: an export kind is checked before the record is read; Slurm options
+    // with the local backend are refused, not dropped; 2^9999 is named, not echoed as null; an
+    // unknown preset is the error a sweep names first.
+    QTest::newRow("advise export kind first")
+        << args({"advise", "/nonexistent-run", "--export", "onnx"}) << QByteArray()
+        << "--export: \"onnx\": expected recipe, te-yaml";
+    QTest::newRow("slurm option locally")
+        << args({"sweep", "--presets", "fp32", "--partition", "gpu"}) << QByteArray()
+        << "partition is a Slurm option: give --backend slurm";
+    QTest::newRow("sweep grid 2^9999")
+        << args({"sweep", "--presets", "fp16-static", "--grid", "scaling.scale=2^9999"})
+        << QByteArray() << "2^9999";
+    QTest::newRow("sweep unknown preset first")
+        << args({"sweep", "--presets", "fp7", "--baseline", "fp32"}) << QByteArray()
+        << "preset \"fp7\"";
     QTest::newRow("bench gpt seed -1")
         << args({"bench", "gpt", "--seed", "-1"}) << QByteArray() << "--seed: \"-1\"";
     QTest::newRow("steer scale nan")
