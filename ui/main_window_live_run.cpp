@@ -16,7 +16,6 @@
 #include "train/run_config_builder.h"
 #include "train/run_log.h"
 #include "training_controller.h"
-#include <QToolBar>
 #include <QAction>
 #include <QComboBox>
 #include <QDir>
@@ -28,6 +27,7 @@
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QToolBar>
 #include <cmath>
 
 namespace plab {

@@ -14,9 +14,9 @@
 #include "record/record_file.h"
 #include "record/run_record.h"
 #include "sweep/child_process_launcher.h"
+#include "sweep/run_groups.h"
 #include "sweep/sweep_executor.h"
 #include "sweep/sweep_progress.h"
-#include "sweep/run_groups.h"
 #include "sweep/sweep_results.h"
 #include "sweep/sweep_run.h"
 #include "train/train_config.h"
@@ -179,9 +179,10 @@ int compareRunFolders(const CompareArgs& args) {
         }
     }
     std::printf("%s", md.c_str());
-    const bool incomplete = std::any_of(
-        results.points.begin(), results.points.end(),
-        [](const SweepPointResult& r) { return !r.failed.empty() || !r.missing.empty(); });
+    const bool incomplete =
+        std::any_of(results.points.begin(), results.points.end(), [](const SweepPointResult& r) {
+            return !r.failed.empty() || !r.missing.empty();
+        });
     return incomplete ? kExitTrainingFailed : 0;
 }
 
@@ -364,8 +365,8 @@ int runCompare(const CompareArgs& args) {
         csv += r.preset + ',' + status + ',' + cell(loss, 1, 4) + ',' + cell(testLoss, 1, 4) + ',' +
                cell(bits, 1, 4) + ',' + cell(accuracy, 1, 4) + ',' + cell(skipped, 1, 0);
         md += "| " + r.preset + " | " + status + " | " + cell(loss, 1, 4) + " | " +
-              cell(testLoss, 1, 4) + " | " + cell(bits, 1, 3) + " | " + percent(accuracy) +
-              " | " + cell(skipped, 1, 0);
+              cell(testLoss, 1, 4) + " | " + cell(bits, 1, 3) + " | " + percent(accuracy) + " | " +
+              cell(skipped, 1, 0);
         for (const char* role : roles) {
             const auto it = r.meanFlushed.find(role);
             const double v = failed ? nan : it == r.meanFlushed.end() ? 0.0 : it->second;
@@ -374,8 +375,7 @@ int runCompare(const CompareArgs& args) {
         }
         const double lost = failed ? nan : r.lostUpdates;
         csv += ',' + cell(lost, 1, 6) + ',' + cell(seconds, 1, 2) + ',' + csvText(reason) + '\n';
-        md += " | " + percent(lost) + " | " + cell(seconds, 1, 1) + " | " + mdText(reason) +
-              " |\n";
+        md += " | " + percent(lost) + " | " + cell(seconds, 1, 1) + " | " + mdText(reason) + " |\n";
     }
     writeFileAtomically(args.out + "/compare.csv", csv);
     writeFileAtomically(args.out + "/compare.md", md);
@@ -412,8 +412,7 @@ int runCompare(const CompareArgs& args) {
 Command addCompareCommand(CLI::App& app) {
     auto* cmd = app.add_subcommand("compare", "Run presets side by side and tabulate them");
     auto args = std::make_shared<CompareArgs>();
-    cmd->add_option("--presets", args->presets, "Comma-separated preset names")
-        ->delimiter(',');
+    cmd->add_option("--presets", args->presets, "Comma-separated preset names")->delimiter(',');
     cmd->add_option("--runs", args->runs,
                     "Existing run folders of any kind (trained, watched, emulated, sweep "
                     "members), grouped by recipe, with verdicts where a group has 2+ runs")

@@ -217,9 +217,9 @@ int report(const Sweep& sweep, const std::string& out) {
         std::fprintf(stderr, "sweep: charts skipped: this build has no Cairo\n");
     for (const SweepMetric& m : results.metrics) {
         const std::string key = m.key;
-        if (!chartsAvailable() || std::find(results.verdictColumns.begin(),
-                                            results.verdictColumns.end(),
-                                            key) == results.verdictColumns.end())
+        if (!chartsAvailable() ||
+            std::find(results.verdictColumns.begin(), results.verdictColumns.end(), key) ==
+                results.verdictColumns.end())
             continue;
         std::vector<ChartEstimate> estimates;
         for (const SweepPointResult& r : results.points) {
@@ -317,10 +317,9 @@ int runSweep(const SweepArgs& args) {
 
     // `sweep --file DIR/sweep.json` alone resumes (or tabulates) the sweep where its file is.
     // Slurm tasks on other machines find the folder by this path: made absolute.
-    const std::string given =
-        !args.file.empty() && !args.outGiven
-            ? std::filesystem::path(args.file).parent_path().string()
-            : args.out;
+    const std::string given = !args.file.empty() && !args.outGiven
+                                  ? std::filesystem::path(args.file).parent_path().string()
+                                  : args.out;
     const std::string out =
         std::filesystem::absolute(given.empty() ? "." : given).lexically_normal().string();
     if (backend == "slurm") {
@@ -401,9 +400,9 @@ int runSweep(const SweepArgs& args) {
         }
     } else {
         catchStopSignals();
-        tally = runChildren(sweep, all,
-                            args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
-                            args.rerunFailed);
+        tally =
+            runChildren(sweep, all, args.jobs > 0 ? args.jobs : std::thread::hardware_concurrency(),
+                        args.rerunFailed);
         std::fprintf(stderr, "sweep: %d run(s) started, %d found done or failed earlier\n",
                      tally.started, tally.skippedDone + tally.skippedFailed);
     }
@@ -475,8 +474,7 @@ Command addSweepCommand(CLI::App& app) {
                                        "recipe and seed (no shell), e.g. -- python3 train.py"));
     for (CLI::Option* option : defining)
         option->excludes(file);
-    cmd->add_option("--out", args->out,
-                    "Sweep folder (with --file: default the file's own folder)")
+    cmd->add_option("--out", args->out, "Sweep folder (with --file: default the file's own folder)")
         ->capture_default_str()
         ->each([args](const std::string&) { args->outGiven = true; });
     cmd->add_option("--jobs", args->jobs, "Runs at once (0: one per core)")->capture_default_str();

@@ -115,8 +115,7 @@ std::string adviceTeYaml(const RunAdvice& advice, TeFeatureNames names) {
         y << "keep_high_precision_" << identifier(p.module) << ":\n"
           << "  enabled: True\n"
           << "  layers:\n"
-          << "    layer_name_regex_pattern: " << quotedName(anchored(regexQuoted(p.module)))
-          << "\n"
+          << "    layer_name_regex_pattern: " << quotedName(anchored(regexQuoted(p.module))) << "\n"
           << "  transformer_engine:\n";
         if (p.noneNarrow()) {
             y << "    " << layerFeature << ":\n"

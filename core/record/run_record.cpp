@@ -340,8 +340,8 @@ std::vector<ReportedValue> RunRecord::reportedValues() const {
     std::vector<ReportedValue> out;
     if (m_version < 7)
         return out;
-    SqliteStatement s = m_db->prepare(
-        "SELECT step, name, value FROM reported WHERE attempt = ?1 ORDER BY seq");
+    SqliteStatement s =
+        m_db->prepare("SELECT step, name, value FROM reported WHERE attempt = ?1 ORDER BY seq");
     s.bind(1, lastAttempt());
     while (s.next())
         out.push_back({s.integer(0), s.text(1), s.real(2)});

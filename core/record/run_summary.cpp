@@ -7,14 +7,14 @@ namespace plab {
 
 nlohmann::json toJson(const RunSummary& s) {
     nlohmann::json j = {{"finished", s.finished},
-            {"stop_reason", s.stopReason},
-            {"steps", s.steps},
-            {"skipped_steps", s.skippedSteps},
-            {"final_train_loss", s.finalTrainLoss},
-            {"test_loss", s.testLoss},
-            {"test_accuracy", s.testAccuracy},
-            {"wall_seconds", s.wallSeconds},
-            {"samples_per_second", s.samplesPerSecond}};
+                        {"stop_reason", s.stopReason},
+                        {"steps", s.steps},
+                        {"skipped_steps", s.skippedSteps},
+                        {"final_train_loss", s.finalTrainLoss},
+                        {"test_loss", s.testLoss},
+                        {"test_accuracy", s.testAccuracy},
+                        {"wall_seconds", s.wallSeconds},
+                        {"samples_per_second", s.samplesPerSecond}};
     if (!s.finalMetrics.empty()) { // only a script that reports its own has them
         nlohmann::json metrics = nlohmann::json::object();
         for (const auto& [name, value] : s.finalMetrics)

@@ -116,9 +116,9 @@ void ChildProcessLauncher::start(std::size_t index, const SweepRun& run) {
     const int err = openRegularFileForWriting(errPath, WriteOpen::Truncate);
     int out = -1;
     try {
-        out = spec.stdoutPath.empty() ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
-                                      : openRegularFileForWriting(spec.stdoutPath,
-                                                                  WriteOpen::Truncate);
+        out = spec.stdoutPath.empty()
+                  ? ::open("/dev/null", O_WRONLY | O_CLOEXEC)
+                  : openRegularFileForWriting(spec.stdoutPath, WriteOpen::Truncate);
     } catch (...) {
         ::close(err);
         throw;

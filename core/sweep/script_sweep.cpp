@@ -92,8 +92,8 @@ void resolveScriptRecipes(Sweep& sweep, const std::vector<std::string>& given) {
             resolved = recipeFile(recipe);
         }
         if (name.empty() || name.find_first_of("/\\\"' ") != std::string::npos)
-            throw std::invalid_argument("sweep: --recipes " + recipe +
-                                        ": its name would be \"" + name +
+            throw std::invalid_argument("sweep: --recipes " + recipe + ": its name would be \"" +
+                                        name +
                                         "\" (a folder name without spaces or quotes expected)");
         if (sweep.recipes.contains(name) && sweep.recipes.at(name).at("source") == recipe)
             throw std::invalid_argument("sweep: recipe " + recipe +
@@ -118,8 +118,7 @@ void checkScriptSweep(const Sweep& sweep) {
             "takes its own options after -- (the sweep varies only the recipe and the seed)");
     for (std::size_t i = 0; i < sweep.presets.size(); ++i) {
         const std::string& name = sweep.presets[i];
-        const nlohmann::json* r =
-            sweep.recipes.contains(name) ? &sweep.recipes.at(name) : nullptr;
+        const nlohmann::json* r = sweep.recipes.contains(name) ? &sweep.recipes.at(name) : nullptr;
         if (r == nullptr || !r->is_object() ||
             !(r->contains("document") ? r->at("document").is_object()
                                       : r->contains("error") && r->at("error").is_string()))

@@ -84,9 +84,9 @@ nlohmann::json Sweep::toJson() const {
     nlohmann::json g = nlohmann::json::array();
     for (const auto& [key, values] : grid)
         g.push_back({{"key", key}, {"values", values}});
-    nlohmann::json j = {{"presets", presets}, {"seeds", seeds},   {"grid", g},
-                        {"set", sets},         {"steps", steps},   {"epochs", epochs},
-                        {"data", data},        {"baseline", baseline}};
+    nlohmann::json j = {{"presets", presets}, {"seeds", seeds},      {"grid", g},
+                        {"set", sets},        {"steps", steps},      {"epochs", epochs},
+                        {"data", data},       {"baseline", baseline}};
     if (isScript()) {
         j["command"] = command;
         j["recipes"] = recipes;
@@ -251,8 +251,9 @@ void Sweep::check() const {
     // What the sweep sets itself in every run's config: given as a setting it would be dropped
     // without a word (every run of `--grid seed=7,8` ran seed 1).
     const auto refuseOwnKey = [](const std::string& option, const std::string& key) {
-        const char* instead = key == "seed"                                ? "--seeds N (seeds 1..N)"
-                              : key == "train.steps" || key == "train.epochs" ? "--steps or --epochs"
+        const char* instead = key == "seed" ? "--seeds N (seeds 1..N)"
+                              : key == "train.steps" || key == "train.epochs"
+                                  ? "--steps or --epochs"
                               : key == "threads" ? "--cpus-per-task on Slurm (a local sweep "
                                                    "runs each run on one thread)"
                                                  : nullptr;

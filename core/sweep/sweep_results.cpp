@@ -94,9 +94,9 @@ void judge(SweepResults& results,
         std::vector<std::string> reported;
         for (const auto& values : pointValues)
             for (const auto& [key, v] : values) {
-                const bool builtIn = std::any_of(
-                    sweepMetrics().begin(), sweepMetrics().end(),
-                    [&](const SweepMetric& m) { return m.key == key; });
+                const bool builtIn =
+                    std::any_of(sweepMetrics().begin(), sweepMetrics().end(),
+                                [&](const SweepMetric& m) { return m.key == key; });
                 if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
                     reported.push_back(key);
             }
@@ -287,8 +287,8 @@ std::string SweepResults::csv() const {
         out += "," + key;
     out += ",runs";
     for (const SweepMetric& m : metrics)
-        out += "," + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key +
-               "_diff," + m.key + "_diff_ci95," + m.key + "_verdict";
+        out += "," + m.key + "_mean," + m.key + "_sd," + m.key + "_ci95," + m.key + "_diff," +
+               m.key + "_diff_ci95," + m.key + "_verdict";
     out += '\n';
     for (const SweepPointResult& r : points) {
         out += r.name + ',' + r.point.preset;

@@ -82,8 +82,8 @@ struct CountedTensor {
 struct WatchedStep {
     std::int64_t step = 0;
     std::optional<double> loss, learningRate;
-    double scale = 1.0;   // the loss scale this step used (1 without one)
-    bool skipped = false; // its update was skipped (an overflow)
+    double scale = 1.0;                    // the loss scale this step used (1 without one)
+    bool skipped = false;                  // its update was skipped (an overflow)
     std::map<std::string, double> metrics; // the script's own (step(metrics={...}))
     bool statistics = false;
     std::vector<CapturedTensor> tensors;

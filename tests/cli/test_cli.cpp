@@ -1644,9 +1644,9 @@ void TestCli::outputWriteErrorsAreErrors() {
         QVERIFY2(err.contains("cannot write stdout (No space left on device)"), err.constData());
     }
     // --help and --version too: they exited 0 with nothing written (issue 65, minor).
-    for (const QStringList& args : {QStringList{QStringLiteral("--help")},
-                                    QStringList{QStringLiteral("--version")},
-                                    QStringList{QStringLiteral("train"), QStringLiteral("--help")}}) {
+    for (const QStringList& args :
+         {QStringList{QStringLiteral("--help")}, QStringList{QStringLiteral("--version")},
+          QStringList{QStringLiteral("train"), QStringLiteral("--help")}}) {
         QProcess h;
         h.setStandardOutputFile(QStringLiteral("/dev/full"));
         h.start(QStringLiteral(PLAB_CLI_PATH), args);

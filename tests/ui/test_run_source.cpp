@@ -270,8 +270,9 @@ void TestRunSource::theDockShowsTheOverflowInEffect() {
     RecipeEditor dock;
     dock.setStageNames({"fc1", "fc2", "head"});
     const TrainConfig hybrid = configFromJson(findPreset("fp8-hybrid-delayed").json);
-    QVERIFY(hybrid.recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)]
-                .overflow == Overflow::Inf);
+    QVERIFY(
+        hybrid.recipe.roles[static_cast<std::size_t>(TensorRole::ActivationGradients)].overflow ==
+        Overflow::Inf);
     dock.setRecipe(hybrid.recipe, hybrid.scalingPolicy);
     QComboBox* gradients = dock.overflowBox(TensorRole::ActivationGradients);
     QCOMPARE(gradients->currentText(), QStringLiteral("saturate"));
