@@ -299,6 +299,8 @@ void CompareDialog::startWorker(const Sweep& sweep, const QString& folder, bool 
     m_compareDir = folder;
     m_shown.reset();
     m_endShown = false;
+    m_stillWritten = false;
+    m_rereadTicks = 0;
     m_runButton->setEnabled(false);
     m_openButton->setEnabled(false);
     m_stopButton->setEnabled(train);
@@ -519,15 +521,20 @@ void CompareDialog::refresh() {
     m_progress->setToolTip(m_progress->text()); // whole, where eight lines cut it
     if (!ended || m_endShown)
         return;
-    if (!status.training && static_cast<std::size_t>(status.done) < status.planned &&
-        followsFolder()) {
-        // An opened sweep that another process still runs (the CLI, Slurm): read again in a
-        // moment, so that its curves and table follow it.
-        if (++m_rereadTicks >= 20) { // 2 s at the timer's 100 ms
-            m_rereadTicks = 0;
-            m_sweep.read(m_sweepOnShow, m_compareDir.toStdString());
+    if (!status.training && static_cast<std::size_t>(status.done) < status.planned) {
+        // An opened sweep that another process still runs (the CLI, Slurm): its folder looked
+        // at every 2 s (20 of the timer's ticks), and read again while it is written, so that
+        // its curves and table follow it.
+        if (m_stillWritten && m_rereadTicks > 0) {
+            --m_rereadTicks;
+            return;
         }
-        return;
+        m_stillWritten = followsFolder();
+        if (m_stillWritten) {
+            m_rereadTicks = 19;
+            m_sweep.read(m_sweepOnShow, m_compareDir.toStdString());
+            return;
+        }
     }
     m_endShown = true;
     m_timer->stop();

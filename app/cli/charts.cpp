@@ -15,6 +15,24 @@
 
 namespace plab::cli {
 
+void addBandSeries(std::vector<ChartSeries>& series, const std::string& name,
+                   const SeedBand& band, bool edges) {
+    const SeedBand drawn = band.drawn();
+    ChartSeries mean{name, {}}, low{name + " -95%", {}}, high{name + " +95%", {}};
+    for (std::size_t i = 0; i < drawn.steps.size(); ++i) {
+        mean.points.emplace_back(drawn.steps[i], drawn.mean[i]);
+        if (drawn.runs[i] >= 2) {
+            low.points.emplace_back(drawn.steps[i], drawn.low[i]);
+            high.points.emplace_back(drawn.steps[i], drawn.high[i]);
+        }
+    }
+    series.push_back(std::move(mean));
+    if (edges && !low.points.empty()) {
+        series.push_back(std::move(low));
+        series.push_back(std::move(high));
+    }
+}
+
 #if !PLAB_HAVE_CAIRO
 bool chartsAvailable() {
     return false;

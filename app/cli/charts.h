@@ -2,6 +2,8 @@
 // PNG, SVG and PDF from that one drawing: no Qt needed on a server.
 #pragma once
 
+#include "stats/seed_statistics.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +20,11 @@ struct ChartEstimate {
     std::string label;
     double mean = 0.0, half = 0.0;
 };
+
+// A curve over runs as chart series: its mean, and with `edges` the two edges of its 95% band
+// (clipped to what the runs reached: SeedBand::drawn) where two or more runs are there.
+void addBandSeries(std::vector<ChartSeries>& series, const std::string& name,
+                   const SeedBand& band, bool edges);
 
 // False in a build without Cairo (machines with only a compiler): callers skip the charts and
 // say so.

@@ -167,13 +167,8 @@ int compareRunFolders(const CompareArgs& args) {
         writeFileAtomically(args.out + "/compare.md", md);
         if (chartsAvailable()) {
             std::vector<ChartSeries> series;
-            for (const RunGroup& g : groups) {
-                const LossBand band = lossBand(g.name, g.runs);
-                ChartSeries mean{g.name, {}};
-                for (std::size_t i = 0; i < band.steps.size(); ++i)
-                    mean.points.emplace_back(static_cast<double>(band.steps[i]), band.mean[i]);
-                series.push_back(std::move(mean));
-            }
+            for (const RunGroup& g : groups)
+                addBandSeries(series, g.name, lossOverRuns(g.runs), false);
             writeLineCharts(args.out + "/loss", "Training loss: mean over each group's runs",
                             "step", "loss", series, true);
         }

@@ -232,23 +232,9 @@ int report(const Sweep& sweep, const std::string& out) {
     }
     if (chartsAvailable() && sweep.isScript()) { // the loss curves: each recipe's mean and band
         std::vector<ChartSeries> series;
-        for (const LossBand& band : sweepLossBands(results, out)) {
-            ChartSeries mean{band.name, {}}, low{band.name + " -95%", {}},
-                high{band.name + " +95%", {}};
-            for (std::size_t i = 0; i < band.steps.size(); ++i) {
-                const double x = static_cast<double>(band.steps[i]);
-                mean.points.emplace_back(x, band.mean[i]);
-                if (std::isfinite(band.half[i])) {
-                    low.points.emplace_back(x, band.mean[i] - band.half[i]);
-                    high.points.emplace_back(x, band.mean[i] + band.half[i]);
-                }
-            }
-            series.push_back(std::move(mean));
-            if (!low.points.empty()) {
-                series.push_back(std::move(low));
-                series.push_back(std::move(high));
-            }
-        }
+        const std::vector<SeedBand> bands = sweepLossBands(results, out);
+        for (std::size_t p = 0; p < bands.size(); ++p)
+            addBandSeries(series, results.points[p].name, bands[p], true);
         writeLineCharts(out + "/loss_curves",
                         "Training loss: mean over seeds with its 95% interval", "step", "loss",
                         series, false);

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <regex>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace plab {
 namespace {
@@ -21,6 +23,17 @@ namespace fs = std::filesystem;
 nlohmann::json castsOf(const nlohmann::json& config) {
     const nlohmann::json j = configFromJson(config).toJson();
     return {{"recipe", j.at("recipe")}, {"scaling", j.at("scaling")}};
+}
+
+// Each preset's casts, worked out once (not once per run grouped).
+const std::vector<std::pair<std::string, nlohmann::json>>& presetCasts() {
+    static const std::vector<std::pair<std::string, nlohmann::json>> casts = [] {
+        std::vector<std::pair<std::string, nlohmann::json>> out;
+        for (const Preset& p : presets())
+            out.emplace_back(p.name, castsOf(p.json));
+        return out;
+    }();
+    return casts;
 }
 
 } // namespace
@@ -48,9 +61,9 @@ std::string runGroupName(const std::string& runDir) {
         return leaf.parent_path().filename().string();
     try {
         const nlohmann::json casts = castsOf(ran);
-        for (const Preset& p : presets())
-            if (castsOf(p.json) == casts)
-                return p.name;
+        for (const auto& [name, theirs] : presetCasts())
+            if (theirs == casts)
+                return name;
     } catch (const std::exception&) { // a config this build does not read: named otherwise
     }
     if (given != nullptr && given->is_string())

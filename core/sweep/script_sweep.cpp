@@ -91,10 +91,15 @@ void resolveScriptRecipes(Sweep& sweep, const std::vector<std::string>& given) {
             name = fs::path(recipe).stem().string();
             resolved = recipeFile(recipe);
         }
-        if (name.empty() || name.find_first_of("/\\\"' ") != std::string::npos)
+        // The name is a folder name and a line of a Slurm task list: no separator, quote, space
+        // or control character (a newline would make two task lines of one run).
+        if (name.empty() || name.find_first_of("/\\\"' ") != std::string::npos ||
+            std::any_of(name.begin(), name.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
             throw std::invalid_argument("sweep: --recipes " + recipe + ": its name would be \"" +
                                         name +
-                                        "\" (a folder name without spaces or quotes expected)");
+                                        "\" (a folder name without spaces, quotes or control "
+                                        "characters expected)");
         if (sweep.recipes.contains(name) && sweep.recipes.at(name).at("source") == recipe)
             throw std::invalid_argument("sweep: recipe " + recipe +
                                         " is listed twice (--recipes); each recipe runs once per "

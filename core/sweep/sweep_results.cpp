@@ -86,44 +86,48 @@ std::map<std::string, double> metricsOf(const std::string& run, RunMetricsCache*
 
 namespace {
 
-// The table's metrics, each point's summaries, and the verdicts against the baseline point at
-// the same grid values; ownMetrics: the columns are the metrics the runs reported (a script's).
-void judge(SweepResults& results,
-           std::vector<std::map<std::string, std::vector<double>>>& pointValues, bool ownMetrics) {
-    if (ownMetrics) { // the script's own metrics: whatever its finished runs reported
-        std::vector<std::string> reported;
-        for (const auto& values : pointValues)
-            for (const auto& [key, v] : values) {
-                const bool builtIn =
-                    std::any_of(sweepMetrics().begin(), sweepMetrics().end(),
-                                [&](const SweepMetric& m) { return m.key == key; });
-                if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
-                    reported.push_back(key);
-            }
-        results.metrics = scriptSweepMetrics(results.sweep, reported);
-        results.verdictColumns = {"final_train_loss"};
-        results.verdictColumns.insert(results.verdictColumns.end(), reported.begin(),
-                                      reported.end());
-        // Runs the core trained (set beside others by compare --runs) have test metrics too.
-        for (const SweepMetric& m : sweepMetrics()) {
-            if (m.key != "test_accuracy" && m.key != "test_loss")
-                continue;
-            const bool measured =
-                std::any_of(pointValues.begin(), pointValues.end(), [&](const auto& values) {
-                    const auto it = values.find(m.key);
-                    return it != values.end() &&
-                           std::any_of(it->second.begin(), it->second.end(),
-                                       [](double v) { return std::isfinite(v); });
-                });
-            if (measured) {
-                results.metrics.insert(results.metrics.begin() + 1, m);
-                results.verdictColumns.insert(results.verdictColumns.begin() + 1, m.key);
-            }
-        }
-    } else {
+using PointValues = std::vector<std::map<std::string, std::vector<double>>>;
+
+// Whether any run of any point has a finite value of `key`.
+bool measured(const PointValues& pointValues, const std::string& key) {
+    return std::any_of(pointValues.begin(), pointValues.end(), [&](const auto& values) {
+        const auto it = values.find(key);
+        return it != values.end() && std::any_of(it->second.begin(), it->second.end(),
+                                                 [](double v) { return std::isfinite(v); });
+    });
+}
+
+// The table's columns and the metrics judged: the core's, or (ownMetrics: a script sweep, or
+// runs of any kind set side by side) the final loss, the test metrics where some run has them,
+// each metric the runs reported, and the rest of the core's.
+void chooseColumns(SweepResults& results, const PointValues& pointValues, bool ownMetrics) {
+    if (!ownMetrics) {
         results.metrics = sweepMetrics();
         results.verdictColumns = {"test_accuracy", "test_loss"};
+        return;
     }
+    std::vector<std::string> reported;
+    for (const auto& values : pointValues)
+        for (const auto& [key, v] : values) {
+            const bool builtIn = std::any_of(sweepMetrics().begin(), sweepMetrics().end(),
+                                             [&](const SweepMetric& m) { return m.key == key; });
+            if (!builtIn && std::find(reported.begin(), reported.end(), key) == reported.end())
+                reported.push_back(key);
+        }
+    results.metrics = scriptSweepMetrics(results.sweep, reported);
+    results.verdictColumns = {"final_train_loss"};
+    for (const SweepMetric& m : sweepMetrics()) // runs the core trained have test metrics
+        if ((m.key == "test_accuracy" || m.key == "test_loss") && measured(pointValues, m.key)) {
+            results.metrics.insert(results.metrics.begin() + 1, m);
+            results.verdictColumns.insert(results.verdictColumns.begin() + 1, m.key);
+        }
+    results.verdictColumns.insert(results.verdictColumns.end(), reported.begin(), reported.end());
+}
+
+// Each point's summaries of the columns, and the verdicts against the baseline point at the same
+// grid values.
+void judge(SweepResults& results, PointValues& pointValues, bool ownMetrics) {
+    chooseColumns(results, pointValues, ownMetrics);
     const std::vector<SweepPoint> points = results.sweep.points();
     for (std::size_t i = 0; i < points.size(); ++i)
         for (const SweepMetric& m : results.metrics)
@@ -161,7 +165,7 @@ void judge(SweepResults& results,
 SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetricsCache* cache) {
     SweepResults results{sweep, {}, {}, {}};
     const std::vector<SweepPoint> points = sweep.points();
-    std::vector<std::map<std::string, std::vector<double>>> pointValues;
+    PointValues pointValues;
     for (const SweepPoint& p : points) {
         SweepPointResult r;
         r.point = p;
@@ -217,7 +221,7 @@ SweepResults collectRunGroups(const std::vector<RunGroup>& groups, const std::st
         results.sweep.presets.push_back(g.name);
     results.sweep.baseline = baseline;
     results.sweep.seeds = 1;
-    std::vector<std::map<std::string, std::vector<double>>> pointValues;
+    PointValues pointValues;
     for (const RunGroup& g : groups) {
         SweepPointResult r;
         r.point = {g.name, {}};
@@ -243,31 +247,22 @@ SweepResults collectRunGroups(const std::vector<RunGroup>& groups, const std::st
     return results;
 }
 
-LossBand lossBand(const std::string& name, const std::vector<std::string>& runs) {
-    LossBand band{name, {}, {}, {}};
-    std::map<std::int64_t, std::vector<double>> byStep;
-    std::size_t read = 0;
+SeedBand lossOverRuns(const std::vector<std::string>& runs) {
+    std::vector<std::vector<std::pair<double, double>>> curves;
     for (const std::string& run : runs) {
         try {
+            std::vector<std::pair<double, double>>& curve = curves.emplace_back();
             for (const StepScalars& s : RunRecord(run).steps())
-                byStep[s.step].push_back(s.loss);
-            ++read;
+                curve.emplace_back(static_cast<double>(s.step), s.loss);
         } catch (const std::exception&) { // a record that cannot be read: no curve of it
+            curves.pop_back();
         }
     }
-    for (const auto& [step, losses] : byStep) {
-        if (losses.size() != read) // a step some runs did not record: no band there
-            continue;
-        const SeedSummary s = summarise(losses);
-        band.steps.push_back(step);
-        band.mean.push_back(s.mean);
-        band.half.push_back(s.ci95);
-    }
-    return band;
+    return bandOverSeeds(curves);
 }
 
-std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir) {
-    std::vector<LossBand> bands;
+std::vector<SeedBand> sweepLossBands(const SweepResults& results, const std::string& dir) {
+    std::vector<SeedBand> bands;
     for (const SweepPointResult& r : results.points) {
         std::vector<std::string> done;
         for (int seed = 1; seed <= results.sweep.seeds; ++seed) {
@@ -276,7 +271,7 @@ std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::str
                 SweepRunState::Done)
                 done.push_back(run);
         }
-        bands.push_back(lossBand(r.name, done));
+        bands.push_back(lossOverRuns(done));
     }
     return bands;
 }

@@ -71,16 +71,11 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir,
 // metrics and the script metrics the runs have, the verdicts against the baseline group.
 SweepResults collectRunGroups(const std::vector<RunGroup>& groups, const std::string& baseline);
 
-// A point's training loss over its done runs, step by step: the mean and the 95% interval's
-// half-width (NaN with one run) of the steps every one of them recorded; the curves with bands
-// of a sweep's charts and the app's Compare.
-struct LossBand {
-    std::string name; // the point's
-    std::vector<std::int64_t> steps;
-    std::vector<double> mean, half;
-};
-std::vector<LossBand> sweepLossBands(const SweepResults& results, const std::string& dir);
-LossBand lossBand(const std::string& name, const std::vector<std::string>& runs);
+// The training loss of these runs as one curve with its band over them (bandOverSeeds, the
+// app's Compare's too); runs whose record cannot be read are left out.
+SeedBand lossOverRuns(const std::vector<std::string>& runs);
+// Each point's, over its done runs, in the points' order: a sweep's loss-curve chart.
+std::vector<SeedBand> sweepLossBands(const SweepResults& results, const std::string& dir);
 
 // The metrics of one finished run, by metric key; given the run's analysis (run_record.h),
 // only its summary.json is read.

@@ -201,7 +201,10 @@ def test_bad_sweeps_are_refused_before_anything_runs(cli, tmp_path):
              "a script takes its own options after --"),
             (["--recipes", "fp32", "--baseline", "bf16", "--", "true"],
              "--baseline bf16 is not among the recipes"),
-            (["--recipes", "a/x.json,b/x.json", "--", "true"], "the name x is taken")):
+            (["--recipes", "a/x.json,b/x.json", "--", "true"], "the name x is taken"),
+            # A newline in a name would be two lines of a Slurm task list.
+            (["--recipes", "fp32,two\nlines.json", "--", "true"],
+             "without spaces, quotes or control characters")):
         out = tmp_path / f"refused-{len(os.listdir(tmp_path))}"
         r = subprocess.run([cli, "sweep", "--out", str(out), *args], capture_output=True,
                            text=True, timeout=60)
