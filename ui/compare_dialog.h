@@ -101,8 +101,8 @@ private:
     std::optional<SweepResults> m_shown; // what the table shows
     QString m_progressText;
     QString m_compareDir;
-    bool m_endShown = true; // the sweep's end was drawn, said and signalled (once)
-    int m_rereadTicks = 0;  // timer ticks before an opened sweep is looked at again
+    bool m_endShown = true;      // the sweep's end was drawn, said and signalled (once)
+    int m_rereadTicks = 0;       // timer ticks before an opened sweep is looked at again
     bool m_stillWritten = false; // another process wrote the opened sweep when last looked at
     std::chrono::steady_clock::time_point m_lastWriterSeen; // a run of it was last locked
     // The sweep folder opened last (Open sweep folder): Run of the same sweep resumes there

@@ -15,8 +15,8 @@
 
 namespace plab::cli {
 
-void addBandSeries(std::vector<ChartSeries>& series, const std::string& name,
-                   const SeedBand& band, bool edges) {
+void addBandSeries(std::vector<ChartSeries>& series, const std::string& name, const SeedBand& band,
+                   bool edges) {
     const SeedBand drawn = band.drawn();
     ChartSeries mean{name, {}}, low{name + " -95%", {}}, high{name + " +95%", {}};
     for (std::size_t i = 0; i < drawn.steps.size(); ++i) {

@@ -23,8 +23,8 @@ struct ChartEstimate {
 
 // A curve over runs as chart series: its mean, and with `edges` the two edges of its 95% band
 // (clipped to what the runs reached: SeedBand::drawn) where two or more runs are there.
-void addBandSeries(std::vector<ChartSeries>& series, const std::string& name,
-                   const SeedBand& band, bool edges);
+void addBandSeries(std::vector<ChartSeries>& series, const std::string& name, const SeedBand& band,
+                   bool edges);
 
 // False in a build without Cairo (machines with only a compiler): callers skip the charts and
 // say so.
