@@ -129,7 +129,12 @@ CompareDialog::CompareDialog(const TrainConfig& base, QWidget* parent, const QSt
     m_loss->legend->setVisible(false); // shown once a comparison has curves (not empty before)
     m_flushed = new QCustomPlot(this);
     m_flushed->xAxis->setLabel(tr("step"));
-    m_flushed->yAxis->setLabel(tr("flushed act. grads (layer mean)"));
+    // In percent, as the table (issue 65 item 32: a fraction here, % there; the longer label was
+    // cut off); what it averages is in the tooltip.
+    m_flushed->yAxis->setLabel(tr("flushed act. grads (%)"));
+    m_flushed->setToolTip(tr("Share of the nonzero activation gradients flushed to zero, mean "
+                             "over the layers, each preset's mean over seeds with its band"));
+    m_flushed->legend->setVisible(false); // shown once a comparison has curves
     m_metrics = new QCustomPlot(this);
     // Short enough to fit the plot's height in a small dialog (the long one was cut to
     // "est accuracy (%"); the error bars' meaning is in the dialog's table and tooltip.
@@ -395,9 +400,15 @@ void CompareDialog::drawCurves() {
                 f.push_back(r.flushed);
             }
         loss.push_back(bandOverSeeds(l));
-        flushed.push_back(bandOverSeeds(f));
+        SeedBand percent = bandOverSeeds(f);
+        for (std::vector<double>* v :
+             {&percent.mean, &percent.low, &percent.high, &percent.lowest, &percent.highest})
+            for (double& x : *v)
+                x *= 100.0;
+        flushed.push_back(std::move(percent));
     }
     m_loss->legend->setVisible(!loss.empty());
+    m_flushed->legend->setVisible(!loss.empty()); // an exported flushed.png names its lines
     // Means first (graph(i) is point i's mean), then the bands, drawn behind them.
     for (std::size_t p = 0; p < loss.size(); ++p) {
         QCPGraph* mean = m_loss->addGraph();
@@ -406,6 +417,7 @@ void CompareDialog::drawCurves() {
         mean->setData(QVector<double>(loss[p].steps.begin(), loss[p].steps.end()),
                       QVector<double>(loss[p].mean.begin(), loss[p].mean.end()), true);
         QCPGraph* f = m_flushed->addGraph();
+        f->setName(m_pointNames[p]);
         f->setPen(QPen(colorOf(p), 1.5));
         f->setData(QVector<double>(flushed[p].steps.begin(), flushed[p].steps.end()),
                    QVector<double>(flushed[p].mean.begin(), flushed[p].mean.end()), true);
@@ -416,7 +428,10 @@ void CompareDialog::drawCurves() {
     }
     m_loss->rescaleAxes();
     m_flushed->rescaleAxes();
-    m_flushed->yAxis->setRangeLower(0.0);
+    // A little below 0, so that a preset that flushes nothing (fp32) is a line above the axis,
+    // not hidden in it.
+    const double top = std::max(m_flushed->yAxis->range().upper, 1e-3);
+    m_flushed->yAxis->setRange(-0.03 * top, top * 1.05);
     // One x axis for both plots: the steps of this comparison (with no flushed point yet the
     // flushed plot kept the previous comparison's range).
     m_flushed->xAxis->setRange(m_loss->xAxis->range());

@@ -312,11 +312,14 @@ void GradientView::refresh() {
             .arg(m_snapshot.statsStep));
     // What an exported figure says it shows, in plain text ("layer fc1: activation gradients
     // in fp16 at loss scale 2^10, step 16; flushed 1.17%").
+    // The shares line's plain text loses its leading space ("in fp16at loss scale": issue 65
+    // item 32), so the space is put back here.
+    const QString scale = QTextDocumentFragment::fromHtml(note.sharesLine).toPlainText().trimmed();
     m_caption =
         tr("layer %1: %2 in %3%4, step %5; flushed %6 of the nonzero")
             .arg(QString::fromStdString(m_snapshot.stageNames[static_cast<std::size_t>(stage)]),
                  tr(roleTitle(r)), QString::fromStdString(format.name),
-                 QTextDocumentFragment::fromHtml(note.sharesLine).toPlainText())
+                 scale.isEmpty() ? QString() : QLatin1Char(' ') + scale)
             .arg(m_snapshot.statsStep)
             .arg(pct(nz.flushed));
     emit shown();

@@ -1,6 +1,8 @@
 // LossScaleSlider: the loss scale on a log2 axis in quarter-binade steps (2^-8 .. 2^32), shown as
-// 2^k and as a number. Dragging emits scaleChanged at once; the views re-shade from it and the
-// session picks it up at the next step.
+// 2^k and as a number. Dragging emits scaleChanged at once; the views re-shade from it, and the
+// main window sends it on release. At least kMinimumSliderWidth wide (issue 65 item 28: a
+// collapsed slider made a small drag many binades); arrows and each wheel notch move a quarter
+// binade, PageUp/PageDown one.
 #pragma once
 
 #include <QWidget>
@@ -19,6 +21,11 @@ public:
     double log2Scale() const;
     QSlider* slider() const { return m_slider; }
 
+    static constexpr int kMinimumSliderWidth = 200; // 5 px a binade over its 40
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 public slots:
     void setLog2Scale(double log2Scale); // rounded to a quarter binade; emits if it changed
 
@@ -30,6 +37,7 @@ private:
 
     QSlider* m_slider;
     QLabel* m_label;
+    int m_wheelEighths = 0; // a touchpad's partial notches, kept until they make one
 };
 
 } // namespace plab

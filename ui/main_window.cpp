@@ -189,8 +189,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_scrub, &QSlider::valueChanged, this, &MainWindow::showViewedStep);
     m_scrubLabel->hide();
     m_scrub->hide();
-    sliderRow->addWidget(m_scrubLabel);
-    sliderRow->addWidget(m_scrub);
+    // The past run's controls in a row of their own: beside them the loss-scale slider
+    // collapsed to a bare handle (issue 65 item 28).
+    auto* viewRow = new QHBoxLayout;
+    viewRow->addWidget(m_scrubLabel);
+    viewRow->addWidget(m_scrub, 1);
     // Shown only for a watched PyTorch run: the format its counts are shown in.
     m_watchedFormat = new QComboBox(this);
     m_watchedFormat->setToolTip(tr("The watched run judged every tensor in each of these "
@@ -208,13 +211,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (const QString err = refreshViewedRun(); !err.isEmpty())
             showError(tr("Cannot read the run"), err);
     });
-    sliderRow->addWidget(m_watchedFormat);
+    viewRow->addWidget(m_watchedFormat);
     m_pollTimer = new QTimer(this);
     m_pollTimer->setObjectName(QStringLiteral("pollTimer")); // tests wait on its polls
     m_pollTimer->setInterval(m_source->pollIntervalMs());
     connect(m_pollTimer, &QTimer::timeout, this, &MainWindow::pollRunSource);
     m_pollTimer->start();
     layout->addLayout(sliderRow);
+    layout->addLayout(viewRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
 
@@ -259,16 +263,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
     connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
         m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
-        if (steeringViewedRun()) { // while dragging only a preview: the release sends it
-            if (m_slider->slider()->isSliderDown())
-                statusBar()->showMessage(tr("Release to send a loss scale of 2^%1 to the script")
-                                             .arg(std::log2(scale), 0, 'f', 2),
-                                         8000);
-            else
-                sendScaleToScript(scale);
-            return;
-        }
-        if (viewingRecord()) {
+        if (viewingRecord() && !steeringViewedRun()) {
             statusBar()->showMessage(
                 tr("Previewing a loss scale of 2^%1 on the recorded histograms: a recorded "
                    "run's training (another process's, if it is live) cannot be changed from "
@@ -277,22 +272,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 8000);
             return;
         }
-        // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run
-        // static (recorded as a policy change), so the policy shown stays the one training uses.
-        if (m_controller->config().scalingPolicy == ScalingPolicy::None) {
-            m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(ScalingPolicy::Static)));
-            m_controller->setScalingPolicy(ScalingPolicy::Static, scale);
+        // One drag, one edit (issue 65 item 31: a drag on a paused run wrote an event for each
+        // position it passed): while held only a preview, the release sends it. Keys and the
+        // wheel move it a step at a time, each an edit.
+        if (m_slider->slider()->isSliderDown()) {
+            statusBar()->showMessage(
+                tr("Release to use a loss scale of 2^%1").arg(std::log2(scale), 0, 'f', 2), 8000);
             return;
         }
-        m_controller->setLossScale(scale); // training takes it at the next step
+        useSliderScale(scale);
     });
     // A drag sends its scale on release, and only when it moved: a click that leaves the handle
-    // where it was changes nothing in the script.
+    // where it was changes nothing.
     connect(m_slider->slider(), &QSlider::sliderPressed, this,
             [this] { m_scaleAtPress = m_slider->scale(); });
     connect(m_slider->slider(), &QSlider::sliderReleased, this, [this] {
-        if (steeringViewedRun() && m_slider->scale() != m_scaleAtPress)
-            sendScaleToScript(m_slider->scale());
+        if (m_slider->scale() != m_scaleAtPress && (!viewingRecord() || steeringViewedRun()))
+            useSliderScale(m_slider->scale());
     });
     // The session's news, read from its run source (the window's timer polled it, or a run
     // started).
@@ -301,7 +297,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             // A dynamic policy moves the scale itself: the slider follows it (without sending
             // it back), so the axis always shows the scale training uses.
             if (info(m_controller->config().scalingPolicy).adaptsLossScale &&
-                s->scalars.scale > 0 &&
+                s->scalars.scale > 0 && !m_slider->slider()->isSliderDown() &&
                 std::fabs(std::log2(s->scalars.scale) - m_slider->log2Scale()) >= 0.25) {
                 const QSignalBlocker block(m_slider);
                 m_slider->setLog2Scale(std::log2(s->scalars.scale));
@@ -433,6 +429,23 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
     QMainWindow::closeEvent(event);
+}
+
+// The slider's scale for the run on show: the steered script's, or the app's own session's
+// (training takes it at its next step).
+void MainWindow::useSliderScale(double scale) {
+    if (steeringViewedRun()) {
+        sendScaleToScript(scale);
+        return;
+    }
+    // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run static
+    // (recorded as a policy change), so the policy shown stays the one training uses.
+    if (m_controller->config().scalingPolicy == ScalingPolicy::None) {
+        m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(ScalingPolicy::Static)));
+        m_controller->setScalingPolicy(ScalingPolicy::Static, scale);
+        return;
+    }
+    m_controller->setLossScale(scale);
 }
 
 } // namespace plab

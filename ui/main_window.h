@@ -177,6 +177,8 @@ private:
     void updateRunControls();
     void reportSteering(const std::string& error, const QString& sent);
     void sendScaleToScript(double scale);
+    void useSliderScale(double scale);
+    QString shownRecipeLabel() const;
     void sendPolicyToScript(ScalingPolicy policy);
     void sendRecipeToScript(const PrecisionRecipe& recipe);
     void sendActionToScript(const std::string& action);
@@ -260,6 +262,7 @@ private:
     QString m_deviceNotice; // the last device fallback notice, for the tooltip and tests
     QProgressBar* m_progress;
     QString m_dataDir, m_textFile;
+    QString m_runPreset;  // the preset box's entry the app's own run was started from
     int m_dataChoice = 0; // the data box's entry before a dialog that may be cancelled
     std::function<QString()> m_pathPicker;
     void showChosenPath(const QString& choice, const QString& path); // in the data box's entry

@@ -8,6 +8,7 @@
 #include "plot_export.h"
 #include "record/run_export.h"
 #include "record/run_record.h"
+#include "record_run_source.h"
 #include "time_view.h"
 #include "training_controller.h"
 #include <QComboBox>
@@ -76,8 +77,9 @@ QString MainWindow::exportReport(const QString& dir) {
             nlohmann::json roles;
             for (TensorRole r : kAllRoles) {
                 const QuantStats& q = s->stages[i].role(r);
+                // Shares of all values, but flushed_share: of the nonzero ones (the record's)
                 roles[std::string(toString(r))] = {{"zero", q.fraction(QuantClass::Zero)},
-                                                   {"flushed", q.flushedShare()},
+                                                   {"flushed_share", q.flushedShare()},
                                                    {"subnormal", q.fraction(QuantClass::Subnormal)},
                                                    {"overflow", q.fraction(QuantClass::Overflow)},
                                                    {"amax", q.amax}};
@@ -112,7 +114,7 @@ QString MainWindow::exportPlots(const QString& dir) {
     const QString runPath = m_viewed ? m_viewed->folder() : m_controller->runDir();
     const QString run =
         runPath.isEmpty() ? tr("Precision Lab") : tr("run %1").arg(QFileInfo(runPath).fileName());
-    const QString recipe = m_preset->currentText();
+    const QString recipe = shownRecipeLabel();
     const struct {
         QCustomPlot* plot;
         QString name, title;
@@ -131,6 +133,31 @@ QString MainWindow::exportPlots(const QString& dir) {
             !error.isEmpty())
             return error;
     return {};
+}
+
+// What a figure's title calls the run's precision: the preset entry the app's own run was
+// started from; for an opened run (the preset box says "run: NAME" then: issue 65 item 32) its
+// recipe's formats and scaling, or for a watched run the format its counts are shown in.
+QString MainWindow::shownRecipeLabel() const {
+    if (!m_viewed)
+        return m_runPreset.isEmpty() ? m_preset->currentText() : m_runPreset;
+    if (m_viewed->record().meta("source") == "pytorch-watch")
+        return tr("judged in %1").arg(m_watchedFormat->currentText());
+    const TrainConfig& config = m_viewed->config();
+    QStringList formats;
+    for (TensorRole role : kAllRoles) {
+        const QString name =
+            QString::fromStdString(config.recipe.roles[static_cast<std::size_t>(role)].format.name);
+        if (!formats.contains(name))
+            formats << name;
+    }
+    QString label =
+        formats.join(QStringLiteral(" / ")) +
+        tr(", %1 scaling").arg(QString::fromLatin1(toString(config.scalingPolicy).data()));
+    if (!config.recipe.stageOverrides.empty() || !config.recipe.kindOverrides.empty() ||
+        !config.recipe.stageScaling.empty() || !config.recipe.kindScaling.empty())
+        label += tr(", with per-layer exceptions");
+    return label;
 }
 
 } // namespace plab

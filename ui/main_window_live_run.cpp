@@ -24,6 +24,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QProgressBar>
+#include <QSlider>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QStatusBar>
@@ -83,6 +84,9 @@ void MainWindow::buildControls() {
     m_lr->setRange(0.0001, 10.0);
     m_lr->setSingleStep(0.01);
     m_lr->setValue(0.05);
+    // One edit when the value is entered (Return, leaving the box, an arrow step), not one per
+    // key typed (issue 65 item 31: "0.1" and Return wrote two learning_rate events).
+    m_lr->setKeyboardTracking(false);
     connect(m_lr, &QDoubleSpinBox::valueChanged, m_controller,
             &TrainingController::setLearningRate);
     // Devices: auto, cpu, and each GPU the backend reports (usable or not: choosing an unusable
@@ -237,7 +241,18 @@ TrainConfig MainWindow::configFromControls(QString* error) const {
     parts.data = source.toStdString();
     parts.device = m_device->currentData().toString().toStdString();
     try {
-        return configFromJson(buildRunConfigJson(parts));
+        TrainConfig config = configFromJson(buildRunConfigJson(parts));
+        // What the window shows is what Apply uses (issue 65 item 29: the dock's edits were
+        // dropped, a typed lr kept): while the preset box names the own run's preset and the
+        // network is the run's, the new run takes the recipe, policy and loss scale the dock,
+        // the policy box and the slider show.
+        const TrainConfig& shown = m_controller->config();
+        if (m_controller->hasSession() && !m_viewed && m_preset->currentText() == m_runPreset &&
+            config.model.type == shown.model.type) {
+            config.recipe = shown.recipe;
+            config.setScalingFrom(shown);
+        }
+        return config;
     } catch (const std::exception& e) {
         *error = QString::fromStdString(e.what());
         return {};
@@ -318,6 +333,7 @@ QString MainWindow::startRun(const TrainConfig& config) {
     showDeviceChoice(config);
     m_recipeEditor->setStageNames(m_controller->stageNames());
     showRunSettings(config);
+    m_runPreset = m_preset->currentText(); // the box's entry the run was started from
     updateRunControls();
     updateStatus();
     markPendingValues();
@@ -330,8 +346,10 @@ void MainWindow::showRunSettings(const TrainConfig& config) {
     m_recipeEditor->setRecipe(config.recipe, config.scalingPolicy);
     m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(config.scalingPolicy)));
     const QSignalBlocker block(m_slider), blockLr(m_lr);
-    m_slider->setLog2Scale(std::log2(config.lossScale));
-    m_gradientView->setWhatIfScale(m_slider->scale());
+    if (!m_slider->slider()->isSliderDown()) { // a held slider is the user's
+        m_slider->setLog2Scale(std::log2(config.lossScale));
+        m_gradientView->setWhatIfScale(m_slider->scale());
+    }
     m_lr->setValue(config.learningRate);
 }
 
@@ -388,7 +406,9 @@ void MainWindow::showConfigInControls(const TrainConfig& config, const QString& 
     const int device = m_device->findData(QString::fromStdString(config.device));
     if (device >= 0)
         m_device->setCurrentIndex(device);
+    m_runPreset = label; // the run on show was started from this entry
     updateTrainingFields();
+    markPendingValues();
 }
 
 void MainWindow::removeRunEntry() {

@@ -13,6 +13,7 @@
 #include "util/folder_size.h"
 #include <QAction>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
 #include <QLabel>
@@ -24,6 +25,21 @@
 #include <cmath>
 
 namespace plab {
+
+namespace {
+
+// A run's name as the window shows it: a sweep's or comparison's member with its point
+// ("fp16-amp/seed-1", issue 65 item 32: "seed-1" named no preset), else its folder's name.
+QString runLabel(const QString& dir) {
+    const QString path = QFileInfo(dir).absoluteFilePath();
+    QDir up(path);
+    for (int level = 0; level < 2 && up.cdUp(); ++level)
+        if (QFileInfo::exists(up.filePath(QStringLiteral("sweep.json"))))
+            return up.relativeFilePath(path);
+    return QFileInfo(path).fileName();
+}
+
+} // namespace
 
 const std::vector<StepScalars>& MainWindow::viewedHistory() const {
     static const std::vector<StepScalars> none;
@@ -84,7 +100,7 @@ QString MainWindow::openRun(const QString& dir) {
     } else if (run.emulated())
         showWatchedRunInControls(tr("emulated: %1").arg(QFileInfo(dir).fileName()));
     else
-        showConfigInControls(controls, tr("run: %1").arg(QFileInfo(dir).fileName()));
+        showConfigInControls(controls, tr("run: %1").arg(runLabel(dir)));
     showViewedRun();
     m_pollTimer->setInterval(m_source->pollIntervalMs());
     m_pollTimer->start();
@@ -206,8 +222,10 @@ void MainWindow::showViewedStep(int index) {
                 m_recipeEditor->setRecipe(used.recipe, used.scalingPolicy);
             // A step newly on show is drawn at the loss scale it was recorded at (a dynamic
             // policy's or a GradScaler's, not the run's first); the slider previews from there.
+            // A held slider is left alone (issue 65 item 27: the refresh of a live run snapped
+            // a slow drag back, and its release sent nothing).
             if (step != m_viewedStep && snapshot.scalars.scale > 0 &&
-                std::isfinite(snapshot.scalars.scale)) {
+                std::isfinite(snapshot.scalars.scale) && !m_slider->slider()->isSliderDown()) {
                 const QSignalBlocker block(m_slider);
                 m_slider->setLog2Scale(std::log2(snapshot.scalars.scale));
                 m_gradientView->setWhatIfScale(snapshot.scalars.scale);

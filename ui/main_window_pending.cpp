@@ -1,6 +1,6 @@
-// Pending toolbar values: a field whose value is not the run on show's (a network chosen, a seed
-// or step count typed, the lr a new network suggests) takes effect at Apply, so it is marked as
-// such; the lr typed during the app's own run goes to it at once and is never pending.
+// Pending toolbar values: a field whose value is not the run on show's (a preset or network chosen,
+// a seed or step count typed, the lr a new network suggests) takes effect at Apply, so it is marked
+// as such; the lr typed during the app's own run goes to it at once and is never pending.
 #include "main_window.h"
 
 #include "training_controller.h"
@@ -19,7 +19,8 @@ namespace {
 // A pale yellow, readable in light and dark themes, on the field itself.
 constexpr const char* kPendingStyle = "background-color: rgba(240, 200, 40, 90);";
 // pendingFields()' names, in its order.
-constexpr const char* kFieldNames[] = {"network", "data", "seed", "lr", "steps", "device"};
+constexpr const char* kFieldNames[] = {"preset", "network", "data",  "seed",
+                                       "lr",     "steps",   "device"};
 
 } // namespace
 
@@ -36,7 +37,7 @@ void MainWindow::watchForPendingValues() {
 }
 
 std::vector<QWidget*> MainWindow::pendingFields() const {
-    return {m_model, m_data, m_seed, m_lr, m_steps, m_device};
+    return {m_preset, m_model, m_data, m_seed, m_lr, m_steps, m_device};
 }
 
 void MainWindow::markPendingValues() {
@@ -46,7 +47,10 @@ void MainWindow::markPendingValues() {
     static const TrainConfig none;
     const TrainConfig& shown = own ? m_controller->config() : m_viewed ? m_viewed->config() : none;
     const bool compare = !watched && (own || m_viewed);
-    const bool pending[] = {m_model->currentData().toString().toStdString() != shown.model.type,
+    // The preset: another entry than the own run was started from (Apply takes the preset's
+    // recipe then, not the dock's).
+    const bool pending[] = {own && m_preset->currentText() != m_runPreset,
+                            m_model->currentData().toString().toStdString() != shown.model.type,
                             dataSourceFromControls().toStdString() != shown.dataSource,
                             static_cast<std::uint64_t>(m_seed->value()) != shown.seed,
                             std::abs(m_lr->value() - shown.learningRate) >

@@ -7,6 +7,7 @@
 #include <qcustomplot.h>
 
 #include <QBuffer>
+#include <QFontMetrics>
 #include <QPageLayout>
 #include <QPageSize>
 #include <QPdfWriter>
@@ -24,13 +25,14 @@ QByteArray png(QCustomPlot* plot, int w, int h) {
 }
 
 // As QCustomPlot::savePdf: one page of exactly w x h points, no margins, vector painting.
-QByteArray pdf(QCustomPlot* plot, int w, int h) {
+QByteArray pdf(QCustomPlot* plot, int w, int h, const QString& title) {
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
     {
         QPdfWriter writer(&buffer);
         writer.setCreator(QStringLiteral("Precision Lab"));
+        writer.setTitle(title);   // the document's Title, as on the page
         writer.setResolution(72); // a device pixel per point: the plot fills the page
         QPageLayout layout;
         layout.setMode(QPageLayout::FullPageMode);
@@ -48,11 +50,13 @@ QByteArray pdf(QCustomPlot* plot, int w, int h) {
     return bytes;
 }
 
-QByteArray svg(QCustomPlot* plot, int w, int h) {
+QByteArray svg(QCustomPlot* plot, int w, int h, const QString& title) {
     QByteArray bytes;
     QBuffer buffer(&bytes);
     buffer.open(QIODevice::WriteOnly);
     QSvgGenerator generator;
+    generator.setTitle(title.toHtmlEscaped()); // written as it is given: "->" in a layer name
+                                               // would make an SVG no XML reader takes
     generator.setOutputDevice(&buffer);
     generator.setSize(QSize(w, h));
     generator.setViewBox(QRect(0, 0, w, h));
@@ -75,21 +79,37 @@ QString writeWholeFile(const QString& path, const QByteArray& bytes) {
     return {};
 }
 
+QString wrappedTitle(const QString& title, const QFont& font, int width) {
+    const QFontMetrics metrics(font);
+    QString text, line;
+    for (const QString& word : title.split(QLatin1Char(' '), Qt::SkipEmptyParts)) {
+        const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (!line.isEmpty() && metrics.horizontalAdvance(longer) > width) {
+            text += line + QLatin1Char('\n');
+            line = word;
+        } else {
+            line = longer;
+        }
+    }
+    return text + line;
+}
+
 QString exportPlot(QCustomPlot* plot, const QString& base, int w, int h, const QString& title) {
-    // The title on the files only: a row above the plot while it is drawn into them.
+    // The title on the files only: a row above the plot while it is drawn into them, in lines
+    // that fit the figure (issue 65 item 32: one centred line was cut at both ends).
     QCPTextElement* heading = nullptr;
     if (!title.isEmpty()) {
         plot->plotLayout()->insertRow(0);
         QFont font = plot->font();
         font.setPointSizeF(font.pointSizeF() * 0.9);
-        heading = new QCPTextElement(plot, title, font);
+        heading = new QCPTextElement(plot, wrappedTitle(title, font, w - 24), font);
         plot->plotLayout()->addElement(0, 0, heading);
         plot->plotLayout()->setRowStretchFactor(0, 0.001); // as tall as its text
     }
     const std::pair<QString, QByteArray> files[] = {
         {base + QStringLiteral(".png"), png(plot, w, h)},
-        {base + QStringLiteral(".pdf"), pdf(plot, w, h)},
-        {base + QStringLiteral(".svg"), svg(plot, w, h)}};
+        {base + QStringLiteral(".pdf"), pdf(plot, w, h, title)},
+        {base + QStringLiteral(".svg"), svg(plot, w, h, title)}};
     if (heading) {
         plot->plotLayout()->remove(heading);
         plot->plotLayout()->simplify();

@@ -6,6 +6,7 @@
 #include <QString>
 
 class QCustomPlot;
+class QFont;
 
 namespace plab {
 
@@ -14,6 +15,10 @@ namespace plab {
 // step); returns the first error (empty: all three written).
 QString exportPlot(QCustomPlot* plot, const QString& base, int width, int height,
                    const QString& title = {});
+
+// `title` in lines of at most `width` pixels in `font`, broken between words (a word longer than
+// the width stands on its own line).
+QString wrappedTitle(const QString& title, const QFont& font, int width);
 
 // path replaced by bytes as a whole, by the record's writer (temporary file, every write checked,
 // fsync, rename), or left as it was; the error names the file and the system's reason, where

@@ -7,6 +7,7 @@
 #include <QLineEdit>
 #include <QSignalBlocker>
 
+#include <algorithm>
 #include <cmath>
 
 namespace plab {
@@ -131,11 +132,19 @@ QString RecipeEditor::recordOnlyNote() const {
 
 namespace {
 
+// A role's or rounding's name as words ("activation gradients"); module names keep their
+// underscores (issue 65 item 30: "mlp.c_fc" was shown as "mlp.c fc").
+std::string spoken(std::string_view name) {
+    std::string text(name);
+    std::replace(text.begin(), text.end(), '_', ' ');
+    return text;
+}
+
 // "fp16 (stochastic)" for a QuantConfig, as the rows show its parts.
 std::string describe(const QuantConfig& q) {
     std::string text = q.format.name;
     if (q.rounding != Rounding::NearestEven)
-        text += " (" + std::string(toString(q.rounding)) + ")";
+        text += " (" + spoken(toString(q.rounding)) + ")";
     return text;
 }
 
@@ -144,7 +153,7 @@ std::string describeRoles(const std::array<std::optional<QuantConfig>, kRoleCoun
     std::string text;
     for (TensorRole role : kAllRoles)
         if (const auto& q = roles[static_cast<std::size_t>(role)])
-            text += (text.empty() ? "" : ", ") + std::string(toString(role)) + " " + describe(*q);
+            text += (text.empty() ? "" : ", ") + spoken(toString(role)) + " " + describe(*q);
     return text;
 }
 
@@ -170,10 +179,7 @@ QString RecipeEditor::exceptionsText() const {
         line(kind, "scaling " + std::string(toString(scaling.policy)));
     if (m_recipe.accumulation)
         text += "\nproducts accumulate in " + m_recipe.accumulation->format.name;
-    return text.empty()
-               ? QString()
-               : tr("Exceptions:%1")
-                     .arg(QString::fromStdString(text).replace(QLatin1Char('_'), QLatin1Char(' ')));
+    return text.empty() ? QString() : tr("Exceptions:%1").arg(QString::fromStdString(text));
 }
 
 std::string RecipeEditor::describeStage(int stage) const {

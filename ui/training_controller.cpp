@@ -38,6 +38,7 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_data = std::move(data);
         m_dataKey = dataKey;
         m_config = config;
+        m_editsAfterEnd = nlohmann::json::object();
         m_configVersion = 0;
         m_latest = nullptr;
         m_wantRunning = false;
@@ -111,7 +112,24 @@ TrainConfig TrainingController::replayConfig() const {
     if (!m_session)
         return m_config;
     m_session->waitForCommands();
-    return m_session->replayConfig();
+    TrainConfig config = m_session->replayConfig();
+    // Edits made after the end (the window shows them): at the last step, where a replay of as
+    // many steps never reaches them and one of more steps makes them.
+    if (!m_editsAfterEnd.empty()) {
+        const std::int64_t last = m_latest ? m_latest->scalars.step : 0;
+        if (!config.timeline.empty() && config.timeline.back().step == last)
+            mergeConfig(config.timeline.back().set, m_editsAfterEnd);
+        else
+            config.timeline.push_back({last, m_editsAfterEnd});
+    }
+    return config;
+}
+
+bool TrainingController::keptAfterEnd(const nlohmann::json& patch) {
+    if (!m_session || !hasEnded(m_session->state()))
+        return false;
+    mergeConfig(m_editsAfterEnd, patch);
+    return true;
 }
 
 TrainConfig TrainingController::effectiveConfig() const {
@@ -125,7 +143,7 @@ TrainConfig TrainingController::effectiveConfig() const {
 // Save session, Export report and the views read what the engine runs.
 void TrainingController::setLossScale(double scale) {
     m_config.lossScale = scale;
-    if (m_session)
+    if (m_session && !keptAfterEnd({{"scaling", {{"scale", scale}}}}))
         m_session->setLossScale(scale);
 }
 void TrainingController::setPace(double stepsPerSecond) {
@@ -135,13 +153,13 @@ void TrainingController::setPace(double stepsPerSecond) {
 }
 void TrainingController::setLearningRate(double lr) {
     m_config.learningRate = lr;
-    if (m_session)
+    if (m_session && !keptAfterEnd({{"train", {{"lr", lr}}}}))
         m_session->setLearningRate(lr);
 }
 void TrainingController::setScalingPolicy(ScalingPolicy policy, double scale) {
     m_config.scalingPolicy = policy;
     m_config.lossScale = scale;
-    if (m_session)
+    if (m_session && !keptAfterEnd({{"scaling", m_config.toJson().at("scaling")}}))
         m_session->setScaling(m_config);
 }
 
@@ -153,6 +171,8 @@ QString TrainingController::setRecipe(const PrecisionRecipe& recipe) {
         return QString::fromStdString(e.what());
     }
     m_config.recipe = recipe; // the views read formats from here
+    if (m_session && hasEnded(m_session->state()))
+        keptAfterEnd({{"recipe", m_config.toJson().at("recipe")}});
     return {};
 }
 

@@ -725,11 +725,13 @@ RunAdvice adviseRun(const RunRecord& record, const AdviceCriteria& criteria) {
     const std::vector<std::string>& names = record.stageNames();
     Tallies t = tally(rows, window, names.size());
     if (t.steps.empty())
-        throw std::invalid_argument(record.dir() + ": no statistics steps " +
-                                    (rows.empty() ? std::string("recorded yet")
-                                                  : "from step " + std::to_string(window.from) +
-                                                        " to " + std::to_string(window.to)) +
-                                    ": nothing to advise from");
+        throw std::invalid_argument(
+            record.dir() + ": no statistics steps " +
+            (rows.empty() ? std::string(record.summary().stopReason == "running" ? "recorded yet"
+                                                                                 : "recorded")
+                          : "from step " + std::to_string(window.from) + " to " +
+                                std::to_string(window.to)) +
+            ": nothing to advise from");
     tallyBlocks(record, window, t);
     const std::map<std::size_t, std::string> tied = judgeTiedWeightsFromTheirOwner(record, t);
     advice.firstStep = t.steps.front();

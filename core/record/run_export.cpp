@@ -105,13 +105,11 @@ std::string errorCells(const QuantError& e) {
 void exportLayers(SqliteDb& db, const std::string& dir, int version) {
     const std::vector<std::string> names = stageNames(db);
     ExportFile out(dir, "layers.csv");
-    out.add("step,stage,stage_name,role,format,total,zero,underflow,subnormal,normal,overflow,"
-            "nan,amax,flushed_fraction,updates,lost_updates,grad_scale,tensor_scale,mx_blocks,"
-            "mx_saturated_blocks,mse,sqnr_db,norm_rel_error,scaling\n");
+    out.add(std::string(kLayersCsvHeader) + '\n');
     SqliteStatement s = db.prepare(
-        std::string("SELECT step, stage, role, format, total, zero, underflow, subnormal, normal, "
-                    "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
-                    "mx_blocks, mx_saturated_blocks, ") +
+        std::string("SELECT step, stage, role, format, total, ") + statsClassColumns(version) +
+        ", amax, updates, lost_updates, grad_scale, tensor_scale, " + statsBlockColumns(version) +
+        ", " +
         (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
         (version >= 6 ? ", scaling" : ", NULL") + " FROM stats ORDER BY seq");
     while (s.next()) {

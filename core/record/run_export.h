@@ -10,7 +10,6 @@
 #include "record/sqlite_db.h"
 
 #include <optional>
-
 #include <string>
 
 namespace plab {
@@ -19,6 +18,13 @@ namespace plab {
 inline constexpr const char* kRunExportFiles[] = {
     "metrics.csv",     "layers.csv",     "blocks.csv",  "channels.csv",
     "diagnostics.csv", "histograms.csv", "events.jsonl"};
+
+// layers.csv's columns; open_run's stats table has these names too (bind_run_record.cpp), one
+// set everywhere.
+inline constexpr const char* kLayersCsvHeader =
+    "step,stage,stage_name,role,format,total,zero,flushed,subnormal,normal,overflow,nan,amax,"
+    "flushed_share,updates,lost_updates,grad_scale,tensor_scale,blocks,saturated_blocks,mse,"
+    "sqnr_db,norm_rel_error,scaling";
 
 // Throws RecordError ("PATH: is not a run record (no table steps)") unless db has the record's
 // tables and a schema version this build reads; returns that version.

@@ -133,9 +133,9 @@ std::vector<RecordedStatistics> readStatistics(SqliteDb& db, int version, std::i
                                                bool withHistograms,
                                                const std::optional<std::string>& format) {
     SqliteStatement s = db.prepare(
-        std::string("SELECT step, stage, role, zero, underflow, subnormal, normal, overflow, nan, "
-                    "amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-                    "mx_saturated_blocks, ") +
+        std::string("SELECT step, stage, role, ") + statsClassColumns(version) +
+        ", amax, updates, lost_updates, grad_scale, tensor_scale, " + statsBlockColumns(version) +
+        ", " +
         (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
         ", format FROM stats WHERE attempt = ?1 AND (?2 IS NULL OR step = ?2) AND (?3 IS NULL OR "
         "format = ?3) ORDER BY seq");
@@ -229,9 +229,9 @@ namespace {
 
 // The columns a StatsRow is read from (readStatsRows), for a record of schema `version`.
 std::string statsRowColumns(int version) {
-    return std::string("seq, step, stage, role, format, zero, underflow, subnormal, normal, "
-                       "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, "
-                       "mx_blocks, mx_saturated_blocks, ") +
+    return std::string("seq, step, stage, role, format, ") + statsClassColumns(version) +
+           ", amax, updates, lost_updates, grad_scale, tensor_scale, " +
+           statsBlockColumns(version) + ", " +
            (version >= 2 ? "err_count, signal_sq, error_sq, output_sq" : "NULL, NULL, NULL, NULL") +
            (version >= 6 ? ", scaling" : ", NULL");
 }

@@ -15,9 +15,20 @@ inline constexpr const char* kRunRecordFile = "run.sqlite";
 // version 4 the blocks' format (a watched PyTorch run judges one tensor in several block formats),
 // version 5 the diagnostics table, version 6 the stats' scaling (which per-tensor scaling cast
 // the row: a layer may have its own), version 7 the reported table (a PyTorch script's own
-// metrics); this build reads 1 to 7.
-inline constexpr int kRunRecordSchemaVersion = 7;
+// metrics), version 8 named the stats' counts as the exports and Python do (flushed, blocks,
+// saturated_blocks; they were underflow, mx_blocks, mx_saturated_blocks); this build reads 1 to 8.
+inline constexpr int kRunRecordSchemaVersion = 8;
 inline constexpr int kOldestReadableSchemaVersion = 1;
+
+// The stats columns that version 8 renamed, as a record of schema `version` names them: the
+// class counts (zero to nan, in QuantClass's order) and the block counts.
+inline const char* statsClassColumns(int version) {
+    return version >= 8 ? "zero, flushed, subnormal, normal, overflow, nan"
+                        : "zero, underflow, subnormal, normal, overflow, nan";
+}
+inline const char* statsBlockColumns(int version) {
+    return version >= 8 ? "blocks, saturated_blocks" : "mx_blocks, mx_saturated_blocks";
+}
 
 inline constexpr const char* kRunRecordSchema = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -31,10 +42,10 @@ CREATE TABLE steps(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEG
 -- counts, and the error sums of the cast (QuantError: err_count finite pairs, sums of x^2,
 -- (q-x)^2, q^2; NULL where not measured: master weights and optimiser state).
 CREATE TABLE stats(seq INTEGER PRIMARY KEY, attempt INTEGER NOT NULL, step INTEGER NOT NULL,
-  stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, underflow INTEGER,
+  stage INTEGER NOT NULL, role TEXT NOT NULL, format TEXT NOT NULL, total INTEGER, zero INTEGER, flushed INTEGER,
   subnormal INTEGER, normal INTEGER, overflow INTEGER, nan INTEGER, amax REAL, updates INTEGER,
-  lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, mx_blocks INTEGER,
-  mx_saturated_blocks INTEGER, err_count INTEGER, signal_sq REAL, error_sq REAL, output_sq REAL,
+  lost_updates INTEGER, grad_scale REAL, tensor_scale REAL, blocks INTEGER,
+  saturated_blocks INTEGER, err_count INTEGER, signal_sq REAL, error_sq REAL, output_sq REAL,
   scaling TEXT);
 CREATE INDEX stats_by_step ON stats(step);
 -- log2|x| histograms of the unquantised inputs (histogram_blob.h), every histograms_every-th

@@ -1,6 +1,7 @@
 #include "sweep_results.h"
 
 #include "record/record_number.h"
+#include "train/run_checkpoint.h"
 
 #include <filesystem>
 
@@ -201,6 +202,9 @@ SweepResults collectSweep(const Sweep& sweep, const std::string& dir, RunMetrics
                 r.missing.push_back(
                     label + (!differs.empty() ? ": to run again, its run trained other settings (" +
                                                     differs + ")"
+                             : started && std::filesystem::exists(run + "/" + kCheckpointFile)
+                                 ? ": stopped before its end; goes on from its checkpoint when "
+                                   "the sweep resumes"
                              : started ? ": stopped before its end; runs again when the sweep "
                                          "resumes"
                                        : ": not run yet"));

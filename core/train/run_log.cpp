@@ -210,6 +210,28 @@ void RunLog::open(const nlohmann::json& config, const nlohmann::json& extraMeta,
     commit();
 }
 
+namespace {
+
+// A stopped run's record that an earlier build wrote goes on under this build's schema: version
+// 7 by renaming the three stats columns version 8 renamed (in one transaction with the version),
+// earlier ones, which lack tables this build writes, are refused.
+void upgradeToWrite(SqliteDb& db, const std::string& dir) {
+    static_assert(kRunRecordSchemaVersion == 8, "upgradeToWrite knows the steps up to 8");
+    const int version = checkRunRecord(db);
+    if (version == kRunRecordSchemaVersion)
+        return;
+    if (version < 7)
+        throw RecordError(dir + ": its record is of schema version " + std::to_string(version) +
+                          ", written by an earlier build; this build goes on only from version 7 "
+                          "(start the run again)");
+    db.exec("BEGIN; ALTER TABLE stats RENAME COLUMN underflow TO flushed; ALTER TABLE stats "
+            "RENAME COLUMN mx_blocks TO blocks; ALTER TABLE stats RENAME COLUMN "
+            "mx_saturated_blocks TO saturated_blocks; UPDATE meta SET value = '8' WHERE key = "
+            "'schema_version'; COMMIT;");
+}
+
+} // namespace
+
 RunLog::RunLog(const std::string& dir, const TrainConfig& config,
                const std::vector<std::string>& stageNames, const RecordContinuation& at)
     : m_dir((refuseOtherKind(dir, FolderKind::Run), dir)),
@@ -221,6 +243,7 @@ RunLog::RunLog(const std::string& dir, const TrainConfig& config,
         throw RecordError(dir + ": holds no run record (" + kRunRecordFile + ") to go on with");
     m_db = std::make_unique<SqliteDb>(db.string(), SqliteDb::Mode::ReadWrite);
     m_db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;");
+    upgradeToWrite(*m_db, dir);
     const std::int64_t lastAttempt = m_db->queryInteger("SELECT max(attempt) FROM steps", 0);
     const std::int64_t lastStep = [&] {
         SqliteStatement last = m_db->prepare("SELECT max(step) FROM steps WHERE attempt = ?1");
@@ -265,9 +288,9 @@ void RunLog::prepareStatements(int histogramsEvery, std::uint64_t recordBudgetMb
         "test_loss, test_accuracy, attempt) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
         "?11)");
     m_insertStats = m_db->prepare(
-        "INSERT INTO stats(step, stage, role, format, total, zero, underflow, subnormal, normal, "
-        "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, mx_blocks, "
-        "mx_saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq, scaling) "
+        "INSERT INTO stats(step, stage, role, format, total, zero, flushed, subnormal, normal, "
+        "overflow, nan, amax, updates, lost_updates, grad_scale, tensor_scale, blocks, "
+        "saturated_blocks, attempt, err_count, signal_sq, error_sq, output_sq, scaling) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
         "?18, ?19, ?20, ?21, ?22, ?23, ?24)");
     m_insertChannels = m_db->prepare(

@@ -25,6 +25,19 @@ WatchSettings recorderSettings(const EmulationSettings& e) {
     return s;
 }
 
+// What config.json keeps of an emulated run's TrainConfig: what casts (the recipe, the tensor
+// scaling and loss scaler, the seed of the stochastic rounding) and its timeline. The model,
+// data and optimiser are the script's: a TrainConfig's defaults for them (an MLP 256-256 on
+// synthetic data, SGD at lr 0.05) described nothing that ran (issue 65 item 23).
+nlohmann::json scriptTrainConfig(const TrainConfig& config) {
+    const nlohmann::json full = config.toJson();
+    nlohmann::json kept = nlohmann::json::object();
+    for (const char* key : {"recipe", "scaling", "seed", "timeline"})
+        if (full.contains(key))
+            kept[key] = full[key];
+    return kept;
+}
+
 } // namespace
 
 EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settings)
@@ -45,10 +58,39 @@ EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settin
     m_cast.assign(stages, {});
     m_calls.assign(stages, {});
     m_caster.setStep(0);
+    m_settings.description["train_config"] = scriptTrainConfig(m_settings.config);
     m_recorder = std::make_unique<WatchRecorder>(dir, recorderSettings(m_settings));
     // Commands left in the folder by an earlier run's steering are not this run's.
     std::error_code ignored;
     std::filesystem::remove(std::filesystem::path(dir) / kCommandsFile, ignored);
+}
+
+std::vector<double> EmulatedRun::castingState() const {
+    std::vector<double> state{kCastingStateVersion, static_cast<double>(m_step - 1)};
+    const std::vector<double> histories = m_caster.amaxHistories();
+    state.insert(state.end(), histories.begin(), histories.end());
+    return state;
+}
+
+void EmulatedRun::restoreCastingState(const std::vector<double>& state) {
+    if (m_step != 1)
+        throw ConfigError("emulation state: loaded at step " + std::to_string(m_step) +
+                          "; load the state_dict before the first step");
+    if (state.size() < 2 || state[0] != kCastingStateVersion)
+        throw ConfigError("emulation state: version " +
+                          (state.empty() ? std::string("none") : std::to_string(state[0])) +
+                          " (this build reads version 1)");
+    const double taken = state[1];
+    if (!(taken >= 0.0 && taken < 9e15) || taken != std::floor(taken))
+        throw ConfigError("emulation state: steps taken " + std::to_string(taken) +
+                          ": expected a whole number, 0 or more");
+    try {
+        m_caster.restoreAmaxHistories({state.begin() + 2, state.end()});
+    } catch (const std::invalid_argument& e) {
+        throw ConfigError(std::string("emulation state: ") + e.what());
+    }
+    m_step = static_cast<std::int64_t>(taken) + 1;
+    m_caster.setStep(m_step - 1);
 }
 
 std::int64_t EmulatedRun::step() const {
@@ -220,7 +262,7 @@ std::vector<SteeringChange> EmulatedRun::steer() {
     if (m_plan.timeline.size() != editsBefore) { // config.json replays what happened
         TrainConfig replay = m_plan;
         replay.timeline.insert(replay.timeline.end(), m_pendingEdits.begin(), m_pendingEdits.end());
-        m_settings.description["train_config"] = replay.toJson();
+        m_settings.description["train_config"] = scriptTrainConfig(replay);
         try {
             m_recorder->describe(m_settings.description);
         } catch (const RecordError&) { // the record failed earlier: the program knows already

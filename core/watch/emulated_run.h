@@ -61,6 +61,17 @@ public:
     bool statisticsStep() const;
     const RecipeCaster& caster() const { return m_caster; }
 
+    // What a checkpoint of the script (the model's state_dict) keeps of the emulation, so that a
+    // run resumed from it casts the next step as the uninterrupted run would (issue 65 item
+    // 16; Transformer Engine keeps its amax histories in the module's _extra_state): the steps
+    // taken (the casts' random streams are the step's) and the delayed-scaling amax histories.
+    // kCastingStateVersion first.
+    static constexpr double kCastingStateVersion = 1.0;
+    std::vector<double> castingState() const;
+    // Before the first step only (ConfigError otherwise, and for a state of another recipe's
+    // stages or version): the record's steps then go on from the saved step's number.
+    void restoreCastingState(const std::vector<double>& state);
+
     // out <- the recipe's cast of in (n floats; out may be in) for the role at this stage, counted
     // on statistics steps. layout as RecipeCaster::cast. Each further call for the same stage and
     // role within a step (a module called twice) draws random words of its own.

@@ -827,8 +827,11 @@ void TestCli::sweepStopsItsRunsOnASignal() {
                 QStringLiteral("--collect")});
     QCOMPARE(collected.exitCode, 3);
     // Each as it is: the two interrupted say so (they said "interrupted" and then "not run
-    // yet"), the third was never started.
-    QCOMPARE(collected.err.count("stopped before its end; runs again when the sweep resumes"), 2);
+    // yet"), and that they go on from their checkpoints (they said "runs again"); the third was
+    // never started.
+    QCOMPARE(collected.err.count("stopped before its end; goes on from its checkpoint when the "
+                                 "sweep resumes"),
+             2);
     QCOMPARE(collected.err.count("not run yet"), 1);
 }
 
@@ -1801,6 +1804,9 @@ void TestCli::stoppedTrainResumesFromItsCheckpoint() {
     QVERIFY(stopWhen(second, stopped, firstStop + 10));
     const QByteArray secondErr = second.readAllStandardError();
     QVERIFY2(secondErr.contains("from its checkpoint of step " + QByteArray::number(firstStop)),
+             secondErr.constData());
+    // The progress line starts from the resumed steps (it said "step 0/1000000" first).
+    QVERIFY2(!secondErr.contains("step 0/") && secondErr.contains("/1000000  epoch"),
              secondErr.constData());
     const qint64 secondStop = readSummary(stopped).value(QStringLiteral("steps")).toInteger();
     QVERIFY(secondStop >= firstStop + 10);

@@ -685,6 +685,11 @@ def test_the_scripts_loss_scaler_is_recorded_and_replayed(tmp_path):
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["emulate"]["loss_scaler"] == {"policy": "dynamic", "scale": 65536.0,
                                                 "growth_interval": 2}
+    # Issue 65 item 23: what casts and the timeline, not a TrainConfig's defaults for the model,
+    # data and optimiser (it said MLP 256-256, synthetic data, SGD lr 0.05 for any script).
+    assert sorted(config["emulate"]["train_config"]) == ["recipe", "scaling", "seed"]  # timeline:
+    # only when it has edits
+    assert config["emulate"]["model"] == "Sequential" and config["emulate"]["parameters"] == 161
     replay = train(tmp_path / "run" / "config.json", tmp_path / "replay")
     assert replay == first and first[1][0] == 65536.0 and first[1][-1] > 65536.0
 
@@ -717,3 +722,97 @@ def test_an_emulated_model_copies_and_saves_as_a_plain_one(tmp_path):
     with torch.no_grad():
         assert torch.equal(model(x), plain(x))
     assert "__deepcopy__" not in model.__dict__ and "__deepcopy__" not in model[0].__dict__
+
+
+def test_a_checkpoint_resumes_the_emulation_bit_for_bit(tmp_path):
+    """Issue 65 item 16: delayed scaling's amax histories were in neither the model's state_dict
+    nor the scaler's, so a run resumed from a torch.save checkpoint cast its next step from
+    fresh histories (and step 1's random streams). The model's state_dict holds the emulation's
+    state: resumed, the losses are those of the run that never stopped, bit for bit; without it
+    they are not; loading it after the first step is refused."""
+    torch = require_torch()
+    import precision_lab.torch as pt
+    from precision_lab._emulate import STATE_KEY
+
+    def make():
+        torch.manual_seed(5)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                    torch.nn.Linear(16, 1))
+        return model, torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def train(model, optimizer, em, steps):
+        losses = []
+        for i in steps:
+            x = torch.randn(32, 8, generator=torch.Generator().manual_seed(100 + i)) * (1 + i)
+            loss = (model(x) - x[:, :1]).pow(2).mean()
+            em.scaler.scale(loss).backward()
+            em.scaler.step(optimizer)
+            em.scaler.update()
+            em.step(loss=loss)
+            optimizer.zero_grad()
+            losses.append(loss.item())
+        return losses
+
+    model, optimizer = make()
+    with pt.emulate(model, "fp8-delayed", tmp_path / "whole") as em:
+        whole = train(model, optimizer, em, range(6))
+    model, optimizer = make()
+    with pt.emulate(model, "fp8-delayed", tmp_path / "first") as em:
+        first = train(model, optimizer, em, range(3))
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scaler": em.scaler.state_dict()}, tmp_path / "checkpoint.pt")
+    checkpoint = torch.load(tmp_path / "checkpoint.pt")
+    assert STATE_KEY in checkpoint["model"] and first == whole[:3]
+
+    def resume(run, state):
+        model, optimizer = make()
+        with pt.emulate(model, "fp8-delayed", run) as em:
+            model.load_state_dict(state)  # strict: the emulation takes its key
+            optimizer.load_state_dict(checkpoint["optimizer"])
+            em.scaler.load_state_dict(checkpoint["scaler"])
+            return em.step_number, train(model, optimizer, em, range(3, 6))
+
+    assert resume(tmp_path / "resumed", checkpoint["model"]) == (4, whole[3:])
+    without = {k: v for k, v in checkpoint["model"].items() if k != STATE_KEY}
+    assert resume(tmp_path / "afresh", without)[1] != whole[3:]
+    model, optimizer = make()
+    with pt.emulate(model, "fp8-delayed", tmp_path / "late") as em:
+        train(model, optimizer, em, range(1))
+        with pytest.raises(ValueError, match="before the first step"):
+            model.load_state_dict(checkpoint["model"])
+
+
+def test_a_tied_weight_says_what_is_cast_of_its_gradient(tmp_path):
+    """Issue 65 item 22: under a narrow weight-gradient format a tied weight's gradient is the
+    FP32 sum of two separately cast parts, and the record described only the parts, without a
+    word. The record names the tie (config.json's tied_weights) and says what is cast (a note
+    event), as watch does; each module's weight_gradients row is its own part."""
+    torch = require_torch()
+    import precision_lab as pl
+    import precision_lab.torch as pt
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(32, 16)
+            self.lm_head = torch.nn.Linear(16, 32, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, x):
+            return self.lm_head(self.wte(x))
+
+    torch.manual_seed(0)
+    model = Tied()
+    with pt.emulate(model, "fp16-noscale", tmp_path / "run") as em:
+        x = torch.randint(0, 32, (4, 8))
+        torch.nn.functional.cross_entropy(model(x).flatten(0, 1), x.flatten()).backward()
+        em.step()
+    run = pl.open_run(tmp_path / "run")
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["emulate"]["tied_weights"] == [{"parameter": "wte.weight",
+                                                  "aliases": ["lm_head.weight"]}]
+    notes = list(run.events[run.events.type == "note"].message)
+    assert any(n.startswith("lm_head.weight is wte.weight (tied): each module's weight gradient "
+                            "is cast") for n in notes), notes
+    parts = run.stats[run.stats.role == "weight_gradients"]
+    assert set(parts.stage_name) == {"wte", "lm_head"}

@@ -304,6 +304,18 @@ def test_open_run_reads_a_cli_run(tmp_path, cli):
     assert set(run.stats["role"]) >= {"weights", "activation_gradients"}
     assert (run.stats["format"] != "").all()
     assert run.summary["finished"]
+    # Issue 65 item 25: one set of names: open_run's tables have the exports' columns, in their
+    # order, and the same values (a float as its shortest text; a CSV's empty cell is NaN).
+    import pandas
+    for table, export in ((run.stats, "layers.csv"), (run.steps, "metrics.csv")):
+        exported = pandas.read_csv(tmp_path / "cli" / export)
+        assert list(table.columns) == list(exported.columns), export
+        for column in exported.columns:
+            ours, theirs = table[column], exported[column]
+            if column == "scaling":
+                ours, theirs = ours.fillna(""), theirs.fillna("")
+            pandas.testing.assert_series_equal(ours, theirs, check_dtype=False,
+                                               check_exact=False, rtol=1e-15, obj=column)
     with pytest.raises(OSError, match="no run record here"):
         pl.open_run(tmp_path)
 

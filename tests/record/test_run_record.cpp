@@ -34,6 +34,7 @@ private slots:
     void aReaderDuringTheRunDoesNotFailIt();
     void blockStatisticsAndErrorsAreRecorded();
     void versionOneRecordStillReads();
+    void versionSevenRecordReadsAndGoesOnRenamed();
 };
 
 namespace {
@@ -347,6 +348,12 @@ void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
     QCOMPARE(measured, 4 * 2);
 }
 
+// Version 8 renamed three stats columns; a record's columns as version 7 named them.
+constexpr const char* kRenameToVersionSeven =
+    "ALTER TABLE stats RENAME COLUMN flushed TO underflow; ALTER TABLE stats RENAME COLUMN blocks "
+    "TO mx_blocks; ALTER TABLE stats RENAME COLUMN saturated_blocks TO mx_saturated_blocks; "
+    "UPDATE meta SET value = '7' WHERE key = 'schema_version';";
+
 // A record written before the error sums and the blocks and channels tables (schema version 1)
 // still exports and opens, with empty error cells and no blocks.csv or channels.csv.
 void TestRunRecord::versionOneRecordStillReads() {
@@ -363,7 +370,8 @@ void TestRunRecord::versionOneRecordStillReads() {
     }
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("DROP TABLE blocks; DROP TABLE channels; DROP TABLE diagnostics; "
+        db.exec(std::string(kRenameToVersionSeven) +
+                "DROP TABLE blocks; DROP TABLE channels; DROP TABLE diagnostics; "
                 "ALTER TABLE stats DROP COLUMN err_count; "
                 "ALTER TABLE stats "
                 "DROP COLUMN signal_sq; ALTER TABLE stats DROP COLUMN error_sq; ALTER TABLE stats "
@@ -381,16 +389,62 @@ void TestRunRecord::versionOneRecordStillReads() {
     QCOMPARE(RunRecord(run).statistics().size(), std::size_t{1});
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
-        db.exec("UPDATE meta SET value = '8' WHERE key = 'schema_version';");
+        db.exec("UPDATE meta SET value = '9' WHERE key = 'schema_version';");
     }
     try {
         RunRecord future(run);
         QFAIL("a record of a later schema version was read");
     } catch (const RecordError& e) {
         QVERIFY2(std::string(e.what()).find(
-                     "schema version 8 (this build reads versions 1 to 7)") != std::string::npos,
+                     "schema version 9 (this build reads versions 1 to 8)") != std::string::npos,
                  e.what());
     }
+}
+
+// Issue 65 item 25: a record of schema version 7 (the stats' underflow, mx_blocks and
+// mx_saturated_blocks columns) reads and exports under the names of version 8 (flushed, blocks,
+// saturated_blocks, flushed_share), and a stopped run of it goes on: its columns are renamed in
+// place, with its version, and the new steps' rows join the old ones.
+void TestRunRecord::versionSevenRecordReadsAndGoesOnRenamed() {
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString() + "/run";
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"});
+        StepScalars s;
+        s.step = 1;
+        log.logStep(s);
+        log.logStats(1, someStats(2));
+        log.commit();
+        log.close();
+    }
+    {
+        SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
+        db.exec(kRenameToVersionSeven);
+    }
+    std::filesystem::remove(run + "/layers.csv");
+    exportRunRecord(run, run);
+    const std::string layers = readAll(run + "/layers.csv");
+    QVERIFY2(layers.rfind(std::string(kLayersCsvHeader) + "\n", 0) == 0, layers.c_str());
+    const std::vector<StatsRow> before = RunRecord(run).statsRows();
+    QVERIFY(!before.empty());
+    QVERIFY(before.front().counts[static_cast<std::size_t>(QuantClass::Underflow)] > 0);
+    {
+        RunLog log(run, smallConfig(3), {"L0", "L1"}, RecordContinuation{0, 1});
+        StepScalars s;
+        s.step = 2;
+        log.logStep(s);
+        log.logStats(2, someStats(2));
+        log.commit();
+        log.close();
+    }
+    SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadOnly);
+    QCOMPARE(db.queryInteger("SELECT value FROM meta WHERE key = 'schema_version'", 0),
+             std::int64_t{8});
+    QCOMPARE(db.queryInteger("SELECT count(DISTINCT step) FROM stats WHERE flushed > 0", 0),
+             std::int64_t{2});
+    const std::vector<StatsRow> after = RunRecord(run).statsRows();
+    QCOMPARE(after.size(), 2 * before.size());
+    QCOMPARE(after.front().counts, before.front().counts);
 }
 
 QTEST_MAIN(TestRunRecord)

@@ -6,6 +6,7 @@
 #include <QSlider>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QWheelEvent>
 
 #include <QTest>
 #include <fstream>
@@ -27,6 +28,7 @@
 #include "main_window.h"
 #include "numerics/reference_quantize.h"
 #include "percent_text.h"
+#include "plot_export.h"
 #include "recipe_editor.h"
 #include "record/run_folder.h"
 #include "record/run_record.h"
@@ -139,6 +141,8 @@ private slots:
     void errorsBecomeMessages();
     void recipeEditsApplyAtNextStep();
     void sessionSaveLoadRoundTrip();
+    void oneDragOrEntryIsOneEdit();
+    void applyAndSaveUseWhatTheWindowShows();
     void formatInspectorShowsEveryFormat();
     void formatInspectorRefusesAndReportsHonestly();
     void deviceBoxFeedsConfigAndSaysWhereItRuns();
@@ -344,7 +348,30 @@ void TestMainWindow::exportWritesFiles() {
     QVERIFY(!run.isEmpty());
     for (const char* name : {"gradients", "training", "flushed_per_layer"})
         QVERIFY2(svgText(name).contains(QStringLiteral("run ") + run), name);
+    // The whole title in the SVG's <title> and the PDF's Title (issue 65 item 32: empty; the
+    // figure's own text is wrapped to its width), the shares line's space kept ("in fp16at").
+    QVERIFY(svgText("gradients").contains(QStringLiteral("<title>run ") + run));
     QVERIFY(svgText("gradients").contains(caption.toHtmlEscaped()));
+    QVERIFY2(caption.contains(QLatin1String(" in fp16 at loss scale 2^")), qPrintable(caption));
+    {
+        QFile pdf(dir.path() + QStringLiteral("/gradients.pdf"));
+        QVERIFY(pdf.open(QIODevice::ReadOnly));
+        QByteArray title("/Title (\xfe\xff", 10); // Qt writes it in UTF-16, big-endian
+        for (QChar ch : QStringLiteral("run ") + run) {
+            title.append(static_cast<char>(ch.unicode() >> 8));
+            title.append(static_cast<char>(ch.unicode() & 0xff));
+        }
+        QVERIFY(pdf.readAll().contains(title));
+    }
+    const QFont font;
+    const QString wrapped = wrappedTitle(QStringLiteral("run a (b): ") + caption, font, 300);
+    QVERIFY(wrapped.count(QLatin1Char('\n')) >= 1);
+    for (const QString& line : wrapped.split(QLatin1Char('\n')))
+        QVERIFY2(QFontMetrics(font).horizontalAdvance(line) <= 300 ||
+                     !line.contains(QLatin1Char(' ')),
+                 qPrintable(line));
+    QCOMPARE(QString(wrapped).replace(QLatin1Char('\n'), QLatin1Char(' ')),
+             QStringLiteral("run a (b): ") + caption);
     QCOMPARE(m_window->gradientView()->plot()->plotLayout()->rowCount(), 1);
     // The heat map on a log colour scale: 1.8% no longer looks like 0; the shares read the same.
     FlushHeatmapView* heatmap = m_window->heatmapView();
@@ -440,6 +467,108 @@ std::vector<double> stepAndCollectLosses(MainWindow& window, int n) {
 
 } // namespace
 
+// Issue 65 item 31: one slider drag on a paused run is one edit (one "scale" event; it wrote one
+// for each position the handle passed), and a learning rate typed and entered is one
+// learning_rate event (it wrote one per key that made a valid number); the timeline holds both
+// as one entry at their step.
+void TestMainWindow::oneDragOrEntryIsOneEdit() {
+    TrainConfig start = m_window->controller()->config();
+    start.timeline.clear();
+    start.lossScale = 1.0;
+    start.learningRate = 0.05;
+    QTemporaryDir runs;
+    QCOMPARE(m_window->controller()->configure(start, runs.path() + QStringLiteral("/run")),
+             QString());
+    stepAndCollectLosses(*m_window, 2);
+    QSlider* handle = m_window->scaleSlider()->slider();
+    handle->setSliderDown(true);
+    for (double k : {1.0, 2.0, 3.0, 4.0, 5.0, 6.0})
+        m_window->scaleSlider()->setLog2Scale(k);              // the positions a drag passes
+    QCOMPARE(m_window->controller()->config().lossScale, 1.0); // held: only a preview
+    handle->setSliderDown(false);
+    QCOMPARE(m_window->controller()->config().lossScale, 64.0);
+    auto* lr = m_window->findChild<QDoubleSpinBox*>();
+    QVERIFY(lr != nullptr);
+    lr->setFocus();
+    lr->selectAll();
+    QTest::keyClicks(lr, QStringLiteral("0.12"));
+    QTest::keyClick(lr, Qt::Key_Return);
+    QCOMPARE(m_window->controller()->config().learningRate, 0.12);
+    stepAndCollectLosses(*m_window, 1);
+    const TrainConfig replay = m_window->controller()->replayConfig();
+    QCOMPARE(replay.timeline.size(), std::size_t{1});
+    QCOMPARE(replay.timeline[0].step, std::int64_t{2});
+    QCOMPARE(replay.timeline[0].set.dump(),
+             std::string(R"({"scaling":{"scale":64.0},"train":{"lr":0.12}})"));
+    int scaleEvents = 0, lrEvents = 0;
+    for (const RecordedEvent& e :
+         RunRecord(m_window->controller()->runDir().toStdString()).events()) {
+        scaleEvents += e.type == "scale" ? 1 : 0;
+        lrEvents += e.type == "learning_rate" ? 1 : 0;
+    }
+    QCOMPARE(scaleEvents, 1);
+    QCOMPARE(lrEvents, 1);
+    lr->setValue(0.05);
+    QCOMPARE(m_window->controller()->configure(start), QString()); // its record's folder goes
+}
+
+// Issue 65 item 29: what the window shows is what Apply and Save session use. Apply kept a typed
+// lr but dropped the dock's recipe edit; another preset chosen is pending and Apply takes its
+// recipe; Save session after the run ended holds the lr set since (it held the old one).
+void TestMainWindow::applyAndSaveUseWhatTheWindowShows() {
+    QComboBox* preset = m_window->presetBox();
+    preset->setCurrentText(QStringLiteral("fp16-noscale"));
+    QCOMPARE(m_window->applySettings(), QString());
+    TrainingController* c = m_window->controller();
+    RecipeEditor* dock = m_window->recipeEditor();
+    dock->layerBox()->setCurrentIndex(0); // all layers
+    QComboBox* weights = dock->formatBox(TensorRole::Weights);
+    weights->setCurrentText(QStringLiteral("bf16"));
+    QVERIFY(QMetaObject::invokeMethod(weights, "activated", Q_ARG(int, weights->currentIndex())));
+    const auto weightFormat = [&] {
+        return c->config().recipe.roles[static_cast<std::size_t>(TensorRole::Weights)].format.name;
+    };
+    QCOMPARE(weightFormat(), std::string("bf16"));
+    auto* lr = m_window->findChild<QDoubleSpinBox*>();
+    lr->setValue(0.07);
+    QCOMPARE(m_window->pendingValues(), QStringList());
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(weightFormat(), std::string("bf16")); // the preset's fp16 before
+    QCOMPARE(c->config().learningRate, 0.07);
+    QCOMPARE(dock->formatBox(TensorRole::Weights)->currentText(), QStringLiteral("bf16"));
+    // Another preset: pending (shaded) until Apply, which takes the preset's recipe.
+    preset->setCurrentText(QStringLiteral("fp32"));
+    QCOMPARE(m_window->pendingValues(), QStringList({QStringLiteral("preset")}));
+    QVERIFY(!preset->styleSheet().isEmpty());
+    QCOMPARE(m_window->applySettings(), QString());
+    QCOMPARE(weightFormat(), std::string("fp32"));
+    QCOMPARE(m_window->pendingValues(), QStringList());
+
+    // Save session after the end holds the lr set since, at the last step (a replay of as many
+    // steps never reaches it).
+    TrainConfig small = c->config();
+    small.steps = 3;
+    small.timeline.clear();
+    QCOMPARE(c->configure(small), QString());
+    c->train();
+    QTRY_VERIFY_WITH_TIMEOUT(hasEnded(c->state()), kWorkerWaitMs);
+    QTRY_VERIFY_WITH_TIMEOUT(c->latest() && c->latest()->scalars.step == 3, kWorkerWaitMs);
+    lr->setValue(0.09);
+    QTemporaryDir dir;
+    const QString path = dir.path() + QStringLiteral("/session.json");
+    QCOMPARE(m_window->saveSession(path), QString());
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const TrainConfig saved = configFromJson(nlohmann::json::parse(f.readAll().toStdString()));
+    QCOMPARE(saved.learningRate, 0.07); // what the run used
+    QCOMPARE(saved.timeline.size(), std::size_t{1});
+    QCOMPARE(saved.timeline[0].step, std::int64_t{3});
+    QCOMPARE(saved.timeline[0].set.dump(), std::string(R"({"train":{"lr":0.09}})"));
+    preset->setCurrentText(QStringLiteral("fp16-noscale")); // the demo again, for what follows
+    lr->setValue(0.05);
+    QCOMPARE(m_window->applySettings(), QString());
+}
+
 // Save session holds the run's start and its timeline of edits (here a loss scale dragged at
 // step 3), not the state at the end; opening it replays the run step for step, the edit
 // arriving in the controls when the replay reaches it; the CLI takes the same file.
@@ -471,10 +600,11 @@ void TestMainWindow::sessionSaveLoadRoundTrip() {
     m_window->controller()->poll();
     QCOMPARE(m_window->controller()->config().lossScale, 32.0);
     QCOMPARE(m_window->scaleSlider()->log2Scale(), 5.0);
-    // The toolbar shows the opened session: Apply starts a run of it, not of the old preset.
+    // The toolbar shows the opened session: Apply starts a run of it, not of the old preset,
+    // with what the window shows now (issue 65 item 29): the slider's 2^5 the replay reached.
     QCOMPARE(m_window->applySettings(), QString());
     TrainConfig applied = m_window->controller()->config();
-    TrainConfig expected = saved;
+    TrainConfig expected = applyEdit(saved, saved.timeline[0].set);
     expected.timeline.clear();
     QVERIFY2(applied == expected, applied.toJson().dump().c_str());
 
@@ -748,7 +878,22 @@ void TestMainWindow::narrowWindowKeepsTheSettingsInView() {
     QVERIFY(dock != nullptr);
     QTRY_VERIFY2(dock->width() <= m_window->width() / 3 + 8,
                  qPrintable(QStringLiteral("%1 of %2").arg(dock->width()).arg(m_window->width())));
+    // The loss-scale slider keeps a usable width and its labels whole (issue 65 item 28: 2.4 px
+    // a binade, "Loss scal" and the value cut off at 800 x 600).
+    QSlider* handle = m_window->scaleSlider()->slider();
+    QVERIFY(handle->isVisible());
+    QVERIFY2(handle->width() >= LossScaleSlider::kMinimumSliderWidth,
+             qPrintable(QString::number(handle->width())));
+    for (QLabel* label : m_window->scaleSlider()->findChildren<QLabel*>())
+        QVERIFY2(label->width() >= label->sizeHint().width(), qPrintable(label->text()));
     m_window->resize(before);
+    // A wheel notch moves it a quarter binade (QSlider's own: three quarters).
+    LossScaleSlider alone;
+    alone.setLog2Scale(2.0);
+    QWheelEvent notch(QPointF(5, 5), QPointF(5, 5), QPoint(), QPoint(0, 120), Qt::NoButton,
+                      Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(alone.slider(), &notch);
+    QCOMPARE(alone.log2Scale(), 2.25);
 }
 
 // Stopping a Compare leaves the stopped runs to do, not failed: their summaries say stopped, no
@@ -855,6 +1000,23 @@ void TestMainWindow::compareOverlaysCurves() {
     QCOMPARE(dialog.lossPlot()->graph(0)->data()->size(), 20);
     QCOMPARE(dialog.lossPlot()->graph(1)->data()->size(), 20);
     QCOMPARE(dialog.flushedPlot()->graph(1)->data()->size(), 20);
+    // The flushed plot in percent, as the table, its lines named in a legend (an exported
+    // flushed.png had none), and fp32's zero line above the axis, not hidden in it (issue 65
+    // item 32).
+    QCOMPARE(dialog.flushedPlot()->graph(0)->name(), QStringLiteral("fp32"));
+    QVERIFY(dialog.flushedPlot()->legend->visible());
+    QVERIFY(dialog.flushedPlot()->yAxis->label().contains(QLatin1Char('%')));
+    QVERIFY(dialog.flushedPlot()->yAxis->range().lower < 0.0);
+    double mostFlushed = 0.0; // fp16-noscale: about 15% of the nonzero, as a share 0.15
+    for (int i = 0; i < 20; ++i)
+        mostFlushed = std::max(mostFlushed, dialog.flushedPlot()->graph(1)->data()->at(i)->value);
+    QVERIFY2(mostFlushed > 1.0, qPrintable(QString::number(mostFlushed)));
+    // A member opened in the window names its point (issue 65 item 32: "run: seed-1").
+    QCOMPARE(m_window->openRun(dialog.compareDir() + QStringLiteral("/fp16-noscale/seed-1")),
+             QString());
+    QCOMPARE(m_window->presetBox()->currentText(), QStringLiteral("run: fp16-noscale/seed-1"));
+    m_window->presetBox()->setCurrentText(QStringLiteral("fp16-noscale"));
+    QCOMPARE(m_window->applySettings(), QString()); // the app's own run again
     QVERIFY(dialog.lossPlot()->graph(2)->channelFillGraph() == dialog.lossPlot()->graph(3));
     // Seeds differ, so the band has width: its upper edge lies above the mean somewhere.
     bool wide = false;
@@ -1150,6 +1312,20 @@ void TestMainWindow::openRunShowsAPastRun() {
         QCOMPARE(session.state(), SessionState::Finished);
     }
     QCOMPARE(m_window->openRun(QString::fromStdString(recorded)), QString());
+    // An exported figure of an opened run names its recipe, not the preset box's "run: every"
+    // (issue 65 item 32: "run every (run: every)").
+    {
+        QCOMPARE(m_window->presetBox()->currentText(), QStringLiteral("run: every"));
+        QTemporaryDir plots;
+        QCOMPARE(m_window->exportPlots(plots.path()), QString());
+        QFile svg(plots.path() + QStringLiteral("/training.svg"));
+        QVERIFY(svg.open(QIODevice::ReadOnly));
+        const QString text = QString::fromUtf8(svg.readAll());
+        QVERIFY2(text.contains(QLatin1String("run every (")) &&
+                     text.contains(QLatin1String(" scaling)")) &&
+                     !text.contains(QLatin1String("(run: ")),
+                 qPrintable(text.left(2000)));
+    }
     QSlider* scrub = m_window->scrubSlider();
     QVERIFY(scrub->isVisible());
     QCOMPARE(scrub->maximum(), 4); // steps 1..5
@@ -1226,7 +1402,8 @@ void TestMainWindow::readmeFirstSessionHoldsAsWritten() {
     QVERIFY2(lastBefore > 0.35, qPrintable(QString::number(lastBefore)));
     view->stageBox()->setCurrentIndex(0);
     const double firstBefore = view->currentFractions().flushed;
-    QVERIFY2(firstBefore > 0.0 && firstBefore < 0.05, qPrintable(QString::number(firstBefore)));
+    // "well under 1%" (README; 0.06-0.6% over steps 100-300 measured with the CLI's fp16-noscale)
+    QVERIFY2(firstBefore > 0.0 && firstBefore < 0.01, qPrintable(QString::number(firstBefore)));
     // 3. The slider to 2^10 re-shades the paused run at once: the first layer's flushed share
     //    goes to 0, the last layer's falls by a third or more.
     w.scaleSlider()->setLog2Scale(10.0);

@@ -86,6 +86,11 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
     handle->setSliderDown(true);
     w.scaleSlider()->setLog2Scale(5.0);
     QVERIFY(!QFileInfo::exists(commands)); // dragging only previews
+    // A slow drag: the live run's refreshes while the handle is held leave it where the user
+    // holds it (issue 65 item 27: they snapped it back to the recorded scale, and the release
+    // then sent nothing).
+    QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) >= sentAfter + 3, 20000);
+    QCOMPARE(w.scaleSlider()->log2Scale(), 5.0);
     handle->setSliderDown(false);
     QVERIFY(QFileInfo::exists(commands));
     QVERIFY2(error.isEmpty(), qPrintable(error));
@@ -117,6 +122,8 @@ void TestSteerRun::steersAnEmulatedRunOfAnotherProcess() {
                                  w.lastSteeringReply().contains(QLatin1String("overrides")),
                              10000);
     QTRY_VERIFY_WITH_TIMEOUT(lastStep(w) > recipeSentAfter + 2, 10000);
+    // The dock shows the layer's new format without reselecting it (issue 65 item 30).
+    QTRY_COMPARE_WITH_TIMEOUT(weights->currentText(), QStringLiteral("bf16"), 10000);
     {
         const RunRecord record(dir.toStdString());
         std::int64_t firstBf16 = 0;

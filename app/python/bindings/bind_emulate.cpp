@@ -81,6 +81,10 @@ public:
     }
     bool hadamardFor(int stage) const { return m_run->caster().hadamardFor(stage); }
     std::int64_t step() const { return m_run->step(); }
+    std::vector<double> castingState() const { return m_run->castingState(); }
+    void restoreCastingState(const std::vector<double>& state) {
+        m_run->restoreCastingState(state);
+    }
     bool statisticsStep() const { return m_run->statisticsStep(); }
     void event(const std::string& type, const std::string& message) { m_run->event(type, message); }
     void flush() {
@@ -227,6 +231,8 @@ void bindEmulate(py::module_& m) {
         .def("is_identity", &Emulator::isIdentity)
         .def("hadamard_for", &Emulator::hadamardFor)
         .def_property_readonly("step", &Emulator::step)
+        .def("casting_state", &Emulator::castingState)
+        .def("restore_casting_state", &Emulator::restoreCastingState, py::arg("state"))
         .def_property_readonly("statistics_step", &Emulator::statisticsStep)
         .def("event", &Emulator::event)
         .def("flush", &Emulator::flush)

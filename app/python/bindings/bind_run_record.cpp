@@ -48,9 +48,9 @@ py::dict stepColumns(const std::vector<StepScalars>& steps) {
 struct StatColumns {
     std::vector<std::int64_t> step, stage;
     std::vector<std::string> stageName, role, format, scaling;
-    std::vector<std::uint64_t> total, zero, flushed, subnormal, normal, overflow, nan, blocks,
-        saturatedBlocks;
-    std::vector<double> amax, flushedShare, gradScale, tensorScale, sqnrDb, mse;
+    std::vector<std::uint64_t> total, zero, flushed, subnormal, normal, overflow, nan, updates,
+        lostUpdates, blocks, saturatedBlocks;
+    std::vector<double> amax, flushedShare, gradScale, tensorScale, mse, sqnrDb, normRelError;
 
     void add(const StatsRow& row, const std::vector<std::string>& names) {
         step.push_back(row.step);
@@ -70,16 +70,20 @@ struct StatColumns {
         nan.push_back(row.counts[static_cast<std::size_t>(QuantClass::NaN)]);
         amax.push_back(row.amax);
         flushedShare.push_back(row.flushedShare());
+        updates.push_back(row.updates);
+        lostUpdates.push_back(row.lostUpdates);
         gradScale.push_back(row.gradientScale);
         tensorScale.push_back(row.tensorScale);
         scaling.push_back(row.scaling);
         blocks.push_back(row.blocks);
         saturatedBlocks.push_back(row.saturatedBlocks);
         const bool measured = row.error.measured();
-        sqnrDb.push_back(measured ? row.error.sqnrDb() : std::nan(""));
         mse.push_back(measured ? row.error.mse() : std::nan(""));
+        sqnrDb.push_back(measured ? row.error.sqnrDb() : std::nan(""));
+        normRelError.push_back(measured ? row.error.normRelativeError() : std::nan(""));
     }
 
+    // layers.csv's columns, in its order (kLayersCsvHeader; test_run_record_py checks it).
     py::dict columns() const {
         py::dict d;
         d["step"] = step;
@@ -96,13 +100,16 @@ struct StatColumns {
         d["nan"] = nan;
         d["amax"] = amax;
         d["flushed_share"] = flushedShare;
+        d["updates"] = updates;
+        d["lost_updates"] = lostUpdates;
         d["grad_scale"] = gradScale;
         d["tensor_scale"] = tensorScale;
-        d["scaling"] = scaling;
         d["blocks"] = blocks;
         d["saturated_blocks"] = saturatedBlocks;
-        d["sqnr_db"] = sqnrDb;
         d["mse"] = mse;
+        d["sqnr_db"] = sqnrDb;
+        d["norm_rel_error"] = normRelError;
+        d["scaling"] = scaling;
         return d;
     }
 };

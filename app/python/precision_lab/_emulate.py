@@ -355,6 +355,21 @@ def resolve_recipe(recipe, stage_names, seed=None, timeline=None):
     return config
 
 
+def _tied_weights(chosen):
+    """A weight two emulated modules share (tied embeddings: nanoGPT's lm_head.weight is
+    transformer.wte.weight): {its first module's parameter name: the other names}."""
+    owners, tied = {}, {}
+    for name, module, _ in chosen:
+        w = getattr(module, "weight", None)
+        if not isinstance(w, torch.Tensor):
+            continue
+        if id(w) in owners:
+            tied.setdefault(owners[id(w)], []).append(f"{name}.weight")
+        else:
+            owners[id(w)] = f"{name}.weight"
+    return tied
+
+
 def _not_emulated(config):
     """What of the recipe emulate leaves to torch, each said once in the record (an event) and
     on stderr."""
@@ -472,6 +487,7 @@ class Emulation(RecordFailure):
             overwrite = True
         description = {
             "model": type(model).__name__,
+            "parameters": int(sum(p.numel() for p in model.parameters())),
             "torch": torch.__version__,
             "python": sys.version.split()[0],
             "recipe": recipe if isinstance(recipe, (str, dict)) else os.fspath(recipe),
@@ -485,6 +501,10 @@ class Emulation(RecordFailure):
         if modules is not None:
             description["module_selection"] = (modules if isinstance(modules, (str, list, tuple))
                                                else "callable")
+        tied = _tied_weights(chosen)
+        if tied:
+            description["tied_weights"] = [{"parameter": p, "aliases": a}
+                                           for p, a in tied.items()]
         self._core = _core.Emulator(str(run_dir), json.dumps(config), stage_names, int(every),
                                     int(histograms_every), int(threads), json.dumps(description),
                                     bool(overwrite))
@@ -503,6 +523,17 @@ class Emulation(RecordFailure):
             self._patched.append(m)
             _PATCHED[m] = self
         self._pre_hook = model.register_forward_pre_hook(self._on_model_forward)
+        # The emulation's state (steps taken, delayed scaling's amax histories) in the model's
+        # state_dict, so that a checkpoint resumes bit for bit (issue 65 item 16).
+        self._state_hooks = (model._register_state_dict_hook(_save_emulation_state),
+                             model._register_load_state_dict_pre_hook(_load_emulation_state,
+                                                                      with_module=True))
+        for parameter, aliases in tied.items():
+            # What is cast of a tied weight's gradient (issue 65 item 22): each module's part.
+            self._core.event("note", f"{', '.join(aliases)} is {parameter} (tied): each module's "
+                                     f"weight gradient is cast in its own recipe's format and "
+                                     f"recorded as that module's weight_gradients row; the "
+                                     f"optimiser sees their FP32 sum, which is not itself cast")
         for note in _not_emulated(config):
             self._core.event("note", note)
             warnings.warn(f"precision_lab.torch.emulate: {note}", stacklevel=3)
@@ -646,6 +677,8 @@ class Emulation(RecordFailure):
                 del _PATCHED[m]
         self._patched = []
         self._pre_hook.remove()
+        for hook in self._state_hooks:
+            hook.remove()
         if getattr(self._model, _MARK, None) is self:
             delattr(self._model, _MARK)
         atexit.unregister(self._atexit)
@@ -665,19 +698,52 @@ class Emulation(RecordFailure):
 _SET_ASIDE = ("forward", _MARK, "__deepcopy__", "__reduce_ex__")
 
 
+# The key of the emulation's state in the model's state_dict: a float64 tensor (version, steps
+# taken, the amax histories as EmulatedRun::castingState lays them out).
+STATE_KEY = "_precision_lab_emulation_state"
+
+
+def _save_emulation_state(module, state_dict, prefix, local_metadata):
+    emulation = module.__dict__.get(_MARK)
+    if emulation is not None and not emulation._closed:
+        state_dict[prefix + STATE_KEY] = torch.tensor(emulation._core.casting_state(),
+                                                      dtype=torch.float64)
+
+
+def _load_emulation_state(module, state_dict, prefix, local_metadata, strict, missing_keys,
+                          unexpected_keys, error_msgs):
+    """Restores the emulation's state before the first step; taken out of state_dict, so that a
+    strict load does not call it unexpected. A checkpoint of an emulated model loaded into a
+    model that is not emulated keeps the key (load with strict=False there)."""
+    emulation = module.__dict__.get(_MARK)
+    key = prefix + STATE_KEY
+    if emulation is None or emulation._closed or key not in state_dict:
+        return
+    value = state_dict.pop(key)
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"load_state_dict: {key} is a {type(value).__name__}: expected the "
+                         f"tensor an emulated model's state_dict() holds")
+    emulation._core.restore_casting_state(value.detach().double().cpu().tolist())
+
+
 @contextlib.contextmanager
 def _emulation_set_aside(module):
     saved = {k: module.__dict__.pop(k) for k in _SET_ASIDE if k in module.__dict__}
     emulation = saved.get(_MARK)
-    hooks = module._forward_pre_hooks
-    before = None
-    if emulation is not None and emulation._pre_hook.id in hooks:
-        before = list(hooks.items())
-        del hooks[emulation._pre_hook.id]
+    # The emulation's hooks leave the copy or pickle too (a pickle of them would need this
+    # package to load).
+    set_aside = []
+    if emulation is not None:
+        for hooks, hook_id in ((module._forward_pre_hooks, emulation._pre_hook.id),
+                               (module._state_dict_hooks, emulation._state_hooks[0].id),
+                               (module._load_state_dict_pre_hooks, emulation._state_hooks[1].id)):
+            if hook_id in hooks:
+                set_aside.append((hooks, list(hooks.items())))
+                del hooks[hook_id]
     try:
         yield
     finally:
-        if before is not None:
+        for hooks, before in set_aside:
             hooks.clear()
             hooks.update(before)
         module.__dict__.update(saved)
