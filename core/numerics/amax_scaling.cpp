@@ -26,7 +26,7 @@ double AmaxHistory::max() const {
 
 namespace {
 
-// The passes around the quantiser, cloned for AVX2 / AVX-512 (the baseline's SSE2 has no
+// The passes beside the quantiser, cloned for AVX2 / AVX-512 (the baseline's SSE2 has no
 // unsigned 32-bit max, so its amax went element by element): a multiply or an integer max per
 // element, the same bits at any width.
 // On the bits: |x| orders like its bit pattern, and an integer max vectorises where a float max
@@ -44,24 +44,6 @@ std::uint32_t finiteAmaxBits(const float* values, std::size_t n) {
         m = std::max(m, finiteBits(a));
     }
     return m;
-}
-
-// out = in * s, returning the input's finite amax as bits.
-PLAB_VECTOR_CLONES
-std::uint32_t scaleTakingAmax(const float* in, float* out, std::size_t n, float s) {
-    std::uint32_t m = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t a = std::bit_cast<std::uint32_t>(in[i]) & 0x7FFFFFFFu;
-        m = std::max(m, finiteBits(a));
-        out[i] = in[i] * s;
-    }
-    return m;
-}
-
-PLAB_VECTOR_CLONES
-void scaleInto(const float* in, float* out, std::size_t n, float s) {
-    for (std::size_t i = 0; i < n; ++i)
-        out[i] = in[i] * s;
 }
 
 PLAB_VECTOR_CLONES
@@ -98,26 +80,17 @@ void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<flo
         throw std::invalid_argument("quantizeScaled: input and output sizes differ");
     const auto s = static_cast<float>(scale);
     const auto inverse = static_cast<float>(1.0 / scale);
-    const std::size_t n = in.size();
-    // Scale straight from the input (no copy first), taking the input's amax on the way when
-    // asked; then one quantise pass and one unscale pass. In place, each loop has one pointer:
-    // GCC's overlap check would send a loop that reads and writes one array to its scalar copy.
-    const bool inPlace = in.data() == out.data();
-    if (!inPlace && inputAmax != nullptr) {
-        *inputAmax = std::bit_cast<float>(scaleTakingAmax(in.data(), out.data(), n, s));
-    } else {
-        if (inputAmax != nullptr)
-            *inputAmax = std::bit_cast<float>(finiteAmaxBits(in.data(), n));
-        if (inPlace && s != 1.0f)
-            scaleValuesInPlace(out.data(), n, s);
-        else if (!inPlace && s != 1.0f)
-            scaleInto(in.data(), out.data(), n, s);
-        else if (!inPlace)
-            std::copy(in.begin(), in.end(), out.begin());
+    // The amax of the input, where asked, is a read of its own (it is the input's, before the
+    // scale); scale, cast, count and unscale are the quantiser's one pass (issue 66 item 1:
+    // they were three passes over the tensor, each reading and writing all of it).
+    if (inputAmax != nullptr)
+        *inputAmax = std::bit_cast<float>(finiteAmaxBits(in.data(), in.size()));
+    QuantizeOptions fused = options;
+    if (s != 1.0f) {
+        fused.inputScale = s;
+        fused.outputScale = inverse;
     }
-    q.quantize(out, out, stats, options);
-    if (s != 1.0f)
-        scaleValuesInPlace(out.data(), n, inverse);
+    q.quantize(in, out, stats, fused);
 }
 
 } // namespace plab

@@ -44,8 +44,9 @@ void scaleInPlace(std::span<float> values, float factor); // x *= factor, vector
 // has FP32's exponent range (BF16, FP32: nothing to scale into).
 double amaxScale(double amax, const FormatSpec& format, int margin);
 
-// out <- Q(in * scale) / scale, counting what the format sees (in may be out). When inputAmax
-// is given it receives amaxOf(in), taken in the scaling pass.
+// out <- Q(in * scale) / scale, counting what the format sees (in may be out), in the
+// quantiser's one pass (QuantizeOptions::inputScale/outputScale). When inputAmax is given it
+// receives amaxOf(in), a read of its own before the cast.
 void quantizeScaled(const Quantizer& q, std::span<const float> in, std::span<float> out,
                     double scale, QuantStats* stats, const QuantizeOptions& options,
                     double* inputAmax = nullptr);

@@ -60,6 +60,8 @@ kernels::QuantKernelParams makeParams(const QuantConfig& c) {
     p.subQuantum = std::ldexp(1.0f, p.subQuantumExponent);
     p.subHalfQuantum = std::ldexp(1.0f, p.subQuantumExponent - 1);
     p.identity = c.isIdentity() ? 1u : 0u;
+    p.inScale = 1.0f;
+    p.outScale = 1.0f;
     return p;
 }
 
@@ -118,7 +120,8 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     if (in.size() != out.size())
         throw std::invalid_argument("quantize: input has " + std::to_string(in.size()) +
                                     " elements but output has " + std::to_string(out.size()));
-    if (stats == nullptr && m_identity) {
+    const bool scaled = options.inputScale != 1.0f || options.outputScale != 1.0f;
+    if (stats == nullptr && m_identity && !scaled) {
         if (in.data() != out.data())
             std::copy(in.begin(), in.end(), out.begin());
         return;
@@ -126,6 +129,8 @@ void Quantizer::quantize(std::span<const float> in, std::span<float> out, QuantS
     kernels::QuantKernelParams params = m_impl->params;
     params.seed = options.seed;
     params.stream = options.stream;
+    params.inScale = options.inputScale;
+    params.outScale = options.outputScale;
     const int rounding = static_cast<int>(m_config.rounding);
     const std::size_t n = in.size();
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
@@ -207,6 +212,8 @@ void Quantizer::quantizePiece(std::span<const float> in, std::span<float> out, Q
     kernels::QuantKernelParams params = m_impl->params;
     params.seed = options.seed;
     params.stream = options.stream;
+    params.inScale = options.inputScale;
+    params.outScale = options.outputScale;
     // A piece never brings a copy past 2^32 counts: its elements fit, or it counts without them.
     constexpr std::uint64_t kCopyLimit = std::uint64_t{1} << 32;
     if (tally != nullptr && tally->m_elementsInCopies + in.size() >= kCopyLimit)

@@ -28,6 +28,11 @@ struct QuantizeOptions {
     // input, the same for every element format, so a caller casting one tensor in several
     // formats counts it once (the watcher's counting thread: a fifth of each cast).
     bool countHistogram = true;
+    // A scaled cast in one pass: the input multiplied by inputScale before the cast (the counts,
+    // histogram, amax and error sums are of those values) and the result by outputScale, bit
+    // for bit as three passes would (amax_scaling.h's quantizeScaled). 1: not scaled.
+    float inputScale = 1.0f;
+    float outputScale = 1.0f;
 };
 
 namespace kernels {

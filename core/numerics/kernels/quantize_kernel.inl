@@ -609,6 +609,12 @@ inline void fillRandom(std::uint64_t first, std::size_t n, const QuantKernelPara
 // copies would cost more than they save. (Below 2^31 elements per call: 32-bit copies.)
 constexpr std::size_t kSplitHistogramMin = 4096;
 
+// A scaled cast's block result, unscaled where it lies (still in L1).
+inline void unscaleBlock(float* out, std::size_t len, float outScale) {
+    for (std::size_t j = 0; j < len; ++j)
+        out[j] *= outScale;
+}
+
 template <int kRounding>
 void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std::size_t n,
                    std::uint64_t firstIndex, KernelCounters* counters, std::uint8_t* clipped) {
@@ -631,10 +637,12 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         useOwn ? ownCopies
                : (histogram && counters->copies != nullptr ? *counters->copies : nullptr);
     const bool split = copies != nullptr;
-    if (p.identity != 0 && counters == nullptr) {
+    const bool scaled = p.inScale != 1.0f || p.outScale != 1.0f;
+    if (p.identity != 0 && counters == nullptr && !scaled) {
         copyIdentity(in, out, n, clipped);
         return;
     }
+    alignas(64) float scaledIn[kBlock]; // a scaled cast's block input (inScale applied)
     HistogramSink sink;
     if (split)
         sink.copies = copies;
@@ -652,16 +660,27 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
         }
         if constexpr (kRounding == kStochastic)
             fillRandom(firstIndex + start, len, p, rnd);
+        const float* src = in + start;
+        if (scaled) {
+            for (std::size_t j = 0; j < len; ++j)
+                scaledIn[j] = src[j] * p.inScale;
+            src = scaledIn;
+        }
         if (counters == nullptr) {
-            quantizeBlock<kRounding, false>(p, in + start, out + start, len, rnd, bins, sink,
-                                            clipped != nullptr ? clipped + start : nullptr, bc);
+            if (p.identity != 0)
+                copyIdentity(src, out + start, len, clipped != nullptr ? clipped + start : nullptr);
+            else
+                quantizeBlock<kRounding, false>(p, src, out + start, len, rnd, bins, sink,
+                                                clipped != nullptr ? clipped + start : nullptr, bc);
+            if (scaled)
+                unscaleBlock(out + start, len, p.outScale);
             continue;
         }
         std::uint8_t* const flags = clipped != nullptr ? clipped + start : nullptr;
         bool counted;
         if (counters->error != nullptr) {
-            counted = quantizeBlock<kRounding, true, kFullError>(p, in + start, out + start, len,
-                                                                 rnd, bins, sink, flags, bc);
+            counted = quantizeBlock<kRounding, true, kFullError>(p, src, out + start, len, rnd,
+                                                                 bins, sink, flags, bc);
             // A finished chunk joins the call's sums; the next starts from zero. Blocks never
             // straddle a chunk: kErrorChunk is a multiple of kBlock.
             if ((start + len) % plab::kErrorChunk == 0 || start + len == n) {
@@ -669,9 +688,11 @@ void quantizeRange(const QuantKernelParams& p, const float* in, float* out, std:
                 bc.chunk = {};
             }
         } else {
-            counted = quantizeBlock<kRounding, true>(p, in + start, out + start, len, rnd, bins,
-                                                     sink, flags, bc);
+            counted = quantizeBlock<kRounding, true>(p, src, out + start, len, rnd, bins, sink,
+                                                     flags, bc);
         }
+        if (scaled)
+            unscaleBlock(out + start, len, p.outScale);
         if (counted || !histogram)
             continue; // counted as it went, or not counted
         if (split) {

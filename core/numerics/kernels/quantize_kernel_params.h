@@ -49,6 +49,11 @@ struct QuantKernelParams {
     std::uint32_t identity;
     std::uint64_t seed;
     std::uint64_t stream;
+    // A scaled cast in the one pass (issue 66 item 1): each block's input multiplied by inScale
+    // in an L1-resident copy, cast and counted there, the result multiplied by outScale as it
+    // is written: the bits of the three passes (scale, cast, unscale) it replaces.
+    float inScale;
+    float outScale;
 };
 
 // The histogram as four interleaved 32-bit copies (element i into copy i % 4): a tensor's
