@@ -1,6 +1,7 @@
 // The backend registry, device-string parsing and the auto/fallback rules.
 #include "device/compute_backend.h"
 
+#include "engine/cpu_ops.h"
 #include "engine/tensor_ops.h"
 
 #include <charconv>
@@ -133,6 +134,25 @@ DeviceChoice resolveDevice(const DeviceSpec& spec) {
         why = "no usable GPU (" + report.summary + ")";
     cpu.notice = asked + ": " + why + "; using the CPU";
     return cpu;
+}
+
+std::pair<std::unique_ptr<TensorOps>, std::string> tensorOpsFor(std::string_view device) {
+    const DeviceSpec spec = parseDeviceSpec(device);
+    if (spec.kind == DeviceKind::Cpu)
+        return {std::make_unique<CpuOps>(), std::string()};
+    const DeviceChoice choice = resolveDevice(spec);
+    std::string notice = spec.kind == DeviceKind::Auto ? std::string() : choice.notice;
+    if (choice.cuda)
+        if (const ComputeBackend* cuda = findBackend("cuda")) {
+            try {
+                if (std::unique_ptr<TensorOps> ops = cuda->makeTensorOps(choice.index))
+                    return {std::move(ops), std::string()};
+            } catch (const std::exception& e) { // e.g. out of device memory
+                notice = std::string(e.what()) + "; training on the CPU";
+            }
+        }
+    // auto with no GPU is not worth a notice; an explicit request that fell back is.
+    return {std::make_unique<CpuOps>(), notice};
 }
 
 } // namespace plab

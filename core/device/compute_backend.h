@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace plab {
@@ -98,5 +99,11 @@ struct DeviceChoice {
 // Resolves a request against the machine: auto takes the first usable GPU; an explicit cuda:N
 // that is not usable falls back to the CPU with a notice saying why.
 DeviceChoice resolveDevice(const DeviceSpec& spec);
+
+// The engine a device choice ("auto", "cpu", "cuda:N") trains on: a GPU's TensorOps, or the
+// CPU's, and a one-line notice when it is not the one asked for (an explicit GPU request that
+// fell back to the CPU, and why; auto without a GPU says nothing). For the trainers and the
+// engine-choosing tools alike.
+std::pair<std::unique_ptr<TensorOps>, std::string> tensorOpsFor(std::string_view device);
 
 } // namespace plab

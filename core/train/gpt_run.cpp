@@ -4,8 +4,8 @@
 #include "engine/optimizer.h"
 #include "numerics/quantizer.h"
 #include "record/record_error.h"
+#include "train/make_loss_scaler.h"
 #include "train/train_config.h"
-#include "train/trainer.h" // makeLossScaler
 #include "util/system_memory.h"
 
 #include <algorithm>
@@ -52,22 +52,17 @@ private:
 // is allocated, naming the key that sets the size (the batch, 65536 windows of the context at
 // the most): on Linux the allocation itself succeeds and the OOM killer ends the process later.
 void refuseWhatMemoryCannotHold(const GptRunSettings& settings, std::size_t bytes) {
-    const std::optional<std::uint64_t> available = availableMemoryBytes();
-    if (!available || bytes <= *available)
+    const std::optional<MemoryShortfall> lacking = memoryShortfall(static_cast<double>(bytes));
+    if (!lacking)
         return;
-    const auto gb = [](double b) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
-        return std::string(text);
-    };
-    throw ConfigError(
-        "config.train.batch_size: " + std::to_string(settings.batch) + " windows of " +
-        std::to_string(settings.spec.context) + " bytes need about " +
-        gb(static_cast<double>(bytes)) + " for the gpt's parameters and activations (model.width " +
-        std::to_string(settings.spec.width) + ", model.blocks " +
-        std::to_string(settings.spec.blocks) + "); " + gb(static_cast<double>(*available)) +
-        " of memory is available: lower train.batch_size (or model.context, "
-        "model.width, model.blocks)");
+    throw ConfigError("config.train.batch_size: " + std::to_string(settings.batch) +
+                      " windows of " + std::to_string(settings.spec.context) +
+                      " bytes need about " + lacking->needed +
+                      " for the gpt's parameters and activations (model.width " +
+                      std::to_string(settings.spec.width) + ", model.blocks " +
+                      std::to_string(settings.spec.blocks) + "); " + lacking->available +
+                      " of memory is available: lower train.batch_size (or model.context, "
+                      "model.width, model.blocks)");
 }
 
 } // namespace

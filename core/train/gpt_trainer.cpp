@@ -51,7 +51,7 @@ GptTrainer::GptTrainer(const TrainConfig& config, std::shared_ptr<const DataSpli
     const GptRunSettings settings = settingsFor(config);
     const bool engineChosenHere = !ops;
     if (engineChosenHere)
-        std::tie(ops, m_deviceNotice) = opsFor(config);
+        std::tie(ops, m_deviceNotice) = tensorOpsFor(config.device);
     const bool onCpu = ops->name() == "cpu";
     try {
         m_run = std::make_unique<GptRun>(settings, *m_data->text, std::move(ops));

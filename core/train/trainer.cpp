@@ -10,6 +10,7 @@
 #include "nn/linear.h"
 #include "nn/softmax_cross_entropy.h"
 #include "stats/tensor_sample.h"
+#include "train/make_loss_scaler.h"
 #include "train/per_layer_scaling.h"
 #include "train/recipe_caster.h"
 
@@ -23,38 +24,6 @@
 #endif
 
 namespace plab {
-std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
-    if (info(config.scalingPolicy).adaptsLossScale) { // dynamic, enhanced
-        DynamicScalerSettings d = config.dynamic;
-        d.initialScale = config.lossScale;
-        d.enhanced = config.scalingPolicy == ScalingPolicy::Enhanced;
-        return std::make_unique<DynamicScaler>(d);
-    }
-    // none: scale 1; static: the given scale; the tensor-scaling policies keep the loss scale
-    // and rescale their tensors.
-    return std::make_unique<StaticScaler>(
-        config.scalingPolicy == ScalingPolicy::None ? 1.0 : config.lossScale, config.scalingPolicy);
-}
-
-std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& config) {
-    const DeviceSpec spec = parseDeviceSpec(config.device);
-    if (spec.kind == DeviceKind::Cpu)
-        return {std::make_unique<CpuOps>(), std::string()};
-    const DeviceChoice choice = resolveDevice(spec);
-    std::string notice = spec.kind == DeviceKind::Auto ? std::string() : choice.notice;
-    if (choice.cuda)
-        if (const ComputeBackend* cuda = findBackend("cuda")) {
-            try {
-                if (std::unique_ptr<TensorOps> ops = cuda->makeTensorOps(choice.index))
-                    return {std::move(ops), std::string()};
-            } catch (const std::exception& e) { // e.g. out of device memory
-                notice = std::string(e.what()) + "; training on the CPU";
-            }
-        }
-    // auto with no GPU is not worth a notice; an explicit request that fell back is.
-    return {std::make_unique<CpuOps>(), notice};
-}
-
 namespace {
 
 // A run whose parameters, optimiser state and activations the machine cannot hold is refused
@@ -62,24 +31,16 @@ namespace {
 // itself succeeds and the OOM killer ends the process later (exit 137 at 22.5 GB for
 // model.hidden [65536, 65536]). As the GPT's (gpt_run.cpp).
 void refuseWhatMemoryCannotHold(const TrainConfig& config, const Model& model) {
-    const std::optional<std::uint64_t> available = availableMemoryBytes();
-    if (!available)
-        return;
     const double params = static_cast<double>(model.parameterCount());
     // The initial values, master, weights, gradients, update, the optimiser's moment(s).
     const double copies = config.optimizer == OptimizerKind::Sgd ? 6.0 : 7.0;
     double activations = static_cast<double>(model.inputShape().size());
     for (const auto& layer : model.layers())
         activations += 2.0 * static_cast<double>(layer->outputShape().size()); // out, gradient
-    const double bytes =
-        sizeof(float) * (copies * params + static_cast<double>(config.batchSize) * activations);
-    if (bytes <= static_cast<double>(*available))
+    const std::optional<MemoryShortfall> lacking = memoryShortfall(
+        sizeof(float) * (copies * params + static_cast<double>(config.batchSize) * activations));
+    if (!lacking)
         return;
-    const auto gb = [](double b) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
-        return std::string(text);
-    };
     std::string sizes;
     if (config.model.type == "cnn") {
         sizes = "config.model.conv_channels1 " + std::to_string(config.model.convChannels1) +
@@ -91,12 +52,11 @@ void refuseWhatMemoryCannotHold(const TrainConfig& config, const Model& model) {
         sizes += "]";
     }
     throw ConfigError(sizes + ": " + std::to_string(model.parameterCount()) +
-                      " parameters need about " + gb(bytes) + " with the optimiser's state and " +
-                      "the activations of train.batch_size " + std::to_string(config.batchSize) +
-                      "; " + gb(static_cast<double>(*available)) +
+                      " parameters need about " + lacking->needed +
+                      " with the optimiser's state and the activations of train.batch_size " +
+                      std::to_string(config.batchSize) + "; " + lacking->available +
                       " of memory is available: a smaller model (or batch)");
 }
-
 } // namespace
 
 Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> data)
@@ -118,7 +78,7 @@ Trainer::Trainer(const TrainConfig& config, std::shared_ptr<const DataSplit> dat
                           std::to_string(m_data->train.count()) + " samples)");
     const bool engineChosenHere = !m_ops;
     if (engineChosenHere)
-        std::tie(m_ops, m_deviceNotice) = opsFor(config);
+        std::tie(m_ops, m_deviceNotice) = tensorOpsFor(config.device);
     if (m_ops->name() == "cpu") // a GPU's engine says when it is out of memory
         refuseWhatMemoryCannotHold(config, m_model);
 #if defined(PLAB_HAVE_OPENBLAS)

@@ -24,12 +24,6 @@
 
 namespace plab {
 
-// The scaling policy a config asks for.
-std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config);
-// The engine config.device resolves to (a GPU's, or the CPU's), and a one-line notice when it
-// is not the one asked for (an explicit GPU request that fell back to the CPU, and why).
-std::pair<std::unique_ptr<TensorOps>, std::string> opsFor(const TrainConfig& config);
-
 class Trainer final : public TrainingRun {
 public:
     // Runs on the device config.device resolves to (see resolveDevice): a GPU's TensorOps when

@@ -1,6 +1,8 @@
 // TrainingSession worker loop.
 #include "train/training_session.h"
 
+#include "train/edit_wording.h"
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -240,6 +242,15 @@ void TrainingSession::applyDueEdits() {
 }
 
 template <class Edit>
+void TrainingSession::recordEdit(std::int64_t step, const nlohmann::json& patch, Edit&& edit) {
+    const TrainConfig before = m_config;
+    setEffective(std::forward<Edit>(edit));
+    const EditWording wording = describeEdit(before, m_config, patch);
+    record([&](RunLog& log) { log.logEvent(step, wording.type, wording.message, patch); });
+    noteEdit(step, patch);
+}
+
+template <class Edit>
 void TrainingSession::setEffective(Edit&& edit) {
     edit(m_config);
     {
@@ -367,36 +378,25 @@ void TrainingSession::apply(const Command& c) {
     // effectiveConfig() (what a saved session or report holds) is it.
     case Command::LearningRate:
         m_trainer->setLearningRate(c.value);
-        setEffective([&](TrainConfig& e) { e.learningRate = c.value; });
-        record([&](RunLog& log) {
-            log.logEvent(step, "learning_rate", "learning rate set to " + recordNumber(c.value),
-                         {{"train", {{"lr", c.value}}}});
-        });
-        noteEdit(step, {{"train", {{"lr", c.value}}}});
+        recordEdit(step, {{"train", {{"lr", c.value}}}},
+                   [&](TrainConfig& e) { e.learningRate = c.value; });
         break;
     case Command::Scale:
         m_trainer->setLossScale(c.value);
-        setEffective([&](TrainConfig& e) { e.lossScale = c.value; });
-        record([&](RunLog& log) {
-            log.logEvent(step, "scale", "loss scale set to " + recordNumber(c.value),
-                         {{"scaling", {{"scale", c.value}}}});
-        });
-        noteEdit(step, {{"scaling", {{"scale", c.value}}}});
+        recordEdit(step, {{"scaling", {{"scale", c.value}}}},
+                   [&](TrainConfig& e) { e.lossScale = c.value; });
         break;
-    case Command::Scaling:
+    case Command::Scaling: {
         m_trainer->setScaling(*c.scaling);
-        setEffective([&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
-        record([&](RunLog& log) {
-            log.logEvent(step, "policy",
-                         "scaling policy set to " + std::string(toString(c.scaling->scalingPolicy)),
-                         {{"scaling", m_config.toJson().at("scaling")}});
-        });
-        noteEdit(step, {{"scaling", m_config.toJson().at("scaling")}});
+        TrainConfig next = m_config;
+        next.setScalingFrom(*c.scaling);
+        recordEdit(step, {{"scaling", next.toJson().at("scaling")}},
+                   [&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         break;
+    }
     case Command::Recipe: {
         TrainConfig next = m_config;
         next.recipe = *c.recipe;
-        const std::string change = describeConfigChange(m_config.toJson(), next.toJson());
         try {
             m_trainer->setRecipe(*c.recipe);
         } catch (const ConfigError& e) { // checked by setRecipe() already; never ends a run
@@ -405,15 +405,9 @@ void TrainingSession::apply(const Command& c) {
             });
             break;
         }
-        setEffective([&](TrainConfig& e) { e.recipe = *c.recipe; });
-        record([&](RunLog& log) {
-            log.setRecipe(m_config);
-            log.logEvent(step, "recipe",
-                         change.empty() ? "precision recipe set (no change)"
-                                        : "precision recipe changed: " + change,
-                         {{"recipe", m_config.toJson().at("recipe")}});
-        });
-        noteEdit(step, {{"recipe", m_config.toJson().at("recipe")}});
+        record([&](RunLog& log) { log.setRecipe(next); });
+        recordEdit(step, {{"recipe", next.toJson().at("recipe")}},
+                   [&](TrainConfig& e) { e.recipe = *c.recipe; });
         break;
     }
     }

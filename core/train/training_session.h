@@ -143,6 +143,10 @@ private:
     void refreshSummary(); // "finished": false with the steps so far, every few seconds
     template <class Edit>
     void setEffective(Edit&& edit); // edits m_config and publishes it as effectiveConfig()
+    // An edit made after `step` steps: in effect (setEffective), its event worded as every
+    // run's (edit_wording.h), and in the replay's timeline.
+    template <class Edit>
+    void recordEdit(std::int64_t step, const nlohmann::json& patch, Edit&& edit);
     void publish(const StepScalars& scalars, bool newScalars = true);
 
     TrainConfig m_config;

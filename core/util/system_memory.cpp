@@ -2,6 +2,7 @@
 #include "util/system_memory.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -42,6 +43,18 @@ std::optional<std::uint64_t> availableMemoryBytes() {
         available = available ? std::min(*available, left) : left;
     }
     return available;
+}
+
+std::optional<MemoryShortfall> memoryShortfall(double bytes) {
+    const std::optional<std::uint64_t> available = availableMemoryBytes();
+    if (!available || bytes <= static_cast<double>(*available))
+        return std::nullopt;
+    const auto gb = [](double b) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f GB", b / 1e9);
+        return std::string(text);
+    };
+    return MemoryShortfall{gb(bytes), gb(static_cast<double>(*available))};
 }
 
 } // namespace plab

@@ -5,10 +5,19 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace plab {
 
 // Bytes available, or nothing when the system does not say (then nothing is refused).
 std::optional<std::uint64_t> availableMemoryBytes();
+
+// What a config needing `bytes` lacks, as its refusal says it ("22.5 GB" needed, "8.0 GB"
+// available), or nothing when the memory is there or the system does not say: the one check
+// of the trainers' (the MLP/CNN's and the GPT's), whose messages name their own keys.
+struct MemoryShortfall {
+    std::string needed, available;
+};
+std::optional<MemoryShortfall> memoryShortfall(double bytes);
 
 } // namespace plab

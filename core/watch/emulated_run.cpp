@@ -1,6 +1,8 @@
 // EmulatedRun: the recipe's casts over a PyTorch program's tensors, counted per step.
 #include "watch/emulated_run.h"
 
+#include "train/edit_wording.h"
+
 #include "record/record_error.h"
 #include "train/training_run.h"
 
@@ -172,29 +174,6 @@ void EmulatedRun::event(const std::string& type, const std::string& message) {
 }
 
 // -- steering -----------------------------------------------------------------------------------
-namespace {
-
-// "4096 (2^12)", "9741.98 (2^13.25)" (the slider's quarter binades), or the number alone.
-std::string scaleText(double scale) {
-    char number[32];
-    std::snprintf(number, sizeof number, "%.6g", scale);
-    const double quarters = std::log2(scale) * 4.0;
-    if (!std::isfinite(quarters) || quarters != std::round(quarters))
-        return number;
-    char power[64];
-    std::snprintf(power, sizeof power, "%s (2^%g)", number, quarters / 4.0);
-    return power;
-}
-
-bool onlyScale(const nlohmann::json& patch) {
-    if (patch.size() != 1 || !patch.contains("scaling"))
-        return false;
-    const nlohmann::json& scaling = patch.at("scaling");
-    return scaling.is_object() && scaling.size() == 1 && scaling.contains("scale");
-}
-
-} // namespace
-
 std::vector<SteeringChange> EmulatedRun::steer() {
     std::vector<SteeringChange> changes;
     const std::lock_guard lock(m_mutex);
@@ -295,15 +274,8 @@ std::string EmulatedRun::applyChange(const nlohmann::json& patch, const std::str
     }
     if (next.scalingPolicy == ScalingPolicy::PerLayer)
         return "config.scaling.policy per-layer: Zhao et al.'s scaling is not emulated";
-    const std::string at = " from " + from + " at step " + std::to_string(taken);
-    std::string type, message;
-    if (onlyScale(patch)) {
-        type = "scale";
-        message = "loss scale set to " + scaleText(next.lossScale) + at;
-    } else {
-        const std::string change = describeConfigChange(m_effective.toJson(), next.toJson());
-        type = patch.contains("recipe") ? "recipe" : "policy";
-        message = (change.empty() ? std::string("set (no change)") : change) + at;
+    const EditWording wording = describeEdit(m_effective, next, patch);
+    if (!setsOnlyTheScale(patch)) { // the scale is the script's loss scaler's
         if (patch.contains("recipe"))
             m_caster.setRecipe(next.recipe);
         if (patch.contains("scaling"))
@@ -313,7 +285,8 @@ std::string EmulatedRun::applyChange(const nlohmann::json& patch, const std::str
     m_effective.timeline.clear();
     m_plan.timeline.push_back({taken, patch});
     changes.push_back({"set", patch});
-    steeringEvent(taken, type, message, patch);
+    steeringEvent(taken, wording.type,
+                  wording.message + " from " + from + " at step " + std::to_string(taken), patch);
     return {};
 }
 

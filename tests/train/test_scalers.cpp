@@ -7,6 +7,7 @@
 
 #include "numerics/amax_scaling.h"
 #include "train/dynamic_scaler.h"
+#include "train/make_loss_scaler.h"
 #include "train/per_layer_scaling.h"
 #include "train/presets.h"
 #include "train/trainer.h"

@@ -8,10 +8,10 @@
 
 #include "nn/model.h"
 #include "train/dynamic_scaler.h"
+#include "train/make_loss_scaler.h"
 #include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/run_data.h"
-#include "train/trainer.h"
 #include "watch/emulated_run.h"
 #include "watch/run_commands.h"
 
