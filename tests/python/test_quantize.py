@@ -215,5 +215,6 @@ def test_casting_loads_neither_records_nor_trainers():
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(pl.__file__)))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True, env=env).stdout.splitlines()
-    assert out[0] == "['precision_lab._arrays', 'precision_lab._quantize']", out
+    assert out[0] == "['precision_lab._arguments', 'precision_lab._arrays', " \
+                     "'precision_lab._quantize']", out  # _arguments: the argument checks
     assert out[1] == "True True True", out

@@ -1,6 +1,7 @@
 """The type stubs (.pyi) shipped with the package say what the module has: every public name
-of precision_lab and precision_lab.torch is in its stub, every stubbed function takes the
-parameters the function takes, and every stubbed method or attribute exists on the class."""
+of precision_lab and precision_lab.torch is in its stub and every public name a stub declares
+is exported, every stubbed function takes the parameters the function takes, and every stubbed
+method or attribute exists on the class."""
 
 import ast
 import importlib
@@ -43,6 +44,14 @@ def test_stubs_match_the_module(name):
     public = list(getattr(module, "__all__"))
     missing = [n for n in public if n not in declared]
     assert not missing, f"{name}.pyi lacks {missing}"
+    # Both ways (issue 67 item 4: the stub declared a base class the module does not have): a
+    # public name the stub declares is one the module exports, and dir() shows no more than
+    # those and what every module has.
+    extra = [n for n in declared if not n.startswith("_") and n not in public]
+    assert not extra, f"{name}.pyi declares {extra}, which {name} does not export"
+    if name.endswith("torch"):
+        shown = [n for n in dir(module) if not n.startswith("__")]
+        assert sorted(shown) == sorted(public), f"dir({name}) shows {sorted(set(shown) - set(public))}"
     for n, node in declared.items():
         if isinstance(node, ast.FunctionDef) and n in public:
             real = [p for p in inspect.signature(getattr(module, n)).parameters]

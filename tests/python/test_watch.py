@@ -262,7 +262,7 @@ def test_modules_chooses_what_is_watched(torch, tmp_path):
             watcher.step(loss=loss)
             model.zero_grad()
 
-    def head(name, module):
+    def head(module, fqn):  # torchao's module_filter_fn order
         return isinstance(module, torch.nn.Linear) and module.out_features == 5
 
     for modules, selection in (("2", ["2"]), (["?"], ["?"]), (head, "callable " + head.__qualname__)):
@@ -280,9 +280,24 @@ def test_modules_chooses_what_is_watched(torch, tmp_path):
     with plt.watch(model, tmp_path / "all", formats=("fp16",)) as watcher:
         train(watcher, 1)
     assert "module_selection" not in pl.open_run(tmp_path / "all").watch
+    # Issue 67 item 4: a filter in the earlier (name, module) order still works, with a
+    # DeprecationWarning, known by its first parameter's name or by being the only order that
+    # chooses modules.
+    def earlier(name, module):
+        return name == "2"
+
+    with pytest.warns(DeprecationWarning, match=r"takes \(name, module\)"):
+        with plt.watch(model, tmp_path / "earlier", formats=("fp16",), modules=earlier) as w:
+            train(w, 1)
+    assert [m["name"] for m in pl.open_run(tmp_path / "earlier").watch["modules"]] == ["2"]
+    with pytest.warns(DeprecationWarning):  # torchao's order chooses none: the earlier one
+        with plt.watch(model, tmp_path / "lambda", formats=("fp16",),
+                       modules=lambda n, m: n == "2") as w:
+            train(w, 1)
+    assert [m["name"] for m in pl.open_run(tmp_path / "lambda").watch["modules"]] == ["2"]
     cases = [
         (dict(modules=["2", "fc9"]), ValueError,
-         r"modules \['fc9'\] match no module with parameters of Sequential \(its modules: 0, 2\)"),
+         r"modules \['fc9'\] match none of Sequential's modules with parameters \(those: 0, 2\)"),
         (dict(modules=[]), ValueError, "modules is empty"),
         (dict(modules=[2]), TypeError, "modules holds a int"),
         (dict(modules=lambda n, m: False), ValueError, "chose none of Sequential's 2 modules"),

@@ -10,7 +10,8 @@ import importlib
 from . import _quantize
 from ._arrays import as_float32_array
 
-__all__ = ["formats", "quantize", "open_run", "advise", "export_advice", "ROUNDINGS"]
+__all__ = ["formats", "quantize", "open_run", "advise", "export_advice", "ROUNDINGS",
+           "MAX_THREADS"]
 
 # Records and the advisor live in the larger _core extension (SQLite, the trainers): loaded when
 # one of them is first used, so a script that only casts never loads it.
@@ -109,5 +110,5 @@ def quantize(x, fmt, rounding="nearest-even", seed=0, scale=1.0, stats=True,
 
 
 def _is_int(value):
-    import numbers
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    from ._arguments import is_whole
+    return is_whole(value)

@@ -6,6 +6,7 @@ import os
 import stat
 
 from . import _core
+from ._arguments import is_whole
 
 # None: the run's own ladder (the core's defaultLadder: those of nvfp4, mxfp8, fp8-block,
 # fp8-delayed, fp8-current and bf16 it recorded, else every format it recorded; then fp32).
@@ -67,7 +68,7 @@ def _advice(run_dir, ladder, max_flushed, max_overflow, min_sqnr, max_flushed_bl
         ladder = [f.strip() for f in ladder.split(",")]
     if not isinstance(min_sqnr, numbers.Real) or isinstance(min_sqnr, bool):
         raise ValueError(f"min_sqnr {min_sqnr!r}: expected a number of dB")
-    if isinstance(steps, numbers.Integral) and not isinstance(steps, bool):
+    if is_whole(steps):
         steps = f"last:{steps}"
     margin = _share(margin, "margin")
     if margin == 0:

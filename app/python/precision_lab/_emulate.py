@@ -12,7 +12,7 @@ every cast counted into a run record the app follows.
 
 Which modules: every nn.Linear, nn.Conv1d, nn.Conv2d, nn.Embedding and nn.MultiheadAttention
 (its input projection and out_proj, two stages), or those ``modules`` names (shell patterns as
-fnmatch, a module's exact name first, or a callable ``(name, module) -> bool``). Each becomes a stage of the record, in
+fnmatch, a module's exact name first, or a filter ``(module, fqn) -> bool``, torchao's order). Each becomes a stage of the record, in
 ``named_modules()`` order. Their forward is replaced (an instance attribute, removed again by
 ``remove()``) by one autograd.Function per product that casts the operands as the recipe says:
 activations (the product's input) and weights in forward, the output's gradient in backward, the
@@ -40,7 +40,6 @@ import contextlib
 import copy
 import functools
 import json
-import numbers
 import os
 import shutil
 import sys
@@ -54,7 +53,9 @@ import torch
 from . import _core
 from . import _distributed
 from . import _script_end
+from . import _selection
 from . import _sweep
+from ._arguments import check_whole
 from ._emulated_ops import (Site, emulated_convolution, emulated_embedding, emulated_linear)
 from ._loss_scaler import LossScaler
 from ._names import name_matches, name_or_parent_matches
@@ -183,8 +184,9 @@ _TYPES = {
 
 def register_emulated_type(module_type, forward, stages=("",), check=None):
     """Emulates modules of ``module_type`` (and its subclasses): ``forward(module, sites, *args,
-    **kwargs)`` computes the module's output through the operators of
-    precision_lab._emulated_ops (``emulated_linear(x, w, b, sites[0])``...), one site per entry
+    **kwargs)`` computes the module's output through the operators precision_lab.torch
+    exports (``emulated_linear(x, w, b, sites[0])``, ``emulated_convolution``,
+    ``emulated_embedding``), one site (a ``Site``) per entry
     of ``stages`` (suffixes of the module's name, "" for one product). ``check(module)`` returns
     why a module cannot be emulated, or None."""
     if not (isinstance(module_type, type) and issubclass(module_type, torch.nn.Module)):
@@ -219,39 +221,29 @@ def _select(model, modules):
             candidates.append((name, m, t))
             if len(t.stages) > 1:
                 inside.update(id(sub) for sub in m.modules() if sub is not m)
-    if modules is None:
-        chosen = candidates
-        if not chosen:
-            raise ValueError(f"{type(model).__name__} has no module emulate can cast (it casts "
-                             f"{_emulable_names()})")
-    elif callable(modules):
-        chosen = [c for c in candidates if modules(c[0], c[1])]
-        if not chosen:
-            raise ValueError(f"modules: the callable chose none of {type(model).__name__}'s "
-                             f"{len(candidates)} modules emulate can cast")
-    else:
+    if modules is not None and not callable(modules):
+        # A pattern naming a module emulate cannot cast says so (before the general refusal).
         patterns = (modules,) if isinstance(modules, str) else tuple(modules)
-        if not patterns or not all(isinstance(p, str) for p in patterns):
-            raise TypeError("modules: expected None, name patterns (str) or a callable")
         named = {(n or type(model).__name__): m for n, m in model.named_modules()}
         names = {n for n, _, _ in candidates}
         for p in patterns:
-            if any(name_matches(n, p, names) for n, _, _ in candidates):
+            if not isinstance(p, str) or any(name_matches(n, p, names) for n, _, _ in candidates):
                 continue
             hits = [n for n in named if name_matches(n, p, named)]
             if hits:
                 raise ValueError(f"modules {p!r}: {hits[0]} is a {type(named[hits[0]]).__name__}"
                                  f", which emulate cannot cast (it casts {_emulable_names()}; "
                                  f"register_emulated_type adds others)")
-            shown = ", ".join(n for n, _, _ in candidates[:8])
-            raise ValueError(f"modules {p!r} matches no module of {type(model).__name__} that "
-                             f"emulate can cast (those: {shown or 'none'})")
-        chosen = [c for c in candidates if any(name_matches(c[0], p, names) for p in patterns)]
+    if not candidates:
+        raise ValueError(f"{type(model).__name__} has no module emulate can cast (it casts "
+                         f"{_emulable_names()})")
+    chosen, rule = _selection.choose(type(model).__name__, candidates, modules,
+                                     "that emulate can cast")
     for name, m, t in chosen:
         why = t.check(m) if t.check else None
         if why:
             raise ValueError(f"module {name} ({type(m).__name__}) cannot be emulated: {why}")
-    return chosen
+    return chosen, rule
 
 
 # -- the recipe ------------------------------------------------------------------------------
@@ -387,9 +379,7 @@ def _not_emulated(config):
 
 
 def _check_threads(threads):
-    if not isinstance(threads, numbers.Integral) or isinstance(threads, bool) or \
-            not 1 <= threads <= MAX_THREADS:
-        raise ValueError(f"threads {threads!r}: expected a whole number from 1 to {MAX_THREADS}")
+    check_whole("threads", threads, 1, MAX_THREADS)
 
 
 def _loss_scaling_of(config):
@@ -449,17 +439,15 @@ class Emulation(RecordFailure):
                 raise TypeError(f"parameter {name} is {str(p.dtype).replace('torch.', '')}: "
                                 f"emulate casts from float32 (the FP32 master copy); call "
                                 f"model.float()")
-        for label, value, low in (("every", every, 1), ("histograms_every", histograms_every, 1)):
-            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{label} {value!r}: expected a whole number, {low} or more")
+        check_whole("every", every, 1)
+        check_whole("histograms_every", histograms_every, 1)
         _check_threads(threads)
-        if seed is not None and (not isinstance(seed, numbers.Integral) or
-                                 isinstance(seed, bool) or seed < 0):
-            raise ValueError(f"seed {seed!r}: expected a whole number, 0 or more")
+        if seed is not None:
+            check_whole("seed", seed, 0)
         if loss_scaler is not None and not isinstance(loss_scaler, LossScaler):
             raise TypeError(f"loss_scaler is a {type(loss_scaler).__name__}: expected a "
                             f"precision_lab.torch.LossScaler (None: the recipe's)")
-        chosen = _select(model, modules)
+        chosen, selection = _select(model, modules)
         stage_names = []
         for name, _, t in chosen:
             stage_names.extend(name + suffix for suffix in t.stages)
@@ -498,9 +486,8 @@ class Emulation(RecordFailure):
             "not_emulated": "master_weights and optimizer_state: the script's optimiser",
             "loss_scaler": self.scaler._config.get("scaling", {}),
         }
-        if modules is not None:
-            description["module_selection"] = (modules if isinstance(modules, (str, list, tuple))
-                                               else "callable")
+        if selection is not None:
+            description["module_selection"] = selection
         tied = _tied_weights(chosen)
         if tied:
             description["tied_weights"] = [{"parameter": p, "aliases": a}

@@ -10,10 +10,13 @@ class Run:
     """A run record read at one moment (a live run: call ``open_run`` again for newer steps).
 
     ``steps``: one row per step (loss, scale, lr, ...; NaN where not reported).
-    ``stats``: one row per statistics step, stage (module), role and format: the class counts,
-    amax, flushed_share, grad_scale (the loss scale gradients were judged at), tensor_scale,
-    scaling (the per-tensor scaling that cast the row: "none", "amax-current", "nvfp4", ...; ""
-    for a watched run's judged formats), sqnr_db, blocks.
+    ``stats``: one row per statistics step, stage (module), role and format, with layers.csv's
+    columns in its order (docs/record.md): the class counts (zero, flushed, ...), amax,
+    flushed_share, updates and lost_updates (master weights), grad_scale (the loss scale
+    gradients were judged at), tensor_scale, blocks and saturated_blocks, mse, sqnr_db,
+    norm_rel_error (NaN where not measured), scaling (the per-tensor scaling that cast the row:
+    "none", "amax-current", "nvfp4", ...; "" for a watched run's judged formats).
+    ``steps`` has metrics.csv's columns.
     ``diagnostics``: per statistics step, stage and role of a watched run, the activations'
     kurtosis (format "") and each block format's block-scale spread (block_scale_log2_std) and
     live and zero-scale blocks (docs/record.md); empty for other runs.

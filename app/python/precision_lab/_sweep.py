@@ -19,6 +19,8 @@ import os
 import random
 import re
 
+from ._arguments import check_whole
+
 RUN_DIR = "PLAB_SWEEP_RUN_DIR"
 RECIPE = "PLAB_SWEEP_RECIPE"
 RECIPE_NAME = "PLAB_SWEEP_RECIPE_NAME"
@@ -62,8 +64,7 @@ def seed_from_sweep(default=0):
     """Seeds Python's random, numpy (when installed) and torch (CPU and every CUDA device) with
     the sweep's seed, or with ``default`` outside a sweep; returns the seed used. Call it before
     the model is built, so that its initial weights are the seed's."""
-    if not isinstance(default, numbers.Integral) or isinstance(default, bool) or default < 0:
-        raise ValueError(f"default {default!r}: expected a whole number, 0 or more")
+    check_whole("default", default, 0)
     run = current()
     seed = int(default) if run is None else run.seed
     random.seed(seed)

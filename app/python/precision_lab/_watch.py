@@ -1,9 +1,4 @@
-"""precision_lab.torch: your own PyTorch training, recorded live (``watch``: judged in several
-formats as it runs) or trained under one of the core's recipes (``emulate``: the recipe's casts in
-place of the model's products, every cast counted; ``LossScaler``: the core's loss-scaling
-policies with GradScaler's methods, on any device). Both record into run records the app follows.
-
-precision_lab.torch.watch: a live, format-aware record of your own PyTorch training.
+"""precision_lab.torch.watch: a live, format-aware record of your own PyTorch training.
 
     watcher = precision_lab.torch.watch(model, "runs/mine")
     for x, y in data:
@@ -36,7 +31,8 @@ says which scale that was.
 Which modules: ``modules`` is None (every module with parameters of its own), a name pattern
 or a list of them (shell-style, as ``fnmatch``: "blocks.*.attn", "head"; matched against the
 names ``named_modules()`` gives; a module's exact name names it alone, even one holding ``[``),
-or a callable ``(name, module) -> bool``. A pattern that
+or a filter ``(module, fqn) -> bool`` (torchao's ``module_filter_fn`` order; the earlier
+``(name, module)`` order works with a DeprecationWarning). A pattern that
 matches no such module is an error naming it, so a typo does not silently watch nothing.
 
 CUDA tensors are copied to the host at capture (the counting runs on the CPU).
@@ -57,22 +53,16 @@ import torch
 from . import _core
 from . import _distributed
 from . import _script_end
+from ._arguments import check_whole
+from . import _selection
 from . import _sweep
-from ._sweep import seed_from_sweep
-from ._emulate import (ALIASES, Emulation, _check_threads, emulate, register_emulated_type,
-                       resolve_recipe)
-from ._loss_scaler import LossScaler
-from ._names import name_matches
+from ._emulate import _check_threads
 from ._record_failure import RecordFailure
 
 # BF16 and FP16, then the frameworks' recipes as they cast (core/train/recipe_candidates.h):
 # what the advisor's default ladder advises from.
 DEFAULT_FORMATS = ("bf16", "fp16", "fp8-current", "fp8-delayed", "fp8-block", "mxfp8", "nvfp4")
 ROLES = ("weights", "activations", "activation_gradients", "weight_gradients")
-
-__all__ = ["watch", "Watcher", "DEFAULT_FORMATS", "ROLES", "emulate", "Emulation",
-           "LossScaler", "register_emulated_type", "resolve_recipe", "ALIASES", "seed_from_sweep"]
-
 
 def watch(model, run_dir=None, formats=DEFAULT_FORMATS, every=10, roles=ROLES, loss_scale=None,
           queue_steps=4, threads=1, overwrite=False, modules=None, ranks=None):
@@ -91,31 +81,7 @@ def _select_modules(model, modules):
              if _watched(m)]
     if not named:
         raise ValueError(f"{type(model).__name__} has no module with parameters to watch")
-    if modules is None:
-        return named, None
-    if callable(modules):
-        chosen = [(n, m) for n, m in named if modules(n, m)]
-        rule = f"callable {getattr(modules, '__qualname__', type(modules).__name__)}"
-        if not chosen:
-            raise ValueError(f"modules: {rule} chose none of {type(model).__name__}'s "
-                             f"{len(named)} modules with parameters")
-        return chosen, rule
-    patterns = (modules,) if isinstance(modules, str) else tuple(modules)
-    if not patterns:
-        raise ValueError("modules is empty: give None (every module), name patterns or a "
-                         "callable")
-    for p in patterns:
-        if not isinstance(p, str):
-            raise TypeError(f"modules holds a {type(p).__name__}: expected name patterns "
-                            f"(str), e.g. 'blocks.*.attn'")
-    names = {n for n, _ in named}
-    unmatched = [p for p in patterns if not any(name_matches(n, p, names) for n, _ in named)]
-    if unmatched:
-        shown = ", ".join(n for n, _ in named[:8]) + (", ..." if len(named) > 8 else "")
-        raise ValueError(f"modules {unmatched!r} match no module with parameters of "
-                         f"{type(model).__name__} (its modules: {shown})")
-    chosen = [(n, m) for n, m in named if any(name_matches(n, p, names) for p in patterns)]
-    return chosen, list(patterns)
+    return _selection.choose(type(model).__name__, named, modules, "with parameters")
 
 
 def _functional_children(model, watched):
@@ -203,8 +169,7 @@ class Watcher(RecordFailure):
         formats = list(formats)
         if not formats:
             raise ValueError("formats is empty: name at least one (e.g. 'fp8-e4m3')")
-        if not isinstance(every, numbers.Integral) or isinstance(every, bool) or every < 1:
-            raise ValueError(f"every {every!r}: expected a whole number of steps, 1 or more")
+        check_whole("every", every, 1, unit="steps")
         if isinstance(roles, str):
             roles = (roles,)
         roles = tuple(roles)
@@ -217,10 +182,8 @@ class Watcher(RecordFailure):
             raise TypeError(f"loss_scale is a {type(loss_scale).__name__}: expected None, a "
                             f"number, a callable or a GradScaler")
         _check_threads(threads)
-        if not isinstance(queue_steps, numbers.Integral) or isinstance(queue_steps, bool) or \
-                queue_steps < 1:
-            raise ValueError(f"queue_steps {queue_steps!r}: expected a whole number of statistics "
-                             f"steps that may wait to be counted, 1 or more")
+        check_whole("queue_steps", queue_steps, 1,
+                    unit="statistics steps that may wait to be counted")
         if isinstance(loss_scale, numbers.Real) and not (0 < float(loss_scale) < float("inf")):
             raise ValueError(f"loss_scale {loss_scale!r}: expected a finite positive number")
         self._modules, selection = _select_modules(model, modules)
