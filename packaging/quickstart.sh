@@ -45,8 +45,8 @@ if [[ "$mode" == test ]]; then
   cmake --build --preset tsan
   stage "ThreadSanitizer tests (the threaded ones)"
   ctest --preset tsan
-  stage "fuzzing: build, then 60 s per target"
-  tests/fuzz/run-fuzzers.sh 60
+  stage "fuzzing: build, then 30 s per target"
+  tests/fuzz/run-fuzzers.sh 30
   stage_end
   echo "=== all stages passed"
   exit 0
