@@ -5,6 +5,7 @@
 #include "cli_commands.h"
 
 #include "device/compute_backend.h"
+#include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
 #include "numerics/quantizer.h"
 #include "util/thread_pool.h"
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,7 @@ struct BenchArgs {
     int repeat = 5;
     bool noStats = false;
     bool specials = false;
+    bool amaxScaled = false;
     std::string device = "cpu";
     std::vector<std::string> formats = {"fp16",         "bf16",       "fp8-e4m3", "fp8-e5m2",
                                         "fp6-e3m2",     "fp6-e2m3",   "fp4-e2m1", "nvfp4",
@@ -131,6 +134,45 @@ void checkBenchFormats(const std::vector<std::string>& names) {
     }
 }
 
+// --amax-scaled: a per-tensor amax-scaled cast (the scale from the tensor's amax, as the
+// amax-current policy casts) in the quantiser's one pass, against the three passes it replaced
+// (scale, cast, unscale, in place: issue 66 item 1), alternating, each the best of its passes,
+// each after the same copy of the input; the two must give the same bits and counts.
+void printScaledCast(const Quantizer& q, const std::vector<float>& in, std::vector<float>& out,
+                     const std::string& name, Rounding rounding, const BenchArgs& args,
+                     const QuantizeOptions& options, double copyRate) {
+    const std::size_t n = in.size();
+    const double scale = amaxScale(amaxOf(in), q.config().format, 0);
+    const auto s = static_cast<float>(scale), inverse = static_cast<float>(1.0 / scale);
+    // Both in place, as the engine casts, on a fresh copy of the input (the copy in both).
+    QuantStats onePassStats, threePassStats;
+    std::vector<float> threePass(n);
+    auto onePass = [&] {
+        onePassStats.reset();
+        std::memcpy(out.data(), in.data(), n * sizeof(float));
+        quantizeScaled(q, out, out, scale, args.noStats ? nullptr : &onePassStats, options);
+    };
+    auto threePasses = [&] {
+        threePassStats.reset();
+        std::memcpy(threePass.data(), in.data(), n * sizeof(float));
+        scaleInPlace(threePass, s);
+        q.quantize(threePass, threePass, args.noStats ? nullptr : &threePassStats, options);
+        scaleInPlace(threePass, inverse);
+    };
+    double one = 1e300, three = 1e300;
+    for (int r = 0; r < args.repeat; ++r) {
+        one = std::min(one, bestSeconds(1, onePass));
+        three = std::min(three, bestSeconds(1, threePasses));
+    }
+    if (std::memcmp(out.data(), threePass.data(), n * sizeof(float)) != 0 ||
+        onePassStats.counts != threePassStats.counts || onePassStats.amax != threePassStats.amax)
+        throw std::runtime_error("bench quantize --amax-scaled: " + name +
+                                 ": the one pass and the three passes differ");
+    const double rate = static_cast<double>(n) / one;
+    std::printf("%-14s %-14s %12.3f %12.3f %12.3f\n", (name + " scaled").c_str(),
+                std::string(toString(rounding)).c_str(), rate / 1e9, rate / copyRate, three / one);
+}
+
 int runQuantizeBench(const BenchArgs& args) {
     if (args.size == 0 || args.repeat < 1)
         throw std::invalid_argument("bench quantize: --size and --repeat must be positive");
@@ -164,7 +206,7 @@ int runQuantizeBench(const BenchArgs& args) {
                 toString(Quantizer(QuantConfig{}, kernel).kernel()),
                 args.noStats ? "values only" : "with counters and histogram", args.repeat);
     std::printf("%-14s %-14s %12s %12s %12s\n", "format", "rounding", "G elem/s", "x copy",
-                "x element");
+                args.amaxScaled ? "x 3 passes" : "x element");
     std::printf("%-14s %-14s %12.3f %12.3f %12s\n", "(copy)", "-", copyRate / 1e9, 1.0, "-");
     QuantStats stats;
     BlockStats blockStats;
@@ -185,6 +227,10 @@ int runQuantizeBench(const BenchArgs& args) {
                 stats.reset();
                 q.quantize(in, out, args.noStats ? nullptr : &stats, options);
             };
+            if (block == nullptr && args.amaxScaled) {
+                printScaledCast(q, in, out, name, rounding, args, options, copyRate);
+                continue;
+            }
             if (block == nullptr) {
                 const double rate = static_cast<double>(n) / bestSeconds(args.repeat, elementCast);
                 std::printf("%-14s %-14s %12.3f %12.3f %12s\n", name.c_str(),
@@ -240,6 +286,9 @@ Command addBenchCommand(CLI::App& app) {
         ->capture_default_str();
     quantize->add_flag("--no-stats", args->noStats,
                        "Quantise only, without counters and histogram (what counting costs)");
+    quantize->add_flag("--amax-scaled", args->amaxScaled,
+                       "Element formats cast with a per-tensor amax scale: the one pass against "
+                       "the three passes (scale, cast, unscale) it replaced, as a ratio");
     quantize->add_flag("--specials", args->specials,
                        "Every 97th input a special value (float32 subnormal, +-0, +-Inf, NaN, "
                        "huge, tiny)");
