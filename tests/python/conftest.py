@@ -34,3 +34,19 @@ def cli():
     if not path or not os.path.exists(path):
         pytest.fail("PLAB_CLI does not name precision-lab-cli (CTest sets it)")
     return path
+
+
+def tied_model(torch):
+    """nanoGPT's tie in small: lm_head.weight is wte.weight (one tensor, two modules)."""
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(32, 16)
+            self.lm_head = torch.nn.Linear(16, 32, bias=False)
+            self.lm_head.weight = self.wte.weight
+
+        def forward(self, x):
+            return self.lm_head(self.wte(x))
+
+    return Tied()

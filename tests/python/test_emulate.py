@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import require_torch
+from conftest import require_torch, tied_model
 
 COUNTS = ("total", "zero", "flushed", "subnormal", "normal", "overflow", "nan")
 
@@ -791,18 +791,8 @@ def test_a_tied_weight_says_what_is_cast_of_its_gradient(tmp_path):
     import precision_lab as pl
     import precision_lab.torch as pt
 
-    class Tied(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = torch.nn.Embedding(32, 16)
-            self.lm_head = torch.nn.Linear(16, 32, bias=False)
-            self.lm_head.weight = self.wte.weight
-
-        def forward(self, x):
-            return self.lm_head(self.wte(x))
-
     torch.manual_seed(0)
-    model = Tied()
+    model = tied_model(torch)
     with pt.emulate(model, "fp16-noscale", tmp_path / "run") as em:
         x = torch.randint(0, 32, (4, 8))
         torch.nn.functional.cross_entropy(model(x).flatten(0, 1), x.flatten()).backward()

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import precision_lab as pl
+from conftest import tied_model
 
 COUNTS = ("total", "zero", "flushed", "subnormal", "normal", "overflow", "nan")
 
@@ -377,18 +378,8 @@ def test_a_tied_weight_is_recorded_once_with_its_aliases(torch, tmp_path):
     """nanoGPT ties lm_head.weight to transformer.wte.weight: one tensor, one set of rows."""
     import precision_lab.torch as plt
 
-    class Tied(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.wte = torch.nn.Embedding(32, 16)
-            self.lm_head = torch.nn.Linear(16, 32, bias=False)
-            self.lm_head.weight = self.wte.weight
-
-        def forward(self, x):
-            return self.lm_head(self.wte(x))
-
     torch.manual_seed(0)
-    model = Tied()
+    model = tied_model(torch)
     with plt.watch(model, tmp_path / "run", formats="fp16", every=1) as watcher:
         for _ in range(2):
             x = torch.randint(0, 32, (4, 8))

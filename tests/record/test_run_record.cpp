@@ -16,6 +16,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -348,26 +349,38 @@ void TestRunRecord::blockStatisticsAndErrorsAreRecorded() {
     QCOMPARE(measured, 4 * 2);
 }
 
+namespace {
+
+// One step of a two-stage run into `run`: a new record, or (`from`) one going on from a
+// checkpoint.
+void writeStep(const std::string& run, std::int64_t step,
+               const std::optional<RecordContinuation>& from) {
+    std::unique_ptr<RunLog> log =
+        from ? std::make_unique<RunLog>(run, smallConfig(3), std::vector<std::string>{"L0", "L1"},
+                                        *from)
+             : std::make_unique<RunLog>(run, smallConfig(3), std::vector<std::string>{"L0", "L1"});
+    StepScalars s;
+    s.step = step;
+    log->logStep(s);
+    log->logStats(step, someStats(2));
+    log->commit();
+    log->close();
+}
+
 // Version 8 renamed three stats columns; a record's columns as version 7 named them.
 constexpr const char* kRenameToVersionSeven =
     "ALTER TABLE stats RENAME COLUMN flushed TO underflow; ALTER TABLE stats RENAME COLUMN blocks "
     "TO mx_blocks; ALTER TABLE stats RENAME COLUMN saturated_blocks TO mx_saturated_blocks; "
     "UPDATE meta SET value = '7' WHERE key = 'schema_version';";
 
+} // namespace
+
 // A record written before the error sums and the blocks and channels tables (schema version 1)
 // still exports and opens, with empty error cells and no blocks.csv or channels.csv.
 void TestRunRecord::versionOneRecordStillReads() {
     QTemporaryDir dir;
     const std::string run = dir.path().toStdString() + "/run";
-    {
-        RunLog log(run, smallConfig(3), {"L0", "L1"});
-        StepScalars s;
-        s.step = 1;
-        log.logStep(s);
-        log.logStats(1, someStats(2));
-        log.commit();
-        log.close();
-    }
+    writeStep(run, 1, std::nullopt);
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
         db.exec(std::string(kRenameToVersionSeven) +
@@ -408,15 +421,7 @@ void TestRunRecord::versionOneRecordStillReads() {
 void TestRunRecord::versionSevenRecordReadsAndGoesOnRenamed() {
     QTemporaryDir dir;
     const std::string run = dir.path().toStdString() + "/run";
-    {
-        RunLog log(run, smallConfig(3), {"L0", "L1"});
-        StepScalars s;
-        s.step = 1;
-        log.logStep(s);
-        log.logStats(1, someStats(2));
-        log.commit();
-        log.close();
-    }
+    writeStep(run, 1, std::nullopt);
     {
         SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadWrite);
         db.exec(kRenameToVersionSeven);
@@ -428,15 +433,7 @@ void TestRunRecord::versionSevenRecordReadsAndGoesOnRenamed() {
     const std::vector<StatsRow> before = RunRecord(run).statsRows();
     QVERIFY(!before.empty());
     QVERIFY(before.front().counts[static_cast<std::size_t>(QuantClass::Underflow)] > 0);
-    {
-        RunLog log(run, smallConfig(3), {"L0", "L1"}, RecordContinuation{0, 1});
-        StepScalars s;
-        s.step = 2;
-        log.logStep(s);
-        log.logStats(2, someStats(2));
-        log.commit();
-        log.close();
-    }
+    writeStep(run, 2, RecordContinuation{0, 1});
     SqliteDb db(run + "/run.sqlite", SqliteDb::Mode::ReadOnly);
     QCOMPARE(db.queryInteger("SELECT value FROM meta WHERE key = 'schema_version'", 0),
              std::int64_t{8});
