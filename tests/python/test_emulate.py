@@ -653,6 +653,18 @@ def test_a_double_backward_is_refused_not_computed_wrong(tmp_path):
         assert model[0].weight.grad is not None and torch.isfinite(model[0].weight.grad).all()
 
 
+def scaled_step(em, model, optimizer, x):
+    """One step of the small regression (the first input column from all) under the
+    emulation's loss scaler; its loss."""
+    loss = (model(x) - x[:, :1]).pow(2).mean()
+    em.scaler.scale(loss).backward()
+    em.scaler.step(optimizer)
+    em.scaler.update()
+    em.step(loss=loss)
+    optimizer.zero_grad()
+    return loss.item()
+
+
 def test_the_scripts_loss_scaler_is_recorded_and_replayed(tmp_path):
     """Issue 65 item 15: emulate(..., loss_scaler=LossScaler("dynamic", init_scale=2**16))
     recorded the recipe's scaling (static, 1) and its replay from config.json ran at scale 1.
@@ -669,15 +681,8 @@ def test_the_scripts_loss_scaler_is_recorded_and_replayed(tmp_path):
         losses, scales = [], []
         with pt.emulate(model, recipe, run, loss_scaler=loss_scaler) as em:
             for _ in range(6):
-                x = torch.randn(32, 8)
-                loss = (model(x) - x[:, :1]).pow(2).mean()
                 scales.append(em.scaler.get_scale())
-                em.scaler.scale(loss).backward()
-                em.scaler.step(optimizer)
-                em.scaler.update()
-                em.step(loss=loss)
-                optimizer.zero_grad()
-                losses.append(loss.item())
+                losses.append(scaled_step(em, model, optimizer, torch.randn(32, 8)))
         return losses, scales
 
     first = train("fp16-noscale", tmp_path / "run",
@@ -744,13 +749,7 @@ def test_a_checkpoint_resumes_the_emulation_bit_for_bit(tmp_path):
         losses = []
         for i in steps:
             x = torch.randn(32, 8, generator=torch.Generator().manual_seed(100 + i)) * (1 + i)
-            loss = (model(x) - x[:, :1]).pow(2).mean()
-            em.scaler.scale(loss).backward()
-            em.scaler.step(optimizer)
-            em.scaler.update()
-            em.step(loss=loss)
-            optimizer.zero_grad()
-            losses.append(loss.item())
+            losses.append(scaled_step(em, model, optimizer, x))
         return losses
 
     model, optimizer = make()
