@@ -38,7 +38,6 @@ QString TrainingController::configure(const TrainConfig& config, const QString& 
         m_data = std::move(data);
         m_dataKey = dataKey;
         m_config = config;
-        m_editsAfterEnd = nlohmann::json::object();
         m_configVersion = 0;
         m_latest = nullptr;
         m_wantRunning = false;
@@ -112,23 +111,14 @@ TrainConfig TrainingController::replayConfig() const {
     if (!m_session)
         return m_config;
     m_session->waitForCommands();
-    TrainConfig config = m_session->replayConfig();
-    // Edits made after the end (the window shows them): at the last step, where a replay of as
-    // many steps never reaches them and one of more steps makes them.
-    if (!m_editsAfterEnd.empty()) {
-        const std::int64_t last = m_latest ? m_latest->scalars.step : 0;
-        if (!config.timeline.empty() && config.timeline.back().step == last)
-            mergeConfig(config.timeline.back().set, m_editsAfterEnd);
-        else
-            config.timeline.push_back({last, m_editsAfterEnd});
-    }
-    return config;
+    return m_session->replayConfig();
 }
 
 bool TrainingController::keptAfterEnd(const nlohmann::json& patch) {
     if (!m_session || !hasEnded(m_session->state()))
         return false;
-    mergeConfig(m_editsAfterEnd, patch);
+    // At the last step, where a replay of as many steps never reaches it and one of more makes it.
+    m_session->noteEditAfterEnd(m_latest ? m_latest->scalars.step : 0, patch);
     return true;
 }
 

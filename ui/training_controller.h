@@ -91,13 +91,12 @@ signals:
 
 private:
     void append(const StepScalars& s);
-    // An edit made after the session ended (it takes no more): merged into m_editsAfterEnd,
-    // which replayConfig() puts in the timeline, so Save session holds what the window shows
-    // (issue 65 item 29). False while the session takes edits.
+    // An edit made after the session ended (it takes no more): into the session's replay
+    // timeline at the last step, so Save session holds what the window shows (issue 65 item
+    // 29). False while the session takes edits.
     bool keptAfterEnd(const nlohmann::json& patch);
 
     TrainConfig m_config;
-    nlohmann::json m_editsAfterEnd = nlohmann::json::object();
     std::shared_ptr<const DataSplit> m_data;
     std::string m_dataKey; // what m_data was made from, to reuse it on the next run
     std::unique_ptr<TrainingSession> m_session;

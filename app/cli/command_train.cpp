@@ -135,8 +135,7 @@ int runTrain(const TrainArgs& args) {
         const bool done = hasEnded(state);
         // Not before this process's first step: a resumed run's line said "step 0/1500".
         const bool stepped = last.step > session.resumedFrom();
-        if ((stepped && now - lastPrint > std::chrono::milliseconds(tty ? 200 : 5000)) ||
-            (done && stepped)) {
+        if (stepped && (done || now - lastPrint > std::chrono::milliseconds(tty ? 200 : 5000))) {
             const double elapsed = std::chrono::duration<double>(now - start).count();
             const std::int64_t taken = last.step - session.resumedFrom(); // by this process
             const double eta = taken > 0

@@ -230,8 +230,7 @@ void TrainingSession::applyDueEdits() {
         for (auto it = patch.begin(); it != patch.end(); ++it) {
             if (it.key() == "train")
                 apply({Command::LearningRate, next.learningRate, nullptr});
-            else if (it.key() == "scaling" && it->is_object() && it->size() == 1 &&
-                     it->contains("scale"))
+            else if (it.key() == "scaling" && setsOnlyTheScale({{"scaling", *it}}))
                 apply({Command::Scale, next.lossScale, nullptr});
             else if (it.key() == "scaling")
                 apply({Command::Scaling, 0.0, nullptr, std::make_shared<const TrainConfig>(next)});

@@ -53,6 +53,11 @@ public:
     void stop(std::string reason = {});
     void reset(); // fresh model from the seed, step 0, paused
     void setLearningRate(double lr);
+    // An edit made after the run ended (it takes no more steps): into the replay's timeline at
+    // `step`, the run's last, so that Save session holds what the window shows.
+    void noteEditAfterEnd(std::int64_t step, nlohmann::json patch) {
+        noteEdit(step, std::move(patch));
+    }
     void setLossScale(double scale);
     // Throws ConfigError (on the caller's thread) for an override of a stage the model lacks.
     void setRecipe(const PrecisionRecipe& recipe);

@@ -83,7 +83,8 @@ struct StatColumns {
         normRelError.push_back(measured ? row.error.normRelativeError() : std::nan(""));
     }
 
-    // layers.csv's columns, in its order (kLayersCsvHeader; test_run_record_py checks it).
+    // layers.csv's columns, in its order (kLayersCsvHeader; test_watch.py's
+    // test_open_run_reads_a_cli_run checks them against the file).
     py::dict columns() const {
         py::dict d;
         d["step"] = step;
