@@ -4,25 +4,28 @@
 # snapshot no recipe). Read by core/CMakeLists.txt, which builds the floors as libraries, and by
 # tests/layering/check_layering.cmake, which checks every include against the same order.
 set(PLAB_CORE_DIR ${CMAKE_CURRENT_LIST_DIR})
-set(PLAB_LAYERS util numerics nn data engine device gpt cuda stats record train watch sweep advise
-    ui app)
+set(PLAB_LAYERS util numerics nn data engine device gpt cuda stats record recipe train torch_runs
+    sweep advise ui app)
 
 # The static libraries that carry the core's floors, bottom first: each holds consecutive folders
 # of PLAB_LAYERS and links only the libraries below it, so a call upward does not link and an
 # include upward does not compile (plab_floor, below).
-set(PLAB_CORE_FLOORS plab_numerics plab_engine plab_cuda plab_record plab_train plab_sweep)
+set(PLAB_CORE_FLOORS plab_numerics plab_engine plab_cuda plab_record plab_recipe plab_train
+    plab_sweep)
 set(PLAB_FLOOR_FOLDERS_plab_numerics util numerics)
 set(PLAB_FLOOR_FOLDERS_plab_engine nn data engine device gpt)
 set(PLAB_FLOOR_FOLDERS_plab_cuda cuda)
 set(PLAB_FLOOR_FOLDERS_plab_record stats record)
+set(PLAB_FLOOR_FOLDERS_plab_recipe recipe)
 set(PLAB_FLOOR_FOLDERS_plab_train train)
-set(PLAB_FLOOR_FOLDERS_plab_sweep watch sweep advise)
+set(PLAB_FLOOR_FOLDERS_plab_sweep torch_runs sweep advise)
 # What each floor links (the libraries right below it; the rest come through them).
 set(PLAB_FLOOR_LINKS_plab_numerics)
 set(PLAB_FLOOR_LINKS_plab_engine plab_numerics)
 set(PLAB_FLOOR_LINKS_plab_cuda plab_engine)
 set(PLAB_FLOOR_LINKS_plab_record plab_numerics)
-set(PLAB_FLOOR_LINKS_plab_train plab_engine plab_record)
+set(PLAB_FLOOR_LINKS_plab_recipe plab_engine)
+set(PLAB_FLOOR_LINKS_plab_train plab_recipe plab_record)
 set(PLAB_FLOOR_LINKS_plab_sweep plab_train)
 
 # plab_floor_folders(<floor> <out>): the folders a floor's files may include: its own and those of

@@ -15,10 +15,10 @@ packages=(
 )
 if [[ "${1:-}" == --test ]]; then
   # Fuzzing (clang's libFuzzer and sanitizer runtimes), the package test's validators, the
-  # Python module's tests (pytest; PyTorch for the watcher), a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh), and lld, which
+  # Python module's tests (pytest; PyTorch for the watcher; mypy's stubtest for its type stubs), a private single-node Slurm for the sweep tests (tests/cli/local_slurm.sh), and lld, which
   # links the three builds' ~90 executables faster than binutils' linkers (CMakeLists.txt).
   packages+=(clang libclang-rt-14-dev appstream desktop-file-utils dpkg-dev file slurm-wlm munge
-    lld python3-pytest python3-torch)
+    lld python3-pytest python3-torch mypy)
 fi
 
 missing=()

@@ -5,7 +5,7 @@
 // does not parse is marked and not applied.
 #pragma once
 
-#include "train/precision_recipe.h"
+#include "recipe/precision_recipe.h"
 
 #include <QWidget>
 

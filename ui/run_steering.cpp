@@ -1,7 +1,7 @@
 // RunSteering: commands from the app's controls to an emulated run, and the run's answers.
 #include "run_steering.h"
 
-#include "watch/run_commands.h"
+#include "record/run_commands.h"
 
 #include <algorithm>
 

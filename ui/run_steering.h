@@ -1,5 +1,5 @@
 // RunSteering: the app's side of steering an emulated PyTorch run through its record
-// (core/watch/run_commands.h). The run on show says at each poll whether it takes commands now
+// (core/record/run_commands.h). The run on show says at each poll whether it takes commands now
 // (an emulated run whose script still writes it, in a folder the app may write) and why not;
 // the controls send their commands through send(); the script's answers are the steering events
 // it records, which refresh() hands back once each.

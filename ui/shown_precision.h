@@ -27,7 +27,7 @@ struct ShownPrecision {
     static ShownPrecision judgedIn(const std::string& format);
 
     // As shown for one stage: where the recipe gives the stage its own per-tensor scaling
-    // (train/tensor_scaling.h), that scaling's policy, block scheme and margin replace the
+    // (recipe/tensor_scaling.h), that scaling's policy, block scheme and margin replace the
     // run's; the loss scale's policy stays the run's for a stage that has none of its own.
     ShownPrecision forStage(int stage, const std::vector<std::string>& stageNames) const;
     // The format `role` of stage `stage` (named by `stageNames`) is cast to.

@@ -1,12 +1,12 @@
 // `steer RUN`: one command to an emulated PyTorch run that its script is running
-// (precision_lab.torch.emulate), as the app's controls send it (core/watch/run_commands.h): a new
+// (precision_lab.torch.emulate), as the app's controls send it (core/record/run_commands.h): a new
 // loss scale, scaling policy or recipe setting, or pause / step / resume. The script applies it
 // at its next step boundary and records it (an event, a timeline entry in config.json).
 #include "cli_commands.h"
 
 #include "record/run_record.h"
 #include "train/train_config.h"
-#include "watch/run_commands.h"
+#include "record/run_commands.h"
 
 #include <cmath>
 #include <cstdio>

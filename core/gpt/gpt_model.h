@@ -22,7 +22,7 @@
 
 namespace plab::transformer {
 
-// The operands the precision recipe casts (its tensor roles, train/precision_recipe.h).
+// The operands the precision recipe casts (its tensor roles, recipe/precision_recipe.h).
 enum class GptOperand { Weights, Activations, ActivationGradients, WeightGradients };
 // Where in a stage a cast happens, for overrides by kind (PrecisionRecipe::kindOverrides): a
 // product's plain operand, a LayerNorm output a product reads, the attention probabilities, the

@@ -1,5 +1,5 @@
 // The mean, standard deviation and largest |x| of a tensor: what per-layer analytic scaling
-// (train/per_layer_scaling.h) reads of a gradient and of the weights, and what every engine
+// (recipe/per_layer_scaling.h) reads of a gradient and of the weights, and what every engine
 // computes (TensorOps::moments).
 #pragma once
 

@@ -37,7 +37,7 @@ struct StageStats {
     double gradientScale = 1.0;    // the scale this stage's gradients carried (per-layer policy)
     std::array<double, kRoleCount> tensorScale{1, 1, 1, 1, 1, 1}; // amax scaling, per role
     // The per-tensor scaling that cast each role ("none", "amax-current", "nvfp4", ...: the
-    // stage's own or the run's, train/tensor_scaling.h); empty where not known.
+    // stage's own or the run's, recipe/tensor_scaling.h); empty where not known.
     std::array<std::string_view, kRoleCount> scaling{};
     // Block scaling: NVFP4's s_enc lands in tensorScale; per-block statistics here.
     std::array<BlockStats, kRoleCount> blocks{};

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "numerics/rounding.h"
-#include "train/tensor_scaling.h"
+#include "recipe/tensor_scaling.h"
 
 #include <nlohmann/json.hpp>
 

@@ -146,7 +146,7 @@ std::string tensorScalingPolicyNames() {
     return names;
 }
 
-// An override's "scaling": a layer's own per-tensor scaling (train/tensor_scaling.h).
+// An override's "scaling": a layer's own per-tensor scaling (recipe/tensor_scaling.h).
 TensorScaling readOverrideScaling(const json& v, const std::string& path) {
     Reader r(v, path);
     for (const char* key : kRunScalingKeys)

@@ -4,7 +4,7 @@
 #include "engine/optimizer.h"
 #include "numerics/quantizer.h"
 #include "record/record_error.h"
-#include "train/make_loss_scaler.h"
+#include "recipe/make_loss_scaler.h"
 #include "train/train_config.h"
 #include "util/system_memory.h"
 

@@ -8,8 +8,9 @@
 #include "data/text_corpus.h"
 #include "gpt/gpt_model.h"
 #include "stats/training_snapshot.h"
-#include "train/gpt_casts.h"
-#include "train/loss_scaler.h"
+#include "recipe/gpt_casts.h"
+#include "recipe/loss_scaler.h"
+#include "train/train_config.h"
 #include "train/run_checkpoint.h"
 
 #include <cstdint>

@@ -204,25 +204,4 @@ json TrainConfig::toJson() const {
     return j;
 }
 
-void TrainConfig::setScalingFrom(const TrainConfig& o) {
-    scalingPolicy = o.scalingPolicy;
-    lossScale = o.lossScale;
-    dynamic = o.dynamic;
-    perLayerCap = o.perLayerCap;
-    cumulativeCap = o.cumulativeCap;
-    tensors = o.tensors;
-    hadamard = o.hadamard;
-}
-
-std::optional<BlockScheme> TrainConfig::blockScheme() const {
-    return tensorScaling().blockScheme();
-}
-
-TensorScaling TrainConfig::tensorScaling() const {
-    TensorScaling t = tensors;
-    t.policy = isAmaxScaling(scalingPolicy) || isBlockScaling(scalingPolicy) ? scalingPolicy
-                                                                             : ScalingPolicy::None;
-    return t;
-}
-
 } // namespace plab

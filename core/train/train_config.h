@@ -6,9 +6,7 @@
 #include "engine/optimizer.h"
 #include "nn/model.h"
 #include "numerics/block_scheme.h"
-#include "train/dynamic_scaler.h"
-#include "train/precision_recipe.h"
-#include "train/scaling_policy.h"
+#include "recipe/casting_settings.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,8 +42,9 @@ struct TimedEdit {
     bool operator==(const TimedEdit&) const = default;
 };
 
-struct TrainConfig {
-    std::uint64_t seed = 1;
+// A run's whole config: how its tensors are cast (CastingSettings: the seed, recipe and
+// scaling.*) and everything else that defines it.
+struct TrainConfig : CastingSettings {
     unsigned threads = 1;
     std::string device = "auto"; // auto | cpu | cuda | cuda:N (device/compute_backend.h)
 
@@ -77,28 +76,9 @@ struct TrainConfig {
     // 0: only when stopped.
     std::int64_t checkpointEvery = 0;
 
-    PrecisionRecipe recipe;
-    ScalingPolicy scalingPolicy = ScalingPolicy::Static; // train/scaling_policy.h
-    double lossScale = 1.0;        // static scale, or the dynamic policies' initial one
-    DynamicScalerSettings dynamic; // dynamic / enhanced parameters (initialScale unused)
-    double perLayerCap = 16.0, cumulativeCap = 1024.0; // per-layer (Zhao et al.)
-    // The amax and block policies' settings (margin, history, block size, ...); their policy
-    // is scalingPolicy (tensors.policy is unused here: tensorScaling() fills it in).
-    TensorScaling tensors;
-    // Block policies: the random Hadamard transform of linear layers' weight-gradient operands.
-    bool hadamard = false;
-
     std::vector<TimedEdit> timeline; // in step order; written only when not empty
 
     nlohmann::json toJson() const;
-    // Takes the scaling.* settings (policy, scale and every policy parameter) from another config.
-    void setScalingFrom(const TrainConfig& other);
-    // The block scheme of a block-scaling policy (nullopt for the others).
-    std::optional<BlockScheme> blockScheme() const;
-    // The run's per-tensor scaling: `tensors` with the policy when it is an amax or block one
-    // (else none); what a stage without an override of its own takes
-    // (PrecisionRecipe::scalingOverride).
-    TensorScaling tensorScaling() const;
     // Field by field: what a replay test compares (a config and its config.json read back).
     bool operator==(const TrainConfig&) const = default;
 };

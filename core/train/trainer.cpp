@@ -10,9 +10,9 @@
 #include "nn/linear.h"
 #include "nn/softmax_cross_entropy.h"
 #include "stats/tensor_sample.h"
-#include "train/make_loss_scaler.h"
-#include "train/per_layer_scaling.h"
-#include "train/recipe_caster.h"
+#include "recipe/make_loss_scaler.h"
+#include "recipe/per_layer_scaling.h"
+#include "recipe/recipe_caster.h"
 
 #include <algorithm>
 #include <chrono>

@@ -29,18 +29,13 @@ const char* toString(SessionState state) {
     return "?";
 }
 
-TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<const DataSplit> data,
+TrainingSession::TrainingSession(const TrainConfig& start, std::shared_ptr<const DataSplit> data,
                                  std::string runDir, const RunLogOptions& logOptions)
-    : m_config(config), m_data(std::move(data)), m_runDir(std::move(runDir)),
-      m_pendingEdits(config.timeline.begin(), config.timeline.end()) {
-    // The timeline replays as the steps come; each edit lands on m_plan's timeline again as it
-    // is applied, so a replayed run's config.json is the one it was started from.
-    m_config.timeline.clear();
-    m_effective = m_plan = m_config;
+    : m_timeline(start), m_data(std::move(data)), m_runDir(std::move(runDir)) {
     std::optional<RunCheckpoint> checkpoint;
     std::string notResumed;
     if (logOptions.resume && !m_runDir.empty())
-        checkpoint = usableCheckpoint(config, notResumed);
+        checkpoint = usableCheckpoint(start, notResumed);
     if (logOptions.resume && !checkpoint && !logOptions.overwrite)
         throw RecordError(m_runDir + ": cannot resume: " + notResumed);
     if (checkpoint) {
@@ -54,24 +49,25 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
         } catch (const std::exception& e) {
             throw ofCheckpoint(e);
         }
-        m_trainer = makeTrainingRun(m_config, m_data);
+        m_trainer = makeTrainingRun(config(), m_data);
         try {
             m_trainer->restoreState(*checkpoint);
         } catch (const std::exception& e) {
             throw ofCheckpoint(e);
         }
     } else {
-        m_trainer = makeTrainingRun(m_config, m_data);
+        m_trainer = makeTrainingRun(config(), m_data);
     }
     m_plannedSteps = m_trainer->plannedSteps();
     m_stageCount = m_trainer->stageCount();
     m_stageNames = m_trainer->stageNames();
     // A timeline recipe for a stage this model lacks is bad input now, not a refusal mid-run.
-    TrainConfig state = m_config;
-    for (std::size_t i = 0; i < m_pendingEdits.size(); ++i) {
-        state = applyEdit(state, m_pendingEdits[i].set);
+    TrainConfig state = config();
+    const std::deque<TimedEdit>& replayed = m_timeline.pending();
+    for (std::size_t i = 0; i < replayed.size(); ++i) {
+        state = applyEdit(state, replayed[i].set);
         try {
-            checkRecipeStages(state.recipe, m_stageCount, m_config.model.type == "gpt");
+            checkRecipeStages(state.recipe, m_stageCount, config().model.type == "gpt");
         } catch (const ConfigError& e) {
             std::string what = e.what();
             if (what.rfind("config.", 0) == 0)
@@ -85,11 +81,11 @@ TrainingSession::TrainingSession(const TrainConfig& config, std::shared_ptr<cons
         m_checkpointStep = m_resumedFrom;
     if (!m_runDir.empty() && checkpoint)
         m_log = std::make_unique<RunLog>(
-            m_runDir, m_config, m_stageNames,
+            m_runDir, config(), m_stageNames,
             RecordContinuation{checkpoint->header.at("session").at("attempt").get<std::int64_t>(),
                                m_resumedFrom});
     else if (!m_runDir.empty())
-        m_log = std::make_unique<RunLog>(m_runDir, m_config, m_stageNames, logOptions);
+        m_log = std::make_unique<RunLog>(m_runDir, config(), m_stageNames, logOptions);
     m_started = m_summaryWritten = std::chrono::steady_clock::now();
     m_worker = std::jthread([this](std::stop_token stop) { run(stop); });
 }
@@ -110,7 +106,7 @@ TrainingSession::~TrainingSession() {
         }
         try {
             m_log->writeSummary(summaryNow(false, why));
-            m_log->writeReplayConfig(finalReplayConfig());
+            m_log->writeReplayConfig(recordedConfig());
             m_log->close();
         } catch (...) {
             // A destructor must not throw; the summary keeps "finished": false.
@@ -163,7 +159,7 @@ void TrainingSession::setPace(double stepsPerSecond) {
 }
 void TrainingSession::setRecipe(const PrecisionRecipe& recipe) {
     // Refused here, on the caller's thread.
-    checkRecipeStages(recipe, m_stageCount, m_config.model.type == "gpt");
+    checkRecipeStages(recipe, m_stageCount, config().model.type == "gpt");
     post({Command::Recipe, 0.0, std::make_shared<const PrecisionRecipe>(recipe)});
 }
 
@@ -185,41 +181,35 @@ std::string TrainingSession::stopReason() const {
 
 TrainConfig TrainingSession::effectiveConfig() const {
     std::lock_guard lock(m_effectiveMutex);
-    return m_effective;
+    return m_timeline.effective();
 }
 
 TrainConfig TrainingSession::replayConfig() const {
     std::lock_guard lock(m_effectiveMutex);
-    return m_plan;
+    return m_timeline.replayConfig();
 }
 
-TrainConfig TrainingSession::finalReplayConfig() const {
-    // Edits the run never reached (scheduled past its last step, or after a stop) stay in its
-    // config.json: a replay with more steps makes them, as the original would have.
-    TrainConfig config = replayConfig();
-    for (const TimedEdit& e : m_pendingEdits)
-        config.timeline.push_back(e);
-    return config;
-}
-
-void TrainingSession::noteEdit(std::int64_t step, nlohmann::json patch) {
+TrainConfig TrainingSession::recordedConfig() const {
     std::lock_guard lock(m_effectiveMutex);
-    // Edits at one step are one edit (a slider dragged on a paused run makes dozens): merged,
-    // they leave the config where applying them one by one would.
-    if (!m_plan.timeline.empty() && m_plan.timeline.back().step == step) {
-        mergeConfig(m_plan.timeline.back().set, patch);
-        return;
-    }
-    m_plan.timeline.push_back({step, std::move(patch)});
+    return m_timeline.recordedConfig();
+}
+
+void TrainingSession::noteEditAfterEnd(std::int64_t step, nlohmann::json patch) {
+    std::lock_guard lock(m_effectiveMutex);
+    m_timeline.note(step, std::move(patch));
 }
 
 void TrainingSession::applyDueEdits() {
-    while (!m_pendingEdits.empty() && m_pendingEdits.front().step <= m_trainer->stepsTaken()) {
-        const nlohmann::json patch = std::move(m_pendingEdits.front().set);
-        m_pendingEdits.pop_front();
+    std::vector<TimedEdit> due;
+    {
+        std::lock_guard lock(m_effectiveMutex);
+        due = m_timeline.due(m_trainer->stepsTaken());
+    }
+    for (const TimedEdit& edit : due) {
+        const nlohmann::json& patch = edit.set;
         TrainConfig next;
         try { // checked when the config was read; a stage count may still refuse a recipe
-            next = applyEdit(m_config, patch);
+            next = m_timeline.preview(patch);
         } catch (const ConfigError& e) {
             record([&](RunLog& log) {
                 log.logEvent(m_trainer->stepsTaken(), "edit",
@@ -242,21 +232,15 @@ void TrainingSession::applyDueEdits() {
 
 template <class Edit>
 void TrainingSession::recordEdit(std::int64_t step, const nlohmann::json& patch, Edit&& edit) {
-    const TrainConfig before = m_config;
-    setEffective(std::forward<Edit>(edit));
-    const EditWording wording = describeEdit(before, m_config, patch);
-    record([&](RunLog& log) { log.logEvent(step, wording.type, wording.message, patch); });
-    noteEdit(step, patch);
-}
-
-template <class Edit>
-void TrainingSession::setEffective(Edit&& edit) {
-    edit(m_config);
+    TrainConfig next = config();
+    edit(next);
+    EditWording wording;
     {
         std::lock_guard lock(m_effectiveMutex);
-        m_effective = m_config;
+        wording = m_timeline.apply(patch, std::move(next), step);
     }
     ++m_configVersion;
+    record([&](RunLog& log) { log.logEvent(step, wording.type, wording.message, patch); });
 }
 
 bool TrainingSession::commandsPending() const {
@@ -320,7 +304,7 @@ RunSummary TrainingSession::summaryNow(bool finished, const std::string& reason)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count();
     summary.samplesPerSecond =
         summary.wallSeconds > 0
-            ? static_cast<double>(summary.steps) * m_config.batchSize / summary.wallSeconds
+            ? static_cast<double>(summary.steps) * config().batchSize / summary.wallSeconds
             : 0.0;
     return summary;
 }
@@ -358,14 +342,13 @@ void TrainingSession::apply(const Command& c) {
                                           : c.text + " at step " + std::to_string(step));
         break;
     case Command::Reset:
-        m_trainer = makeTrainingRun(m_config, m_data);
+        m_trainer = makeTrainingRun(config(), m_data);
         m_pendingSteps = 0;
         m_skipped = 0;
         m_state = SessionState::Paused;
-        m_pendingEdits.clear();
         {
             std::lock_guard lock(m_effectiveMutex);
-            m_plan = m_config; // replays from here: the edits so far are in its settings
+            m_timeline.restart();
         }
         record([&](RunLog& log) {
             log.logEvent(step, "reset", "model re-initialised from the seed");
@@ -373,8 +356,8 @@ void TrainingSession::apply(const Command& c) {
         });
         removeCheckpoint(); // of the attempt before
         break;
-    // Every edit goes into m_config, the run's one effective config: a reset starts from it and
-    // effectiveConfig() (what a saved session or report holds) is it.
+    // Every edit goes into the timeline's effective config, the run's one: a reset starts from it
+    // and effectiveConfig() (what a saved session or report holds) is it.
     case Command::LearningRate:
         m_trainer->setLearningRate(c.value);
         recordEdit(step, {{"train", {{"lr", c.value}}}},
@@ -387,14 +370,14 @@ void TrainingSession::apply(const Command& c) {
         break;
     case Command::Scaling: {
         m_trainer->setScaling(*c.scaling);
-        TrainConfig next = m_config;
+        TrainConfig next = config();
         next.setScalingFrom(*c.scaling);
         recordEdit(step, {{"scaling", next.toJson().at("scaling")}},
                    [&](TrainConfig& e) { e.setScalingFrom(*c.scaling); });
         break;
     }
     case Command::Recipe: {
-        TrainConfig next = m_config;
+        TrainConfig next = config();
         next.recipe = *c.recipe;
         try {
             m_trainer->setRecipe(*c.recipe);
@@ -447,7 +430,7 @@ void TrainingSession::doStep() {
     m_lastLoss = s.loss;
     const bool lastStep = s.step >= m_plannedSteps;
     const std::int64_t perEpoch = m_trainer->stepsPerEpoch();
-    const bool evalDue = m_config.evalEvery > 0 ? s.step % m_config.evalEvery == 0
+    const bool evalDue = config().evalEvery > 0 ? s.step % config().evalEvery == 0
                                                 : (perEpoch > 0 && s.step % perEpoch == 0);
     if (evalDue || lastStep) {
         m_lastEval = m_trainer->evaluate();
@@ -470,8 +453,8 @@ void TrainingSession::doStep() {
     if (!recorded)
         return; // run() ends the run
     m_recordedSteps = s.step;
-    if (!r.diverged && !lastStep && m_config.checkpointEvery > 0 &&
-        s.step % m_config.checkpointEvery == 0)
+    if (!r.diverged && !lastStep && config().checkpointEvery > 0 &&
+        s.step % config().checkpointEvery == 0)
         checkpointNow();
     if (r.diverged)
         finish(SessionState::Diverged,
@@ -513,7 +496,7 @@ void TrainingSession::finish(SessionState state, const std::string& reason) {
     const bool recorded = record([&](RunLog& log) {
         log.logEvent(summary.steps, "end", why);
         log.writeSummary(summary);
-        log.writeReplayConfig(finalReplayConfig());
+        log.writeReplayConfig(recordedConfig());
         log.commit();
         log.close(); // the CSV/JSONL exports; ended runs record nothing more
     });
@@ -619,17 +602,6 @@ void TrainingSession::run(std::stop_token stop) {
     m_takenChanged.notify_all();
 }
 
-namespace {
-
-nlohmann::json editsToJson(const std::deque<TimedEdit>& edits) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const TimedEdit& e : edits)
-        out.push_back({{"step", e.step}, {"set", e.set}});
-    return out;
-}
-
-} // namespace
-
 void TrainingSession::writeCheckpoint() {
     if (m_runDir.empty())
         return;
@@ -642,15 +614,15 @@ void TrainingSession::writeCheckpoint() {
         {"step", m_trainer->stepsTaken()},
         {"attempt", m_log ? m_log->attempt() : 0},
         {"device", m_deviceName},
-        {"effective", m_config.toJson()},
-        {"replay", replayConfig().toJson()},
-        {"final", finalReplayConfig().toJson()},
-        {"pending", editsToJson(m_pendingEdits)},
         {"skipped", m_skipped},
         {"last_loss", std::isfinite(m_lastLoss) ? nlohmann::json(m_lastLoss) : nullptr},
         {"wall_seconds",
          m_wallBefore +
              std::chrono::duration<double>(std::chrono::steady_clock::now() - m_started).count()}};
+    {
+        std::lock_guard lock(m_effectiveMutex);
+        checkpoint.header["session"].update(m_timeline.checkpointJson());
+    }
     m_trainer->saveState(checkpoint);
     checkpoint.write(m_runDir + "/" + kCheckpointFile);
     m_checkpointStep = m_trainer->stepsTaken();
@@ -721,13 +693,10 @@ std::optional<RunCheckpoint> TrainingSession::usableCheckpoint(const TrainConfig
 
 void TrainingSession::restoreSession(const RunCheckpoint& checkpoint) {
     const nlohmann::json& session = checkpoint.header.at("session");
-    m_config = configFromJson(session.at("effective"));
-    m_config.timeline.clear();
-    m_plan = configFromJson(session.at("replay"));
-    m_effective = m_config;
-    m_pendingEdits.clear();
-    for (const nlohmann::json& e : session.at("pending"))
-        m_pendingEdits.push_back({e.at("step").get<std::int64_t>(), e.at("set")});
+    {
+        std::lock_guard lock(m_effectiveMutex);
+        m_timeline.restore(session);
+    }
     m_resumedFrom = m_recordedSteps = session.at("step").get<std::int64_t>();
     m_skipped = session.at("skipped").get<std::int64_t>();
     m_lastLoss =

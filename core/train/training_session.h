@@ -8,6 +8,7 @@
 #include "stats/training_snapshot.h"
 #include "stats/triple_buffer.h"
 #include "train/run_log.h"
+#include "train/run_timeline.h"
 #include "train/training_run.h"
 
 #include <atomic>
@@ -55,9 +56,7 @@ public:
     void setLearningRate(double lr);
     // An edit made after the run ended (it takes no more steps): into the replay's timeline at
     // `step`, the run's last, so that Save session holds what the window shows.
-    void noteEditAfterEnd(std::int64_t step, nlohmann::json patch) {
-        noteEdit(step, std::move(patch));
-    }
+    void noteEditAfterEnd(std::int64_t step, nlohmann::json patch);
     void setLossScale(double scale);
     // Throws ConfigError (on the caller's thread) for an override of a stage the model lacks.
     void setRecipe(const PrecisionRecipe& recipe);
@@ -121,10 +120,8 @@ private:
     void apply(const Command& c);
     // The timeline's edits that are due (their step reached) become commands, applied now.
     void applyDueEdits();
-    // replayConfig() and the edits not reached: what config.json holds when the run ends (on
-    // the worker, or after it joined: m_pendingEdits is the worker's).
-    TrainConfig finalReplayConfig() const;
-    void noteEdit(std::int64_t step, nlohmann::json patch); // onto replayConfig()'s timeline
+    // replayConfig() and the edits not reached: what config.json holds when the run ends.
+    TrainConfig recordedConfig() const;
     void doStep();
     // The run as it stands into runDir's checkpoint (a stopped run), or the checkpoint removed
     // (a run that ended otherwise, or was reset: nothing to go on from).
@@ -146,15 +143,16 @@ private:
     template <class Write>
     bool record(Write&& write);
     void refreshSummary(); // "finished": false with the steps so far, every few seconds
-    template <class Edit>
-    void setEffective(Edit&& edit); // edits m_config and publishes it as effectiveConfig()
-    // An edit made after `step` steps: in effect (setEffective), its event worded as every
-    // run's (edit_wording.h), and in the replay's timeline.
+    // An edit made after `step` steps (`edit` applied to the effective config): in effect, its
+    // event worded as every run's (RunTimeline::apply), and in the replay's timeline.
     template <class Edit>
     void recordEdit(std::int64_t step, const nlohmann::json& patch, Edit&& edit);
     void publish(const StepScalars& scalars, bool newScalars = true);
 
-    TrainConfig m_config;
+    // The run's settings over its steps. The worker is its one writer, under m_effectiveMutex;
+    // it reads it without (config()), other threads under the mutex.
+    RunTimeline m_timeline;
+    const TrainConfig& config() const { return m_timeline.effective(); }
     std::shared_ptr<const DataSplit> m_data;
     std::string m_runDir;
     StepScalars m_lastScalars; // of the last step published
@@ -164,11 +162,8 @@ private:
     std::int64_t m_plannedSteps = 0;
     int m_stageCount = 0;
     std::vector<std::string> m_stageNames;
-    TrainConfig m_effective; // a copy of m_config for other threads
-    TrainConfig m_plan;      // replayConfig()
     std::atomic<std::uint64_t> m_configVersion{0};
     mutable std::mutex m_effectiveMutex;
-    std::deque<TimedEdit> m_pendingEdits; // a replayed timeline's edits still to come (worker)
 
     mutable std::mutex m_mutex;
     std::condition_variable_any m_wake;

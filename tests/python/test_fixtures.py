@@ -13,7 +13,7 @@ import numpy as np
 from conftest import require_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FIXTURE = os.path.join(ROOT, "tests", "transformer", "gpt_peer_fixture.bin")
+FIXTURE = os.path.join(ROOT, "tests", "gpt", "gpt_peer_fixture.bin")
 
 
 def read(path):
@@ -31,7 +31,7 @@ def read(path):
 def test_gpt_fixture_regenerates(tmp_path):
     require_torch()
     out = tmp_path / "gpt_peer_fixture.bin"
-    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "transformer", "make_gpt_fixture.py"),
+    subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpt", "make_gpt_fixture.py"),
                     str(out)], check=True, cwd=tmp_path, capture_output=True)
     head, loss, params, grads = read(out)
     want_head, want_loss, want_params, want_grads = read(FIXTURE)

@@ -7,7 +7,7 @@
 
 #include "data/text_corpus.h"
 #include "gpt/gpt_model.h"
-#include "train/gpt_casts.h"
+#include "recipe/gpt_casts.h"
 #include "train/gpt_trainer.h"
 #include "train/presets.h"
 #include "train/run_data.h"

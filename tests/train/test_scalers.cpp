@@ -6,9 +6,9 @@
 #include "sanitizer_build.h"
 
 #include "numerics/amax_scaling.h"
-#include "train/dynamic_scaler.h"
-#include "train/make_loss_scaler.h"
-#include "train/per_layer_scaling.h"
+#include "recipe/dynamic_scaler.h"
+#include "recipe/make_loss_scaler.h"
+#include "recipe/per_layer_scaling.h"
 #include "train/presets.h"
 #include "train/trainer.h"
 #include "util/thread_pool.h"

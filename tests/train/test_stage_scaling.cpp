@@ -10,7 +10,7 @@
 #include "train/presets.h"
 
 #include "engine/cpu_ops.h"
-#include "train/recipe_caster.h"
+#include "recipe/recipe_caster.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
 

@@ -1,7 +1,7 @@
 // A stand-in for a watched PyTorch script, for test_follow_run: another process that writes a
 // watched run's record slowly through the core's WatchRecorder. No Qt.
 //   slow_record_writer DIR STEPS MS_PER_STEP
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <chrono>
 #include <cstdio>

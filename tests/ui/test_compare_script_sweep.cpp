@@ -5,7 +5,7 @@
 #include "sweep/script_sweep.h"
 #include "sweep/sweep_run.h"
 #include "train/train_config.h"
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <QHeaderView>
 #include <QSignalSpy>

@@ -22,7 +22,7 @@
 #include "percent_text.h"
 #include "recipe_editor.h"
 #include "train/run_config_builder.h"
-#include "watch/emulated_run.h"
+#include "torch_runs/emulated_run.h"
 
 #include <QApplication>
 #include <QFileInfo>

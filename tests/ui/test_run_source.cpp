@@ -11,7 +11,7 @@
 #include "train/presets.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <QComboBox>
 #include <QLabel>

@@ -20,7 +20,7 @@
 #include "record/run_record.h"
 #include "run_steering.h"
 #include "train/run_config_builder.h"
-#include "watch/emulated_run.h"
+#include "torch_runs/emulated_run.h"
 
 #include <QApplication>
 

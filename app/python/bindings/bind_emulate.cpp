@@ -7,13 +7,13 @@
 #include "bindings.h"
 
 #include "nn/model.h"
-#include "train/dynamic_scaler.h"
-#include "train/make_loss_scaler.h"
+#include "recipe/dynamic_scaler.h"
+#include "recipe/make_loss_scaler.h"
 #include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/run_data.h"
-#include "watch/emulated_run.h"
-#include "watch/run_commands.h"
+#include "torch_runs/emulated_run.h"
+#include "record/run_commands.h"
 
 #include <pybind11/stl.h>
 
@@ -241,7 +241,7 @@ void bindEmulate(py::module_& m) {
         .def_property_readonly("paused", &Emulator::paused)
         .def("effective_config", &Emulator::effectiveConfig)
         .def("close", &Emulator::close, py::arg("reason"), py::arg("finished"));
-    // What the app's controls do (core/watch/run_commands.h): one command appended to a run's
+    // What the app's controls do (core/record/run_commands.h): one command appended to a run's
     // commands file; its number.
     m.def(
         "send_run_command",

@@ -3,7 +3,7 @@
 // counting thread, which never holds the GIL.
 #include "bindings.h"
 
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <pybind11/stl.h>
 

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "numerics/block_scheme.h"
-#include "train/scaling_policy.h"
+#include "recipe/scaling_policy.h"
 
 #include <optional>
 

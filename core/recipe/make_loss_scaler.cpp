@@ -1,10 +1,10 @@
-#include "train/make_loss_scaler.h"
+#include "recipe/make_loss_scaler.h"
 
-#include "train/dynamic_scaler.h"
+#include "recipe/dynamic_scaler.h"
 
 namespace plab {
 
-std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config) {
+std::unique_ptr<LossScaler> makeLossScaler(const CastingSettings& config) {
     if (info(config.scalingPolicy).adaptsLossScale) { // dynamic, enhanced
         DynamicScalerSettings d = config.dynamic;
         d.initialScale = config.lossScale;

@@ -9,7 +9,7 @@
 
 namespace plab {
 
-enum class TensorRole; // train/precision_recipe.h
+enum class TensorRole; // recipe/precision_recipe.h
 
 enum class ScalingPolicy {
     None,

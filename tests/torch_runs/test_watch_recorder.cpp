@@ -12,7 +12,7 @@
 #include "numerics/tensor_cast.h"
 #include "record/record_file.h"
 #include "record/run_record.h"
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <algorithm>
 #include <optional>

@@ -15,8 +15,8 @@
 
 #include "gpt/gpt_model.h"
 #include "numerics/quant_stats.h"
-#include "train/recipe_caster.h"
-#include "train/train_config.h"
+#include "recipe/casting_settings.h"
+#include "recipe/recipe_caster.h"
 
 #include <array>
 #include <vector>
@@ -26,7 +26,7 @@ namespace plab {
 class GptRecipeCasts final : public transformer::GptCasts {
 public:
     // Casts on the model's engine (model.ops()).
-    GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model);
+    GptRecipeCasts(const CastingSettings& config, const transformer::GptModel& model);
 
     // Each step's casts draw their random words from (step, stage, role, call) streams.
     void beginStep(std::int64_t step);
@@ -75,7 +75,7 @@ private:
     };
     Counted& counted(int stage, transformer::GptOperand operand);
 
-    TrainConfig m_config;
+    CastingSettings m_config;
     TensorOps& m_ops;
     int m_stageCount;
     RecipeCaster m_caster;

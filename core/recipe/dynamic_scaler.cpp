@@ -1,5 +1,5 @@
 // DynamicScaler::update: the decision for one step, and why.
-#include "train/dynamic_scaler.h"
+#include "recipe/dynamic_scaler.h"
 
 #include <algorithm>
 #include <cmath>

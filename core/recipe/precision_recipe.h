@@ -5,7 +5,7 @@
 
 #include "numerics/rounding.h"
 #include "numerics/tensor_role.h"
-#include "train/tensor_scaling.h"
+#include "recipe/tensor_scaling.h"
 
 #include <array>
 #include <map>
@@ -57,7 +57,7 @@ struct PrecisionRecipe {
     // kind's, then the role's.
     std::map<std::string, std::array<std::optional<QuantConfig>, kRoleCount>, std::less<>>
         kindOverrides;
-    // A layer's own per-tensor scaling (train/tensor_scaling.h), by stage index (-1: the last)
+    // A layer's own per-tensor scaling (recipe/tensor_scaling.h), by stage index (-1: the last)
     // and by stage kind; a stage without one takes the run's (the scaling.* of an amax or block
     // policy, else none). Precedence as for formats: the index's, then the kind's.
     std::map<int, TensorScaling> stageScaling;

@@ -6,8 +6,8 @@
 // accumulator of the recipe's products; every cast counted in its own pass when asked.
 //
 // The MLP/CNN trainer casts through it on its engine (CPU or GPU), the GPT's casts
-// (train/gpt_casts.h) on theirs, and the PyTorch emulator (core/watch/emulated_run.h) on the CPU
-// engine over the user's own tensors, so a recipe means the same thing wherever it runs.
+// (recipe/gpt_casts.h) on theirs, and the PyTorch emulator (core/torch_runs/emulated_run.h) on the
+// CPU engine over the user's own tensors, so a recipe means the same thing wherever it runs.
 //
 // Sites and kinds (the GPT): a stage may have a kind ("attention", "mlp", "head") and a cast a
 // site within it ("norm", "softmax", "embedding"; "" for a product's plain operand), which the
@@ -18,7 +18,7 @@
 #include "engine/tensor_ops.h"
 #include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
-#include "train/train_config.h"
+#include "recipe/casting_settings.h"
 
 #include <array>
 #include <map>
@@ -44,7 +44,7 @@ class RecipeCaster {
 public:
     // Casts on `ops` (which must outlive the caster) for a model of stageCount stages; pool, when
     // given, is the casts' thread pool; stageKinds, when given, each stage's kind.
-    RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops, ThreadPool* pool,
+    RecipeCaster(const CastingSettings& config, int stageCount, TensorOps& ops, ThreadPool* pool,
                  std::vector<std::string> stageKinds = {});
 
     // The step whose random streams the casts draw from (0 before the first).
@@ -54,8 +54,8 @@ public:
     // A new recipe (its quantizers), or new scaling settings (the policy, its amax histories
     // started afresh), from the next cast on.
     void setRecipe(const PrecisionRecipe& recipe);
-    void setScaling(const TrainConfig& scaling);
-    const TrainConfig& config() const { return m_config; }
+    void setScaling(const CastingSettings& scaling);
+    const CastingSettings& config() const { return m_config; }
     // Delayed scaling's amax histories, for a checkpoint: per tensor its key (stage, role, site,
     // call), its values' count and its values, oldest first; restoreAmaxHistories puts them back.
     std::vector<double> amaxHistories() const;
@@ -73,7 +73,7 @@ public:
     // scale).
     bool isPlain(int stage, TensorRole role, std::string_view site = {}) const;
     // The per-tensor scaling of a stage's products' inputs: its override's, else the run's
-    // (train/tensor_scaling.h).
+    // (recipe/tensor_scaling.h).
     const TensorScaling& scaling(int stage) const;
     // Whether any stage's scaling rescales the products' inputs (amax or blocks), in blocks.
     bool scalesTensors() const;
@@ -144,7 +144,7 @@ private:
     static int siteIndex(std::string_view site); // kSites
     Tensor keepForError(Tensor in, Tensor out);
 
-    TrainConfig m_config;
+    CastingSettings m_config;
     int m_stageCount;
     TensorOps& m_ops;
     ThreadPool* m_pool;

@@ -4,7 +4,7 @@
 // on a schedule, so spurious overflows cannot drive gradients into underflow).
 #pragma once
 
-#include "train/loss_scaler.h"
+#include "recipe/loss_scaler.h"
 
 #include <cstdint>
 

@@ -2,13 +2,13 @@
 // trainers, the GPT's run and the Python module's LossScaler.
 #pragma once
 
-#include "train/loss_scaler.h"
-#include "train/train_config.h"
+#include "recipe/casting_settings.h"
+#include "recipe/loss_scaler.h"
 
 #include <memory>
 
 namespace plab {
 
-std::unique_ptr<LossScaler> makeLossScaler(const TrainConfig& config);
+std::unique_ptr<LossScaler> makeLossScaler(const CastingSettings& config);
 
 } // namespace plab

@@ -3,7 +3,7 @@
 // scale(), and after each step tells the policy whether a gradient overflowed.
 #pragma once
 
-#include "train/scaling_policy.h"
+#include "recipe/scaling_policy.h"
 
 #include <nlohmann/json.hpp>
 

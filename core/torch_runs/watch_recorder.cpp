@@ -1,9 +1,9 @@
 // WatchRecorder: the hand-over queue, and the counting thread that judges and records.
-#include "watch/watch_recorder.h"
+#include "torch_runs/watch_recorder.h"
 
 #include "engine/cpu_ops.h"
 #include "train/recipe_candidates.h"
-#include "train/recipe_caster.h"
+#include "recipe/recipe_caster.h"
 #include "train/run_log.h"
 #include "util/thread_pool.h"
 

@@ -1,7 +1,7 @@
 // Lookups in kScalingPolicies.
-#include "train/scaling_policy.h"
+#include "recipe/scaling_policy.h"
 
-#include "train/precision_recipe.h"
+#include "recipe/precision_recipe.h"
 
 namespace plab {
 

@@ -1,5 +1,5 @@
 // RecipeCaster: formats, tensor and block scaling, the Hadamard operands.
-#include "train/recipe_caster.h"
+#include "recipe/recipe_caster.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,7 +21,7 @@ int RecipeCaster::siteIndex(std::string_view site) {
     throw std::invalid_argument("RecipeCaster: unknown site \"" + std::string(site) + "\"");
 }
 
-RecipeCaster::RecipeCaster(const TrainConfig& config, int stageCount, TensorOps& ops,
+RecipeCaster::RecipeCaster(const CastingSettings& config, int stageCount, TensorOps& ops,
                            ThreadPool* pool, std::vector<std::string> stageKinds)
     : m_config(config), m_stageCount(stageCount), m_ops(ops), m_pool(pool),
       m_stageKinds(std::move(stageKinds)) {
@@ -118,7 +118,7 @@ void RecipeCaster::setRecipe(const PrecisionRecipe& recipe) {
     buildQuantizers();
 }
 
-void RecipeCaster::setScaling(const TrainConfig& scaling) {
+void RecipeCaster::setScaling(const CastingSettings& scaling) {
     m_config.setScalingFrom(scaling);
     applyScalingPolicy();
     buildQuantizers(); // scaled tensors saturate

@@ -1,5 +1,5 @@
 // EmulatedRun: the recipe's casts over a PyTorch program's tensors, counted per step.
-#include "watch/emulated_run.h"
+#include "torch_runs/emulated_run.h"
 
 #include "train/edit_wording.h"
 
@@ -45,10 +45,7 @@ nlohmann::json scriptTrainConfig(const TrainConfig& config) {
 EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settings)
     : m_settings(settings), m_pool(std::max(1u, settings.threads)),
       m_caster(settings.config, static_cast<int>(settings.stageNames.size()), m_ops, &m_pool),
-      m_inbox(dir), m_effective(settings.config), m_plan(settings.config),
-      m_pendingEdits(settings.config.timeline.begin(), settings.config.timeline.end()) {
-    m_effective.timeline.clear();
-    m_plan.timeline.clear();
+      m_inbox(dir), m_timeline(settings.config) {
     if (m_settings.stageNames.empty())
         throw ConfigError("emulate: no module to emulate");
     if (m_settings.every < 1)
@@ -178,10 +175,8 @@ std::vector<SteeringChange> EmulatedRun::steer() {
     std::vector<SteeringChange> changes;
     const std::lock_guard lock(m_mutex);
     const std::int64_t taken = m_step - 1;
-    const std::size_t editsBefore = m_plan.timeline.size();
-    while (!m_pendingEdits.empty() && m_pendingEdits.front().step <= taken) {
-        const TimedEdit edit = std::move(m_pendingEdits.front());
-        m_pendingEdits.pop_front();
+    const std::uint64_t timelineBefore = m_timeline.version();
+    for (const TimedEdit& edit : m_timeline.due(taken)) {
         if (const std::string why = applyChange(edit.set, "the replayed timeline", taken, changes);
             !why.empty())
             steeringEvent(taken, "edit", "timeline edit refused: " + why, edit.set);
@@ -238,10 +233,8 @@ std::vector<SteeringChange> EmulatedRun::steer() {
         }
         changes.push_back({name, nullptr});
     }
-    if (m_plan.timeline.size() != editsBefore) { // config.json replays what happened
-        TrainConfig replay = m_plan;
-        replay.timeline.insert(replay.timeline.end(), m_pendingEdits.begin(), m_pendingEdits.end());
-        m_settings.description["train_config"] = scriptTrainConfig(replay);
+    if (m_timeline.version() != timelineBefore) { // config.json replays what happened
+        m_settings.description["train_config"] = scriptTrainConfig(m_timeline.recordedConfig());
         try {
             m_recorder->describe(m_settings.description);
         } catch (const RecordError&) { // the record failed earlier: the program knows already
@@ -267,26 +260,22 @@ std::string EmulatedRun::applyChange(const nlohmann::json& patch, const std::str
     }
     TrainConfig next;
     try {
-        next = applyEdit(m_effective, patch);
+        next = m_timeline.preview(patch);
         checkRecipeStages(next.recipe, static_cast<int>(m_settings.stageNames.size()));
     } catch (const ConfigError& e) {
         return e.what();
     }
     if (next.scalingPolicy == ScalingPolicy::PerLayer)
         return "config.scaling.policy per-layer: Zhao et al.'s scaling is not emulated";
-    const EditWording wording = describeEdit(m_effective, next, patch);
     if (!setsOnlyTheScale(patch)) { // the scale is the script's loss scaler's
         if (patch.contains("recipe"))
             m_caster.setRecipe(next.recipe);
         if (patch.contains("scaling"))
             m_caster.setScaling(next);
     }
-    m_effective = next;
-    m_effective.timeline.clear();
-    m_plan.timeline.push_back({taken, patch});
+    const EditWording wording = m_timeline.apply(patch, std::move(next), taken, from);
     changes.push_back({"set", patch});
-    steeringEvent(taken, wording.type,
-                  wording.message + " from " + from + " at step " + std::to_string(taken), patch);
+    steeringEvent(taken, wording.type, wording.message, patch);
     return {};
 }
 
@@ -310,7 +299,7 @@ bool EmulatedRun::paused() const {
 
 TrainConfig EmulatedRun::effectiveConfig() const {
     const std::lock_guard lock(m_mutex);
-    return m_effective;
+    return m_timeline.effective();
 }
 
 void EmulatedRun::close(const std::string& reason, bool finished) {

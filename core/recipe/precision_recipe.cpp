@@ -1,5 +1,5 @@
 // Role names and the per-stage lookup.
-#include "train/precision_recipe.h"
+#include "recipe/precision_recipe.h"
 
 namespace plab {
 

@@ -87,7 +87,7 @@ double normalisedError(const float* got, const float* want, std::size_t n) {
 void TestGptModel::matchesPyTorch() {
     Fixture f;
     QVERIFY2(readFixture(qgetenv("PLAB_GPT_FIXTURE").constData(), f),
-             "tests/transformer/gpt_peer_fixture.bin missing or not as make_gpt_fixture.py writes");
+             "tests/gpt/gpt_peer_fixture.bin missing or not as make_gpt_fixture.py writes");
     GptModel model(f.spec);
     const double loss =
         model.forward(host(f.params), f.tokens.data(), f.targets.data(), f.batch, f.time);

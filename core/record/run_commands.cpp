@@ -1,5 +1,5 @@
 // Run commands: the commands file's writer (locked append) and reader (polled by size).
-#include "watch/run_commands.h"
+#include "record/run_commands.h"
 
 #include "record/record_error.h"
 #include "record/record_file.h"

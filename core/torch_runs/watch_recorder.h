@@ -8,14 +8,14 @@
 // The hand-over never waits for the counting: at most `queueSteps` statistics steps wait, and a
 // further one is dropped, its scalars still recorded with an event that says so.
 //
-// An emulated run (precision_lab.torch.emulate, core/watch/emulated_run.h) counts its casts
+// An emulated run (precision_lab.torch.emulate, core/torch_runs/emulated_run.h) counts its casts
 // itself, as they happen: its steps bring their counted rows, which this recorder writes as
 // they are (its source "pytorch-emulate", no formats of its own to judge in).
 #pragma once
 
 #include "numerics/tensor_cast.h"
 #include "record/run_summary.h"
-#include "train/precision_recipe.h"
+#include "recipe/precision_recipe.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// The steering channel of an emulated run (watch/run_commands.h, EmulatedRun::steer): commands
+// The steering channel of an emulated run (record/run_commands.h, EmulatedRun::steer): commands
 // appended by two senders at once come out whole and numbered once each; the reader takes whole
 // lines only; a run that takes no commands is refused with its reason; a pause holds until a step
 // or a resume.
@@ -7,9 +7,9 @@
 
 #include "record/record_error.h"
 #include "train/run_config_builder.h"
-#include "watch/emulated_run.h"
-#include "watch/run_commands.h"
-#include "watch/watch_recorder.h"
+#include "torch_runs/emulated_run.h"
+#include "record/run_commands.h"
+#include "torch_runs/watch_recorder.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

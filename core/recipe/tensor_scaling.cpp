@@ -1,5 +1,5 @@
 // TensorScaling's block scheme: each block policy's block, scale kind and defaults.
-#include "train/tensor_scaling.h"
+#include "recipe/tensor_scaling.h"
 
 namespace plab {
 

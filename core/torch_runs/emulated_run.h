@@ -18,13 +18,13 @@
 #pragma once
 
 #include "engine/cpu_ops.h"
+#include "recipe/recipe_caster.h"
+#include "record/run_commands.h"
 #include "stats/training_snapshot.h"
-#include "train/recipe_caster.h"
+#include "torch_runs/watch_recorder.h"
+#include "train/run_timeline.h"
 #include "util/thread_pool.h"
-#include "watch/run_commands.h"
-#include "watch/watch_recorder.h"
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,9 +126,7 @@ private:
     void steeringEvent(std::int64_t step, const std::string& type, const std::string& message,
                        const nlohmann::json& change = nullptr);
     CommandInbox m_inbox;
-    TrainConfig m_effective;              // the config with every edit so far
-    TrainConfig m_plan;                   // the starting config and the timeline of edits so far
-    std::deque<TimedEdit> m_pendingEdits; // a replayed timeline's edits still to come
+    RunTimeline m_timeline; // the config with every edit so far, and what replays the run
     bool m_paused = false, m_holding = false;
     int m_stepsGranted = 0; // steps allowed while paused ("step" commands)
 };

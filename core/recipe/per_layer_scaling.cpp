@@ -1,5 +1,5 @@
 // perLayerScale(): Zhao et al.'s formulas, with NUMERICS.md's caps.
-#include "train/per_layer_scaling.h"
+#include "recipe/per_layer_scaling.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
 // GptRecipeCasts: the GPT's casts through the RecipeCaster, counted per stage and operand.
-#include "train/gpt_casts.h"
+#include "recipe/gpt_casts.h"
 
-#include "train/per_layer_scaling.h"
-#include "train/precision_recipe.h"
+#include "recipe/per_layer_scaling.h"
+#include "recipe/precision_recipe.h"
 
 namespace plab {
 namespace {
@@ -30,7 +30,7 @@ std::vector<std::string> stageKinds(const transformer::GptModel& model) {
 
 } // namespace
 
-GptRecipeCasts::GptRecipeCasts(const TrainConfig& config, const transformer::GptModel& model)
+GptRecipeCasts::GptRecipeCasts(const CastingSettings& config, const transformer::GptModel& model)
     : m_config(config), m_ops(model.ops()), m_stageCount(model.stageCount()),
       m_caster(config, model.stageCount(), model.ops(), nullptr, stageKinds(model)) {
     m_counted.resize(static_cast<std::size_t>(m_stageCount) * 4);
