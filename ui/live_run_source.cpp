@@ -40,4 +40,33 @@ const FormatComparison& LiveRunSource::compareFormats(int stage, TensorRole role
     return m_comparer.compare(latest ? *latest : none, precision(), stage, role);
 }
 
+std::string LiveRunSource::setLossScale(double scale) {
+    // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run static
+    // (recorded as a policy change), so the policy shown stays the one training uses.
+    if (m_controller.config().scalingPolicy == ScalingPolicy::None)
+        m_controller.setScalingPolicy(ScalingPolicy::Static, scale);
+    else
+        m_controller.setLossScale(scale);
+    return {};
+}
+
+std::string LiveRunSource::setScalingPolicy(ScalingPolicy policy, double scale) {
+    m_controller.setScalingPolicy(policy, scale);
+    return {};
+}
+
+std::string LiveRunSource::setRecipe(const PrecisionRecipe& recipe) {
+    return m_controller.setRecipe(recipe).toStdString();
+}
+
+std::string LiveRunSource::toggleRunning() {
+    m_controller.toggleTraining();
+    return {};
+}
+
+std::string LiveRunSource::stepOnce() {
+    m_controller.step();
+    return {};
+}
+
 } // namespace plab

@@ -23,6 +23,15 @@ public:
     ShownPrecision precision() const override;
     const FormatComparison& compareFormats(int stage, TensorRole role) override;
 
+    // Every command to the app's own session (through the controller): always taken.
+    std::string whyNot() const override { return {}; }
+    std::string setLossScale(double scale) override;
+    std::string setScalingPolicy(ScalingPolicy policy, double scale) override;
+    std::string setRecipe(const PrecisionRecipe& recipe) override;
+    std::string toggleRunning() override;
+    std::string stepOnce() override;
+    bool remote() const override { return false; }
+
 private:
     TrainingController& m_controller;
     SampledFormatComparer m_comparer;

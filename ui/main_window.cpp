@@ -109,6 +109,26 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     m_heatmap = new FlushHeatmapView(this);
     m_recipeEditor = new RecipeEditor(this);
 
+    QTabWidget* tabs = buildDetailTabs();
+    buildCentralArea(tabs);
+    buildRecipeDock();
+    buildControls();
+    buildActions();
+    rememberControlTips();
+    watchForPendingValues();
+
+    buildStatusBar();
+    connectLossScaleSlider();
+    connectSession();
+
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    applySettings();
+}
+
+// The tabs under the histogram: the views over time and the step's details.
+QTabWidget* MainWindow::buildDetailTabs() {
     m_blocks = new BlocksView(this);
     m_formatWhatIf = new FormatWhatIfTable(this);
     auto* timeTabs = new QTabWidget(this);
@@ -151,6 +171,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                   "from a sample kept at the last statistics step"));
     connect(m_gradientView, &GradientView::shown, this, &MainWindow::updateDetailViews);
     connect(timeTabs, &QTabWidget::currentChanged, this, &MainWindow::updateDetailViews);
+    return timeTabs;
+}
+
+// The histogram above the detail tabs, the loss-scale slider and policy box over them, and the
+// row a past run's step scrubber and watched format take.
+void MainWindow::buildCentralArea(QTabWidget* timeTabs) {
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(m_gradientView);
     splitter->addWidget(timeTabs);
@@ -169,14 +195,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
     m_policy->setToolTip(tr("Scaling policy, switched at the next step"));
     connect(m_policy, &QComboBox::activated, this, [this] {
-        if (steeringViewedRun()) {
-            sendPolicyToScript(static_cast<ScalingPolicy>(m_policy->currentData().toInt()));
-            return;
-        }
         const auto policy = static_cast<ScalingPolicy>(m_policy->currentData().toInt());
-        m_controller->setScalingPolicy(policy, m_slider->scale());
-        // The dock's rows show the overflow the new policy casts with.
-        m_recipeEditor->setRecipe(m_recipeEditor->recipe(), policy);
+        if (!sentToRun(m_source->setScalingPolicy(policy, m_slider->scale()),
+                       tr("scaling policy %1").arg(QString::fromLatin1(info(policy).name))))
+            return;
+        // The dock's rows show the overflow the new policy casts with (a script's run: when
+        // it answers that it took it, showSteeringReplies).
+        if (!m_source->remote())
+            m_recipeEditor->setRecipe(m_recipeEditor->recipe(), policy);
     });
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(m_slider, 1);
@@ -221,7 +247,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     layout->addLayout(viewRow);
     layout->addWidget(splitter, 1);
     setCentralWidget(central);
+}
 
+// The precision recipe dock: the recipe the run on show casts with, edited from the next step.
+void MainWindow::buildRecipeDock() {
     auto* recipeDock = new QDockWidget(tr("Precision recipe"), this);
     m_recipeDock = recipeDock;
     recipeDock->setObjectName(QStringLiteral("recipeDock"));
@@ -234,23 +263,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     recipeDock->setWidget(recipeScroll);
     addDockWidget(Qt::RightDockWidgetArea, recipeDock);
     connect(m_recipeEditor, &RecipeEditor::recipeChanged, this, [this](const PrecisionRecipe& r) {
-        if (steeringViewedRun()) {
-            sendRecipeToScript(r);
+        if (!sentToRun(m_source->setRecipe(r), tr("the recipe"), tr("Cannot use this recipe")))
             return;
-        }
-        if (const QString error = m_controller->setRecipe(r); !error.isEmpty()) { // next step
-            showError(tr("Cannot use this recipe"), error);
-            return;
-        }
-        if (const TrainingSnapshot* s = m_live->snapshot())
-            m_gradientView->setSnapshot(*s, m_live->precision());
+        if (const TrainingSnapshot* s = m_source->snapshot()) // the formats it shows now
+            m_gradientView->setSnapshot(*s, m_source->precision());
     });
+}
 
-    buildControls();
-    buildActions();
-    rememberControlTips();
-    watchForPendingValues();
-
+void MainWindow::buildStatusBar() {
     m_status = new QLabel(this);
     m_progress = new QProgressBar(this);
     m_progress->setMaximumWidth(220);
@@ -260,10 +280,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     statusBar()->addPermanentWidget(m_disk);
     statusBar()->addPermanentWidget(m_backend);
     statusBar()->addPermanentWidget(m_progress);
+}
 
+// The slider previews on the histogram as it moves and sends its scale to the run on show (on
+// release for a drag).
+void MainWindow::connectLossScaleSlider() {
     connect(m_slider, &LossScaleSlider::scaleChanged, this, [this](double scale) {
         m_gradientView->setWhatIfScale(scale); // re-shade now, from the last histogram
-        if (viewingRecord() && !steeringViewedRun()) {
+        if (!m_source->whyNot().empty()) {
             statusBar()->showMessage(
                 tr("Previewing a loss scale of 2^%1 on the recorded histograms: a recorded "
                    "run's training (another process's, if it is live) cannot be changed from "
@@ -287,9 +311,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(m_slider->slider(), &QSlider::sliderPressed, this,
             [this] { m_scaleAtPress = m_slider->scale(); });
     connect(m_slider->slider(), &QSlider::sliderReleased, this, [this] {
-        if (m_slider->scale() != m_scaleAtPress && (!viewingRecord() || steeringViewedRun()))
+        if (m_slider->scale() != m_scaleAtPress && m_source->whyNot().empty())
             useSliderScale(m_slider->scale());
     });
+}
+
+// The app's own session's news, read from its run source.
+void MainWindow::connectSession() {
     // The session's news, read from its run source (the window's timer polled it, or a run
     // started).
     connect(m_controller, &TrainingController::snapshotChanged, this, [this] {
@@ -330,11 +358,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                        "mode or a dynamic policy, or press Reset to start again.")
                                   : tr("\n\nPress Reset to start again.")));
     });
-
-    QSettings settings;
-    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-    applySettings();
 }
 
 MainWindow::~MainWindow() = default;
@@ -434,18 +457,14 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 // The slider's scale for the run on show: the steered script's, or the app's own session's
 // (training takes it at its next step).
 void MainWindow::useSliderScale(double scale) {
-    if (steeringViewedRun()) {
-        sendScaleToScript(scale);
+    if (!sentToRun(m_source->setLossScale(scale),
+                   tr("loss scale 2^%1").arg(std::log2(scale), 0, 'f', 2)))
         return;
-    }
-    // Policy `none` means a loss scale of 1: a scale chosen on the slider makes the run static
-    // (recorded as a policy change), so the policy shown stays the one training uses.
-    if (m_controller->config().scalingPolicy == ScalingPolicy::None) {
-        m_policy->setCurrentIndex(m_policy->findData(static_cast<int>(ScalingPolicy::Static)));
-        m_controller->setScalingPolicy(ScalingPolicy::Static, scale);
-        return;
-    }
-    m_controller->setLossScale(scale);
+    // A scale given to the app's run without one (policy none) made it static: the policy box
+    // shows the one training uses.
+    if (!m_source->remote())
+        m_policy->setCurrentIndex(
+            m_policy->findData(static_cast<int>(m_controller->config().scalingPolicy)));
 }
 
 } // namespace plab

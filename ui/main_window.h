@@ -172,16 +172,21 @@ private:
     QString m_steeringReply;
     double m_scaleAtPress = 0.0; // the slider's scale when a drag began
     QStringList m_controlTips;   // the controls' own tooltips, restored for the app's own runs
+    // The constructor's parts (main_window.cpp), in the order it builds them.
+    QTabWidget* buildDetailTabs();
+    void buildCentralArea(QTabWidget* tabs);
+    void buildRecipeDock();
+    void buildStatusBar();
+    void connectLossScaleSlider();
+    void connectSession();
     bool steeringViewedRun() const;
     void rememberControlTips();
     void updateRunControls();
-    void reportSteering(const std::string& error, const QString& sent);
-    void sendScaleToScript(double scale);
+    // Whether the command (what: its words) reached the run on show; says why not, or that it
+    // was sent to a script.
+    bool sentToRun(const std::string& error, const QString& what, const QString& liveTitle = {});
     void useSliderScale(double scale);
     QString shownRecipeLabel() const;
-    void sendPolicyToScript(ScalingPolicy policy);
-    void sendRecipeToScript(const PrecisionRecipe& recipe);
-    void sendActionToScript(const std::string& action);
     AdvisePanel* m_advise = nullptr;
     QString m_adviceRun;      // the run the All layers view's advice colours are of
     QString m_runUnderAdvice; // the run Apply started: the panel keeps the advice it applied

@@ -93,7 +93,7 @@ QString MainWindow::applyAdvice(const nlohmann::json& document) {
                         entry["stage"] = static_cast<int>(it - names.begin());
                     }
             const TrainConfig edited = applyEdit(m_viewed->config(), {{"recipe", recipe}});
-            sendRecipeToScript(edited.recipe);
+            sentToRun(m_source->setRecipe(edited.recipe), tr("the recipe"));
             return {};
         }
         const TrainConfig config = configFromJson(document);

@@ -34,22 +34,15 @@ void MainWindow::buildActions() {
     m_trainAction->setShortcut(Qt::Key_Space);
     m_trainAction->setToolTip(tr("Train / pause (Space)"));
     connect(m_trainAction, &QAction::triggered, this, [this] {
-        if (steeringViewedRun()) {
-            sendActionToScript(m_viewed->steering().paused() ? "resume" : "pause");
-            return;
-        }
-        m_controller->toggleTraining();
-        updateStatus();
+        const bool resuming = m_source->remote() && m_viewed->steering().paused();
+        if (sentToRun(m_source->toggleRunning(), resuming ? tr("resume") : tr("pause")))
+            updateStatus();
     });
     m_stepAction = toolbar->addAction(tr("Step"));
     m_stepAction->setShortcut(Qt::Key_S);
     m_stepAction->setToolTip(tr("One training step, then pause (S)"));
-    connect(m_stepAction, &QAction::triggered, this, [this] {
-        if (steeringViewedRun())
-            sendActionToScript("step");
-        else
-            m_controller->step();
-    });
+    connect(m_stepAction, &QAction::triggered, this,
+            [this] { sentToRun(m_source->stepOnce(), tr("step")); });
     m_resetAction = toolbar->addAction(tr("Reset"));
     m_resetAction->setToolTip(
         tr("Fresh weights from the seed, step 0: a new run, with the edits made so far"));

@@ -19,7 +19,7 @@
 namespace plab {
 
 bool MainWindow::steeringViewedRun() const {
-    return viewingRecord() && m_viewed->steering().steerable();
+    return viewingRecord() && m_source->whyNot().empty();
 }
 
 void MainWindow::rememberControlTips() {
@@ -72,32 +72,23 @@ void MainWindow::updateRunControls() {
                                                .arg(why));
 }
 
-void MainWindow::reportSteering(const std::string& error, const QString& sent) {
+// A command to the run on show, sent through its source (RunSource's write side): an error in a
+// dialog (`liveTitle` its title for the app's own run); a command sent to a script said in the
+// status bar, since the script applies it at its next step boundary and answers with an event.
+bool MainWindow::sentToRun(const std::string& error, const QString& what,
+                           const QString& liveTitle) {
     if (!error.empty()) {
-        showError(tr("Cannot steer the run"), QString::fromStdString(error));
-        return;
+        showError(m_source->remote() || liveTitle.isEmpty() ? tr("Cannot steer the run")
+                                                            : liveTitle,
+                  QString::fromStdString(error));
+        return false;
     }
-    m_steeringReply =
-        tr("Sent to the script: %1. It applies it at its next step boundary.").arg(sent);
-    statusBar()->showMessage(m_steeringReply, 10000);
-}
-
-void MainWindow::sendScaleToScript(double scale) {
-    reportSteering(m_viewed->steering().sendScale(scale),
-                   tr("loss scale 2^%1").arg(std::log2(scale), 0, 'f', 2));
-}
-
-void MainWindow::sendPolicyToScript(ScalingPolicy policy) {
-    reportSteering(m_viewed->steering().sendPolicy(policy, m_slider->scale()),
-                   tr("scaling policy %1").arg(QString::fromLatin1(info(policy).name)));
-}
-
-void MainWindow::sendRecipeToScript(const PrecisionRecipe& recipe) {
-    reportSteering(m_viewed->steering().sendRecipe(recipe), tr("the recipe"));
-}
-
-void MainWindow::sendActionToScript(const std::string& action) {
-    reportSteering(m_viewed->steering().sendAction(action), QString::fromStdString(action));
+    if (m_source->remote()) {
+        m_steeringReply =
+            tr("Sent to the script: %1. It applies it at its next step boundary.").arg(what);
+        statusBar()->showMessage(m_steeringReply, 10000);
+    }
+    return true;
 }
 
 // The script's answers (recorded events): a refusal in a dialog, the rest in the status bar;

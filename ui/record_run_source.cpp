@@ -138,4 +138,30 @@ const FormatComparison& RecordRunSource::compareFormats(int stage, TensorRole ro
     return m_judgedComparison;
 }
 
+std::string RecordRunSource::whyNot() const {
+    return m_steering.steerable() ? std::string() : m_steering.whyNot();
+}
+
+std::string RecordRunSource::setLossScale(double scale) {
+    return m_steering.steerable() ? m_steering.sendScale(scale) : whyNot();
+}
+
+std::string RecordRunSource::setScalingPolicy(ScalingPolicy policy, double scale) {
+    return m_steering.steerable() ? m_steering.sendPolicy(policy, scale) : whyNot();
+}
+
+std::string RecordRunSource::setRecipe(const PrecisionRecipe& recipe) {
+    return m_steering.steerable() ? m_steering.sendRecipe(recipe) : whyNot();
+}
+
+std::string RecordRunSource::toggleRunning() {
+    if (!m_steering.steerable())
+        return whyNot();
+    return m_steering.sendAction(m_steering.paused() ? "resume" : "pause");
+}
+
+std::string RecordRunSource::stepOnce() {
+    return m_steering.steerable() ? m_steering.sendAction("step") : whyNot();
+}
+
 } // namespace plab

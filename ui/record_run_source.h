@@ -33,6 +33,16 @@ public:
     ShownPrecision precision() const override { return precisionAt(m_snapshot.statsStep); }
     const FormatComparison& compareFormats(int stage, TensorRole role) override;
 
+    // Commands to an emulated run's script, through its record (RunSteering); any other record
+    // (watched, ended, a copy, another process's trainer) takes none and says why.
+    std::string whyNot() const override;
+    std::string setLossScale(double scale) override;
+    std::string setScalingPolicy(ScalingPolicy policy, double scale) override;
+    std::string setRecipe(const PrecisionRecipe& recipe) override;
+    std::string toggleRunning() override;
+    std::string stepOnce() override;
+    bool remote() const override { return true; }
+
     // Reads the record again (its steps, heat-map columns, histogram steps, summary and the
     // steering replies since the last read). Throws std::exception naming the run.
     void refresh();

@@ -4,11 +4,15 @@
 // - RecordRunSource: a run record, a past run or one another process still writes (a CLI train,
 //   a sweep's member, a watched PyTorch run, an emulated one whose script takes commands).
 // The views stay passive: the window hands them the source's snapshot, the precision it was cast
-// in (ShownPrecision), its history, its heat-map columns and the what-if comparison.
+// in (ShownPrecision), its history, its heat-map columns and the what-if comparison. The window's
+// controls (the slider, the policy box, the recipe dock, Train and Step) send through the source
+// too (its write side): the live one to the controller, a record's to its script (RunSteering).
 #pragma once
 
 #include "flush_column.h"
 #include "format_comparison.h"
+#include "recipe/precision_recipe.h"
+#include "recipe/scaling_policy.h"
 #include "shown_precision.h"
 #include "stats/training_snapshot.h"
 
@@ -39,6 +43,20 @@ public:
     virtual ShownPrecision precision() const = 0;
     // The Formats what-if tab's rows for `role` of `stage` at the step on show.
     virtual const FormatComparison& compareFormats(int stage, TensorRole role) = 0;
+
+    // The write side. whyNot(): empty while the run takes commands, else why it does not (its
+    // controls are then view-only and say so, the slider previews). Each command is taken from
+    // the run's next step and returns the error to show, empty when it was sent.
+    virtual std::string whyNot() const = 0;
+    virtual std::string setLossScale(double scale) = 0;
+    // `scale`: the slider's, for a policy that starts from one.
+    virtual std::string setScalingPolicy(ScalingPolicy policy, double scale) = 0;
+    virtual std::string setRecipe(const PrecisionRecipe& recipe) = 0;
+    virtual std::string toggleRunning() = 0; // train or pause (a paused script: resume)
+    virtual std::string stepOnce() = 0;      // one step, then paused
+    // Whether the run is another process's (a script steered through its record, which answers
+    // with events): a command is then only sent, and the window says so.
+    virtual bool remote() const = 0;
 };
 
 } // namespace plab

@@ -106,10 +106,9 @@ int runGptBench(const GptBenchArgs& args) {
                     run.lossScale(), static_cast<long long>(run.skippedSteps()));
         for (int stage = 0; stage < run.model().stageCount(); ++stage) {
             std::printf("  %-18s", run.model().stageName(stage).c_str());
-            for (int o = 0; o < 4; ++o)
+            for (std::size_t o = 0; o < GptRecipeCasts::kOperandRoles; ++o)
                 std::printf(" %9.4f%%",
-                            100.0 * casts->stats(stage, static_cast<transformer::GptOperand>(o))
-                                        .flushedShare());
+                            100.0 * casts->stats(stage, static_cast<TensorRole>(o)).flushedShare());
             std::printf("\n");
         }
     }

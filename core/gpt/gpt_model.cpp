@@ -108,7 +108,7 @@ int GptModel::stageHolding(std::size_t i) const {
     return name.starts_with("ln.") ? 2 * m_spec.blocks : 0; // the final norm; the embeddings
 }
 
-Tensor GptModel::operand(int stage, GptOperand role, Tensor values, Tensor copy, std::size_t width,
+Tensor GptModel::operand(int stage, TensorRole role, Tensor values, Tensor copy, std::size_t width,
                          GptSite site) {
     if (m_casts == nullptr)
         return values;
@@ -136,7 +136,7 @@ void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, st
     const auto rowCount = static_cast<std::size_t>(rows);
     const std::size_t weights = outputCount * inputCount;
     const Tensor dy =
-        operand(stage, GptOperand::ActivationGradients, dout, m_gradCast, outputCount);
+        operand(stage, TensorRole::ActivationGradients, dout, m_gradCast, outputCount);
     const bool transformed = m_casts != nullptr && m_casts->hadamard(stage);
     // Under the transform the plain dW is not the gradient: the product writes it aside.
     Tensor dw = grads.slice(weight, weights);
@@ -153,16 +153,16 @@ void GptModel::productBackward(int stage, Tensor din, Tensor grads, Tensor w, st
             atLeast(m_rhtWork, rowCount * std::max(inputCount, outputCount), *m_ops);
         const Tensor dyT = atLeast(m_rhtGrad, rowCount * outputCount, *m_ops);
         const Tensor xT = atLeast(m_rhtInput, rowCount * inputCount, *m_ops);
-        m_casts->castAlongRows(stage, GptOperand::ActivationGradients, GptSite::Product, dout,
+        m_casts->castAlongRows(stage, TensorRole::ActivationGradients, GptSite::Product, dout,
                                rowCount, outputCount, dyT, work);
-        m_casts->castAlongRows(stage, GptOperand::Activations, input.site, input.raw, rowCount,
+        m_casts->castAlongRows(stage, TensorRole::Activations, input.site, input.raw, rowCount,
                                inputCount, xT, work);
         m_ops->addWeightGradientTransposed(grads.data + weight, dyT.data, xT.data, outputs, inputs,
                                            rows, {});
     }
-    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
+    m_casts->cast(stage, TensorRole::WeightGradients, GptSite::Product,
                   grads.slice(weight, weights), {outputCount, inputCount, false});
-    m_casts->cast(stage, GptOperand::WeightGradients, GptSite::Product,
+    m_casts->cast(stage, TensorRole::WeightGradients, GptSite::Product,
                   grads.slice(bias, outputCount), {});
 }
 
@@ -309,9 +309,9 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
             // (outputs, inputs), the rows a weight's blocks and tiles run along.
             const BlockLayout layout{m_tensors[i].rows, m_tensors[i].cols, true};
             if (const int stage = stageOfTensor(i); stage >= 0 && m_tensors[i].matrix())
-                m_casts->cast(stage, GptOperand::Weights, GptSite::Product, values, layout);
+                m_casts->cast(stage, TensorRole::Weights, GptSite::Product, values, layout);
             else if (m_tensors[i].offset == m_tok || m_tensors[i].offset == m_pos)
-                m_casts->cast(0, GptOperand::Weights, GptSite::Embedding, values, layout);
+                m_casts->cast(0, TensorRole::Weights, GptSite::Embedding, values, layout);
         }
         w = m_castParams;
     }
@@ -330,31 +330,31 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
                                 params.slice(o.ln1b, cw), rows, c);
         layers.linearForward(
             qkv,
-            operand(attention, GptOperand::Activations, ln1, a.ln1Cast, cw, GptSite::NormOutput),
+            operand(attention, TensorRole::Activations, ln1, a.ln1Cast, cw, GptSite::NormOutput),
             w.slice(o.qkvw, 3 * cw * cw), w.slice(o.qkvb, 3 * cw), rows, c, 3 * c);
         // q, k and v (rows of 3C, each q . k^T and att . v reads a head's part of): the
         // attention products' operands; the probabilities in rows of T.
         const auto t = static_cast<std::size_t>(time);
         if (m_casts != nullptr)
-            m_casts->cast(attention, GptOperand::Activations, GptSite::Product, qkv,
+            m_casts->cast(attention, TensorRole::Activations, GptSite::Product, qkv,
                           {qkv.size / (3 * cw), 3 * cw, false});
         layers.attentionProbabilities(att, qkv, shape);
         if (m_casts != nullptr)
-            m_casts->cast(attention, GptOperand::Activations, GptSite::Probabilities, att,
+            m_casts->cast(attention, TensorRole::Activations, GptSite::Probabilities, att,
                           {att.size / t, t, false});
         layers.attentionValues(attOut, att, qkv, shape);
         layers.linearForward(mid,
-                             operand(attention, GptOperand::Activations, attOut, a.attOutCast, cw),
+                             operand(attention, TensorRole::Activations, attOut, a.attOutCast, cw),
                              w.slice(o.projw, cw * cw), w.slice(o.projb, cw), rows, c, c);
         layers.addInto(mid, in); // residual
         layers.layerNormForward(ln2, a.ln2Mean, a.ln2Rstd, mid, params.slice(o.ln2w, cw),
                                 params.slice(o.ln2b, cw), rows, c);
         layers.linearForward(
-            fc, operand(mlp, GptOperand::Activations, ln2, a.ln2Cast, cw, GptSite::NormOutput),
+            fc, operand(mlp, TensorRole::Activations, ln2, a.ln2Cast, cw, GptSite::NormOutput),
             w.slice(o.fcw, 4 * cw * cw), w.slice(o.fcb, 4 * cw), rows, c, 4 * c);
         layers.geluTanhForward(gelu, fc);
         const Tensor next = view(l + 1 < m_acts.size() ? m_acts[l + 1].in : m_final, cw);
-        layers.linearForward(next, operand(mlp, GptOperand::Activations, gelu, a.geluCast, 4 * cw),
+        layers.linearForward(next, operand(mlp, TensorRole::Activations, gelu, a.geluCast, 4 * cw),
                              w.slice(o.outw, 4 * cw * cw), w.slice(o.outb, cw), rows, 4 * c, c);
         layers.addInto(next, mid); // residual
     }
@@ -364,7 +364,7 @@ double GptModel::forward(Tensor params, const std::uint8_t* tokens, const std::u
     const int head = stageCount() - 1;
     layers.linearForward(
         view(m_logits, v),
-        operand(head, GptOperand::Activations, lnf, m_lnfCast, cw, GptSite::NormOutput),
+        operand(head, TensorRole::Activations, lnf, m_lnfCast, cw, GptSite::NormOutput),
         w.slice(m_headw, v * cw), w.slice(m_headb, v), rows, c, m_spec.vocab);
     const SequenceLoss loss = layers.sequenceCrossEntropy(view(m_logits, v), m_targets, rows,
                                                           m_spec.vocab, view(m_dlogits, v));
@@ -437,12 +437,12 @@ void GptModel::backward(Tensor params, Tensor grads, float lossScale) {
         productBackward(attention, dattOut, grads, w, o.projw, o.projb, dmid,
                         used(a.attOut, a.attOutCast, cw), rows, c, c);
         if (cast) // dO, the gradient entering att . v's backward
-            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::Product, dattOut,
+            m_casts->cast(attention, TensorRole::ActivationGradients, GptSite::Product, dattOut,
                           {dattOut.size / cw, cw, false});
         layers.attentionScoreGradients(dscores, dattOut, view(a.qkv, 3 * cw), view(a.att, 0),
                                        shape);
         if (cast) // the scores' gradient, before the products that take it back to q and k
-            m_casts->cast(attention, GptOperand::ActivationGradients, GptSite::ScoreGradients,
+            m_casts->cast(attention, TensorRole::ActivationGradients, GptSite::ScoreGradients,
                           dscores,
                           {dscores.size / static_cast<std::size_t>(m_time),
                            static_cast<std::size_t>(m_time), false});

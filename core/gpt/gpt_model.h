@@ -13,6 +13,7 @@
 
 #include "engine/tensor_ops.h"
 #include "numerics/block_quantizer.h"
+#include "numerics/tensor_role.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -22,8 +23,6 @@
 
 namespace plab::transformer {
 
-// The operands the precision recipe casts (its tensor roles, recipe/precision_recipe.h).
-enum class GptOperand { Weights, Activations, ActivationGradients, WeightGradients };
 // Where in a stage a cast happens, for overrides by kind (PrecisionRecipe::kindOverrides): a
 // product's plain operand, a LayerNorm output a product reads, the attention probabilities, the
 // attention scores' gradient, or the embedding tables the lookup reads (not cast unless a
@@ -44,7 +43,7 @@ public:
     virtual ~GptCasts() = default;
     // values: in the model's engine's memory, laid out as layout says (its rows for block
     // scaling: a product's operand (rows, its reduction's width), a weight (outputs, inputs)).
-    virtual void cast(int stage, GptOperand operand, GptSite site, Tensor values,
+    virtual void cast(int stage, TensorRole operand, GptSite site, Tensor values,
                       const BlockLayout& layout) = 0;
     // The random Hadamard transform of a product's weight-gradient operands (NVIDIA's NVFP4
     // recipe): whether this stage's weight gradients come from them, and each operand, raw
@@ -54,7 +53,7 @@ public:
         (void)stage;
         return false;
     }
-    virtual void castAlongRows(int stage, GptOperand operand, GptSite site, Tensor raw,
+    virtual void castAlongRows(int stage, TensorRole operand, GptSite site, Tensor raw,
                                std::size_t rows, std::size_t width, Tensor into, Tensor work) {
         (void)stage, (void)operand, (void)site, (void)raw, (void)rows, (void)width, (void)into,
             (void)work;
@@ -170,7 +169,7 @@ private:
     std::size_t add(const std::string& name, std::size_t rows, std::size_t cols);
     // The operand a product reads: values (rows of `width`), or (with casts) a cast copy kept
     // in `copy`.
-    Tensor operand(int stage, GptOperand role, Tensor values, Tensor copy, std::size_t width,
+    Tensor operand(int stage, TensorRole role, Tensor values, Tensor copy, std::size_t width,
                    GptSite site = GptSite::Product);
     // One product's backward (out = in . W^T + b): the arriving gradient dout (rows, outputs)
     // cast as the recipe says, din = dout . W (overwritten), dW and db added from dout and the

@@ -4,22 +4,11 @@
 #include "recipe/per_layer_scaling.h"
 #include "recipe/precision_recipe.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace plab {
 namespace {
-
-TensorRole roleOf(transformer::GptOperand operand) {
-    switch (operand) {
-    case transformer::GptOperand::Weights:
-        return TensorRole::Weights;
-    case transformer::GptOperand::Activations:
-        return TensorRole::Activations;
-    case transformer::GptOperand::ActivationGradients:
-        return TensorRole::ActivationGradients;
-    case transformer::GptOperand::WeightGradients:
-        break;
-    }
-    return TensorRole::WeightGradients;
-}
 
 std::vector<std::string> stageKinds(const transformer::GptModel& model) {
     std::vector<std::string> kinds;
@@ -33,13 +22,12 @@ std::vector<std::string> stageKinds(const transformer::GptModel& model) {
 GptRecipeCasts::GptRecipeCasts(const CastingSettings& config, const transformer::GptModel& model)
     : m_config(config), m_ops(model.ops()), m_stageCount(model.stageCount()),
       m_caster(config, model.stageCount(), model.ops(), nullptr, stageKinds(model)) {
-    m_counted.resize(static_cast<std::size_t>(m_stageCount) * 4);
-    m_calls.assign(static_cast<std::size_t>(m_stageCount), {});
+    m_counted.resize(static_cast<std::size_t>(m_stageCount) * kOperandRoles);
     for (int stage = 0; stage < m_stageCount; ++stage)
         for (int site = 0; site < transformer::kGptSiteCount; ++site)
-            for (int o = 0; o < 4; ++o) {
+            for (std::size_t o = 0; o < kOperandRoles; ++o) {
                 const Quantizer* q = m_caster.siteQuantizer(
-                    stage, roleOf(static_cast<transformer::GptOperand>(o)),
+                    stage, static_cast<TensorRole>(o),
                     transformer::siteKind(static_cast<transformer::GptSite>(site)));
                 m_any = m_any || (q != nullptr && !q->isIdentity());
             }
@@ -47,7 +35,6 @@ GptRecipeCasts::GptRecipeCasts(const CastingSettings& config, const transformer:
 
 void GptRecipeCasts::beginStep(std::int64_t step) {
     m_caster.setStep(step);
-    m_calls.assign(m_calls.size(), {});
 }
 
 void GptRecipeCasts::setEvaluation(bool on) {
@@ -55,27 +42,35 @@ void GptRecipeCasts::setEvaluation(bool on) {
     // each tensor's own history; the step's count resumes from 0 after it (no cast follows an
     // evaluation within a step).
     m_evaluation = on;
-    m_calls.assign(m_calls.size(), {});
+    m_caster.restartCalls();
 }
 
-GptRecipeCasts::Counted& GptRecipeCasts::counted(int stage, transformer::GptOperand operand) {
-    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))];
+std::size_t GptRecipeCasts::index(int stage, TensorRole operand) const {
+    const auto o = static_cast<std::size_t>(operand);
+    if (stage < 0 || stage >= m_stageCount || o >= kOperandRoles)
+        throw std::out_of_range("GptRecipeCasts: stage " + std::to_string(stage) + ", role " +
+                                std::to_string(o) + ": the products' operands are roles 0-3");
+    return static_cast<std::size_t>(stage) * kOperandRoles + o;
 }
 
-const QuantStats& GptRecipeCasts::stats(int stage, transformer::GptOperand operand) const {
-    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].stats;
+GptRecipeCasts::Counted& GptRecipeCasts::counted(int stage, TensorRole operand) {
+    return m_counted[index(stage, operand)];
 }
 
-const BlockStats& GptRecipeCasts::blockStats(int stage, transformer::GptOperand operand) const {
-    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].blocks;
+const QuantStats& GptRecipeCasts::stats(int stage, TensorRole operand) const {
+    return m_counted[index(stage, operand)].stats;
 }
 
-double GptRecipeCasts::tensorScale(int stage, transformer::GptOperand operand) const {
-    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].tensorScale;
+const BlockStats& GptRecipeCasts::blockStats(int stage, TensorRole operand) const {
+    return m_counted[index(stage, operand)].blocks;
 }
 
-std::string_view GptRecipeCasts::scaling(int stage, transformer::GptOperand operand) const {
-    return m_counted[static_cast<std::size_t>(stage * 4 + static_cast<int>(operand))].scaling;
+double GptRecipeCasts::tensorScale(int stage, TensorRole operand) const {
+    return m_counted[index(stage, operand)].tensorScale;
+}
+
+std::string_view GptRecipeCasts::scaling(int stage, TensorRole operand) const {
+    return m_counted[index(stage, operand)].scaling;
 }
 
 void GptRecipeCasts::resetStats() {
@@ -93,12 +88,11 @@ double GptRecipeCasts::gradientScale(int stage, Tensor gradient, double cumulati
                          {m_config.perLayerCap, m_config.cumulativeCap});
 }
 
-void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transformer::GptSite site,
-                          Tensor v, const BlockLayout& layout) {
-    const TensorRole role = roleOf(operand);
+void GptRecipeCasts::cast(int stage, TensorRole operand, transformer::GptSite site, Tensor v,
+                          const BlockLayout& layout) {
+    const TensorRole role = operand;
     const char* siteName = transformer::siteKind(site);
-    std::uint64_t& call = m_calls[static_cast<std::size_t>(stage)][static_cast<int>(operand)];
-    const std::uint64_t thisCall = call++;
+    const std::uint64_t call = m_caster.takeCall(stage, role);
     const Quantizer* q = m_caster.siteQuantizer(stage, role, siteName);
     const bool counting = m_counting && !m_evaluation;
     if (q == nullptr || (q->isIdentity() && !counting))
@@ -106,17 +100,17 @@ void GptRecipeCasts::cast(int stage, transformer::GptOperand operand, transforme
     Counted& c = counted(stage, operand);
     const CastCounters counters{counting ? &c.stats : nullptr, counting ? &c.blocks : nullptr,
                                 &c.tensorScale, *siteName == '\0' ? &c.scaling : nullptr};
-    m_caster.cast(stage, role, v, v, layout, counters, !m_evaluation, thisCall, siteName);
+    m_caster.cast(stage, role, v, v, layout, counters, !m_evaluation, call, siteName);
 }
 
 bool GptRecipeCasts::hadamard(int stage) const {
     return m_caster.hadamardFor(stage);
 }
 
-void GptRecipeCasts::castAlongRows(int stage, transformer::GptOperand operand,
-                                   transformer::GptSite site, Tensor raw, std::size_t rows,
-                                   std::size_t width, Tensor into, Tensor work) {
-    m_caster.castAlongBatch(stage, roleOf(operand), raw, rows, width, into, work,
+void GptRecipeCasts::castAlongRows(int stage, TensorRole operand, transformer::GptSite site,
+                                   Tensor raw, std::size_t rows, std::size_t width, Tensor into,
+                                   Tensor work) {
+    m_caster.castAlongBatch(stage, operand, raw, rows, width, into, work,
                             transformer::siteKind(site));
 }
 

@@ -30,25 +30,27 @@ public:
 
     // Each step's casts draw their random words from (step, stage, role, call) streams.
     void beginStep(std::int64_t step);
-    void cast(int stage, transformer::GptOperand operand, transformer::GptSite site, Tensor values,
+    void cast(int stage, TensorRole operand, transformer::GptSite site, Tensor values,
               const BlockLayout& layout) override;
     bool hadamard(int stage) const override;
-    void castAlongRows(int stage, transformer::GptOperand operand, transformer::GptSite site,
-                       Tensor raw, std::size_t rows, std::size_t width, Tensor into,
-                       Tensor work) override;
+    void castAlongRows(int stage, TensorRole operand, transformer::GptSite site, Tensor raw,
+                       std::size_t rows, std::size_t width, Tensor into, Tensor work) override;
     // Per-layer scaling (policy per-layer): Zhao et al.'s rule applied to the gradient itself
     // (the identity as the weights, as the trainer does at the loss), for the format the
     // stage's activation gradients are cast to; 1 under other policies.
     double gradientScale(int stage, Tensor gradient, double cumulative) override;
 
+    // The roles a product's operands have (Weights .. WeightGradients, TensorRole's first four):
+    // what the GPT casts, counted by stage.
+    static constexpr std::size_t kOperandRoles = 4;
     // Everything counted since the last resetStats, by stage and role (Weights ..
     // WeightGradients); the block statistics of block-scaled casts; the last tensor scale an
     // amax policy or NVFP4 (its s_enc) used (1: none).
-    const QuantStats& stats(int stage, transformer::GptOperand operand) const;
-    const BlockStats& blockStats(int stage, transformer::GptOperand operand) const;
-    double tensorScale(int stage, transformer::GptOperand operand) const;
+    const QuantStats& stats(int stage, TensorRole operand) const;
+    const BlockStats& blockStats(int stage, TensorRole operand) const;
+    double tensorScale(int stage, TensorRole operand) const;
     // The per-tensor scaling that cast the operand where a product reads it (its plain site).
-    std::string_view scaling(int stage, transformer::GptOperand operand) const;
+    std::string_view scaling(int stage, TensorRole operand) const;
     void resetStats();
     // Delayed scaling's histories, for a checkpoint (RecipeCaster::amaxHistories).
     std::vector<double> amaxHistories() const { return m_caster.amaxHistories(); }
@@ -73,16 +75,14 @@ private:
         double tensorScale = 1.0;
         std::string_view scaling;
     };
-    Counted& counted(int stage, transformer::GptOperand operand);
+    std::size_t index(int stage, TensorRole operand) const; // out_of_range for any other role
+    Counted& counted(int stage, TensorRole operand);
 
     CastingSettings m_config;
     TensorOps& m_ops;
     int m_stageCount;
     RecipeCaster m_caster;
-    std::vector<Counted> m_counted; // stage * 4 + operand
-    // Casts of each stage and operand so far in the step (or the pass): each tensor's call
-    // index, its random words and its delayed-scaling history.
-    std::vector<std::array<std::uint64_t, 4>> m_calls;
+    std::vector<Counted> m_counted; // index(stage, operand)
     bool m_any = false;
     bool m_counting = true;
     bool m_evaluation = false;

@@ -26,8 +26,26 @@ RecipeCaster::RecipeCaster(const CastingSettings& config, int stageCount, Tensor
     : m_config(config), m_stageCount(stageCount), m_ops(ops), m_pool(pool),
       m_stageKinds(std::move(stageKinds)) {
     m_stageKinds.resize(static_cast<std::size_t>(stageCount));
+    m_calls.assign(static_cast<std::size_t>(stageCount), {});
     applyScalingPolicy();
     buildQuantizers();
+}
+
+void RecipeCaster::setStep(std::int64_t step) {
+    m_step = step;
+    restartCalls();
+}
+
+std::uint64_t RecipeCaster::takeCall(int stage, TensorRole role) {
+    return m_calls.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(role)]++;
+}
+
+std::uint64_t RecipeCaster::nextCall(int stage, TensorRole role) const {
+    return m_calls.at(static_cast<std::size_t>(stage))[static_cast<std::size_t>(role)];
+}
+
+void RecipeCaster::restartCalls() {
+    m_calls.assign(m_calls.size(), {});
 }
 
 void RecipeCaster::applyScalingPolicy() {

@@ -18,6 +18,7 @@
 #include "engine/tensor_ops.h"
 #include "numerics/amax_scaling.h"
 #include "numerics/block_quantizer.h"
+#include "numerics/tensor_role.h"
 #include "recipe/casting_settings.h"
 
 #include <array>
@@ -47,8 +48,9 @@ public:
     RecipeCaster(const CastingSettings& config, int stageCount, TensorOps& ops, ThreadPool* pool,
                  std::vector<std::string> stageKinds = {});
 
-    // The step whose random streams the casts draw from (0 before the first).
-    void setStep(std::int64_t step) { m_step = step; }
+    // The step whose random streams the casts draw from (0 before the first); its casts are
+    // numbered from 0 (takeCall).
+    void setStep(std::int64_t step);
     std::int64_t step() const { return m_step; }
     int stageCount() const { return m_stageCount; }
     // A new recipe (its quantizers), or new scaling settings (the policy, its amax histories
@@ -69,6 +71,14 @@ public:
     // a further cast of the same role and stage within the step (a module called twice), with
     // words of its own.
     QuantizeOptions options(int stage, TensorRole role, std::uint64_t call = 0) const;
+    // The number of the next cast of (stage, role) within the step: a module called twice casts
+    // twice, each call with random words (options) and a delayed-scaling history of its own.
+    // takeCall counts the cast; nextCall only reads the number (an evaluation's cast under
+    // emulate, which draws no call of its own). The one count of every trainer's casts.
+    std::uint64_t takeCall(int stage, TensorRole role);
+    std::uint64_t nextCall(int stage, TensorRole role) const;
+    // The numbering from 0 again within the step (an evaluation pass numbers its casts afresh).
+    void restartCalls();
     // Whether the role's cast at this stage (and site) is a plain cast (no tensor or block
     // scale).
     bool isPlain(int stage, TensorRole role, std::string_view site = {}) const;
@@ -149,6 +159,7 @@ private:
     TensorOps& m_ops;
     ThreadPool* m_pool;
     std::int64_t m_step = 0;
+    std::vector<std::array<std::uint64_t, kRoleCount>> m_calls; // [stage][role] this step
     std::vector<std::string> m_stageKinds;
     // [stage][site][role]; null: not cast (an embedding site the recipe does not set)
     std::vector<std::vector<std::vector<std::unique_ptr<Quantizer>>>> m_quantizers;

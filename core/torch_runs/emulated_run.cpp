@@ -55,7 +55,6 @@ EmulatedRun::EmulatedRun(const std::string& dir, const EmulationSettings& settin
     const std::size_t stages = m_settings.stageNames.size();
     m_stats.resize(stages);
     m_cast.assign(stages, {});
-    m_calls.assign(stages, {});
     m_caster.setStep(0);
     m_settings.description["train_config"] = scriptTrainConfig(m_settings.config);
     m_recorder = std::make_unique<WatchRecorder>(dir, recorderSettings(m_settings));
@@ -115,11 +114,10 @@ void EmulatedRun::cast(int stage, TensorRole role, const float* in, float* out, 
     const CastCounters counters =
         collect ? CastCounters{&st.roles[r], &st.blocks[r], &st.tensorScale[r], &st.scaling[r]}
                 : CastCounters{};
-    const std::uint8_t call = m_calls[s][r];
-    if (training) {
+    if (training)
         m_cast[s][r] = true;
-        m_calls[s][r] = static_cast<std::uint8_t>(call + 1);
-    }
+    const std::uint64_t call =
+        training ? m_caster.takeCall(stage, role) : m_caster.nextCall(stage, role);
     m_caster.cast(stage, role, {const_cast<float*>(in), n}, {out, n}, layout, counters, training,
                   call, {}, agreedAmax);
 }
@@ -159,7 +157,6 @@ void EmulatedRun::endStep(std::optional<double> loss, std::optional<double> lear
         for (StageStats& st : m_stats)
             st = StageStats{};
         m_cast.assign(m_cast.size(), {});
-        m_calls.assign(m_calls.size(), {});
         ++m_step;
         m_caster.setStep(m_step - 1); // the trainer's streams: step k's casts draw from k - 1
     }

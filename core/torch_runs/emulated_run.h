@@ -117,8 +117,7 @@ private:
     std::int64_t m_step = 1;
     std::vector<StageStats> m_stats;                  // the step's counts, by stage
     std::vector<std::array<bool, kRoleCount>> m_cast; // which (stage, role) were cast this step
-    std::vector<std::array<std::uint8_t, kRoleCount>> m_calls; // casts this step
-    std::vector<float> m_work;                                 // castAlongBatch's transform
+    std::vector<float> m_work;                        // castAlongBatch's transform
 
     // Steering (under m_mutex).
     std::string applyChange(const nlohmann::json& patch, const std::string& from,

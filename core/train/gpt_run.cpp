@@ -3,8 +3,8 @@
 #include "engine/cpu_ops.h"
 #include "engine/optimizer.h"
 #include "numerics/quantizer.h"
-#include "record/record_error.h"
 #include "recipe/make_loss_scaler.h"
+#include "record/record_error.h"
 #include "train/train_config.h"
 #include "util/system_memory.h"
 
@@ -185,12 +185,12 @@ std::vector<StageStats> GptRun::stageStats() const {
     for (std::size_t s = 0; s < out.size(); ++s) {
         StageStats& st = out[s];
         const int stage = static_cast<int>(s);
-        for (int o = 0; o < 4; ++o) {
-            const auto operand = static_cast<transformer::GptOperand>(o);
-            st.roles[static_cast<std::size_t>(o)] = m_casts->stats(stage, operand);
-            st.blocks[static_cast<std::size_t>(o)] = m_casts->blockStats(stage, operand);
-            st.tensorScale[static_cast<std::size_t>(o)] = m_casts->tensorScale(stage, operand);
-            st.scaling[static_cast<std::size_t>(o)] = m_casts->scaling(stage, operand);
+        for (std::size_t o = 0; o < GptRecipeCasts::kOperandRoles; ++o) {
+            const auto operand = static_cast<TensorRole>(o);
+            st.roles[o] = m_casts->stats(stage, operand);
+            st.blocks[o] = m_casts->blockStats(stage, operand);
+            st.tensorScale[o] = m_casts->tensorScale(stage, operand);
+            st.scaling[o] = m_casts->scaling(stage, operand);
         }
         st.roles[static_cast<std::size_t>(TensorRole::MasterWeights)] = m_masterStats[s];
         st.roles[static_cast<std::size_t>(TensorRole::OptimizerState)] = m_stateStats[s];

@@ -185,7 +185,7 @@ namespace {
 class RecordingCasts final : public GptCasts {
 public:
     explicit RecordingCasts(bool truncate) : m_truncate(truncate) {}
-    void cast(int stage, GptOperand operand, GptSite site, plab::Tensor tensor,
+    void cast(int stage, plab::TensorRole operand, GptSite site, plab::Tensor tensor,
               const plab::BlockLayout& layout) override {
         // Every cast names rows that tile it.
         if (layout.cols != 0 && tensor.size % layout.cols != 0)

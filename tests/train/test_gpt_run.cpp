@@ -78,11 +78,10 @@ void TestGptRun::fp16WithoutScalingFlushesGradients() {
     QVERIFY(casts != nullptr && casts->castsAnything());
     // Gradients of a loss averaged over the batch's positions are small: FP16 flushes some of
     // the attention's; its weights and activations are far from the subnormal range.
-    const double gradients =
-        casts->stats(0, transformer::GptOperand::ActivationGradients).flushedShare();
+    const double gradients = casts->stats(0, TensorRole::ActivationGradients).flushedShare();
     QVERIFY2(gradients > 0.001, qPrintable(QString::number(gradients)));
-    QCOMPARE(casts->stats(0, transformer::GptOperand::Activations).flushedShare(), 0.0);
-    QVERIFY(casts->stats(0, transformer::GptOperand::Weights).total() > 0);
+    QCOMPARE(casts->stats(0, TensorRole::Activations).flushedShare(), 0.0);
+    QVERIFY(casts->stats(0, TensorRole::Weights).total() > 0);
 }
 
 // Zhao et al.'s per-layer scaling on the GPT (a layer: a stage; the residual gradient scaled at
@@ -101,9 +100,7 @@ void TestGptRun::perLayerScalingRescuesSmallGradients() {
         for (int i = 0; i < 3; ++i)
             flushed += std::isfinite(gpt.step().loss) ? 0.0 : 1e9; // a non-finite loss fails below
         for (int stage = 0; stage < gpt.model().stageCount(); ++stage)
-            flushed += gpt.casts()
-                           ->stats(stage, transformer::GptOperand::ActivationGradients)
-                           .flushedShare();
+            flushed += gpt.casts()->stats(stage, TensorRole::ActivationGradients).flushedShare();
         return std::pair{flushed, gpt.model().gradientScales()};
     };
     const auto [plain, plainScales] = run("none");

@@ -223,24 +223,23 @@ void TestGptTrainer::overridesByKindAndSite() {
     QCOMPARE(configFromJson(c.toJson()), c); // kind overrides are written and read back
     const transformer::GptModel model({256, 16, 32, 2, 1});
     GptRecipeCasts casts(c, model);
-    using transformer::GptOperand;
     using transformer::GptSite;
     // 1 + 2^-8: exact in FP16 and FP32; 1 in BF16, E4M3 and E5M2 (a tie, to even).
-    const auto cast = [&](int stage, GptOperand operand, GptSite site) {
+    const auto cast = [&](int stage, TensorRole operand, GptSite site) {
         float v = 1.00390625f;
         casts.cast(stage, operand, site, {&v, 1}, {}); // the CPU engine's memory: the host's
         return v;
     };
-    QCOMPARE(cast(0, GptOperand::Activations, GptSite::Product), 1.00390625f);    // stage 0: fp16
-    QCOMPARE(cast(0, GptOperand::Activations, GptSite::Probabilities), 1.0f);     // softmax: bf16
-    QCOMPARE(cast(0, GptOperand::Activations, GptSite::NormOutput), 1.00390625f); // no norm kind
-    QCOMPARE(cast(1, GptOperand::Activations, GptSite::Product), 1.0f); // stage 1 beats mlp kind
-    QCOMPARE(cast(2, GptOperand::Activations, GptSite::Product), 1.00390625f); // head: fp32
-    QCOMPARE(cast(2, GptOperand::Weights, GptSite::Product), 1.0f);            // fp8 weights
-    QCOMPARE(cast(0, GptOperand::Weights, GptSite::Embedding), 1.00390625f);   // FP32 tables
+    QCOMPARE(cast(0, TensorRole::Activations, GptSite::Product), 1.00390625f);    // stage 0: fp16
+    QCOMPARE(cast(0, TensorRole::Activations, GptSite::Probabilities), 1.0f);     // softmax: bf16
+    QCOMPARE(cast(0, TensorRole::Activations, GptSite::NormOutput), 1.00390625f); // no norm kind
+    QCOMPARE(cast(1, TensorRole::Activations, GptSite::Product), 1.0f); // stage 1 beats mlp kind
+    QCOMPARE(cast(2, TensorRole::Activations, GptSite::Product), 1.00390625f); // head: fp32
+    QCOMPARE(cast(2, TensorRole::Weights, GptSite::Product), 1.0f);            // fp8 weights
+    QCOMPARE(cast(0, TensorRole::Weights, GptSite::Embedding), 1.00390625f);   // FP32 tables
     // A softmax cast keeps its own format: 1 + 2^-6 is BF16-exact, not E4M3's.
     float v = 1.015625f;
-    casts.cast(0, GptOperand::Activations, GptSite::Probabilities, {&v, 1}, {});
+    casts.cast(0, TensorRole::Activations, GptSite::Probabilities, {&v, 1}, {});
     QCOMPARE(v, 1.015625f);
 
     // Kinds set only their roles, only known kinds, and only on the GPT.
@@ -263,7 +262,6 @@ QTEST_APPLESS_MAIN(TestGptTrainer)
 // operands where the gradients are cast to FP4 (the attention and MLP stages, not the BF16 head).
 void TestGptTrainer::blockRecipesTileWeightsAndTransformGradients() {
     const transformer::GptModel model({256, 16, 32, 2, 1});
-    using transformer::GptOperand;
     using transformer::GptSite;
     std::vector<float> w(32 * 32);
     for (std::size_t i = 0; i < w.size(); ++i)
@@ -273,8 +271,8 @@ void TestGptTrainer::blockRecipesTileWeightsAndTransformGradients() {
         j["scaling"]["weight_tiles"] = tiles;
         GptRecipeCasts casts(config(j, "nvfp4"), model);
         std::vector<float> v = w;
-        casts.cast(0, GptOperand::Weights, GptSite::Product, {v.data(), v.size()}, {32, 32, true});
-        QCOMPARE(casts.blockStats(0, GptOperand::Weights).blocks, std::uint64_t{tiles ? 4u : 64u});
+        casts.cast(0, TensorRole::Weights, GptSite::Product, {v.data(), v.size()}, {32, 32, true});
+        QCOMPARE(casts.blockStats(0, TensorRole::Weights).blocks, std::uint64_t{tiles ? 4u : 64u});
         QVERIFY(casts.hadamard(0) && casts.hadamard(1) && !casts.hadamard(2));
     }
     std::vector<std::vector<float>> after;
