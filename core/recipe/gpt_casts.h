@@ -57,6 +57,9 @@ public:
     void restoreAmaxHistories(const std::vector<double>& saved) {
         m_caster.restoreAmaxHistories(saved);
     }
+    // The caster behind the casts: the GPT's update casts its master weights and optimiser state
+    // with its quantisers and random streams too.
+    const RecipeCaster& caster() const { return m_caster; }
     // Whether any cast changes values (else, with counting off, the products need no casts).
     bool castsAnything() const { return m_any; }
     // Off: casts are not counted (evaluation passes). On: FP32 casts are counted too (what the

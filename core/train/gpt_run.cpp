@@ -118,18 +118,23 @@ void GptRun::buildPrecision() {
     m_casts = std::make_unique<GptRecipeCasts>(p, m_model);
     m_casts->setCounting(m_counting);
     m_scaler = makeLossScaler(p);
-    m_master = std::make_unique<Quantizer>(
-        p.recipe.roles[static_cast<std::size_t>(TensorRole::MasterWeights)]);
     m_notice.clear();
     // Adam's second moment is the square of a gradient: in a format with less exponent range
     // than FP32's (FP16, FP8: the SGD-momentum recipes' state) it flushes to zero and the update
-    // divides by epsilon alone. Such a state format is kept in FP32 (and said).
-    const QuantConfig& state = p.recipe.roles[static_cast<std::size_t>(TensorRole::OptimizerState)];
-    m_state.reset();
-    if (!state.format.hasNarrowRange())
-        m_state = std::make_unique<Quantizer>(state);
-    else
-        m_notice = "optimiser state kept in fp32: the recipe's " + state.format.name +
+    // divides by epsilon alone. Such a stage's state is kept in FP32 (and said).
+    const RecipeCaster& caster = m_casts->caster();
+    m_stateInFp32.assign(static_cast<std::size_t>(m_model.stageCount()), false);
+    std::string narrow;
+    for (int s = 0; s < m_model.stageCount(); ++s) {
+        const FormatSpec& state = caster.quantizer(s, TensorRole::OptimizerState).config().format;
+        if (!state.hasNarrowRange())
+            continue;
+        m_stateInFp32[static_cast<std::size_t>(s)] = true;
+        if (narrow.find(state.name) == std::string::npos)
+            narrow += (narrow.empty() ? "" : ", ") + state.name;
+    }
+    if (!narrow.empty())
+        m_notice = "optimiser state kept in fp32: the recipe's " + narrow +
                    " would flush AdamW's second moment (squared gradients)";
     if (p.recipe.accumulation) {
         if (!m_notice.empty())
@@ -249,38 +254,53 @@ GptStepResult GptRun::step() {
     return result;
 }
 
+// The optimiser state's and the master weights' casts of a tensor of `stage`, as the recipe
+// casts them there (its per-stage overrides included), on the caster's random stream of the
+// step, stage and role (RecipeCaster::options), each tensor at its own index in it; FP32 without
+// a recipe.
+GptRun::UpdateCasts GptRun::updateCasts(int stage, TensorRole role, std::size_t at) const {
+    UpdateCasts casts{&fp32Quantizer(), {}};
+    casts.options.seed = m_settings.seed;
+    if (m_casts) {
+        const RecipeCaster& caster = m_casts->caster();
+        const bool keptInFp32 =
+            role == TensorRole::OptimizerState && m_stateInFp32[static_cast<std::size_t>(stage)];
+        if (!keptInFp32)
+            casts.format = &caster.quantizer(stage, role);
+        casts.options = caster.options(stage, role);
+    }
+    casts.options.firstIndex = at;
+    return casts;
+}
+
 void GptRun::applyUpdate() {
-    const Quantizer& stateFormat = m_state ? *m_state : fp32Quantizer();
     OptimizerSettings adamw{OptimizerKind::AdamW};
     adamw.beta1 = m_settings.beta1;
     adamw.beta2 = m_settings.beta2;
     adamw.epsilon = m_settings.epsilon;
-    QuantizeOptions options;
-    options.seed = m_settings.seed;
-    options.stream = static_cast<std::uint64_t>(m_step) << 20;
     const std::vector<transformer::GptTensor>& tensors = m_model.tensors();
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         const transformer::GptTensor& tensor = tensors[i];
         adamw.weightDecay = tensor.matrix() ? m_settings.weightDecay : 0.0;
         const std::size_t at = tensor.offset, size = tensor.size();
-        options.firstIndex = at;
-        QuantStats* state =
-            m_counting ? &m_stateStats[static_cast<std::size_t>(m_model.stageHolding(i))] : nullptr;
+        const int stage = m_model.stageHolding(i);
+        const UpdateCasts state = updateCasts(stage, TensorRole::OptimizerState, at);
+        QuantStats* counted = m_counting ? &m_stateStats[static_cast<std::size_t>(stage)] : nullptr;
         m_ops->optimizerUpdate(adamw, {m_first.slice(at, size), m_second.slice(at, size)}, m_step,
                                m_grads.slice(at, size), m_params.slice(at, size),
-                               m_update.slice(at, size), m_settings.lr, stateFormat, state,
-                               options);
+                               m_update.slice(at, size), m_settings.lr, *state.format, counted,
+                               state.options);
     }
     // master <- Q(master - update) in the master weights' format (FP32 without a recipe).
-    const Quantizer& master = m_master ? *m_master : fp32Quantizer();
-    options.stream = (static_cast<std::uint64_t>(m_step) << 20) | 0xFFFFFu;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         const std::size_t at = tensors[i].offset, size = tensors[i].size();
-        options.firstIndex = at;
         const auto stage = static_cast<std::size_t>(m_model.stageHolding(i));
+        const UpdateCasts master =
+            updateCasts(static_cast<int>(stage), TensorRole::MasterWeights, at);
         const TensorOps::UpdateCounts counts = m_ops->applyMasterUpdate(
-            m_params.slice(at, size), m_update.slice(at, size), m_scratch.slice(at, size), master,
-            m_counting ? &m_masterStats[stage] : nullptr, options, m_counting);
+            m_params.slice(at, size), m_update.slice(at, size), m_scratch.slice(at, size),
+            *master.format, m_counting ? &m_masterStats[stage] : nullptr, master.options,
+            m_counting);
         m_updates[stage] += counts.updates;
         m_lostUpdates[stage] += counts.lost;
     }

@@ -7,11 +7,11 @@
 
 #include "data/text_corpus.h"
 #include "gpt/gpt_model.h"
-#include "stats/training_snapshot.h"
 #include "recipe/gpt_casts.h"
 #include "recipe/loss_scaler.h"
-#include "train/train_config.h"
+#include "stats/training_snapshot.h"
 #include "train/run_checkpoint.h"
+#include "train/train_config.h"
 
 #include <cstdint>
 #include <memory>
@@ -105,7 +105,13 @@ private:
     std::int64_t m_step = 0, m_skipped = 0;
     std::unique_ptr<GptRecipeCasts> m_casts;
     std::unique_ptr<LossScaler> m_scaler; // dynamic / enhanced
-    std::unique_ptr<Quantizer> m_master, m_state;
+    // Per stage: AdamW's state kept in FP32, the recipe's format there lacking the range.
+    std::vector<bool> m_stateInFp32;
+    struct UpdateCasts {
+        const Quantizer* format;
+        QuantizeOptions options;
+    };
+    UpdateCasts updateCasts(int stage, TensorRole role, std::size_t at) const;
     std::string m_notice;
     bool m_counting = false;
     // Per stage (stageHolding): master weights and optimiser state counted, updates and lost
