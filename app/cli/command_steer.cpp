@@ -4,9 +4,9 @@
 // at its next step boundary and records it (an event, a timeline entry in config.json).
 #include "cli_commands.h"
 
+#include "record/run_commands.h"
 #include "record/run_record.h"
 #include "train/train_config.h"
-#include "record/run_commands.h"
 
 #include <cmath>
 #include <cstdio>

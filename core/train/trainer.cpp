@@ -9,10 +9,10 @@
 #include "engine/cpu_ops.h"
 #include "nn/linear.h"
 #include "nn/softmax_cross_entropy.h"
-#include "stats/tensor_sample.h"
 #include "recipe/make_loss_scaler.h"
 #include "recipe/per_layer_scaling.h"
 #include "recipe/recipe_caster.h"
+#include "stats/tensor_sample.h"
 
 #include <algorithm>
 #include <chrono>

@@ -4,8 +4,8 @@
 #include "record/run_record.h"
 #include "sweep/script_sweep.h"
 #include "sweep/sweep_run.h"
-#include "train/train_config.h"
 #include "torch_runs/watch_recorder.h"
+#include "train/train_config.h"
 
 #include <QHeaderView>
 #include <QSignalSpy>

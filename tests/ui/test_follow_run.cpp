@@ -21,8 +21,8 @@
 #include "main_window.h"
 #include "percent_text.h"
 #include "recipe_editor.h"
-#include "train/run_config_builder.h"
 #include "torch_runs/emulated_run.h"
+#include "train/run_config_builder.h"
 
 #include <QApplication>
 #include <QFileInfo>

@@ -8,10 +8,10 @@
 #include "record_run_source.h"
 #include "training_controller.h"
 
+#include "torch_runs/watch_recorder.h"
 #include "train/presets.h"
 #include "train/run_data.h"
 #include "train/training_session.h"
-#include "torch_runs/watch_recorder.h"
 
 #include <QComboBox>
 #include <QLabel>

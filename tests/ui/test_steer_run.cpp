@@ -19,8 +19,8 @@
 #include "recipe_editor.h"
 #include "record/run_record.h"
 #include "run_steering.h"
-#include "train/run_config_builder.h"
 #include "torch_runs/emulated_run.h"
+#include "train/run_config_builder.h"
 
 #include <QApplication>
 

@@ -9,11 +9,11 @@
 #include "nn/model.h"
 #include "recipe/dynamic_scaler.h"
 #include "recipe/make_loss_scaler.h"
+#include "record/run_commands.h"
+#include "torch_runs/emulated_run.h"
 #include "train/presets.h"
 #include "train/run_config_builder.h"
 #include "train/run_data.h"
-#include "torch_runs/emulated_run.h"
-#include "record/run_commands.h"
 
 #include <pybind11/stl.h>
 
